@@ -1,0 +1,600 @@
+#!/usr/bin/python3
+"""Tests for tools/convert.py and tools/make_random_checkpoint.py (json + numpy only).
+
+    /usr/bin/python3 tests/test_convert.py
+
+Builds tiny random checkpoints in a temporary directory and converts them, plus one
+full-size fake checkpoint (the released 1797-tensor manifest as a sparse, all-zero bf16
+file: 1.7 GB apparent, ~0 on disk) whose f32 output (3.4 GB) is written, checked and
+deleted.  That test is skipped when the temporary directory has less than 8 GB free.
+The last line is "N passed, N failed"; the exit status is non-zero on any failure.
+"""
+import ast
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import convert  # noqa: E402
+import make_random_checkpoint as mrc  # noqa: E402
+import sam3file  # noqa: E402
+
+CONVERT = os.path.join(ROOT, "tools", "convert.py")
+TSV = os.path.join(ROOT, "..", "shared", "checkpoint", "facebook-sam3-tensors.tsv")
+TMP = tempfile.mkdtemp(prefix="sam3_test_convert_")
+TESTS = []
+
+
+class Skip(Exception):
+    pass
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+
+def tmpdir(name):
+    d = os.path.join(TMP, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def run_convert(src, out, *args):
+    p = subprocess.run([sys.executable, CONVERT, src, out, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+VOCAB, MERGES = mrc.synthetic_vocab()
+TINY_JSON = mrc.tiny_config(len(VOCAB))
+
+
+def tiny_items(cfg_json=TINY_JSON, dtype="F32", seed=0, values=None):
+    """[name, dtype, shape, array] for every tensor of the config's manifest."""
+    cfg = convert.fill_config(cfg_json)
+    rng = np.random.default_rng(seed)
+    items, fourier = [], None
+    for name, shape, _, kind in convert.manifest(cfg):
+        if values == "grid":  # k/8, |k| <= 64: exact in f32, f16 and bf16
+            a = (rng.integers(-64, 65, size=shape) / 8).astype(np.float32)
+        else:
+            a = mrc.random_tensor(rng, shape, kind)
+        if kind == "fourier":
+            fourier = a if fourier is None else fourier
+            a = fourier
+        items.append([name, dtype, shape, a])
+    return items
+
+
+def write_src(d, items=None, cfg_json=TINY_JSON, vocab=True, merges=True, config=True):
+    if config:
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg_json, f)
+    mrc.write_vocab(d, VOCAB, MERGES)
+    if not vocab:
+        os.unlink(os.path.join(d, "vocab.json"))
+    if not merges:
+        os.unlink(os.path.join(d, "merges.txt"))
+    if items is not None:
+        mrc.write_safetensors(os.path.join(d, "model.safetensors"), items)
+    return d
+
+
+def write_raw_safetensors(path, header, payload):
+    hb = json.dumps(header).encode() if isinstance(header, dict) else header
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + payload)
+
+
+def expect_failure(src, *words, args=()):
+    out = os.path.join(TMP, "fail_out.sam3")
+    rc, so, se = run_convert(src, out, *args)
+    check(rc != 0, f"expected failure, got rc 0; stdout tail: {so[-300:]}")
+    check("convert.py: error:" in se, f"no 'convert.py: error:' in stderr: {se!r}")
+    check("Traceback" not in se, f"traceback in stderr: {se}")
+    for w in words:
+        check(w in se, f"{w!r} not in stderr: {se!r}")
+    check(not os.path.exists(out) and not os.path.exists(out + ".tmp"), "an output file was left behind")
+    return se
+
+
+def keep_names(cfg):
+    return [convert.output_name(n) for n, _, r, _ in convert.manifest(cfg) if r == "keep"] + \
+        ["tokenizer.vocab.bytes", "tokenizer.vocab.offsets", "tokenizer.merges"]
+
+
+# ----------------------------------------------------------------------------------------
+# (a) the manifest reproduces the released checkpoint
+# ----------------------------------------------------------------------------------------
+
+@test
+def manifest_matches_released_tsv():
+    if not os.path.isfile(TSV):
+        raise Skip(f"{os.path.normpath(TSV)} is absent")
+    rows = [ln.rstrip("\n").split("\t") for ln in open(TSV) if ln.strip()]
+    tsv = [(r[0], tuple(ast.literal_eval(r[1]))) for r in rows]
+    mine = [(n, s) for n, s, _, _ in convert.manifest(convert.default_config())]
+    check(len(tsv) == 1797, f"tsv has {len(tsv)} rows")
+    check(set(mine) == set(tsv), f"differ: only tsv {sorted(set(tsv) - set(mine))[:5]}, "
+                                 f"only mine {sorted(set(mine) - set(tsv))[:5]}")
+    check(mine == tsv, "same tensors, different order")
+    check(all(r[2] == "torch.float32" for r in rows), "tsv dtypes")
+
+
+@test
+def default_config_values():
+    cfg = convert.default_config()
+    v, t = cfg["vit"], cfg["text"]
+    check((v["hidden_size"], v["num_hidden_layers"], v["global_attn_indexes"], v["layer_norm_eps"]) ==
+          (1024, 32, [7, 15, 23, 31], 1e-6), v)
+    check((t["vocab_size"], t["hidden_size"], t["num_hidden_layers"], t["max_position_embeddings"],
+           t["hidden_act"]) == (49408, 1024, 24, 32, "gelu"), t)
+    m = convert.manifest(cfg)
+    keep = sum(r == "keep" for _, _, r, _ in m)
+    check(keep == 1623, f"{keep} kept tensors, expected 1623 (1459 detector + 146 tracker + 18 neck)")
+    # a present text_config is filled from CLIPTextConfig's defaults, as transformers does
+    c2 = convert.fill_config({"model_type": "sam3", "text_config": {"hidden_size": 1024}})
+    check(c2["text"]["num_hidden_layers"] == 12 and c2["text"]["hidden_act"] == "quick_gelu", c2["text"])
+    c3 = convert.fill_config({"model_type": "sam3", "vision_config": {"backbone_config": {
+        "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}, "patch_size": [14, 14]}}})
+    check(c3["vit"]["rope_theta"] == 500.0 and c3["vit"]["patch_size"] == 14, c3["vit"])
+    c4 = convert.fill_config({"model_type": "sam3_video", "tracker_config": {"image_size": 560}})
+    check(c4["tracker"]["prompt_encoder"]["image_size"] == 560, "tracker image_size not propagated")
+
+
+@test
+def config_keys_documented_and_fit():
+    d = write_src(tmpdir("keys"), tiny_items())
+    config, _, _, _ = convert.plan(d)
+    for k in config:
+        check(len(k) <= sam3file.KEY_MAX, f"key {k} too long")
+        check(k in convert.__doc__, f"config key {k} is not in convert.py's docstring")
+
+
+# ----------------------------------------------------------------------------------------
+# (b) the full released manifest, cheaply
+# ----------------------------------------------------------------------------------------
+
+@test
+def full_manifest_sparse_bf16():
+    free = shutil.disk_usage(TMP).free
+    if free < 8e9:
+        raise Skip(f"needs ~3.5 GB of scratch disk, {TMP} has {free / 1e9:.1f} GB free")
+    d = tmpdir("full")
+    cfg = convert.default_config()
+    # all zeros (holes), except a few tensors with known values
+    marked = {"detector_model.detr_decoder.query_embed.weight": 1.5,
+              "tracker_model.mask_decoder.iou_token.weight": -2.0,
+              "tracker_neck.fpn_layers.2.proj2.bias": 0.25}
+    items = [(n, "BF16", s, (np.full(s, marked[n], np.float32) if n in marked else None))
+             for n, s, _, _ in convert.manifest(cfg)]
+    t0 = time.time()
+    write_src(d, cfg_json={"model_type": "sam3_video"})
+    mrc.write_safetensors(os.path.join(d, "model.safetensors"), items)
+    st = os.stat(os.path.join(d, "model.safetensors"))
+    t1 = time.time()
+    out = os.path.join(d, "out.sam3")
+    rc, so, se = run_convert(d, out, "--quiet")
+    t2 = time.time()
+    check(rc == 0, f"rc {rc}: {se}")
+    check("fewer than text_config.vocab_size" in se, "no warning for the small synthetic vocab")
+    f = sam3file.read(out)
+    names = keep_names(cfg)
+    check(f.order == names, "output names/order differ from the manifest's kept tensors")
+    check(len(f.order) == 1626, f"{len(f.order)} tensors, expected 1626")
+    shapes = {convert.output_name(n): s for n, s, r, _ in convert.manifest(cfg) if r == "keep"}
+    for n in f.order[:-3]:
+        dt, shape, _, _ = f.tensors[n]
+        check(dt == sam3file.DT_F32 and shape == shapes[n], f"{n}: {dt} {shape}")
+    check(float(f.get("detr_decoder.query_embed.weight")[3, 7]) == 1.5, "marked value lost")
+    check(float(f.get("tracker_model.mask_decoder.iou_token.weight")[0, 5]) == -2.0, "marked value lost")
+    check(float(f.get("vision_encoder.neck.fpn_layers.0.proj1.bias")[0]) == 0.0, "zero value")
+    check(f.config["tracker.present"] == 1 and f.config["text.vocab_size"] == 49408, "config")
+    out_bytes = os.path.getsize(out)
+    out_disk = os.stat(out).st_blocks * 512
+    del f
+    print(f"    full manifest: source {st.st_size / 1e9:.2f} GB apparent / {st.st_blocks * 512 / 1e6:.1f} MB "
+          f"on disk, written in {t1 - t0:.1f} s; convert {t2 - t1:.1f} s -> {out_bytes / 1e9:.2f} GB "
+          f"({out_disk / 1e9:.2f} GB on disk)")
+    shutil.rmtree(d)
+
+
+# ----------------------------------------------------------------------------------------
+# (c) failures: non-zero exit, a message naming the problem, no output file
+# ----------------------------------------------------------------------------------------
+
+@test
+def fail_missing_tensor():
+    items = [it for it in tiny_items() if it[0] != "detector_model.detr_decoder.query_embed.weight"]
+    expect_failure(write_src(tmpdir("missing"), items), "missing tensor detector_model.detr_decoder.query_embed.weight")
+
+
+@test
+def fail_unexpected_tensor():
+    items = tiny_items() + [["detector_model.foo.weight", "F32", (2,), np.zeros(2, np.float32)]]
+    expect_failure(write_src(tmpdir("unexpected"), items), "unexpected tensor detector_model.foo.weight")
+
+
+@test
+def fail_wrong_shape():
+    items = tiny_items()
+    for it in items:
+        if it[0] == "detector_model.text_projection.weight":
+            it[2], it[3] = (16, 31), np.zeros((16, 31), np.float32)
+    expect_failure(write_src(tmpdir("shape"), items),
+                   "detector_model.text_projection.weight", "[16, 31]", "expected [16, 32]")
+
+
+@test
+def fail_dropped_tensor_wrong_shape():
+    items = tiny_items()
+    for it in items:
+        if it[0] == "tracker_model.memory_temporal_positional_encoding":
+            it[2], it[3] = (6, 1, 1, 64), np.zeros((6, 1, 1, 64), np.float32)
+    expect_failure(write_src(tmpdir("shape2"), items), "memory_temporal_positional_encoding", "[6, 1, 1, 64]")
+
+
+def _header_case(name, header, payload):
+    d = write_src(tmpdir(name))
+    write_raw_safetensors(os.path.join(d, "model.safetensors"), header, payload)
+    return d
+
+
+@test
+def fail_header_length_past_eof():
+    d = write_src(tmpdir("hdr_len"))
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", 1 << 40) + b"{}")
+    expect_failure(d, "header length 1099511627776 runs past the end")
+
+
+@test
+def fail_header_too_short():
+    d = write_src(tmpdir("hdr_short"))
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(b"\x01\x02")
+    expect_failure(d, "too short")
+
+
+@test
+def fail_bad_json():
+    expect_failure(_header_case("hdr_json", b'{"a": [1, 2', b""), "bad JSON header")
+
+
+@test
+def fail_offsets_past_end():
+    h = {"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
+    expect_failure(_header_case("hdr_end", h, b"\0" * 12), "tensor x", "lie outside the 12 data bytes")
+
+
+@test
+def fail_overlapping_offsets():
+    h = {"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+         "y": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}}
+    expect_failure(_header_case("hdr_overlap", h, b"\0" * 24), "x and y overlap")
+
+
+@test
+def fail_lying_offsets():
+    h = {"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}}
+    expect_failure(_header_case("hdr_lie", h, b"\0" * 16), "tensor x", "span 12 bytes", "needs 16")
+
+
+@test
+def fail_unknown_dtype():
+    h = {"x": {"dtype": "Q4", "shape": [4], "data_offsets": [0, 16]}}
+    expect_failure(_header_case("hdr_dtype", h, b"\0" * 16), "dtype 'Q4' is not supported")
+
+
+@test
+def fail_duplicate_header_key():
+    hb = b'{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+    expect_failure(_header_case("hdr_dup", hb, b"\0" * 4), "duplicate key 'x'")
+
+
+@test
+def fail_missing_config():
+    expect_failure(write_src(tmpdir("noconfig"), tiny_items(), config=False), "config.json is missing")
+
+
+@test
+def fail_missing_vocab():
+    expect_failure(write_src(tmpdir("novocab"), tiny_items(), vocab=False), "vocab.json is missing")
+
+
+@test
+def fail_missing_merges():
+    expect_failure(write_src(tmpdir("nomerges"), tiny_items(), merges=False), "merges.txt is missing")
+
+
+@test
+def fail_missing_weights():
+    expect_failure(write_src(tmpdir("noweights")), "neither model.safetensors nor model.safetensors.index.json")
+
+
+def write_sharded(d, items, n_shards=2):
+    files = [f"model-{i + 1:05d}-of-{n_shards:05d}.safetensors" for i in range(n_shards)]
+    per = (len(items) + n_shards - 1) // n_shards
+    wm = {}
+    for i, fn in enumerate(files):
+        part = items[i * per:(i + 1) * per]
+        mrc.write_safetensors(os.path.join(d, fn), part)
+        wm.update({it[0]: fn for it in part})
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, f)
+    return files
+
+
+@test
+def fail_sharded_missing_shard():
+    d = write_src(tmpdir("shard_missing"))
+    files = write_sharded(d, tiny_items())
+    os.unlink(os.path.join(d, files[1]))
+    expect_failure(d, f"missing shard {files[1]}")
+
+
+@test
+def fail_merge_not_in_vocab():
+    d = write_src(tmpdir("badmerge"), tiny_items())
+    with open(os.path.join(d, "merges.txt"), "a", encoding="utf-8") as f:
+        f.write("zz qq\n")
+    expect_failure(d, "merges.txt line", "'zz' is not in vocab.json")
+
+
+@test
+def fail_fourier_copies_differ():
+    items = tiny_items()
+    for it in items:
+        if it[0] == "tracker_model.prompt_encoder.shared_embedding.positional_embedding":
+            it[3] = it[3] + 1
+    expect_failure(write_src(tmpdir("fourier"), items), "shared_embedding.positional_embedding differs")
+
+
+@test
+def fail_vocab_larger_than_config():
+    cj = json.loads(json.dumps(TINY_JSON))
+    cj["detector_config"]["text_config"]["vocab_size"] = len(VOCAB) - 1
+    expect_failure(write_src(tmpdir("bigvocab"), tiny_items(cj), cfg_json=cj),
+                   f"vocab.json has {len(VOCAB)} tokens but text_config.vocab_size is {len(VOCAB) - 1}")
+
+
+@test
+def fail_bad_config_value():
+    cj = json.loads(json.dumps(TINY_JSON))
+    cj["detector_config"]["detr_decoder_config"]["num_queries"] = "five"
+    expect_failure(write_src(tmpdir("badcfg"), tiny_items(), cfg_json=cj), "detr_decoder_config.num_queries", "wrong type")
+    expect_failure(write_src(tmpdir("badmt"), tiny_items(), cfg_json={"model_type": "sam2"}), "model_type 'sam2'")
+
+
+@test
+def fail_unsupported_dtype_option():
+    expect_failure(write_src(tmpdir("dtypeopt"), tiny_items()), "only f32", args=("--dtype", "f16"))
+
+
+# ----------------------------------------------------------------------------------------
+# (d) determinism, (e) input dtypes, (f) plain Sam3Model, (g) --verify, sharded input
+# ----------------------------------------------------------------------------------------
+
+@test
+def deterministic_output():
+    d = write_src(tmpdir("det"), tiny_items())
+    a, b = os.path.join(d, "a.sam3"), os.path.join(d, "b.sam3")
+    for p in (a, b):
+        rc, _, se = run_convert(d, p, "--quiet")
+        check(rc == 0, se)
+    check(open(a, "rb").read() == open(b, "rb").read(), "two runs gave different bytes")
+
+
+@test
+def tiny_output_contents():
+    d = write_src(tmpdir("contents"), tiny_items())
+    out = os.path.join(d, "o.sam3")
+    rc, so, se = run_convert(d, out)
+    check(rc == 0, se)
+    check("max_err 0" in so and "dropped tracker_model.memory_attention" in so, "per-tensor summary lines")
+    f = sam3file.read(out)
+    cfg = convert.fill_config(TINY_JSON)
+    check(f.order == keep_names(cfg), "names/order")
+    src = {it[0]: it[3] for it in tiny_items()}
+    for n in f.order[:-3]:
+        full = n if n.startswith("tracker_") else "detector_model." + n
+        check(np.array_equal(f.get(n), src[full]), f"{n} values")
+    c = f.config
+    check(c["arch"] == "sam3" and c["file.converter"] == "sam3.h tools/convert.py v1", "arch/converter")
+    check("SAM License" in c["file.license"], "licence note")
+    check(c["vision.global_attn_indexes"] == [1] and c["neck.scale_factors"] == [4.0, 2.0, 1.0, 0.5], "arrays")
+    check(c["tracker.mask_decoder.dynamic_multimask"] == 1 and c["tracker.mask_decoder.stability_thresh"] == 0.98,
+          "tracker keys")
+    check(c["processor.image_size"] == 1008 and c["processor.rescale_factor"] == 1 / 255, "processor defaults")
+    # tokenizer tensors
+    by = f.get("tokenizer.vocab.bytes").tobytes()
+    off = f.get("tokenizer.vocab.offsets")
+    inv = {i: t for t, i in VOCAB.items()}
+    check(len(off) == len(VOCAB) + 1, "offsets length")
+    for i in (0, 300, len(VOCAB) - 1):
+        check(by[off[i]:off[i + 1]].decode("utf-8") == inv[i], f"token {i}")
+    mg = f.get("tokenizer.merges")
+    check(mg.shape == (len(MERGES), 3), "merges shape")
+    a, b = MERGES[0]
+    check(list(mg[0]) == [VOCAB[a], VOCAB[b], VOCAB[a + b]], "merge 0")
+    check(c["tokenizer.bos_token_id"] == VOCAB["<|startoftext|>"] and
+          c["tokenizer.pad_token_id"] == c["tokenizer.eos_token_id"] == VOCAB["<|endoftext|>"], "special ids")
+
+
+@test
+def real_clip_vocab_if_present():
+    clip = os.path.join(ROOT, "..", "shared", "clip")
+    if not os.path.isfile(os.path.join(clip, "vocab.json")):
+        raise Skip(f"{os.path.normpath(clip)} is absent")
+    tok = convert.read_tokenizer(clip)
+    check((tok["vocab_size"], tok["n_merges"], tok["bos"], tok["eos"]) == (49408, 48894, 49406, 49407), tok["n_merges"])
+
+
+@test
+def preprocessor_config():
+    d = write_src(tmpdir("pp"), tiny_items())
+    with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+        json.dump({"size": {"height": 56, "width": 56}, "image_mean": [0.4, 0.5, 0.6],
+                   "image_std": [0.2, 0.3, 0.4], "rescale_factor": 0.5}, f)
+    out = os.path.join(d, "o.sam3")
+    rc, _, se = run_convert(d, out, "--quiet")
+    check(rc == 0, se)
+    c = sam3file.read(out).config
+    check((c["processor.image_size"], c["processor.image_mean"], c["processor.image_std"],
+           c["processor.rescale_factor"]) == (56, [0.4, 0.5, 0.6], [0.2, 0.3, 0.4], 0.5), "processor keys")
+    with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+        json.dump({"size": {"height": 56, "width": 64}}, f)
+    os.unlink(out)
+    expect_failure(d, "preprocessor_config.json", "square")
+
+
+@test
+def f16_bf16_f32_inputs_agree():
+    outs = []
+    for dt in ("F32", "F16", "BF16"):
+        d = write_src(tmpdir("dt_" + dt), tiny_items(dtype=dt, values="grid"))
+        out = os.path.join(d, "o.sam3")
+        rc, so, se = run_convert(d, out)
+        check(rc == 0, se)
+        if dt != "F32":
+            check(f"{dt.lower()} -> f32  max_err 0 (exact)" in so, "summary line for " + dt)
+        outs.append(sam3file.read(out))
+    ref = {it[0]: it[3] for it in tiny_items(values="grid")}
+    for n in outs[0].order:
+        a = outs[0].get(n)
+        for o in outs[1:]:
+            check(np.array_equal(a, o.get(n)), f"{n} differs between input dtypes")
+        if not n.startswith("tokenizer."):
+            full = n if n.startswith("tracker_") else "detector_model." + n
+            check(np.array_equal(a, ref[full]), f"{n} differs from the source values")
+
+
+@test
+def bf16_rounding_of_generator():
+    x = np.array([1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -2.5, 3.0e-3], np.float32)
+    u = mrc.to_st_dtype(x, "BF16")
+    back = (u.astype(np.uint32) << 16).view(np.float32)
+    check(list(back[:2]) == [1.0, 1.0] and back[2] == 1 + 4 * 2 ** -8 and back[3] == -2.5, back)
+    check(abs(back[4] - 3e-3) < 3e-3 * 2 ** -8, back)
+
+
+@test
+def plain_sam3model_state_dict():
+    det_json = json.loads(json.dumps(TINY_JSON["detector_config"]))  # model_type "sam3"
+    cfg = convert.fill_config(det_json)
+    check(cfg["prefix"] == "" and cfg["tracker"] is None, "sam3 config")
+    items = tiny_items(det_json)
+    check(not any(it[0].startswith(("detector_model.", "tracker")) for it in items), "unprefixed names")
+    d = write_src(tmpdir("plain"), items, cfg_json=det_json)
+    out = os.path.join(d, "o.sam3")
+    rc, _, se = run_convert(d, out, "--quiet", "--verify")
+    check(rc == 0, se)
+    f = sam3file.read(out)
+    check(f.config["tracker.present"] == 0, "tracker.present")
+    check(not any(k.startswith("tracker.") and k != "tracker.present" for k in f.config), "tracker keys written")
+    check(not any(n.startswith("tracker") for n in f.order), "tracker tensors written")
+    check(f.order == keep_names(cfg), "names")
+    # the same unprefixed state dict under the sam3_video config: detector only, with a note
+    d2 = write_src(tmpdir("plain2"), items)
+    rc, _, se = run_convert(d2, os.path.join(d2, "o.sam3"), "--quiet")
+    check(rc == 0 and "no detector_model. prefix" in se, se)
+    check(sam3file.read(os.path.join(d2, "o.sam3")).config["tracker.present"] == 0, "tracker.present")
+    # a tracker tensor in a plain Sam3Model file is unexpected
+    bad = items + [["tracker_model.no_memory_embedding", "F32", (1, 1, 16), np.zeros((1, 1, 16), np.float32)]]
+    expect_failure(write_src(tmpdir("plain3"), bad, cfg_json=det_json),
+                   "unexpected tensor tracker_model.no_memory_embedding")
+
+
+@test
+def verify_passes():
+    d = write_src(tmpdir("verify"), tiny_items(dtype="BF16"))
+    rc, so, se = run_convert(d, os.path.join(d, "o.sam3"), "--verify", "--quiet")
+    check(rc == 0 and "verify: OK" in so, so + se)
+
+
+@test
+def sharded_input():
+    d = write_src(tmpdir("sharded"))
+    write_sharded(d, tiny_items(), 3)
+    out = os.path.join(d, "o.sam3")
+    rc, so, se = run_convert(d, out, "--verify", "--quiet")
+    check(rc == 0 and "verify: OK" in so, se)
+    d1 = write_src(tmpdir("single"), tiny_items())
+    rc, _, se = run_convert(d1, os.path.join(d1, "o.sam3"), "--quiet")
+    check(rc == 0, se)
+    a, b = sam3file.read(out), sam3file.read(os.path.join(d1, "o.sam3"))
+    check(a.order == b.order and all(np.array_equal(a.get(n), b.get(n)) for n in a.order),
+          "sharded and single-file inputs give different tensors")
+
+
+@test
+def random_checkpoint_tool():
+    d = tmpdir("mrc")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_random_checkpoint.py"), d,
+                        "--config", "tiny", "--seed", "3", "--dtype", "bf16"], capture_output=True, text=True)
+    check(p.returncode == 0, p.stderr)
+    for fn in ("model.safetensors", "config.json", "vocab.json", "merges.txt"):
+        check(os.path.isfile(os.path.join(d, fn)), fn)
+    st = convert.read_safetensors(os.path.join(d, "model.safetensors"))
+    cfg = convert.fill_config(json.load(open(os.path.join(d, "config.json"))))
+    check([(n, s) for n, s, _, _ in convert.manifest(cfg)] == [(n, t.shape) for n, t in st.items()], "manifest")
+    check(all(t.dtype == "BF16" for t in st.values()), "dtype")
+    w = st["detector_model.vision_encoder.backbone.layers.0.mlp.fc1.weight"].f32()
+    check(0.7 < w.std() * np.sqrt(w.shape[1]) < 1.3, f"fan-in scaling: std {w.std()}")
+    ln = st["detector_model.vision_encoder.backbone.layer_norm.weight"].f32()
+    check(abs(ln.mean() - 1) < 0.05, "layer norm weight ~ 1")
+    out = os.path.join(d, "o.sam3")
+    rc, so, se = run_convert(d, out, "--verify", "--quiet")
+    check(rc == 0 and "verify: OK" in so, se)
+
+
+# ----------------------------------------------------------------------------------------
+
+def main():
+    passed = failed = skipped = 0
+    t_all = time.time()
+    try:
+        for fn in TESTS:
+            t0 = time.time()
+            try:
+                fn()
+            except Skip as e:
+                skipped += 1
+                print(f"SKIP {fn.__name__}: {e}")
+                continue
+            except Exception as e:  # noqa: BLE001
+                failed += 1
+                print(f"FAIL {fn.__name__}: {e}")
+                if not isinstance(e, AssertionError):
+                    traceback.print_exc()
+                continue
+            passed += 1
+            print(f"PASS {fn.__name__} ({time.time() - t0:.1f} s)")
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    print(f"({skipped} skipped, {time.time() - t_all:.1f} s in all)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1072 @@
+#!/usr/bin/python3
+"""Convert a Hugging Face SAM 3 checkpoint to a .sam3 file for sam3.h.
+
+    /usr/bin/python3 tools/convert.py SRC_DIR OUT.sam3 [--dtype f32] [--verify] [--quiet]
+
+SRC_DIR holds what the Hugging Face hub gives for facebook/sam3: config.json,
+model.safetensors (or model.safetensors.index.json + shards), vocab.json, merges.txt
+and optionally preprocessor_config.json.  json + numpy only.
+
+Input
+-----
+safetensors: u64 little-endian header length N, N bytes of JSON
+{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the
+raw little-endian data; offsets are relative to the end of the header.  Files are
+memory-mapped, never read whole.  Accepted dtypes F32, F16, BF16; all become f32 exactly.
+
+config.json: model_type "sam3_video" (the released layout: detector_config = Sam3Config,
+tracker_config = Sam3TrackerVideoConfig) or "sam3" (a plain Sam3Config, no tracker).
+Fields that config.json leaves out take the transformers 5.17 config-class defaults, the
+way transformers itself fills them (a missing text_config is Sam3Config's CLIP-L text
+config; a present but partial one is filled from CLIPTextConfig's defaults).
+
+Tensor layouts: the released checkpoint (detector_model.*, tracker_model.*, tracker_neck.*)
+or a plain Sam3Model state dict without prefixes (then no tracker is written).
+expected_tensors(cfg) lists every tensor the checkpoint may hold, with its shape from the
+config and a role: "keep" (written) or "drop" (checked, then left out: the last FPN level
+of both necks, CLIP's own text_projection, the pixel-decoder stages beyond the kept FPN
+levels, the video-only tracker tensors and the duplicate prompt-encoder positional
+matrix).  Any other tensor, any missing kept tensor and any shape difference is an error.
+
+Output: the .sam3 container (see tools/sam3file.py for the authoritative byte layout)
+------
+  128-byte header  "SAM3", u32 version 1, u32 header_bytes 128, u32 alignment 64,
+                   u64 file_bytes, u32 n_config, u32 n_tensors, u64 offsets of the config
+                   table, tensor table, string table (+ its size) and the data
+  config table     n_config x 64 B: char key[48], u32 type (1 i64, 2 f64, 3 str,
+                   4 i64[], 5 f64[]), u32 count, 8-byte value or string-table offset
+  tensor table     n_tensors x 64 B: u32 name_off, u32 name_len, u32 dtype (0 f32, 1 f16,
+                   2 bf16, 3 i32, 4 u8), u32 ndim, u64 shape[4] (PyTorch order),
+                   u64 data_off (absolute, 64-aligned), u64 data_bytes
+  string table     names, config strings and arrays
+  data             each tensor 64-byte aligned, zero padding between
+All little-endian.  The file is written to OUT.tmp and renamed, so OUT is never
+half-written; the same input gives the same bytes.
+
+Tensor order: the order of expected_tensors(cfg), which is the released state-dict order
+(detector in model order, then tracker_model.*, then tracker_neck.*), keeping role "keep"
+only; then tokenizer.vocab.bytes, tokenizer.vocab.offsets, tokenizer.merges.
+Names: detector tensors lose the "detector_model." prefix (HF Sam3Model names);
+tracker tensors keep theirs.  All model tensors are f32.
+
+Tokenizer tensors:
+  tokenizer.vocab.bytes    u8  [total]        vocab.json token strings, concatenated by id
+  tokenizer.vocab.offsets  i32 [n_vocab + 1]  token i = bytes[offsets[i]:offsets[i+1]]
+  tokenizer.merges         i32 [n_merges, 3]  (left id, right id, merged id); row = rank
+
+Config keys (type in brackets):
+  arch [str] = "sam3"; file.converter [str]; file.source [str]; file.license [str]
+  vision.hidden_size, vision.intermediate_size, vision.num_hidden_layers,
+  vision.num_attention_heads, vision.num_channels, vision.image_size, vision.patch_size,
+  vision.pretrain_image_size, vision.window_size [i64]; vision.global_attn_indexes [i64[]];
+  vision.rope_theta, vision.layer_norm_eps [f64]; vision.hidden_act [str]
+  neck.fpn_hidden_size [i64]; neck.scale_factors [f64[]] (all levels, incl. the dropped last)
+  text.vocab_size, text.hidden_size, text.intermediate_size, text.num_hidden_layers,
+  text.num_attention_heads, text.max_position_embeddings [i64]; text.layer_norm_eps [f64];
+  text.hidden_act [str]
+  geometry.hidden_size, geometry.num_layers, geometry.num_attention_heads,
+  geometry.intermediate_size, geometry.roi_size [i64]; geometry.hidden_act [str]
+  detr_encoder.hidden_size, detr_encoder.num_layers, detr_encoder.num_attention_heads,
+  detr_encoder.intermediate_size [i64]; detr_encoder.hidden_act [str]
+  detr_decoder.hidden_size, detr_decoder.num_layers, detr_decoder.num_queries,
+  detr_decoder.num_attention_heads, detr_decoder.intermediate_size [i64];
+  detr_decoder.hidden_act [str]
+  mask_decoder.hidden_size, mask_decoder.num_upsampling_stages,
+  mask_decoder.num_attention_heads [i64]
+  processor.image_size [i64]; processor.image_mean, processor.image_std [f64[3]];
+  processor.rescale_factor [f64]   (preprocessor_config.json, else 1008, 0.5, 0.5, 1/255)
+  tokenizer.vocab_size, tokenizer.n_merges, tokenizer.bos_token_id, tokenizer.eos_token_id,
+  tokenizer.pad_token_id, tokenizer.max_length [i64]   (pad = eos, max_length = 32)
+  tracker.present [i64 0/1]; when 1 also:
+  tracker.neck.fpn_hidden_size [i64]; tracker.neck.scale_factors [f64[]]
+  tracker.prompt_encoder.hidden_size, tracker.prompt_encoder.image_size,
+  tracker.prompt_encoder.patch_size, tracker.prompt_encoder.mask_input_channels,
+  tracker.prompt_encoder.num_point_embeddings [i64]; tracker.prompt_encoder.layer_norm_eps [f64]
+  tracker.mask_decoder.hidden_size, tracker.mask_decoder.mlp_dim,
+  tracker.mask_decoder.num_hidden_layers, tracker.mask_decoder.num_attention_heads,
+  tracker.mask_decoder.attention_downsample_rate, tracker.mask_decoder.num_multimask_outputs,
+  tracker.mask_decoder.iou_head_depth, tracker.mask_decoder.iou_head_hidden_dim,
+  tracker.mask_decoder.dynamic_multimask [i64 0/1];
+  tracker.mask_decoder.stability_delta, tracker.mask_decoder.stability_thresh [f64]
+  (the last three are HF's dynamic_multimask_via_stability, dynamic_multimask_stability_delta
+  and dynamic_multimask_stability_thresh, shortened to fit the 47-byte key limit)
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sam3file  # noqa: E402
+
+CONVERTER = "sam3.h tools/convert.py v1"
+LICENSE = ("Contains Meta's SAM 3 model weights, which are licensed under the SAM License; "
+           "this file carries them under that licence and its use is subject to it.")
+DETECTOR_PREFIX = "detector_model."
+
+
+class ConvertError(Exception):
+    pass
+
+
+def fail(msg):
+    raise ConvertError(msg)
+
+
+# ----------------------------------------------------------------------------------------
+# Config: transformers 5.17 class defaults, and filling config.json from them
+# ----------------------------------------------------------------------------------------
+
+VIT_DEFAULTS = dict(  # Sam3ViTConfig
+    hidden_size=1024, intermediate_size=4736, num_hidden_layers=32, num_attention_heads=16,
+    num_channels=3, image_size=1008, patch_size=14, hidden_act="gelu", layer_norm_eps=1e-6,
+    rope_theta=10000.0, window_size=24, global_attn_indexes=[7, 15, 23, 31],
+    pretrain_image_size=336)
+NECK_DEFAULTS = dict(fpn_hidden_size=256, scale_factors=[4.0, 2.0, 1.0, 0.5])  # Sam3VisionConfig
+CLIP_TEXT_DEFAULTS = dict(  # CLIPTextConfig class defaults (used when text_config is given)
+    vocab_size=49408, hidden_size=512, intermediate_size=2048, projection_dim=512,
+    num_hidden_layers=12, num_attention_heads=8, max_position_embeddings=77,
+    hidden_act="quick_gelu", layer_norm_eps=1e-5)
+SAM3_TEXT_DEFAULTS = dict(  # the CLIPTextConfig that Sam3Config builds when text_config is absent
+    CLIP_TEXT_DEFAULTS, hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
+    num_attention_heads=16, max_position_embeddings=32, hidden_act="gelu")
+GEOMETRY_DEFAULTS = dict(hidden_size=256, num_layers=3, num_attention_heads=8,
+                         intermediate_size=2048, hidden_act="relu", roi_size=7)
+DETR_ENCODER_DEFAULTS = dict(hidden_size=256, num_layers=6, num_attention_heads=8,
+                             intermediate_size=2048, hidden_act="relu")
+DETR_DECODER_DEFAULTS = dict(hidden_size=256, num_layers=6, num_queries=200, num_attention_heads=8,
+                             intermediate_size=2048, hidden_act="relu")
+MASK_DECODER_DEFAULTS = dict(hidden_size=256, num_upsampling_stages=3, num_attention_heads=8)
+PROMPT_ENCODER_DEFAULTS = dict(  # Sam3TrackerVideoPromptEncoderConfig
+    hidden_size=256, image_size=1008, patch_size=14, mask_input_channels=16,
+    num_point_embeddings=4, hidden_act="gelu", layer_norm_eps=1e-6)
+TRACKER_MASK_DECODER_DEFAULTS = dict(  # Sam3TrackerVideoMaskDecoderConfig
+    hidden_size=256, hidden_act="gelu", mlp_dim=2048, num_hidden_layers=2, num_attention_heads=8,
+    attention_downsample_rate=2, num_multimask_outputs=3, iou_head_depth=3,
+    iou_head_hidden_dim=256, dynamic_multimask_via_stability=True,
+    dynamic_multimask_stability_delta=0.05, dynamic_multimask_stability_thresh=0.98)
+TRACKER_VIDEO_DEFAULTS = dict(  # Sam3TrackerVideoConfig fields that shape the video-only tensors
+    image_size=1008, num_maskmem=7, enable_occlusion_spatial_embedding=True,
+    enable_temporal_pos_encoding_for_object_pointers=True, memory_attention_hidden_size=256,
+    memory_attention_num_layers=4, memory_attention_num_attention_heads=1,
+    memory_attention_downsample_rate=1, memory_attention_feed_forward_hidden_size=2048,
+    memory_encoder_hidden_size=256, memory_encoder_output_channels=64,
+    mask_downsampler_embed_dim=256, mask_downsampler_kernel_size=3, mask_downsampler_stride=2,
+    mask_downsampler_total_stride=16, memory_fuser_num_layers=2, memory_fuser_embed_dim=256,
+    memory_fuser_intermediate_dim=1024, memory_fuser_kernel_size=7)
+PROCESSOR_DEFAULTS = dict(image_size=1008, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
+                          rescale_factor=1.0 / 255.0)
+MAX_TEXT_LENGTH = 32  # what Sam3Processor pads to
+
+
+def _square(v, where):
+    """image_size / patch_size may be an int or an [h, w] pair; only square is supported."""
+    if isinstance(v, (list, tuple)) and len(v) == 2 and v[0] == v[1]:
+        return v[0]
+    if isinstance(v, (list, tuple)):
+        fail(f"config: {where} = {v!r}: only square sizes are supported")
+    return v
+
+
+def _fill(defaults, src, where):
+    """defaults overridden by src's values of the same keys, each type-checked."""
+    if src is None:
+        src = {}
+    if not isinstance(src, dict):
+        fail(f"config: {where} must be a JSON object, got {type(src).__name__}")
+    out = {}
+    for key, dflt in defaults.items():
+        v = src.get(key, dflt)
+        name = f"{where}.{key}" if where else key
+        if key in ("image_size", "patch_size", "pretrain_image_size"):
+            v = _square(v, name)
+        if isinstance(dflt, bool):
+            ok = isinstance(v, bool) or (isinstance(v, int) and v in (0, 1))
+            v = bool(v)
+        elif isinstance(dflt, int):
+            ok = isinstance(v, int) and not isinstance(v, bool)
+        elif isinstance(dflt, float):
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            v = float(v) if ok else v
+        elif isinstance(dflt, str):
+            ok = isinstance(v, str)
+        else:  # list of numbers
+            elem = int if all(isinstance(x, int) for x in dflt) else (int, float)
+            ok = isinstance(v, list) and all(isinstance(x, elem) and not isinstance(x, bool) for x in v)
+            if ok and elem is not int:
+                v = [float(x) for x in v]
+        if not ok:
+            fail(f"config: {name} = {v!r} has the wrong type (default is {dflt!r})")
+        out[key] = v
+    return out
+
+
+def _sub(d, key, where):
+    v = d.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        fail(f"config: {where}{key} must be a JSON object")
+    return v
+
+
+def _vision(vc, where):
+    bb = _sub(vc, "backbone_config", where)
+    vit = _fill(VIT_DEFAULTS, bb, where + "backbone_config")
+    rp = bb.get("rope_parameters")
+    if "rope_theta" not in bb and isinstance(rp, dict) and "rope_theta" in rp:
+        vit["rope_theta"] = _fill({"rope_theta": 1.0}, rp, where + "backbone_config.rope_parameters")["rope_theta"]
+    neck = _fill(NECK_DEFAULTS, vc, where.rstrip("."))
+    return vit, neck
+
+
+def fill_config(cj):
+    """config.json dict -> the filled config every other step uses.
+
+    {"model_type", "prefix" (checkpoint name prefix of the detector), "vit", "neck", "text",
+     "geometry", "detr_encoder", "detr_decoder", "mask_decoder", "tracker" (None or
+     {"vit", "neck", "prompt_encoder", "mask_decoder", "video"})}
+    """
+    if not isinstance(cj, dict):
+        fail("config.json: not a JSON object")
+    mt = cj.get("model_type")
+    if mt == "sam3_video":
+        det = _sub(cj, "detector_config", "")
+        trk = _sub(cj, "tracker_config", "")
+        if det.get("model_type", "sam3") != "sam3":
+            fail(f"config: detector_config.model_type {det.get('model_type')!r}, expected 'sam3'")
+        if trk.get("model_type", "sam3_tracker_video") != "sam3_tracker_video":
+            fail(f"config: tracker_config.model_type {trk.get('model_type')!r}, "
+                 "expected 'sam3_tracker_video'")
+        dw = "detector_config."
+    elif mt == "sam3":
+        det, trk, dw = cj, None, ""
+    else:
+        fail(f"config.json: model_type {mt!r} is not supported (expected 'sam3_video' or 'sam3')")
+
+    cfg = {"model_type": mt, "prefix": DETECTOR_PREFIX if mt == "sam3_video" else ""}
+    cfg["vit"], cfg["neck"] = _vision(_sub(det, "vision_config", dw), dw + "vision_config.")
+    if det.get("text_config") is None:
+        cfg["text"] = dict(SAM3_TEXT_DEFAULTS)
+    else:
+        cfg["text"] = _fill(CLIP_TEXT_DEFAULTS, _sub(det, "text_config", dw), dw + "text_config")
+    cfg["geometry"] = _fill(GEOMETRY_DEFAULTS, _sub(det, "geometry_encoder_config", dw),
+                            dw + "geometry_encoder_config")
+    cfg["detr_encoder"] = _fill(DETR_ENCODER_DEFAULTS, _sub(det, "detr_encoder_config", dw),
+                                dw + "detr_encoder_config")
+    cfg["detr_decoder"] = _fill(DETR_DECODER_DEFAULTS, _sub(det, "detr_decoder_config", dw),
+                                dw + "detr_decoder_config")
+    cfg["mask_decoder"] = _fill(MASK_DECODER_DEFAULTS, _sub(det, "mask_decoder_config", dw),
+                                dw + "mask_decoder_config")
+    cfg["tracker"] = None
+    if trk is not None:
+        tw = "tracker_config."
+        t = {}
+        t["vit"], t["neck"] = _vision(_sub(trk, "vision_config", tw), tw + "vision_config.")
+        t["prompt_encoder"] = _fill(PROMPT_ENCODER_DEFAULTS, _sub(trk, "prompt_encoder_config", tw),
+                                    tw + "prompt_encoder_config")
+        t["mask_decoder"] = _fill(TRACKER_MASK_DECODER_DEFAULTS, _sub(trk, "mask_decoder_config", tw),
+                                  tw + "mask_decoder_config")
+        t["video"] = _fill(TRACKER_VIDEO_DEFAULTS, trk, "tracker_config")
+        # Sam3TrackerVideoConfig sets prompt_encoder_config.image_size from its own image_size.
+        t["prompt_encoder"]["image_size"] = t["video"]["image_size"]
+        # The checkpoint's tracker_neck is built from the detector's vision config
+        # (Sam3VideoModel); the tracker model reads its own. They must agree.
+        for k in ("hidden_size", "patch_size"):
+            if t["vit"][k] != cfg["vit"][k]:
+                fail(f"config: tracker_config.vision_config.backbone_config.{k} = {t['vit'][k]} "
+                     f"differs from the detector's {cfg['vit'][k]} (they share one ViT)")
+        for k in ("fpn_hidden_size", "scale_factors"):
+            if t["neck"][k] != cfg["neck"][k]:
+                fail(f"config: tracker_config.vision_config.{k} = {t['neck'][k]} differs from "
+                     f"detector_config.vision_config.{k} = {cfg['neck'][k]}")
+        cfg["tracker"] = t
+    _check_config(cfg)
+    return cfg
+
+
+def default_config(model_type="sam3_video"):
+    return fill_config({"model_type": model_type})
+
+
+def _check_config(cfg):
+    def pos(sec, d, *keys):
+        for k in keys:
+            if d[k] <= 0:
+                fail(f"config: {sec}.{k} = {d[k]} must be positive")
+
+    def heads(sec, d, hk="hidden_size", nk="num_attention_heads"):
+        if d[hk] % d[nk]:
+            fail(f"config: {sec}.{hk} = {d[hk]} is not a multiple of {nk} = {d[nk]}")
+
+    v = cfg["vit"]
+    pos("vision", v, "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_channels", "image_size", "patch_size", "pretrain_image_size", "window_size")
+    heads("vision", v)
+    for k in ("image_size", "pretrain_image_size"):
+        if v[k] % v["patch_size"]:
+            fail(f"config: vision.{k} = {v[k]} is not a multiple of patch_size {v['patch_size']}")
+    for i in v["global_attn_indexes"]:
+        if not 0 <= i < v["num_hidden_layers"]:
+            fail(f"config: vision.global_attn_indexes has {i}, outside 0..{v['num_hidden_layers'] - 1}")
+    sf = cfg["neck"]["scale_factors"]
+    if len(sf) < 2 or any(s not in (4.0, 2.0, 1.0, 0.5) for s in sf):
+        fail(f"config: neck.scale_factors = {sf}: need >= 2 levels, each 4, 2, 1 or 0.5")
+    pos("neck", cfg["neck"], "fpn_hidden_size")
+    t = cfg["text"]
+    pos("text", t, "vocab_size", "hidden_size", "intermediate_size", "projection_dim",
+        "num_hidden_layers", "num_attention_heads", "max_position_embeddings")
+    heads("text", t)
+    for sec in ("geometry", "detr_encoder", "detr_decoder"):
+        d = cfg[sec]
+        pos(sec, d, *[k for k in d if isinstance(d[k], int)])
+        heads(sec, d)
+    md = cfg["mask_decoder"]
+    pos("mask_decoder", md, "hidden_size", "num_attention_heads")
+    heads("mask_decoder", md)
+    if md["num_upsampling_stages"] < len(sf) - 2:
+        fail(f"config: mask_decoder.num_upsampling_stages = {md['num_upsampling_stages']} but "
+             f"{len(sf) - 2} stages are needed for {len(sf) - 1} kept FPN levels")
+    if cfg["tracker"]:
+        pe, tm = cfg["tracker"]["prompt_encoder"], cfg["tracker"]["mask_decoder"]
+        pos("tracker.prompt_encoder", pe, "hidden_size", "image_size", "patch_size",
+            "mask_input_channels", "num_point_embeddings")
+        if pe["hidden_size"] % 2 or pe["mask_input_channels"] % 4:
+            fail("config: tracker prompt encoder hidden_size must be even and "
+                 "mask_input_channels a multiple of 4")
+        pos("tracker.mask_decoder", tm, *[k for k in tm if type(tm[k]) is int])
+        if tm["hidden_size"] % 8 or (tm["hidden_size"] // tm["attention_downsample_rate"]) % tm["num_attention_heads"]:
+            fail("config: tracker mask decoder hidden_size must be a multiple of 8 and its "
+                 "attention width a multiple of num_attention_heads")
+        if tm["iou_head_depth"] < 2:
+            fail("config: tracker_config.mask_decoder_config.iou_head_depth must be >= 2")
+
+
+# ----------------------------------------------------------------------------------------
+# The tensor manifest, derived from the config alone
+# ----------------------------------------------------------------------------------------
+
+class _Manifest:
+    """Ordered list of (name, shape, role, kind); kind says what the tensor is
+    (linear / conv / convT / bias / norm_w / norm_b / embed / fourier / scale)."""
+
+    def __init__(self):
+        self.items = []
+        self.role = "keep"
+
+    def add(self, name, shape, kind, role=None):
+        self.items.append((name, tuple(int(s) for s in shape), role or self.role, kind))
+
+    def linear(self, p, n_out, n_in, bias=True):
+        self.add(p + ".weight", [n_out, n_in], "linear")
+        if bias:
+            self.add(p + ".bias", [n_out], "bias")
+
+    def conv(self, p, n_out, n_in, k):
+        self.add(p + ".weight", [n_out, n_in, k, k], "conv")
+        self.add(p + ".bias", [n_out], "bias")
+
+    def conv_t(self, p, n_in, n_out, k):  # ConvTranspose2d weight is [in, out, kh, kw]
+        self.add(p + ".weight", [n_in, n_out, k, k], "convT")
+        self.add(p + ".bias", [n_out], "bias")
+
+    def norm(self, p, n):
+        self.add(p + ".weight", [n], "norm_w")
+        self.add(p + ".bias", [n], "norm_b")
+
+    def attn(self, p, hidden, internal=None, kv_in=None, names="qkvo"):
+        internal = internal or hidden
+        kv_in = kv_in or hidden
+        for x in names:
+            if x == "q":
+                self.linear(p + ".q_proj", internal, hidden)
+            elif x in "kv":
+                self.linear(f"{p}.{x}_proj", internal, kv_in)
+            elif x == "o":
+                self.linear(p + ".o_proj", hidden, internal)
+
+    def mlp(self, p, hidden, inner, a="fc1", b="fc2"):
+        self.linear(f"{p}.{a}", inner, hidden)
+        self.linear(f"{p}.{b}", hidden, inner)
+
+    def feed_forward(self, p, n_in, hidden, n_out, num_layers):  # Sam3TrackerVideoFeedForward
+        self.linear(p + ".proj_in", hidden, n_in)
+        self.linear(p + ".proj_out", n_out, hidden)
+        for i in range(num_layers - 2):
+            self.linear(f"{p}.layers.{i}", hidden, hidden)
+
+
+def _vit(m, p, v):
+    H, I, ps = v["hidden_size"], v["intermediate_size"], v["patch_size"]
+    g = v["pretrain_image_size"] // ps
+    m.add(p + "embeddings.position_embeddings", [1, g * g, H], "embed")
+    m.add(p + "embeddings.patch_embeddings.projection.weight", [H, v["num_channels"], ps, ps], "conv")
+    m.norm(p + "layer_norm", H)
+    for i in range(v["num_hidden_layers"]):
+        q = f"{p}layers.{i}."
+        m.norm(q + "layer_norm1", H)
+        m.attn(q + "attention", H)
+        m.norm(q + "layer_norm2", H)
+        m.mlp(q + "mlp", H, I)
+
+
+def _neck(m, p, C, neck):
+    """Sam3VisionNeck. The model uses every level but the last (fpn_hidden_states[:-1])."""
+    F, scales = neck["fpn_hidden_size"], neck["scale_factors"]
+    for j, s in enumerate(scales):
+        m.role = "drop" if j == len(scales) - 1 else "keep"
+        q = f"{p}fpn_layers.{j}."
+        mid = C
+        if s == 4.0:
+            m.conv_t(q + "scale_layers.0", C, C // 2, 2)  # scale_layers.1 is the GELU
+            m.conv_t(q + "scale_layers.2", C // 2, C // 4, 2)
+            mid = C // 4
+        elif s == 2.0:
+            m.conv_t(q + "scale_layers.0", C, C // 2, 2)
+            mid = C // 2
+        m.conv(q + "proj1", F, mid, 1)
+        m.conv(q + "proj2", F, F, 3)
+    m.role = "keep"
+
+
+def _detector(m, cfg):
+    P = cfg["prefix"]
+    v, t = cfg["vit"], cfg["text"]
+    _vit(m, P + "vision_encoder.backbone.", v)
+    _neck(m, P + "vision_encoder.neck.", v["hidden_size"], cfg["neck"])
+
+    H, I = t["hidden_size"], t["intermediate_size"]
+    q = P + "text_encoder.text_model."
+    m.add(q + "embeddings.token_embedding.weight", [t["vocab_size"], H], "embed")
+    m.add(q + "embeddings.position_embedding.weight", [t["max_position_embeddings"], H], "embed")
+    for i in range(t["num_hidden_layers"]):
+        r = f"{q}encoder.layers.{i}."
+        for x in ("k", "v", "q", "out"):
+            m.linear(f"{r}self_attn.{x}_proj", H, H)
+        m.norm(r + "layer_norm1", H)
+        m.mlp(r + "mlp", H, I)
+        m.norm(r + "layer_norm2", H)
+    m.norm(q + "final_layer_norm", H)
+    m.add(P + "text_encoder.text_projection.weight", [t["projection_dim"], H], "linear", "drop")
+    m.linear(P + "text_projection", cfg["detr_encoder"]["hidden_size"], H)
+
+    g = cfg["geometry"]
+    G, q = g["hidden_size"], P + "geometry_encoder."
+    m.add(q + "label_embed.weight", [2, G], "embed")
+    m.add(q + "cls_embed.weight", [1, G], "embed")
+    m.linear(q + "boxes_direct_project", G, 4)
+    m.conv(q + "boxes_pool_project", G, G, g["roi_size"])
+    m.linear(q + "boxes_pos_enc_project", G, G + 2)
+    m.norm(q + "vision_layer_norm", G)
+    m.linear(q + "final_proj", G, G)
+    m.norm(q + "prompt_layer_norm", G)
+    for i in range(g["num_layers"]):
+        r = f"{q}layers.{i}."
+        m.norm(r + "layer_norm1", G)
+        m.attn(r + "self_attn", G)
+        m.attn(r + "cross_attn", G)
+        m.norm(r + "layer_norm2", G)
+        m.mlp(r + "mlp", G, g["intermediate_size"])
+        m.norm(r + "layer_norm3", G)
+    m.norm(q + "output_layer_norm", G)
+
+    e = cfg["detr_encoder"]
+    for i in range(e["num_layers"]):
+        r = f"{P}detr_encoder.layers.{i}."
+        m.norm(r + "layer_norm1", e["hidden_size"])
+        m.attn(r + "self_attn", e["hidden_size"])
+        m.attn(r + "cross_attn", e["hidden_size"])
+        m.norm(r + "layer_norm2", e["hidden_size"])
+        m.mlp(r + "mlp", e["hidden_size"], e["intermediate_size"])
+        m.norm(r + "layer_norm3", e["hidden_size"])
+
+    d = cfg["detr_decoder"]
+    D, q = d["hidden_size"], P + "detr_decoder."
+    for i in range(d["num_layers"]):
+        r = f"{q}layers.{i}."
+        for a in ("self_attn", "text_cross_attn", "vision_cross_attn"):
+            m.attn(r + a, D)
+            m.norm(r + a + "_layer_norm", D)
+        m.mlp(r + "mlp", D, d["intermediate_size"])
+        m.norm(r + "mlp_layer_norm", D)
+    m.norm(q + "output_layer_norm", D)
+    m.linear(q + "box_head.layer1", D, D)
+    m.linear(q + "box_head.layer2", D, D)
+    m.linear(q + "box_head.layer3", 4, D)
+    m.add(q + "query_embed.weight", [d["num_queries"], D], "embed")
+    m.add(q + "reference_points.weight", [d["num_queries"], 4], "embed")
+    m.add(q + "presence_token.weight", [1, D], "embed")
+    m.linear(q + "presence_head.layer1", D, D)
+    m.linear(q + "presence_head.layer2", D, D)
+    m.linear(q + "presence_head.layer3", 1, D)
+    m.norm(q + "presence_layer_norm", D)
+    m.linear(q + "ref_point_head.layer1", D, 2 * D)
+    m.linear(q + "ref_point_head.layer2", D, D)
+    for xy in "xy":
+        m.linear(f"{q}box_rpb_embed_{xy}.layer1", D, 2)
+        m.linear(f"{q}box_rpb_embed_{xy}.layer2", d["num_attention_heads"], D)
+
+    md = cfg["mask_decoder"]
+    M, q = md["hidden_size"], P + "mask_decoder."
+    used = len(cfg["neck"]["scale_factors"]) - 2  # kept FPN levels - 1
+    for k in range(md["num_upsampling_stages"]):  # stages beyond the kept levels are unused
+        m.role = "drop" if k >= used else "keep"
+        m.conv(f"{q}pixel_decoder.conv_layers.{k}", M, M, 3)
+    for k in range(md["num_upsampling_stages"]):
+        m.role = "drop" if k >= used else "keep"
+        m.norm(f"{q}pixel_decoder.norms.{k}", M)
+    m.role = "keep"
+    for k in range(3):
+        m.linear(f"{q}mask_embedder.layers.{k}", M, M)
+    m.conv(q + "instance_projection", M, M, 1)
+    m.conv(q + "semantic_projection", 1, M, 1)
+    m.attn(q + "prompt_cross_attn", M)
+    m.norm(q + "prompt_cross_attn_norm", M)
+
+    q = P + "dot_product_scoring."
+    m.linear(q + "text_mlp.layer1", d["intermediate_size"], D)
+    m.linear(q + "text_mlp.layer2", D, d["intermediate_size"])
+    m.norm(q + "text_mlp_out_norm", D)
+    m.linear(q + "text_proj", D, D)
+    m.linear(q + "query_proj", D, D)
+
+
+def _tracker(m, cfg):
+    """Sam3TrackerVideoModel (prefix tracker_model.) and Sam3VideoModel's tracker_neck."""
+    t = cfg["tracker"]
+    pe, md, vid = t["prompt_encoder"], t["mask_decoder"], t["video"]
+    hd = t["neck"]["fpn_hidden_size"]
+    mem = vid["memory_encoder_output_channels"]
+    q = "tracker_model."
+    m.add(q + "no_memory_embedding", [1, 1, hd], "embed")
+    m.role = "drop"
+    m.add(q + "no_memory_positional_encoding", [1, 1, hd], "embed")
+    m.add(q + "memory_temporal_positional_encoding", [vid["num_maskmem"], 1, 1, mem], "embed")
+    m.add(q + "no_object_pointer", [1, hd], "embed")
+    if vid["enable_occlusion_spatial_embedding"]:
+        m.add(q + "occlusion_spatial_embedding_parameter", [1, mem], "embed")
+    m.role = "keep"
+
+    P = pe["hidden_size"]
+    m.add(q + "shared_image_embedding.positional_embedding", [2, P // 2], "fourier")
+    r = q + "prompt_encoder."
+    m.add(r + "shared_embedding.positional_embedding", [2, P // 2], "fourier", "drop")
+    mic = pe["mask_input_channels"]
+    m.conv(r + "mask_embed.conv1", mic // 4, 1, 2)
+    m.conv(r + "mask_embed.conv2", mic, mic // 4, 2)
+    m.conv(r + "mask_embed.conv3", P, mic, 1)
+    m.norm(r + "mask_embed.layer_norm1", mic // 4)
+    m.norm(r + "mask_embed.layer_norm2", mic)
+    m.add(r + "no_mask_embed.weight", [1, P], "embed")
+    m.add(r + "point_embed.weight", [pe["num_point_embeddings"], P], "embed")
+    m.add(r + "not_a_point_embed.weight", [1, P], "embed")
+
+    h = md["hidden_size"]
+    inner = h // md["attention_downsample_rate"]
+    ntok = md["num_multimask_outputs"] + 1
+    r = q + "mask_decoder."
+    m.add(r + "iou_token.weight", [1, h], "embed")
+    m.add(r + "mask_tokens.weight", [ntok, h], "embed")
+    for i in range(md["num_hidden_layers"]):
+        s = f"{r}transformer.layers.{i}."
+        m.attn(s + "self_attn", h)
+        m.norm(s + "layer_norm1", h)
+        m.attn(s + "cross_attn_token_to_image", h, inner)
+        m.norm(s + "layer_norm2", h)
+        # HF quirk: the block MLP's depth is the decoder's num_hidden_layers
+        m.feed_forward(s + "mlp", h, md["mlp_dim"], h, md["num_hidden_layers"])
+        m.norm(s + "layer_norm3", h)
+        m.norm(s + "layer_norm4", h)
+        m.attn(s + "cross_attn_image_to_token", h, inner)
+    m.attn(r + "transformer.final_attn_token_to_image", h, inner)
+    m.norm(r + "transformer.layer_norm_final_attn", h)
+    m.conv_t(r + "upscale_conv1", h, h // 4, 2)
+    m.conv_t(r + "upscale_conv2", h // 4, h // 8, 2)
+    m.norm(r + "upscale_layer_norm", h // 4)
+    for k in range(ntok):
+        m.feed_forward(f"{r}output_hypernetworks_mlps.{k}", h, h, h // 8, 3)
+    m.feed_forward(r + "iou_prediction_head", h, md["iou_head_hidden_dim"], ntok, md["iou_head_depth"])
+    m.conv(r + "conv_s0", h // 8, h, 1)
+    m.conv(r + "conv_s1", h // 4, h, 1)
+    m.add(r + "obj_score_token.weight", [1, h], "embed")
+    m.feed_forward(r + "pred_obj_score_head", h, h, 1, 3)
+
+    m.role = "drop"  # everything below is video-only
+    mh = vid["memory_attention_hidden_size"]
+    mi = mh // vid["memory_attention_downsample_rate"]
+    for i in range(vid["memory_attention_num_layers"]):
+        s = f"{q}memory_attention.layers.{i}."
+        m.attn(s + "self_attn", mh, mi)
+        m.attn(s + "cross_attn_image", mh, mi, kv_in=64)  # kv_in_dim=64 is hard-coded in HF
+        m.linear(s + "linear1", vid["memory_attention_feed_forward_hidden_size"], mh)
+        m.linear(s + "linear2", mh, vid["memory_attention_feed_forward_hidden_size"])
+        for k in (1, 2, 3):
+            m.norm(f"{s}layer_norm{k}", mh)
+    m.norm(q + "memory_attention.layer_norm", mh)
+    s = q + "memory_encoder."
+    stride, ks = vid["mask_downsampler_stride"], vid["mask_downsampler_kernel_size"]
+    c_in = c_out = 1
+    for i in range(int(math.log2(vid["mask_downsampler_total_stride"]) // math.log2(stride))):
+        c_out = c_in * stride * stride
+        m.conv(f"{s}mask_downsampler.layers.{i}.conv", c_out, c_in, ks)
+        m.norm(f"{s}mask_downsampler.layers.{i}.layer_norm", c_out)
+        c_in = c_out
+    m.conv(s + "mask_downsampler.final_conv", vid["mask_downsampler_embed_dim"], c_out, 1)
+    meh = vid["memory_encoder_hidden_size"]
+    m.conv(s + "feature_projection", meh, meh, 1)
+    fe, fi = vid["memory_fuser_embed_dim"], vid["memory_fuser_intermediate_dim"]
+    for i in range(vid["memory_fuser_num_layers"]):
+        r = f"{s}memory_fuser.layers.{i}."
+        m.add(r + "scale", [fe], "scale")
+        m.conv(r + "depthwise_conv", fe, 1, vid["memory_fuser_kernel_size"])
+        m.norm(r + "layer_norm", fe)
+        m.linear(r + "pointwise_conv1", fi, fe)
+        m.linear(r + "pointwise_conv2", fe, fi)
+    m.conv(s + "projection", mem, meh, 1)
+    m.conv(q + "mask_downsample", 1, 1, 4)
+    m.feed_forward(q + "object_pointer_proj", hd, hd, hd, 3)
+    if vid["enable_temporal_pos_encoding_for_object_pointers"]:
+        m.linear(q + "temporal_positional_encoding_projection_layer", mem, hd)
+    m.role = "keep"
+
+    # Sam3VideoModel builds tracker_neck from detector_config.vision_config
+    _neck(m, "tracker_neck.", cfg["vit"]["hidden_size"], cfg["neck"])
+
+
+def manifest(cfg):
+    """Every tensor the checkpoint may hold, in state-dict order: [(name, shape, role, kind)]."""
+    m = _Manifest()
+    _detector(m, cfg)
+    if cfg["tracker"] is not None:
+        _tracker(m, cfg)
+    return m.items
+
+
+def expected_tensors(cfg):
+    """name -> (shape, role) for every tensor the checkpoint may hold; role "keep" or "drop"."""
+    return {name: (shape, role) for name, shape, role, _ in manifest(cfg)}
+
+
+def output_name(name):
+    """Name inside the .sam3 file: the detector loses its "detector_model." prefix."""
+    return name[len(DETECTOR_PREFIX):] if name.startswith(DETECTOR_PREFIX) else name
+
+
+# ----------------------------------------------------------------------------------------
+# safetensors reading (memory-mapped)
+# ----------------------------------------------------------------------------------------
+
+ST_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
+
+
+class SourceTensor:
+    def __init__(self, path, mm, dtype, shape, begin, end):
+        self.path, self.mm, self.dtype, self.shape = path, mm, dtype, shape
+        self.begin, self.end = begin, end
+
+    def f32(self):
+        """The tensor as float32 (a zero-copy view of the mapped file for F32 input)."""
+        raw = self.mm[self.begin:self.end]
+        if self.dtype == "F32":
+            a = raw.view("<f4")
+        elif self.dtype == "F16":
+            a = raw.view("<f2").astype(np.float32)
+        else:  # BF16: the top 16 bits of an f32
+            a = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32)
+        return a.reshape(self.shape)
+
+
+def _no_duplicates(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise ValueError(f"duplicate key {k!r}")
+        d[k] = v
+    return d
+
+
+def read_safetensors(path):
+    """name -> SourceTensor for one .safetensors file; every header field is checked."""
+    label = os.path.basename(path)
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                fail(f"{label}: file is {size} bytes, too short for a safetensors header")
+            (n,) = struct.unpack("<Q", head)
+            if 8 + n > size:
+                fail(f"{label}: header length {n} runs past the end of the file ({size} bytes)")
+            raw = f.read(n)
+    except OSError as e:
+        fail(f"{label}: cannot read: {e.strerror}")
+    try:
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError) as e:
+        fail(f"{label}: bad JSON header: {e}")
+    if not isinstance(header, dict):
+        fail(f"{label}: bad JSON header: not an object")
+    data_start, data_len = 8 + n, size - 8 - n
+    mm = np.memmap(path, dtype=np.uint8, mode="r") if size > 0 else None
+    out, spans = {}, []
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(e, dict) or not {"dtype", "shape", "data_offsets"} <= set(e):
+            fail(f"{label}: tensor {name}: header entry needs dtype, shape and data_offsets")
+        dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+        if dt not in ST_DTYPES:
+            fail(f"{label}: tensor {name}: dtype {dt!r} is not supported (F32, F16, BF16 are)")
+        if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
+            fail(f"{label}: tensor {name}: bad shape {shape!r}")
+        if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)):
+            fail(f"{label}: tensor {name}: bad data_offsets {offs!r}")
+        b, end = offs
+        if not 0 <= b <= end <= data_len:
+            fail(f"{label}: tensor {name}: data_offsets {offs} lie outside the {data_len} data bytes")
+        need = int(np.prod(shape, dtype=np.int64)) * ST_DTYPES[dt][1]
+        if end - b != need:
+            fail(f"{label}: tensor {name}: data_offsets {offs} span {end - b} bytes but "
+                 f"{dt} {shape} needs {need}")
+        spans.append((b, end, name))
+        out[name] = SourceTensor(path, mm, dt, tuple(shape), data_start + b, data_start + end)
+    spans.sort()
+    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
+        if b1 < e0:
+            fail(f"{label}: tensors {n0} and {n1} overlap (data_offsets [{b0}, {e0}] and [{b1}, {e1}])")
+    return out
+
+
+def read_checkpoint(src):
+    """All tensors of SRC_DIR (single file or sharded), and a description of the files."""
+    single = os.path.join(src, "model.safetensors")
+    index = os.path.join(src, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        t = read_safetensors(single)
+        return t, ["model.safetensors"]
+    if not os.path.isfile(index):
+        fail(f"{src}: neither model.safetensors nor model.safetensors.index.json is there")
+    idx = _load_json(index)
+    wm = idx.get("weight_map") if isinstance(idx, dict) else None
+    if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+        fail("model.safetensors.index.json: no weight_map object of name -> file")
+    shards = sorted(set(wm.values()))
+    tensors = {}
+    for sh in shards:
+        if os.path.basename(sh) != sh or sh in ("", ".", ".."):
+            fail(f"model.safetensors.index.json: shard name {sh!r} is not a plain file name")
+        p = os.path.join(src, sh)
+        if not os.path.isfile(p):
+            fail(f"missing shard {sh} (named in model.safetensors.index.json)")
+        for name, st in read_safetensors(p).items():
+            if wm.get(name) != sh:
+                fail(f"shard {sh} holds tensor {name}, which the index maps to {wm.get(name)!r}")
+            tensors[name] = st
+    for name, sh in wm.items():
+        if name not in tensors:
+            fail(f"tensor {name}: the index says shard {sh}, which does not hold it")
+    return tensors, shards
+
+
+def _load_json(path):
+    label = os.path.basename(path)
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except OSError as e:
+        fail(f"{label}: cannot read: {e.strerror}")
+    except (UnicodeDecodeError, ValueError) as e:
+        fail(f"{label}: bad JSON: {e}")
+
+
+# ----------------------------------------------------------------------------------------
+# Tokenizer and processor
+# ----------------------------------------------------------------------------------------
+
+def read_tokenizer(src):
+    vpath, mpath = os.path.join(src, "vocab.json"), os.path.join(src, "merges.txt")
+    for p in (vpath, mpath):
+        if not os.path.isfile(p):
+            fail(f"{src}: {os.path.basename(p)} is missing (the CLIP tokenizer needs vocab.json and merges.txt)")
+    vocab = _load_json(vpath)
+    if not isinstance(vocab, dict) or not vocab:
+        fail("vocab.json: expected a non-empty object token -> id")
+    if not all(type(i) is int for i in vocab.values()) or sorted(vocab.values()) != list(range(len(vocab))):
+        fail("vocab.json: ids must be exactly 0 .. n-1, each once")
+    by_id = [None] * len(vocab)
+    for tok, i in vocab.items():
+        by_id[i] = tok
+    for special in ("<|startoftext|>", "<|endoftext|>"):
+        if special not in vocab:
+            fail(f"vocab.json: special token {special} is missing")
+    try:
+        with open(mpath, "rb") as f:
+            lines = f.read().decode("utf-8").split("\n")
+    except OSError as e:
+        fail(f"merges.txt: cannot read: {e.strerror}")
+    except UnicodeDecodeError as e:
+        fail(f"merges.txt: not UTF-8: {e}")
+    merges = []
+    for ln, line in enumerate(lines, 1):
+        line = line.rstrip("\r")
+        if (ln == 1 and line.startswith("#version")) or not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            fail(f"merges.txt line {ln}: expected 'left right', got {line!r}")
+        a, b = parts
+        for tok in (a, b, a + b):
+            if tok not in vocab:
+                fail(f"merges.txt line {ln}: {tok!r} is not in vocab.json")
+        merges.append((vocab[a], vocab[b], vocab[a + b]))
+    enc = [t.encode("utf-8") for t in by_id]
+    offsets = np.zeros(len(enc) + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum([len(b) for b in enc])
+    return {
+        "vocab_size": len(vocab), "n_merges": len(merges),
+        "bos": vocab["<|startoftext|>"], "eos": vocab["<|endoftext|>"],
+        "bytes": np.frombuffer(b"".join(enc), dtype=np.uint8).copy(),
+        "offsets": offsets,
+        "merges": np.array(merges, dtype=np.int32).reshape(len(merges), 3),
+    }
+
+
+def read_processor(src):
+    p = os.path.join(src, "preprocessor_config.json")
+    out = dict(PROCESSOR_DEFAULTS)
+    if not os.path.isfile(p):
+        return out, "defaults"
+    pp = _load_json(p)
+    if not isinstance(pp, dict):
+        fail("preprocessor_config.json: not a JSON object")
+    pp = pp.get("image_processor", pp) if isinstance(pp.get("image_processor"), dict) else pp
+    for flag in ("do_resize", "do_rescale", "do_normalize"):
+        if pp.get(flag) is False:
+            fail(f"preprocessor_config.json: {flag} = false is not supported")
+    size = pp.get("size", {"height": 1008, "width": 1008})
+    if isinstance(size, dict) and "height" in size and "width" in size and size["height"] == size["width"]:
+        size = size["height"]
+    if type(size) is not int or size <= 0:
+        fail(f"preprocessor_config.json: size {pp.get('size')!r}: need a square {{height, width}}")
+    out["image_size"] = size
+    for k in ("image_mean", "image_std"):
+        v = pp.get(k, out[k])
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = [v] * 3
+        if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
+            fail(f"preprocessor_config.json: {k} = {v!r}: need 3 numbers")
+        out[k] = [float(x) for x in v]
+    rf = pp.get("rescale_factor", out["rescale_factor"])
+    if not isinstance(rf, (int, float)) or isinstance(rf, bool):
+        fail(f"preprocessor_config.json: rescale_factor = {rf!r}: need a number")
+    out["rescale_factor"] = float(rf)
+    return out, "preprocessor_config.json"
+
+
+# ----------------------------------------------------------------------------------------
+# The .sam3 config
+# ----------------------------------------------------------------------------------------
+
+def sam3_config(cfg, proc, tok, source):
+    v, n, t = cfg["vit"], cfg["neck"], cfg["text"]
+    c = {"arch": "sam3", "file.converter": CONVERTER, "file.source": source, "file.license": LICENSE}
+    for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "num_channels", "image_size", "patch_size", "pretrain_image_size", "window_size",
+              "global_attn_indexes", "rope_theta", "layer_norm_eps", "hidden_act"):
+        c["vision." + k] = v[k]
+    c["neck.fpn_hidden_size"] = n["fpn_hidden_size"]
+    c["neck.scale_factors"] = [float(s) for s in n["scale_factors"]]
+    for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+              "num_attention_heads", "max_position_embeddings", "layer_norm_eps", "hidden_act"):
+        c["text." + k] = t[k]
+    for k in ("hidden_size", "num_layers", "num_attention_heads", "intermediate_size", "roi_size",
+              "hidden_act"):
+        c["geometry." + k] = cfg["geometry"][k]
+    for k in ("hidden_size", "num_layers", "num_attention_heads", "intermediate_size", "hidden_act"):
+        c["detr_encoder." + k] = cfg["detr_encoder"][k]
+    for k in ("hidden_size", "num_layers", "num_queries", "num_attention_heads", "intermediate_size",
+              "hidden_act"):
+        c["detr_decoder." + k] = cfg["detr_decoder"][k]
+    for k in ("hidden_size", "num_upsampling_stages", "num_attention_heads"):
+        c["mask_decoder." + k] = cfg["mask_decoder"][k]
+    c["processor.image_size"] = proc["image_size"]
+    c["processor.image_mean"] = proc["image_mean"]
+    c["processor.image_std"] = proc["image_std"]
+    c["processor.rescale_factor"] = proc["rescale_factor"]
+    c["tokenizer.vocab_size"] = tok["vocab_size"]
+    c["tokenizer.n_merges"] = tok["n_merges"]
+    c["tokenizer.bos_token_id"] = tok["bos"]
+    c["tokenizer.eos_token_id"] = tok["eos"]
+    c["tokenizer.pad_token_id"] = tok["eos"]
+    c["tokenizer.max_length"] = MAX_TEXT_LENGTH
+    tr = cfg["tracker"]
+    c["tracker.present"] = int(tr is not None)
+    if tr is not None:
+        c["tracker.neck.fpn_hidden_size"] = tr["neck"]["fpn_hidden_size"]
+        c["tracker.neck.scale_factors"] = [float(s) for s in tr["neck"]["scale_factors"]]
+        pe, md = tr["prompt_encoder"], tr["mask_decoder"]
+        for k in ("hidden_size", "image_size", "patch_size", "mask_input_channels",
+                  "num_point_embeddings", "layer_norm_eps"):
+            c["tracker.prompt_encoder." + k] = pe[k]
+        for k in ("hidden_size", "mlp_dim", "num_hidden_layers", "num_attention_heads",
+                  "attention_downsample_rate", "num_multimask_outputs", "iou_head_depth",
+                  "iou_head_hidden_dim"):
+            c["tracker.mask_decoder." + k] = md[k]
+        c["tracker.mask_decoder.dynamic_multimask"] = int(md["dynamic_multimask_via_stability"])
+        c["tracker.mask_decoder.stability_delta"] = md["dynamic_multimask_stability_delta"]
+        c["tracker.mask_decoder.stability_thresh"] = md["dynamic_multimask_stability_thresh"]
+    return c
+
+
+# ----------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------
+
+def _shape_str(s):
+    return "[" + ", ".join(str(x) for x in s) + "]"
+
+
+def plan(src):
+    """Read and check everything; return (config dict, [(out name, SourceTensor | array)], info)."""
+    if not os.path.isdir(src):
+        fail(f"{src}: not a directory")
+    cpath = os.path.join(src, "config.json")
+    if not os.path.isfile(cpath):
+        fail(f"{src}: config.json is missing")
+    cfg = fill_config(_load_json(cpath))
+    tensors, files = read_checkpoint(src)
+    prefixed = any(n.startswith(DETECTOR_PREFIX) for n in tensors)
+    notes = []
+    if cfg["model_type"] == "sam3_video" and not prefixed:
+        notes.append("tensors have no detector_model. prefix: a plain Sam3Model state dict, "
+                     "converting the detector only (no tracker)")
+        cfg = dict(cfg, prefix="", tracker=None)
+    elif cfg["model_type"] == "sam3" and prefixed:
+        cfg = dict(cfg, prefix=DETECTOR_PREFIX)
+    tok = read_tokenizer(src)
+    proc, proc_src = read_processor(src)
+
+    expected = manifest(cfg)
+    names = {e[0] for e in expected}
+    unexpected = sorted(n for n in tensors if n not in names)
+    if unexpected:
+        more = f" (and {len(unexpected) - 5} more)" if len(unexpected) > 5 else ""
+        fail(f"unexpected tensor {unexpected[0]}" + (f"; also {', '.join(unexpected[1:5])}{more}"
+                                                     if len(unexpected) > 1 else ""))
+    missing = [e[0] for e in expected if e[2] == "keep" and e[0] not in tensors]
+    if missing:
+        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        fail(f"missing tensor {missing[0]}" + (f"; also {', '.join(missing[1:5])}{more}"
+                                               if len(missing) > 1 else ""))
+    for name, shape, role, _ in expected:
+        if name in tensors and tensors[name].shape != shape:
+            fail(f"tensor {name}: shape {list(tensors[name].shape)}, expected {list(shape)} from config.json")
+    a = "tracker_model.shared_image_embedding.positional_embedding"
+    b = "tracker_model.prompt_encoder.shared_embedding.positional_embedding"
+    if a in tensors and b in tensors:
+        if not np.array_equal(tensors[a].f32().view(np.uint32), tensors[b].f32().view(np.uint32)):
+            fail(f"{b} differs from {a}; they should be identical copies")
+    tv, vs = tok["vocab_size"], cfg["text"]["vocab_size"]
+    if tv > vs:
+        fail(f"vocab.json has {tv} tokens but text_config.vocab_size is {vs}")
+    if tv < vs:
+        notes.append(f"warning: vocab.json has {tv} tokens, fewer than text_config.vocab_size {vs}")
+
+    dts = sorted({tensors[e[0]].dtype for e in expected if e[0] in tensors})
+    source = (f"{cfg['model_type']} checkpoint: {', '.join(files)} ({len(tensors)} tensors, "
+              f"{'/'.join(dts)}); processor: {proc_src}")
+    config = sam3_config(cfg, proc, tok, source)
+    out = []
+    dropped = []
+    for name, shape, role, _ in expected:
+        if name not in tensors:
+            continue
+        if role == "keep":
+            out.append((output_name(name), tensors[name]))
+        else:
+            dropped.append((name, tensors[name]))
+    out.append(("tokenizer.vocab.bytes", tok["bytes"]))
+    out.append(("tokenizer.vocab.offsets", tok["offsets"]))
+    out.append(("tokenizer.merges", tok["merges"]))
+    return config, out, dropped, notes
+
+
+def verify(path, config, tensors):
+    f = sam3file.read(path)
+    if list(f.config) != list(config):
+        fail(f"verify: config keys differ: {list(f.config)} vs {list(config)}")
+    for k, v in config.items():
+        if f.config[k] != v:
+            fail(f"verify: config {k} = {f.config[k]!r}, expected {v!r}")
+    if f.order != [n for n, _ in tensors]:
+        fail("verify: tensor names or order differ")
+    for name, src in tensors:
+        want = src.f32() if isinstance(src, SourceTensor) else src
+        got = f.get(name)
+        if got.dtype != want.dtype or got.shape != want.shape or \
+                not np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)):
+            fail(f"verify: tensor {name} differs from the source")
+    return len(tensors)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="convert.py", description=__doc__.split("\n")[0])
+    ap.add_argument("src", metavar="SRC_DIR")
+    ap.add_argument("out", metavar="OUT.sam3")
+    ap.add_argument("--dtype", default="f32", help="output dtype of the model tensors (only f32 now)")
+    ap.add_argument("--verify", action="store_true", help="re-read OUT and compare with the source")
+    ap.add_argument("--quiet", action="store_true", help="print only the totals")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    try:
+        if args.dtype != "f32":
+            fail(f"--dtype {args.dtype}: only f32 output is supported for now")
+        config, tensors, dropped, notes = plan(args.src)
+        for n in notes:
+            print(f"convert.py: {n}", file=sys.stderr)
+        entries = []
+        n_params = 0
+        for name, src in tensors:
+            if isinstance(src, SourceTensor):
+                entries.append((name, sam3file.Lazy(src.shape, np.float32, src.f32)))
+                n_params += int(np.prod(src.shape, dtype=np.int64))
+                if not args.quiet:
+                    how = "copy" if src.dtype == "F32" else "exact"
+                    print(f"  {name:<76} {_shape_str(src.shape):<22} {src.dtype.lower():>4} -> f32  "
+                          f"max_err 0 ({how})")
+            else:
+                entries.append((name, src))
+                if not args.quiet:
+                    print(f"  {name:<76} {_shape_str(src.shape):<22} {sam3file.DTYPE_NAME[sam3file.NP_DTYPE[src.dtype]]:>11}")
+        if not args.quiet:
+            for name, src in dropped:
+                print(f"  dropped {name} {_shape_str(src.shape)}")
+        try:
+            sam3file.write(args.out, config, entries)
+        except OSError as e:
+            fail(f"{args.out}: cannot write: {e.strerror or e}")
+        size = os.path.getsize(args.out)
+        n_drop = sum(int(np.prod(s.shape, dtype=np.int64)) for _, s in dropped)
+        print(f"wrote {args.out}: {len(tensors)} tensors ({n_params:,} f32 params), "
+              f"{len(config)} config keys, {size:,} bytes; dropped {len(dropped)} tensors "
+              f"({n_drop:,} params); {time.time() - t0:.1f} s")
+        if args.verify:
+            try:
+                n = verify(args.out, config, tensors)
+            except ConvertError:
+                os.unlink(args.out)
+                raise
+            print(f"verify: OK, {n} tensors and {len(config)} config values match the source")
+    except ConvertError as e:
+        print(f"convert.py: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

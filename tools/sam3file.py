@@ -1,0 +1,254 @@
+"""Reader and writer for the .sam3 container (format version 1).
+
+The same container holds converted models (config key ``arch`` = "sam3") and the
+reference dumps the tests compare against (``arch`` = "dump").  json + numpy only.
+
+Byte layout (little-endian; every offset is absolute from the start of the file
+unless it says "string-table relative"):
+
+  header, 128 bytes
+     0  char[4] magic            "SAM3" (checked byte by byte)
+     4  u32     format_version   1
+     8  u32     header_bytes     128
+    12  u32     alignment        64 (tensor data alignment)
+    16  u64     file_bytes       total size; catches truncation up front
+    24  u32     n_config
+    28  u32     n_tensors
+    32  u64     config_offset    = 128
+    40  u64     tensor_table_offset
+    48  u64     string_table_offset
+    56  u64     string_table_bytes
+    64  u64     data_offset      first byte of tensor data (multiple of 64)
+    72  ...     zero up to 128
+
+  config table: n_config entries of 64 bytes
+     0  char[48] key             dotted lower_snake, NUL-terminated, NUL-padded
+    48  u32      type            1 = i64, 2 = f64, 3 = string, 4 = i64 array, 5 = f64 array
+    52  u32      count           1 for scalars, bytes for strings, items for arrays
+    56  8 bytes  value           i64 / f64 for scalars; for the others the string-table
+                                 relative u64 offset of the bytes (arrays 8-byte aligned)
+
+  tensor table: n_tensors entries of 64 bytes
+     0  u32 name_off             string-table relative
+     4  u32 name_len             bytes, no terminator
+     8  u32 dtype                0 = f32, 1 = f16, 2 = bf16, 3 = i32, 4 = u8
+    12  u32 ndim                 1..4
+    16  u64 shape[4]             PyTorch order (outermost first), unused entries 0
+    48  u64 data_off             absolute, multiple of 64
+    56  u64 data_bytes           = prod(shape) * dtype size
+
+  string table: names, config strings and config arrays
+  data: tensors in table order, each 64-byte aligned, no overlap, zero padding between
+
+Tensor names are the Hugging Face state-dict names verbatim.
+"""
+import json
+import os
+import struct
+
+import numpy as np
+
+MAGIC = b"SAM3"
+FORMAT_VERSION = 1
+HEADER_BYTES = 128
+ALIGN = 64
+
+T_I64, T_F64, T_STR, T_I64_ARRAY, T_F64_ARRAY = 1, 2, 3, 4, 5
+DT_F32, DT_F16, DT_BF16, DT_I32, DT_U8 = 0, 1, 2, 3, 4
+DTYPE_NP = {DT_F32: np.float32, DT_F16: np.float16, DT_I32: np.int32, DT_U8: np.uint8}
+NP_DTYPE = {np.dtype(np.float32): DT_F32, np.dtype(np.float16): DT_F16,
+            np.dtype(np.int32): DT_I32, np.dtype(np.uint8): DT_U8}
+DTYPE_NAME = {DT_F32: "f32", DT_F16: "f16", DT_BF16: "bf16", DT_I32: "i32", DT_U8: "u8"}
+KEY_MAX = 47
+
+
+def _align(n, a):
+    return (n + a - 1) // a * a
+
+
+def write(path, config, tensors):
+    """Write a .sam3 file.
+
+    config: dict key -> int | float | bool | str | list[int] | list[float] (insertion order kept).
+    tensors: list of (name, array) in the order they are stored; arrays must be
+    f32/f16/i32/u8 and C-contiguous-able.  An array may also be a `Lazy` (shape and
+    dtype known up front, data produced by a function when its turn comes), so a
+    multi-GB file is written one tensor at a time.  Writes path + ".tmp" then renames,
+    so an interrupted run never leaves a half-written file under the final name.
+    """
+    strtab = bytearray()
+
+    def put(b, align=1):
+        while len(strtab) % align:
+            strtab.append(0)
+        off = len(strtab)
+        strtab.extend(b)
+        return off
+
+    cfg_entries = []
+    for key, v in config.items():
+        kb = key.encode("ascii")
+        if not kb or len(kb) > KEY_MAX:
+            raise ValueError(f"config key {key!r}: length must be 1..{KEY_MAX}")
+        if isinstance(v, bool):
+            v = int(v)
+        if isinstance(v, (int, np.integer)):
+            ent = (T_I64, 1, struct.pack("<q", int(v)))
+        elif isinstance(v, (float, np.floating)):
+            ent = (T_F64, 1, struct.pack("<d", float(v)))
+        elif isinstance(v, str):
+            b = v.encode("utf-8")
+            ent = (T_STR, len(b), struct.pack("<Q", put(b)))
+        elif isinstance(v, (list, tuple)):
+            if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+                b = np.asarray(v, dtype="<i8").tobytes()
+                ent = (T_I64_ARRAY, len(v), struct.pack("<Q", put(b, 8)))
+            else:
+                b = np.asarray([float(x) for x in v], dtype="<f8").tobytes()
+                ent = (T_F64_ARRAY, len(v), struct.pack("<Q", put(b, 8)))
+        else:
+            raise TypeError(f"config key {key!r}: unsupported value {v!r}")
+        cfg_entries.append(kb.ljust(48, b"\0") + struct.pack("<II", ent[0], ent[1]) + ent[2])
+
+    names = set()
+    metas = []
+    for name, arr in tensors:
+        if name in names:
+            raise ValueError(f"duplicate tensor name {name!r}")
+        names.add(name)
+        if not isinstance(arr, (np.ndarray, Lazy)):
+            arr = np.asarray(arr)
+        dt, shape = np.dtype(arr.dtype), tuple(int(n) for n in arr.shape)
+        if dt not in NP_DTYPE:
+            raise TypeError(f"tensor {name!r}: unsupported dtype {dt}")
+        if not 1 <= len(shape) <= 4:
+            raise ValueError(f"tensor {name!r}: ndim {len(shape)} not in 1..4")
+        nb = name.encode("utf-8")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        metas.append((put(nb), len(nb), NP_DTYPE[dt], shape, nbytes))
+
+    n_cfg, n_t = len(cfg_entries), len(metas)
+    config_offset = HEADER_BYTES
+    tensor_table_offset = config_offset + 64 * n_cfg
+    string_table_offset = tensor_table_offset + 64 * n_t
+    data_offset = _align(string_table_offset + len(strtab), ALIGN)
+    offs = []
+    pos = data_offset
+    for m in metas:
+        offs.append(pos)
+        pos = _align(pos + m[4], ALIGN)
+    file_bytes = pos if metas else data_offset
+
+    hdr = MAGIC + struct.pack("<III", FORMAT_VERSION, HEADER_BYTES, ALIGN)
+    hdr += struct.pack("<QII", file_bytes, n_cfg, n_t)
+    hdr += struct.pack("<QQQQQ", config_offset, tensor_table_offset, string_table_offset,
+                       len(strtab), data_offset)
+    hdr = hdr.ljust(HEADER_BYTES, b"\0")
+
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(hdr)
+            for e in cfg_entries:
+                f.write(e)
+            for (noff, nlen, dt, shape, nbytes), off in zip(metas, offs):
+                shp = list(shape) + [0] * (4 - len(shape))
+                f.write(struct.pack("<IIII", noff, nlen, dt, len(shape)))
+                f.write(struct.pack("<4Q", *shp))
+                f.write(struct.pack("<QQ", off, nbytes))
+            f.write(strtab)
+            for (name, arr), off, m in zip(tensors, offs, metas):
+                f.write(b"\0" * (off - f.tell()))
+                a = np.asarray(arr)
+                if NP_DTYPE.get(a.dtype) != m[2] or a.shape != m[3]:
+                    raise ValueError(f"tensor {name!r}: data is {a.dtype} {a.shape}, "
+                                     f"declared {DTYPE_NAME[m[2]]} {m[3]}")
+                np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tofile(f)
+            f.write(b"\0" * (file_bytes - f.tell()))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Lazy:
+    """A tensor whose shape and dtype are known now and whose data `fn()` returns later."""
+
+    def __init__(self, shape, dtype, fn):
+        self.shape, self.dtype, self.fn = tuple(shape), np.dtype(dtype), fn
+
+    def __array__(self, dtype=None):
+        a = self.fn()
+        return a if dtype is None else a.astype(dtype)
+
+
+class Sam3File:
+    """Read-only view of a .sam3 file (numpy memmap; tensors are not copied)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.buf = np.memmap(path, dtype=np.uint8, mode="r")
+        b = self.buf
+        if len(b) < HEADER_BYTES or bytes(b[:4]) != MAGIC:
+            raise ValueError(f"{path}: not a .sam3 file")
+        ver, hb, al = struct.unpack_from("<III", b, 4)
+        if ver != FORMAT_VERSION:
+            raise ValueError(f"{path}: format version {ver}, this reader knows {FORMAT_VERSION}")
+        fb, n_cfg, n_t = struct.unpack_from("<QII", b, 16)
+        co, to, so, sb, do = struct.unpack_from("<QQQQQ", b, 32)
+        if fb != len(b):
+            raise ValueError(f"{path}: header says {fb} bytes, file has {len(b)}")
+        strtab = bytes(b[so:so + sb])
+        self.config = {}
+        for i in range(n_cfg):
+            e = bytes(b[co + 64 * i: co + 64 * i + 64])
+            key = e[:48].split(b"\0", 1)[0].decode("ascii")
+            typ, cnt = struct.unpack_from("<II", e, 48)
+            if typ == T_I64:
+                v = struct.unpack_from("<q", e, 56)[0]
+            elif typ == T_F64:
+                v = struct.unpack_from("<d", e, 56)[0]
+            else:
+                off = struct.unpack_from("<Q", e, 56)[0]
+                if typ == T_STR:
+                    v = strtab[off:off + cnt].decode("utf-8")
+                elif typ == T_I64_ARRAY:
+                    v = [int(x) for x in np.frombuffer(strtab, "<i8", cnt, off)]
+                elif typ == T_F64_ARRAY:
+                    v = [float(x) for x in np.frombuffer(strtab, "<f8", cnt, off)]
+                else:
+                    raise ValueError(f"{path}: config {key!r} has unknown type {typ}")
+            self.config[key] = v
+        self.tensors = {}
+        self.order = []
+        for i in range(n_t):
+            noff, nlen, dt, nd = struct.unpack_from("<IIII", b, to + 64 * i)
+            shape = struct.unpack_from("<4Q", b, to + 64 * i + 16)[:nd]
+            off, nbytes = struct.unpack_from("<QQ", b, to + 64 * i + 48)
+            name = strtab[noff:noff + nlen].decode("utf-8")
+            self.tensors[name] = (dt, tuple(int(s) for s in shape), off, nbytes)
+            self.order.append(name)
+
+    def __contains__(self, name):
+        return name in self.tensors
+
+    def get(self, name):
+        dt, shape, off, nbytes = self.tensors[name]
+        if dt == DT_BF16:
+            u = np.frombuffer(self.buf, "<u2", nbytes // 2, off).astype(np.uint32) << 16
+            return u.view(np.float32).reshape(shape)
+        return np.frombuffer(self.buf, DTYPE_NP[dt], nbytes // np.dtype(DTYPE_NP[dt]).itemsize, off).reshape(shape)
+
+
+def read(path):
+    return Sam3File(path)
+
+
+if __name__ == "__main__":
+    import sys
+    f = Sam3File(sys.argv[1])
+    print(json.dumps(f.config, indent=1))
+    for n in f.order:
+        dt, shape, off, nb = f.tensors[n]
+        print(f"{n}\t{DTYPE_NAME.get(dt, dt)}\t{list(shape)}\t{nb}")
