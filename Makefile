@@ -1,0 +1,87 @@
+# sam3.h - build, test and demo. Plain make; every target has a comment.
+# On a fresh Debian 12 machine, as root: `make demo` and `make test` install what they need.
+
+CC       ?= cc
+CXX      ?= c++
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -pedantic
+OPENMP   ?= 1
+BLAS_LIBS ?= -lopenblas
+PYTHON   ?= /usr/bin/python3
+STB_INC  ?= -I/usr/include/stb
+BUILD    := build
+DEB_PKGS := gcc g++ make libopenblas-dev libstb-dev python3-numpy
+
+ifeq ($(OPENMP),1)
+OMPFLAGS := -fopenmp
+endif
+C_FLAGS   := -std=c99 $(WARN) $(CFLAGS) $(OMPFLAGS)
+CXX_FLAGS := -std=c++11 $(WARN) $(CFLAGS) $(OMPFLAGS)
+LIBS      := $(BLAS_LIBS) -lm
+
+TINY      := tiny_a tiny_b
+TINY_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(TINY))
+TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp
+SHARED    ?= ../shared
+
+.PHONY: all deps test demo convert bench asan ubsan clean debug
+
+# The command-line tool.
+all: $(BUILD)/sam3
+
+# Install the Debian packages we build against, when missing (needs root and apt-get).
+deps:
+	@if dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then :; else \
+	  echo "make deps: installing $(DEB_PKGS)"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (or install: $(DEB_PKGS))" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS); fi
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+$(BUILD)/sam3: examples/sam3_cli.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c $(LIBS)
+
+# Tiny random-weight models converted from the committed reference checkpoints.
+$(BUILD)/%.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
+	$(PYTHON) tools/convert.py --quiet tests/data/$* $@
+
+$(BUILD)/test_format: tests/test_format.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_format.c $(LIBS)
+$(BUILD)/test_parity: tests/test_parity.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_parity.c $(LIBS)
+$(BUILD)/test_tokenizer: tests/test_tokenizer.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_tokenizer.c $(LIBS)
+$(BUILD)/tok_synth.sam3: tests/data/tiny_a/vocab.json tests/make_tokenizer_file.py tools/convert.py | $(BUILD)
+	$(PYTHON) tests/make_tokenizer_file.py tests/data/tiny_a $@
+
+$(BUILD)/test_compile_c: tests/test_compile.c tests/test_compile_impl.c tests/test_compile_static.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -c -DTU_FN=sam3_test_static_a -o $(BUILD)/tcs_a.o tests/test_compile_static.c
+	$(CC) $(C_FLAGS) -Werror -c -DTU_FN=sam3_test_static_b -o $(BUILD)/tcs_b.o tests/test_compile_static.c
+	$(CC) $(C_FLAGS) -Werror -o $@ tests/test_compile.c tests/test_compile_impl.c $(BUILD)/tcs_a.o $(BUILD)/tcs_b.o $(LIBS)
+$(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/test_compile_static.c sam3.h | $(BUILD)
+	$(CXX) $(CXX_FLAGS) -Werror -x c++ -c -DTU_FN=sam3_test_static_a -o $(BUILD)/tcs_a_cpp.o tests/test_compile_static.c
+	$(CXX) $(CXX_FLAGS) -Werror -x c++ -c -DTU_FN=sam3_test_static_b -o $(BUILD)/tcs_b_cpp.o tests/test_compile_static.c
+	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
+
+# Everything hermetic: no network, no GPU.
+test: deps all $(TESTS) $(TINY_SAM3) $(BUILD)/tok_synth.sam3
+	@$(PYTHON) tests/test_convert.py
+	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
+	@$(BUILD)/test_format $(TINY_SAM3)
+	@$(PYTHON) tests/make_tokenizer_file.py $(SHARED)/clip $(BUILD)/tok_clip.sam3
+	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
+	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
+	@$(BUILD)/test_parity $(TINY)
+
+# Convert the real checkpoint in weights/ (see weights/README.md).
+convert:
+	$(PYTHON) tools/convert.py weights weights/sam3.sam3
+
+# Debug build of the CLI with sanitizers.
+debug:
+	$(MAKE) BUILD=build/debug CFLAGS="-O0 -g -fsanitize=address,undefined" all
+
+clean:
+	rm -rf $(BUILD) out

@@ -1,0 +1,4724 @@
+/* sam3.h - v0.1.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
+
+   Do this:
+      #define SAM3_IMPLEMENTATION
+   before you include this file in *one* C or C++ file to create the implementation.
+   Link with OpenBLAS and libm:   cc app.c -O2 -fopenmp -lopenblas -lm
+
+QUICK START
+   (the same code is examples/embed_min.c, compiled by `make test`, so this cannot rot)
+
+      #define SAM3_IMPLEMENTATION
+      #include "sam3.h"
+
+      sam3_model *model;  sam3_ctx *ctx;  sam3_segmentation seg;
+      sam3_prompt prompt = {0};
+      if (sam3_load("weights/sam3.sam3", NULL, &model) != SAM3_OK) return 1;
+      if (sam3_ctx_new(model, NULL, &ctx) != SAM3_OK) return 1;
+      if (sam3_set_image(ctx, rgb, width, height, width * 3, SAM3_RGB8) != SAM3_OK) {
+          fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;
+      }
+      prompt.text = "yellow school bus";
+      if (sam3_segment(ctx, &prompt, NULL, &seg) >= 0) {
+          for (int i = 0; i < seg.n; i++)   // mask: seg.width*seg.height bytes, 1 = object
+              printf("%.2f  box %.0f,%.0f,%.0f,%.0f\n", seg.instances[i].score, seg.instances[i].box[0],
+                     seg.instances[i].box[1], seg.instances[i].box[2], seg.instances[i].box[3]);
+      }
+      sam3_ctx_free(ctx);
+      sam3_free(model);
+
+DOCUMENTATION
+
+1. Concepts
+   * Images are 8-bit, top-left origin, rows `stride` bytes apart: RGB (3 bytes a pixel), RGBA (4,
+     alpha ignored) or gray (1). Any size from 1x1 to SAM3_MAX_IMAGE_DIM on each side.
+     `sam3_set_image` squashes the image to the model's square input (1008x1008 for SAM 3; aspect
+     ratio NOT kept, exactly as Meta's and Hugging Face's processors do) with the reference's
+     two-pass fixed-point antialiased bilinear resize (bit-identical to torchvision's uint8 kernel),
+     then normalises with the file's mean/std. The result is cached in the context: every prompt
+     on that image reuses the image features.
+   * Coordinates (boxes, points) are in pixels of the image you passed in, x right, y down;
+     boxes are x0,y0,x1,y1.
+   * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
+   * Masks are width*height bytes of 0/1 at the size of the image you passed in.
+
+2. Memory and ownership
+   * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses f32 weights
+     in place; `sam3_load_from_memory` borrows your buffer, which must outlive the model and stay
+     unchanged.
+   * A context owns all scratch and cached image state. Results returned by a call stay valid
+     until the next call on the same context that returns results or sets an image, or until
+     `sam3_ctx_free`; copy what you keep.
+   * Scratch memory is one stack arena that grows to the peak of the first image and is reused
+     after that; `sam3_ctx_memory_used` reports it.
+
+3. Threading
+   The model is read-only after sam3_load returns and can be shared by any number of threads. A
+   context may only be used by one thread at a time; give each thread its own context. sam3 has no
+   mutable global state. Our own loops use OpenMP (when compiled with -fopenmp), capped by
+   sam3_ctx_options.n_threads. Matrix products go to BLAS, whose threading belongs to you: sam3
+   never changes it unless sam3_ctx_options.blas_threads > 0, which calls
+   openblas_set_num_threads() and is process-global. Running several contexts concurrently needs a
+   BLAS that is safe for concurrent calls (Debian's OpenBLAS pthread build is, since 0.3.7, but its
+   threads then compete for cores: set blas_threads = 1 and n_threads per context instead).
+
+4. Errors
+   Every call returns a sam3_result: SAM3_OK (0), a positive note (success with a remark, e.g.
+   SAM3_TRUNCATED), or a negative error. sam3_result_string() names it; sam3_ctx_last_error(ctx)
+   gives the detail of the last failed call on that context (e.g. "tensor 'x.weight': shape
+   [256,1024], expected [256,512]"). Errors during loading, where no context exists yet, go to the
+   log callback in sam3_load_options. Library code never prints, exits or aborts on bad input.
+
+5. Configuration macros (define before including the implementation)
+   SAM3_STATIC             make every function static (private copy in one translation unit)
+   SAM3DEF                 decoration of public functions (e.g. for dllexport)
+   SAM3_MALLOC / SAM3_FREE default allocator (define both or neither); aligned internally
+   SAM3_ASSERT(x)          internal invariant checks (default: assert)
+   SAM3_NO_STDIO           no path-based loading (sam3_load_from_memory only)
+   SAM3_NO_MMAP            sam3_load reads the file into memory instead of mapping it
+   SAM3_SGEMM(...)         replace the GEMM: row-major cblas_sgemm signature (MKL, BLIS, Accelerate)
+   SAM3_NO_BLAS            built-in naive sgemm (slow; for tests and tiny targets)
+   SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
+
+6. Weight file format (.sam3)
+   One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
+   offsets), a key/value config table (64-byte entries, every hyper-parameter copied from the
+   Hugging Face config.json), a tensor table (64-byte entries: name in the string table, dtype,
+   PyTorch-order shape, 64-byte aligned absolute offset and byte size), the string table, then
+   the tensor data. Tensor names are the Hugging Face state-dict names verbatim. The CLIP
+   tokenizer (vocabulary and merges) travels inside as ordinary tensors. tools/convert.py writes
+   it from a Hugging Face checkpoint; tools/sam3file.py documents every byte. The SAM 3 weights
+   are Meta's, under the SAM License, and converted files carry that licence.
+
+7. Limits
+   * Batch size 1; one image per context at a time.
+   * Text prompts are at most text.max_position_embeddings ids (32 for SAM 3) including BOS and
+     EOS: longer prompts are truncated (EOS kept) and the call returns SAM3_TRUNCATED.
+   * At most SAM3_MAX_BOXES boxes per prompt.
+
+RECENT REVISIONS
+   0.1.0  first release: loader, converter, vision encoder.
+*/
+
+#ifndef SAM3_H_INCLUDED
+#define SAM3_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAM3_VERSION_MAJOR 0
+#define SAM3_VERSION_MINOR 1
+#define SAM3_VERSION_PATCH 0
+#define SAM3_VERSION_STRING "0.1.0"
+#define SAM3_FILE_FORMAT_VERSION 1
+
+#ifndef SAM3DEF
+#ifdef SAM3_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define SAM3DEF static __attribute__((unused)) /* a private copy need not use every function */
+#else
+#define SAM3DEF static
+#endif
+#else
+#define SAM3DEF extern
+#endif
+#endif
+
+#ifndef SAM3_MAX_BOXES
+#define SAM3_MAX_BOXES 64
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================================================
+   Types
+   ============================================================================================= */
+
+/* Result codes: negative = error, 0 = ok, positive = success with a remark. One X-macro list
+   defines the enum and the strings, so sam3_result_string() cannot go stale. */
+#define SAM3_RESULT_LIST(X)                                                                  \
+    X(SAM3_OK, 0, "ok")                                                                      \
+    X(SAM3_TRUNCATED, 1, "ok, but the text prompt was truncated to the model's context")     \
+    X(SAM3_ERR_INVALID_ARG, -1, "invalid argument")                                          \
+    X(SAM3_ERR_OUT_OF_MEMORY, -2, "out of memory")                                           \
+    X(SAM3_ERR_IO, -3, "i/o error")                                                          \
+    X(SAM3_ERR_BAD_MAGIC, -4, "not a .sam3 file")                                            \
+    X(SAM3_ERR_BAD_VERSION, -5, "unsupported .sam3 format version")                          \
+    X(SAM3_ERR_CORRUPT_FILE, -6, "corrupt or inconsistent .sam3 file")                       \
+    X(SAM3_ERR_MISSING_TENSOR, -7, "a required tensor is missing")                           \
+    X(SAM3_ERR_SHAPE_MISMATCH, -8, "a tensor has the wrong shape or dtype")                  \
+    X(SAM3_ERR_UNSUPPORTED, -9, "not supported by this model or build")                      \
+    X(SAM3_ERR_ABORTED, -10, "aborted by the abort callback")                                \
+    X(SAM3_ERR_NO_IMAGE, -11, "no image set on this context")
+
+typedef enum sam3_result {
+#define SAM3__ENUM(name, value, text) name = value,
+    SAM3_RESULT_LIST(SAM3__ENUM)
+#undef SAM3__ENUM
+    SAM3_RESULT_END_ = 2
+} sam3_result;
+
+typedef struct sam3_model sam3_model; /* weights: immutable after load, shareable across threads */
+typedef struct sam3_ctx sam3_ctx;     /* per-thread scratch and cached image state */
+
+/* Run-time allocator. All three zero: the compile-time SAM3_MALLOC/SAM3_FREE. Half filled:
+   SAM3_ERR_INVALID_ARG. `align` is a power of two <= 64. */
+typedef struct sam3_allocator {
+    void *(*alloc)(size_t size, size_t align, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} sam3_allocator;
+
+enum { SAM3_LOG_ERROR = 0, SAM3_LOG_WARN = 1, SAM3_LOG_INFO = 2 };
+typedef void (*sam3_log_fn)(void *user, int level, const char *message);
+
+typedef struct sam3_load_options {
+    sam3_allocator allocator;
+    sam3_log_fn log; /* load errors and notes; NULL = silent */
+    void *log_user;
+    int no_mmap; /* 1: read the file into memory instead of mapping it */
+} sam3_load_options;
+
+typedef enum sam3_pixel_format { SAM3_RGB8 = 0, SAM3_RGBA8 = 1, SAM3_GRAY8 = 2 } sam3_pixel_format;
+
+/* Called with every intermediate tensor the pipeline produces, named as in the reference dumps
+   (tools/make_reference.py), e.g. "vit.layer.3" (tokens, channels) or "fpn.0" (channels, h, w).
+   For parity debugging; NULL (the default) costs nothing. */
+typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int ndim, const int64_t *shape);
+
+typedef struct sam3_ctx_options {
+    sam3_allocator allocator;
+    int n_threads;    /* our own loops; 0 = all cores (OpenMP default) */
+    int blas_threads; /* > 0: openblas_set_num_threads(blas_threads), process-global */
+    int (*abort_fn)(void *user); /* polled between blocks; non-zero aborts with SAM3_ERR_ABORTED */
+    void *abort_user;
+    void (*progress_fn)(void *user, const char *stage, int step, int n_steps);
+    void *progress_user;
+    sam3_tap_fn tap; /* debugging: see sam3_tap_fn */
+    void *tap_user;
+} sam3_ctx_options;
+
+/* Milliseconds spent in each stage by the last calls on a context. */
+typedef struct sam3_timings {
+    double preprocess, vision_trunk, vision_neck; /* sam3_set_image */
+    double text, geometry, detr_encoder, detr_decoder, mask_decoder, postprocess; /* sam3_segment */
+} sam3_timings;
+
+/* ================================================================================================
+   Version, errors
+   ============================================================================================= */
+SAM3DEF const char *sam3_version_string(void);
+SAM3DEF const char *sam3_result_string(sam3_result r);
+
+/* ================================================================================================
+   Model
+   ============================================================================================= */
+SAM3DEF sam3_load_options sam3_load_options_default(void);
+#ifndef SAM3_NO_STDIO
+SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sam3_model **out);
+#endif
+/* blob must stay valid and unchanged until sam3_free; it is only read. */
+SAM3DEF sam3_result sam3_load_from_memory(const void *blob, size_t size, const sam3_load_options *opt,
+                                          sam3_model **out);
+SAM3DEF void sam3_free(sam3_model *model); /* NULL is a no-op */
+
+/* Config access (values exactly as stored in the file). Return 0 if the key is absent or not of
+   that type. */
+SAM3DEF int sam3_model_config_int(const sam3_model *model, const char *key, int64_t *out);
+SAM3DEF int sam3_model_config_float(const sam3_model *model, const char *key, double *out);
+SAM3DEF const char *sam3_model_config_string(const sam3_model *model, const char *key); /* NUL-terminated copy owned by the model */
+SAM3DEF int sam3_model_image_size(const sam3_model *model); /* square input side, e.g. 1008 */
+SAM3DEF size_t sam3_model_file_size(const sam3_model *model);
+
+/* Introspection of the file's tables (for tools such as `sam3 info`). Strings are owned by the model. */
+typedef struct sam3_tensor_info {
+    const char *name; /* not NUL-terminated: name_len bytes */
+    int name_len;
+    const char *dtype; /* "f32", "f16", "bf16", "i32", "u8" */
+    int ndim;
+    int64_t shape[4];
+    uint64_t nbytes;
+} sam3_tensor_info;
+SAM3DEF int sam3_model_tensor_count(const sam3_model *model);
+SAM3DEF int sam3_model_tensor_info(const sam3_model *model, int index, sam3_tensor_info *out); /* 1 ok, 0 bad index */
+SAM3DEF int sam3_model_config_count(const sam3_model *model);
+/* Key of config entry `index` and its value printed as text into value (NUL-terminated, cut to cap). */
+SAM3DEF const char *sam3_model_config_entry(const sam3_model *model, int index, char *value, size_t cap);
+
+/* ================================================================================================
+   Context
+   ============================================================================================= */
+SAM3DEF sam3_ctx_options sam3_ctx_options_default(void);
+SAM3DEF sam3_result sam3_ctx_new(const sam3_model *model, const sam3_ctx_options *opt, sam3_ctx **out);
+SAM3DEF void sam3_ctx_free(sam3_ctx *ctx); /* NULL is a no-op */
+SAM3DEF const char *sam3_ctx_last_error(const sam3_ctx *ctx);
+SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *ctx);
+SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now */
+
+/* Runs the image encoder (the expensive part: ~6 TFLOP at 1008x1008) and caches its output.
+   pixels: width*height pixels in `format`, rows `stride` bytes apart (stride >= width*bpp). */
+SAM3DEF sam3_result sam3_set_image(sam3_ctx *ctx, const uint8_t *pixels, int width, int height, int stride,
+                                   sam3_pixel_format format);
+
+/* ================================================================================================
+   Text
+   ============================================================================================= */
+/* CLIP byte-level BPE exactly as the reference tokenizer: ids[0] = BOS, ..., EOS. Writes at most
+   min(capacity, model context) ids; a longer prompt is cut to fit with EOS kept and the call
+   returns SAM3_TRUNCATED. Invalid UTF-8 bytes are read as U+FFFD. */
+SAM3DEF sam3_result sam3_tokenize(const sam3_model *model, const char *text, int32_t *ids, int capacity, int *n_ids);
+
+/* ================================================================================================
+   Concept segmentation: text and/or box exemplars -> every matching instance
+   ============================================================================================= */
+typedef struct sam3_box {
+    float x0, y0, x1, y1; /* pixels of the image given to sam3_set_image; not clamped */
+    int label;            /* 1 positive exemplar, 0 negative */
+} sam3_box;
+
+typedef struct sam3_prompt {
+    const char *text;      /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
+    const sam3_box *boxes; /* n_boxes exemplars, or NULL */
+    int n_boxes;           /* 0..SAM3_MAX_BOXES */
+} sam3_prompt;
+
+typedef struct sam3_segment_options {
+    float score_threshold; /* keep instances with score > this; 0 = default 0.5 (Meta's processor;
+                              Hugging Face's post-processor uses 0.3); negative keeps every query */
+    float mask_threshold;  /* mask probability threshold; 0 = default 0.5 */
+    int no_masks;          /* 1: skip the full-size masks (scores and boxes only) */
+    int low_res;           /* 1: also return each instance's mask logits at the decoder resolution */
+    int semantic;          /* 1: also return the semantic map */
+} sam3_segment_options;
+
+typedef struct sam3_instance {
+    float score;                  /* sigmoid(query logit) * sigmoid(presence logit) */
+    float box[4];                 /* x0, y0, x1, y1 in image pixels (not clamped, as the reference) */
+    int query;                    /* index of the decoder query it came from */
+    int64_t area;                 /* pixels set in mask */
+    const uint8_t *mask;          /* width*height bytes, 1 = object; NULL with no_masks */
+    const float *low_res_logits;  /* low_res_height*low_res_width logits when low_res, else NULL */
+} sam3_instance;
+
+typedef struct sam3_segmentation {
+    int n;                          /* instances kept, in query order */
+    const sam3_instance *instances; /* (n) */
+    int width, height;              /* mask size: the image's */
+    float presence;                 /* sigmoid of the presence logit: is the concept in the image at all */
+    int n_queries;                  /* queries scored (the model's num_queries) */
+    int low_res_width, low_res_height;
+    const float *semantic_logits;   /* low_res_height*low_res_width when semantic, else NULL */
+    const uint8_t *semantic_mask;   /* width*height 0/1 (sigmoid > 0.5) when semantic, else NULL */
+    int n_text_tokens;              /* ids used, BOS and EOS included */
+    int text_truncated;             /* the prompt was longer than the model's context */
+} sam3_segmentation;
+
+SAM3DEF sam3_segment_options sam3_segment_options_default(void);
+/* Segments every instance of the prompt's concept in the context's image. The image features are
+   reused; a text prompt seen before on this context reuses its features too. Cost on top of
+   sam3_set_image: text encoder (first use of a text), geometry encoder (boxes), DETR encoder,
+   DETR decoder, mask decoder, post-processing; see README "Performance".
+   Returns SAM3_OK, SAM3_TRUNCATED (text cut to the context; results valid), or an error.
+   *out and everything it points to stay valid until the next sam3_set_image / sam3_segment on
+   this context or sam3_ctx_free. */
+SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_prompt *prompt, const sam3_segment_options *opt, sam3_segmentation *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SAM3_H_INCLUDED */
+
+/* ================================================================================================
+   IMPLEMENTATION
+   ============================================================================================= */
+#if defined(__INTELLISENSE__) || defined(__CDT_PARSER__)
+#define SAM3_IMPLEMENTATION
+#endif
+
+#ifdef SAM3_IMPLEMENTATION
+#ifndef SAM3_IMPLEMENTATION_INCLUDED
+#define SAM3_IMPLEMENTATION_INCLUDED
+/* ==== sam3: configuration macros ==== */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(SAM3_MALLOC) && defined(SAM3_FREE)
+#elif !defined(SAM3_MALLOC) && !defined(SAM3_FREE)
+#define SAM3_MALLOC(sz) malloc(sz)
+#define SAM3_FREE(p) free(p)
+#else
+#error "sam3.h: define both SAM3_MALLOC and SAM3_FREE, or neither"
+#endif
+
+#ifndef SAM3_ASSERT
+#include <assert.h>
+#define SAM3_ASSERT(x) assert(x)
+#endif
+
+#ifndef SAM3_MAX_IMAGE_DIM
+#define SAM3_MAX_IMAGE_DIM 16384
+#endif
+#ifndef SAM3_MAX_PROMPT_BYTES
+#define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
+#endif
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(SAM3_SGEMM) || defined(SAM3_NO_BLAS)
+#else
+#include <cblas.h>
+#endif
+
+#if !defined(SAM3_NO_STDIO) && !defined(_WIN32) && !defined(SAM3_NO_MMAP)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define SAM3__HAVE_MMAP 1
+#endif
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <sys/time.h>
+#endif
+
+#define SAM3__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SAM3__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SAM3__ALIGN 64
+#define SAM3__PI 3.14159265358979323846
+
+/* OpenMP pragmas through one macro, so the code compiles to plain loops without -fopenmp. */
+#ifdef _OPENMP
+#define SAM3__STR_(x) #x
+#define SAM3__OMP(args) _Pragma(SAM3__STR_(omp args))
+#else
+#define SAM3__OMP(args)
+#endif
+
+/* ==== sam3: platform ==== */
+static double sam3__now_ms(void) {
+#if defined(_WIN32)
+    LARGE_INTEGER f, t;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&t);
+    return 1000.0 * (double)t.QuadPart / (double)f.QuadPart;
+#else
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
+#endif
+}
+
+/* ==== sam3: internal utils ==== */
+SAM3DEF const char *sam3_version_string(void) { return SAM3_VERSION_STRING; }
+
+SAM3DEF const char *sam3_result_string(sam3_result r) {
+    switch (r) {
+#define SAM3__CASE(name, value, text) \
+    case name:                        \
+        return text;
+        SAM3_RESULT_LIST(SAM3__CASE)
+#undef SAM3__CASE
+    default:
+        return "unknown sam3_result";
+    }
+}
+
+/* Overflow-checked size arithmetic: every size derived from a file or a caller goes through
+   these, so a hostile value fails cleanly instead of wrapping. */
+static int sam3__mul(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+static int sam3__add(size_t a, size_t b, size_t *out) {
+    if (b > SIZE_MAX - a) return 0;
+    *out = a + b;
+    return 1;
+}
+
+static void *sam3__default_alloc(size_t size, size_t align, void *user) {
+    /* Over-allocate and keep the raw pointer just below the aligned block. */
+    size_t total;
+    unsigned char *raw, *p;
+    (void)user;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    if (!sam3__add(size, align + sizeof(void *), &total)) return NULL;
+    raw = (unsigned char *)SAM3_MALLOC(total);
+    if (!raw) return NULL;
+    p = raw + sizeof(void *);
+    p += (align - ((uintptr_t)p & (align - 1))) & (align - 1);
+    memcpy(p - sizeof(void *), &raw, sizeof(void *));
+    return p;
+}
+static void sam3__default_free(void *ptr, void *user) {
+    void *raw;
+    (void)user;
+    if (!ptr) return;
+    memcpy(&raw, (unsigned char *)ptr - sizeof(void *), sizeof(void *));
+    SAM3_FREE(raw);
+}
+
+/* Zeroed allocator = defaults; half-filled = error (returns 0). */
+static int sam3__allocator_resolve(const sam3_allocator *in, sam3_allocator *out) {
+    if (!in || (!in->alloc && !in->free)) {
+        out->alloc = sam3__default_alloc;
+        out->free = sam3__default_free;
+        out->user = NULL;
+        return 1;
+    }
+    if (!in->alloc || !in->free) return 0;
+    *out = *in;
+    return 1;
+}
+
+static void *sam3__aalloc(const sam3_allocator *a, size_t size) {
+    return a->alloc(size ? size : 1, SAM3__ALIGN, a->user);
+}
+static void *sam3__acalloc(const sam3_allocator *a, size_t n, size_t each) {
+    size_t size;
+    void *p;
+    if (!sam3__mul(n, each, &size)) return NULL;
+    p = sam3__aalloc(a, size);
+    if (p) memset(p, 0, size);
+    return p;
+}
+static void sam3__afree(const sam3_allocator *a, void *p) {
+    if (p) a->free(p, a->user);
+}
+
+static void sam3__vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) {
+    if (cap == 0) return;
+    if (vsnprintf(buf, cap, fmt, ap) < 0) buf[0] = 0;
+    buf[cap - 1] = 0;
+}
+
+/* ==== sam3: file-format reader ==== */
+/* The .sam3 container (tools/sam3file.py documents every byte). Everything here is validated
+   before use: the same code parses converted models and the reference dumps, and the fuzz target
+   runs exactly this. */
+enum { SAM3__T_I64 = 1, SAM3__T_F64 = 2, SAM3__T_STR = 3, SAM3__T_I64_ARRAY = 4, SAM3__T_F64_ARRAY = 5 };
+enum { SAM3__DT_F32 = 0, SAM3__DT_F16 = 1, SAM3__DT_BF16 = 2, SAM3__DT_I32 = 3, SAM3__DT_U8 = 4, SAM3__DT_COUNT };
+static const struct {
+    const char *name;
+    size_t size;
+} sam3__dtypes[SAM3__DT_COUNT] = {{"f32", 4}, {"f16", 2}, {"bf16", 2}, {"i32", 4}, {"u8", 1}};
+
+#define SAM3__HEADER_BYTES 128
+#define SAM3__ENTRY_BYTES 64
+#define SAM3__KEY_BYTES 48
+
+typedef struct sam3__cfg {
+    char key[SAM3__KEY_BYTES]; /* NUL-terminated */
+    uint32_t type, count;
+    int64_t i;           /* T_I64 */
+    double f;            /* T_F64 */
+    const uint8_t *data; /* strings and arrays: count items inside the string table (unaligned) */
+} sam3__cfg;
+
+typedef struct sam3__tensor {
+    const char *name; /* inside the file, not NUL-terminated */
+    uint32_t name_len, dtype;
+    int ndim;
+    int64_t shape[4];
+    const void *data; /* 64-byte aligned when the file is */
+    uint64_t nbytes;
+} sam3__tensor;
+
+typedef struct sam3__file {
+    const uint8_t *base;
+    size_t size;
+    uint32_t n_cfg, n_tensors;
+    sam3__cfg *cfg;           /* (n_cfg) */
+    sam3__tensor *tensors;    /* (n_tensors) in file order */
+    sam3__tensor **by_name;   /* (n_tensors) sorted by name for lookup */
+    char **strings;           /* (n_cfg) NUL-terminated copies of string values, or NULL */
+} sam3__file;
+
+static uint32_t sam3__rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static uint64_t sam3__rd64(const uint8_t *p) { return (uint64_t)sam3__rd32(p) | ((uint64_t)sam3__rd32(p + 4) << 32); }
+
+static int sam3__name_cmp(const char *a, size_t na, const char *b, size_t nb) {
+    int c = memcmp(a, b, SAM3__MIN(na, nb));
+    if (c) return c;
+    return na < nb ? -1 : na > nb ? 1 : 0;
+}
+static int sam3__tensor_ptr_cmp(const void *x, const void *y) {
+    const sam3__tensor *a = *(const sam3__tensor *const *)x, *b = *(const sam3__tensor *const *)y;
+    return sam3__name_cmp(a->name, a->name_len, b->name, b->name_len);
+}
+
+static void sam3__file_free(sam3__file *f, const sam3_allocator *a) {
+    uint32_t i;
+    if (f->strings)
+        for (i = 0; i < f->n_cfg; i++) sam3__afree(a, f->strings[i]);
+    sam3__afree(a, f->strings);
+    sam3__afree(a, f->cfg);
+    sam3__afree(a, f->tensors);
+    sam3__afree(a, f->by_name);
+    memset(f, 0, sizeof(*f));
+}
+
+/* Parses and validates the container. On failure returns the error code and writes a message. */
+static sam3_result sam3__file_parse(sam3__file *f, const uint8_t *base, size_t size, const sam3_allocator *a,
+                                    char *err, size_t cap) {
+    uint64_t file_bytes, cfg_off, tt_off, st_off, st_bytes, data_off, prev_end;
+    uint32_t version, i;
+    size_t sz = 0;
+    const uint8_t *st;
+
+#define SAM3__FAIL(code, ...)                   \
+    do {                                        \
+        snprintf(err, cap, __VA_ARGS__);        \
+        sam3__file_free(f, a);                  \
+        return code;                            \
+    } while (0)
+
+    memset(f, 0, sizeof(*f));
+    f->base = base;
+    f->size = size;
+    if (!base || size < 4 || base[0] != 'S' || base[1] != 'A' || base[2] != 'M' || base[3] != '3')
+        SAM3__FAIL(SAM3_ERR_BAD_MAGIC, "not a .sam3 file (magic is not \"SAM3\")");
+    if (size < SAM3__HEADER_BYTES)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "file is %lu bytes, shorter than the %d-byte header", (unsigned long)size,
+                   SAM3__HEADER_BYTES);
+    version = sam3__rd32(base + 4);
+    if (version != SAM3_FILE_FORMAT_VERSION)
+        SAM3__FAIL(SAM3_ERR_BAD_VERSION,
+                   "format version %u, this build reads version %d (re-convert with tools/convert.py of sam3.h %s)",
+                   version, SAM3_FILE_FORMAT_VERSION, SAM3_VERSION_STRING);
+    if (sam3__rd32(base + 8) != SAM3__HEADER_BYTES || sam3__rd32(base + 12) != SAM3__ALIGN)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "header: header_bytes %u / alignment %u, expected %d / %d",
+                   sam3__rd32(base + 8), sam3__rd32(base + 12), SAM3__HEADER_BYTES, SAM3__ALIGN);
+    file_bytes = sam3__rd64(base + 16);
+    if (file_bytes != (uint64_t)size)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "header says %llu bytes but the file has %llu (truncated or padded?)",
+                   (unsigned long long)file_bytes, (unsigned long long)size);
+    f->n_cfg = sam3__rd32(base + 24);
+    f->n_tensors = sam3__rd32(base + 28);
+    cfg_off = sam3__rd64(base + 32);
+    tt_off = sam3__rd64(base + 40);
+    st_off = sam3__rd64(base + 48);
+    st_bytes = sam3__rd64(base + 56);
+    data_off = sam3__rd64(base + 64);
+    /* Tables must lie inside the file, in order, without overlap: header, config, tensors, strings. */
+    if (cfg_off < SAM3__HEADER_BYTES || cfg_off > size || (uint64_t)f->n_cfg * SAM3__ENTRY_BYTES > size - cfg_off)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config table (offset %llu, %u entries) lies outside the file",
+                   (unsigned long long)cfg_off, f->n_cfg);
+    if (tt_off < cfg_off + (uint64_t)f->n_cfg * SAM3__ENTRY_BYTES || tt_off > size ||
+        (uint64_t)f->n_tensors * SAM3__ENTRY_BYTES > size - tt_off)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor table (offset %llu, %u entries) overlaps or lies outside the file",
+                   (unsigned long long)tt_off, f->n_tensors);
+    if (st_off < tt_off + (uint64_t)f->n_tensors * SAM3__ENTRY_BYTES || st_off > size || st_bytes > size - st_off)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "string table (offset %llu, %llu bytes) overlaps or lies outside the file",
+                   (unsigned long long)st_off, (unsigned long long)st_bytes);
+    if (data_off < st_off + st_bytes || data_off > size || data_off % SAM3__ALIGN)
+        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "data offset %llu is misaligned, overlaps the tables or lies outside the file",
+                   (unsigned long long)data_off);
+    st = base + st_off;
+
+    f->cfg = (sam3__cfg *)sam3__acalloc(a, f->n_cfg, sizeof(sam3__cfg));
+    f->strings = (char **)sam3__acalloc(a, f->n_cfg, sizeof(char *));
+    f->tensors = (sam3__tensor *)sam3__acalloc(a, f->n_tensors, sizeof(sam3__tensor));
+    f->by_name = (sam3__tensor **)sam3__acalloc(a, f->n_tensors, sizeof(sam3__tensor *));
+    if (!f->cfg || !f->strings || !f->tensors || !f->by_name) SAM3__FAIL(SAM3_ERR_OUT_OF_MEMORY, "out of memory reading the tables");
+
+    for (i = 0; i < f->n_cfg; i++) {
+        const uint8_t *e = base + cfg_off + (uint64_t)i * SAM3__ENTRY_BYTES;
+        sam3__cfg *c = &f->cfg[i];
+        uint32_t j;
+        size_t item = 0;
+        if (!memchr(e, 0, SAM3__KEY_BYTES) || e[0] == 0)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config entry %u: key is empty or not NUL-terminated", i);
+        memcpy(c->key, e, SAM3__KEY_BYTES);
+        c->type = sam3__rd32(e + 48);
+        c->count = sam3__rd32(e + 52);
+        for (j = 0; j < i; j++)
+            if (strcmp(f->cfg[j].key, c->key) == 0) SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s' appears twice", c->key);
+        switch (c->type) {
+        case SAM3__T_I64: c->i = (int64_t)sam3__rd64(e + 56); break;
+        case SAM3__T_F64: { uint64_t u = sam3__rd64(e + 56); memcpy(&c->f, &u, 8); } break;
+        case SAM3__T_STR: item = 1; break;
+        case SAM3__T_I64_ARRAY:
+        case SAM3__T_F64_ARRAY: item = 8; break;
+        default: SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s': unknown value type %u", c->key, c->type);
+        }
+        if ((c->type == SAM3__T_I64 || c->type == SAM3__T_F64) && c->count != 1)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s': scalar with count %u", c->key, c->count);
+        if (item) {
+            uint64_t off = sam3__rd64(e + 56);
+            if (off > st_bytes || (uint64_t)c->count * item > st_bytes - off)
+                SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s': value (offset %llu, %u items) lies outside the string table",
+                           c->key, (unsigned long long)off, c->count);
+            c->data = st + off;
+            if (c->type == SAM3__T_STR) {
+                f->strings[i] = (char *)sam3__aalloc(a, (size_t)c->count + 1);
+                if (!f->strings[i]) SAM3__FAIL(SAM3_ERR_OUT_OF_MEMORY, "out of memory reading config strings");
+                memcpy(f->strings[i], c->data, c->count);
+                f->strings[i][c->count] = 0;
+            }
+        }
+    }
+
+    prev_end = data_off;
+    for (i = 0; i < f->n_tensors; i++) {
+        const uint8_t *e = base + tt_off + (uint64_t)i * SAM3__ENTRY_BYTES;
+        sam3__tensor *t = &f->tensors[i];
+        uint32_t name_off = sam3__rd32(e), j;
+        uint64_t off, nbytes;
+        size_t elems = 1;
+        t->name_len = sam3__rd32(e + 4);
+        t->dtype = sam3__rd32(e + 8);
+        if (name_off > st_bytes || t->name_len > st_bytes - name_off || t->name_len == 0)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor %u: name (offset %u, %u bytes) lies outside the string table", i,
+                       name_off, t->name_len);
+        t->name = (const char *)st + name_off;
+        if (sam3__rd32(e + 12) < 1 || sam3__rd32(e + 12) > 4)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': ndim %u not in 1..4", (int)SAM3__MIN(t->name_len, 200u), t->name,
+                       sam3__rd32(e + 12));
+        t->ndim = (int)sam3__rd32(e + 12);
+        if (t->dtype >= SAM3__DT_COUNT)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': unknown dtype code %u", (int)SAM3__MIN(t->name_len, 200u), t->name,
+                       t->dtype);
+        for (j = 0; j < 4; j++) {
+            uint64_t d = sam3__rd64(e + 16 + 8 * j);
+            if ((int)j >= t->ndim ? d != 0 : d > (uint64_t)INT32_MAX)
+                SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': bad dimension %u = %llu", (int)SAM3__MIN(t->name_len, 200u),
+                           t->name, j, (unsigned long long)d);
+            t->shape[j] = (int64_t)d;
+            if ((int)j < t->ndim && !sam3__mul(elems, (size_t)d, &elems))
+                SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': element count overflows", (int)SAM3__MIN(t->name_len, 200u), t->name);
+        }
+        off = sam3__rd64(e + 48);
+        nbytes = sam3__rd64(e + 56);
+        if (!sam3__mul(elems, sam3__dtypes[t->dtype].size, &sz) || (uint64_t)sz != nbytes)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': %llu data bytes, but its shape and dtype need %llu",
+                       (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)nbytes, (unsigned long long)sz);
+        if (off % SAM3__ALIGN || off < prev_end || off > size || nbytes > size - off)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE,
+                       "tensor '%.*s': data (offset %llu, %llu bytes) is misaligned, overlaps the previous tensor or lies outside the file",
+                       (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)off, (unsigned long long)nbytes);
+        prev_end = off + nbytes;
+        t->data = base + off;
+        t->nbytes = nbytes;
+        f->by_name[i] = t;
+    }
+    if (f->n_tensors) qsort(f->by_name, f->n_tensors, sizeof(sam3__tensor *), sam3__tensor_ptr_cmp);
+    for (i = 1; i < f->n_tensors; i++)
+        if (sam3__tensor_ptr_cmp(&f->by_name[i - 1], &f->by_name[i]) == 0)
+            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s' appears twice", (int)SAM3__MIN(f->by_name[i]->name_len, 200u),
+                       f->by_name[i]->name);
+#undef SAM3__FAIL
+    return SAM3_OK;
+}
+
+static const sam3__tensor *sam3__file_find(const sam3__file *f, const char *name) {
+    size_t lo = 0, hi = f->n_tensors, n = strlen(name);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = sam3__name_cmp(f->by_name[mid]->name, f->by_name[mid]->name_len, name, n);
+        if (c == 0) return f->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+static const sam3__cfg *sam3__file_cfg(const sam3__file *f, const char *key) {
+    uint32_t i;
+    for (i = 0; i < f->n_cfg; i++)
+        if (strcmp(f->cfg[i].key, key) == 0) return &f->cfg[i];
+    return NULL;
+}
+
+/* ==== sam3: tokenizer ==== */
+/*
+ * CLIP byte-level BPE, reproducing transformers 5.17 `CLIPTokenizer` (tokenizers backend) on
+ * any UTF-8 input.  Needs <stddef.h>, <stdint.h>, <string.h>.
+ *
+ * Interface
+ *   sam3__bpe                 read-only after sam3__bpe_init; shareable across threads.
+ *   sam3__bpe_memory_required(n_vocab, n_merges)
+ *                             bytes of lookup tables sam3__bpe_init needs (0: sizes invalid).
+ *   sam3__bpe_init(b, bytes, n_bytes, offsets, n_vocab, merges, n_merges, bos_id, eos_id,
+ *                  mem, mem_bytes, err, err_cap)
+ *                             validates the tables (offsets start at 0, strictly increase and
+ *                             end at n_bytes; no two tokens equal; merge ids in range and each
+ *                             merged token the concatenation of its pair; bos/eos are the
+ *                             <|startoftext|>/<|endoftext|> strings) and builds the hashes in
+ *                             `mem` (4-aligned, >= sam3__bpe_memory_required bytes).  mem,
+ *                             bytes, offsets and merges must outlive b.  0 = ok; -1 = bad
+ *                             tables or args, with a message in err (NUL-terminated when
+ *                             err_cap > 0).
+ *   sam3__bpe_encode(b, text, len, ids, max_ids, &n_ids, &n_full, &truncated,
+ *                    alloc, free_fn, user)
+ *                             ids = BOS, tokens..., EOS.  At most max_ids (>= 2) are written;
+ *                             when more are needed, the first max_ids - 1 are kept, then EOS,
+ *                             and *truncated = 1.  *n_full = untruncated length.  n_full and
+ *                             truncated may be NULL.  len <= SAM3__TOK_MAX_BYTES.  Working memory
+ *                             comes from alloc and is freed before returning: 12 bytes per
+ *                             input byte, plus 28 bytes per byte of the longest pre-token
+ *                             after normalization (a 1 MB prompt of one invalid-UTF-8 "word"
+ *                             peaks at 96 MB).  Returns 0 ok, -1 out of memory, -2 bad args.
+ *
+ * Pipeline (HF: AddedVocabulary, normalizers.Sequence, pre_tokenizers.Sequence, BPE model):
+ *   1. UTF-8 -> code points; each maximal ill-formed subsequence becomes U+FFFD, exactly as
+ *      Python's bytes.decode("utf-8", "replace") does (the golden ids come from Python str).
+ *   2. Special tokens `<|startoftext|>` / `<|endoftext|>` -> bos_id / eos_id.  A special token
+ *      whose SAM3__TOK_*_NORMALIZED is 0 is matched on the raw text, which is then split
+ *      around it and each piece normalized separately; one whose flag is 1 is matched on the
+ *      normalized text of each piece (AddedVocabulary::extract_and_normalize).
+ *   3. Normalize: NFC (Unicode 9.0 data, like tokenizers' unicode-normalization-alignments),
+ *      every run of \s -> one space, lowercase one code point at a time (Rust
+ *      char::to_lowercase: full mapping, no final-sigma context).
+ *   4. Pre-tokenize, left to right, dropping what no alternative matches (whitespace):
+ *      <\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+
+ *      The ByteLevel pre-tokenizer's GPT-2 split that follows changes none of these pieces
+ *      except a special-token string that step 2 did not take: it becomes "<|", the letters,
+ *      "|>".
+ *   5. Each piece's UTF-8 bytes -> GPT-2 bytes_to_unicode chars -> initial symbols, "</w>"
+ *      appended to the last; a symbol missing from the vocab becomes the unk token, which
+ *      for CLIP is <|endoftext|> = eos_id (cannot happen with CLIP's vocab, which has all
+ *      512 byte symbols).
+ *   6. BPE exactly as tokenizers' Word::merge_all: a min-heap of (rank, position); an entry
+ *      is stale when its left symbol is gone, has no right neighbour, or the current pair's
+ *      merged id differs from the entry's.  O(n log n) per piece.
+ * Unicode tables: see tools/gen_unicode_tables.py.
+ */
+
+/* ---- special-token matching ----
+ * 0: the token is matched on the raw text only (added token `normalized: false`), so
+ *    "<|StartOfText|>" goes through BPE as "<|", "startoftext", "|>".
+ * 1: matched after normalization (`normalized: true`), so "<|StartOfText|>" is the token too.
+ * transformers 5.17's CLIPTokenizer built from vocab.json + merges.txt gives 0 for both
+ * (tests/data/tokenizer_golden_*.txt: "<|StartOfText|>" and "<|startofText|>." settle
+ * <|startoftext|>, "<|ENDOFTEXT|>", "cat<|EndOfText|>!!" and "<|endoftext|>\u0338" settle
+ * <|endoftext|>).  A tokenizer_config.json whose added_tokens_decoder says `normalized: true`
+ * would flip them.  "cat<|EndOfText|>!!" also shows the pre-tokenizer regex carries the
+ * special-token alternatives (without them "|>!!" would stay one piece). */
+#ifndef SAM3__TOK_BOS_NORMALIZED
+#define SAM3__TOK_BOS_NORMALIZED 0
+#endif
+#ifndef SAM3__TOK_EOS_NORMALIZED
+#define SAM3__TOK_EOS_NORMALIZED 0
+#endif
+
+#define SAM3__TOK_MAX_BYTES ((size_t)1 << 28)  /* keeps every count below INT_MAX */
+#define SAM3__TOK_MAX_VOCAB (1 << 26)         /* keeps the hash capacities in int32 range */
+#define SAM3__UC_MAX_DECOMP 4                 /* longest full canonical decomposition */
+
+/* ==== sam3: unicode tables (generated by tools/gen_unicode_tables.py, do not edit) ==== */
+/* Unicode data for the CLIP tokenizer (see tools/gen_unicode_tables.py for what each
+   table encodes and why the versions are mixed): unicodedata 14.0.0, plus the
+   Unicode 16.0/17.0 letters, numbers and lowercase mappings tokenizers uses;
+   normalization (NFC) data restricted to Unicode 9.0 like tokenizers' NFC. */
+/* (start << 2) | class; class 0 other, 1 \p{L}, 2 \p{N}, 3 \s */
+static const uint32_t sam3__uc_class[1610] = {
+    0,39,56,131,132,194,232,261,364,389,492,535,
+    536,643,644,681,684,714,720,725,728,742,745,748,
+    754,764,769,860,865,988,993,2824,2841,2888,2945,2964,
+    2993,2996,3001,3004,3521,3540,3545,3552,3561,3576,3581,3584,
+    3609,3612,3617,3628,3633,3636,3641,3720,3725,4056,4061,4616,
+    4649,5312,5317,5468,5477,5480,5505,5668,5953,6060,6077,6092,
+    6273,6444,6530,6568,6585,6592,6597,6992,6997,7000,7061,7068,
+    7097,7106,7145,7156,7165,7168,7233,7236,7241,7360,7477,7832,
+    7877,7880,7938,7977,8108,8145,8152,8169,8172,8193,8280,8297,
+    8300,8337,8340,8353,8356,8449,8548,8577,8620,8641,8736,8741,
+    8764,8833,9000,9233,9448,9461,9464,9537,9540,9569,9608,9626,
+    9664,9669,9732,9749,9780,9789,9796,9805,9892,9897,9924,9929,
+    9932,9945,9960,9973,9976,10041,10044,10097,10104,10109,10120,10138,
+    10177,10184,10194,10216,10225,10228,10261,10284,10301,10308,10317,10404,
+    10409,10436,10441,10448,10453,10460,10465,10472,10597,10612,10617,10620,
+    10650,10688,10697,10708,10773,10808,10813,10824,10829,10916,10921,10948,
+    10953,10960,10965,10984,10997,11000,11073,11076,11137,11144,11162,11200,
+    11237,11240,11285,11316,11325,11332,11341,11428,11433,11460,11465,11472,
+    11477,11496,11509,11512,11633,11640,11645,11656,11674,11712,11717,11722,
+    11744,11789,11792,11797,11820,11833,11844,11849,11864,11877,11884,11889,
+    11892,11897,11904,11917,11924,11937,11948,11961,12008,12097,12100,12186,
+    12236,12309,12340,12345,12356,12361,12452,12457,12520,12533,12536,12641,
+    12652,12661,12664,12673,12680,12698,12736,12770,12796,12801,12804,12821,
+    12852,12857,12868,12873,12964,12969,13008,13013,13032,13045,13048,13173,
+    13180,13185,13192,13210,13248,13253,13260,13329,13364,13369,13380,13385,
+    13548,13557,13560,13625,13628,13649,13660,13666,13693,13704,13722,13796,
+    13801,13824,13845,13916,13929,14024,14029,14064,14069,14072,14081,14108,
+    14234,14272,14341,14532,14537,14544,14593,14620,14658,14696,14853,14860,
+    14865,14868,14873,14892,14897,14992,14997,15000,15005,15044,15049,15056,
+    15093,15096,15105,15124,15129,15132,15170,15208,15217,15232,15361,15364,
+    15490,15568,15617,15648,15653,15796,15905,15924,16385,16556,16637,16642,
+    16680,16705,16728,16745,16760,16773,16776,16789,16796,16825,16836,16853,
+    16904,16953,16956,16962,17000,17025,17176,17181,17184,17205,17208,17217,
+    17388,17393,18724,18729,18744,18753,18780,18785,18788,18793,18808,18817,
+    18980,18985,19000,19009,19140,19145,19160,19169,19196,19201,19204,19209,
+    19224,19233,19292,19297,19524,19529,19544,19553,19820,19878,19956,19969,
+    20032,20097,20440,20449,20472,20485,22964,22973,23043,23045,23148,23169,
+    23468,23482,23493,23524,23553,23624,23677,23752,23809,23880,23937,23988,
+    23993,24004,24065,24272,24413,24416,24433,24436,24450,24488,24514,24552,
+    24642,24680,24705,25060,25089,25108,25117,25252,25257,25260,25281,25560,
+    25601,25724,25882,25921,26040,26049,26068,26113,26288,26305,26408,26434,
+    26476,26625,26716,26753,26964,27138,27176,27202,27240,27293,27296,27669,
+    27856,27925,27956,27970,28008,28173,28292,28345,28354,28393,28568,28673,
+    28816,28930,28968,28981,28994,29033,29176,29185,29228,29249,29420,29429,
+    29440,29605,29620,29625,29648,29653,29660,29673,29676,29697,30464,30721,
+    31832,31841,31864,31873,32024,32033,32056,32065,32096,32101,32104,32109,
+    32112,32117,32120,32125,32248,32257,32468,32473,32500,32505,32508,32521,
+    32532,32537,32564,32577,32592,32601,32624,32641,32692,32713,32724,32729,
+    32756,32771,32812,32931,32936,32959,32960,33151,33152,33218,33221,33224,
+    33234,33256,33277,33282,33320,33345,33396,33801,33804,33821,33824,33833,
+    33872,33877,33880,33893,33912,33937,33940,33945,33948,33953,33956,33961,
+    33976,33981,34024,34033,34048,34069,34088,34105,34108,34114,34317,34326,
+    34344,37250,37488,37802,37888,40410,40528,45057,45972,45997,46012,46025,
+    46032,46070,46072,46081,46232,46237,46240,46261,46264,46273,46496,46525,
+    46528,46593,46684,46721,46748,46753,46780,46785,46812,46817,46844,46849,
+    46876,46881,46908,46913,46940,46945,46972,47293,47296,49155,49156,49173,
+    49182,49184,49286,49320,49349,49368,49378,49389,49396,49413,49756,49781,
+    49792,49797,50156,50161,50176,50197,50368,50373,50748,50762,50776,50817,
+    50944,51137,51200,51330,51368,51490,51520,51526,51584,51714,51752,51910,
+    51968,53249,79616,79873,168500,168769,168952,168961,170036,170049,170114,170153,
+    170160,170241,170428,170493,170616,170625,170906,170944,171101,171136,171145,171556,
+    171565,171832,171841,171848,171853,171856,171861,171892,171977,172040,172045,172056,
+    172061,172076,172081,172172,172226,172248,172289,172496,172553,172752,172866,172904,
+    173001,173024,173037,173040,173045,173052,173058,173097,173208,173249,173340,173441,
+    173556,173585,173772,173885,173890,173928,173953,173972,173977,174018,174057,174076,
+    174081,174244,174337,174348,174353,174384,174402,174440,174465,174556,174569,174572,
+    174585,174784,174789,174792,174805,174812,174821,174840,174849,174852,174857,174860,
+    174957,174968,174977,175020,175049,175060,175109,175132,175141,175164,175173,175196,
+    175233,175260,175265,175292,175297,175468,175473,175528,175553,176012,176066,176104,
+    176129,220816,220865,220956,220973,221168,254977,256440,256449,256872,257025,257052,
+    257101,257120,257141,257144,257149,257188,257193,257244,257249,257268,257273,257276,
+    257281,257288,257293,257300,257305,257736,257869,259320,259393,259648,259657,259872,
+    260033,260080,260545,260564,260569,261108,261186,261224,261253,261356,261381,261484,
+    261529,261884,261897,261920,261929,261952,261961,261984,261993,262004,262145,262192,
+    262197,262300,262305,262380,262385,262392,262397,262456,262465,262520,262657,263148,
+    263198,263376,263426,263652,263722,263728,264705,264820,264833,265028,265094,265200,
+    265217,265346,265360,265397,265478,265481,265514,265516,265537,265688,265729,265848,
+    265857,266000,266017,266048,266054,266072,266241,266872,266882,266920,266945,267088,
+    267105,267248,267265,267424,267457,267664,267713,267756,267761,267820,267825,267852,
+    267857,267864,267869,267912,267917,267976,267981,268008,268013,268020,268033,268240,
+    268289,269532,269569,269656,269697,269728,269825,269848,269853,270020,270025,270060,
+    270337,270360,270369,270372,270377,270552,270557,270564,270577,270580,270589,270680,
+    270690,270721,270812,270822,270849,270972,271006,271040,271233,271308,271313,271320,
+    271342,271361,271450,271472,271489,271592,271873,272096,272114,272121,272130,272192,
+    272202,272385,272388,272449,272464,272469,272480,272485,272600,272642,272676,272769,
+    272886,272892,272897,273014,273024,273153,273184,273189,273300,273326,273344,273409,
+    273624,273665,273752,273762,273793,273868,273890,273921,273992,274086,274112,274433,
+    274724,274945,275148,275201,275404,275434,275457,275600,275650,275688,275714,275753,
+    275864,275901,275992,276866,276988,276993,277160,277185,277192,277257,277268,277505,
+    277622,277661,277664,277697,277784,277830,277844,277953,278024,278209,278294,278320,
+    278401,278492,278541,278752,278858,278976,278981,278988,278997,279000,279053,279232,
+    279361,279460,279490,279528,279565,279708,279770,279808,279825,279828,279837,279840,
+    279873,280012,280025,280028,280077,280268,280325,280340,280386,280425,280428,280433,
+    280436,280454,280532,280577,280648,280653,280752,280829,280836,281089,281116,281121,
+    281124,281129,281144,281149,281208,281213,281252,281281,281468,281538,281576,281621,
+    281652,281661,281668,281677,281764,281769,281796,281801,281808,281813,281832,281845,
+    281848,281921,281924,281973,281992,282113,282152,282157,282160,282169,282172,282177,
+    282328,282333,282336,282437,282440,282445,282448,282625,282836,282909,282924,282946,
+    282984,283005,283016,283137,283328,283409,283416,283421,283424,283458,283496,284161,
+    284348,284513,284528,284673,284864,284945,284948,284994,285032,285185,285356,285409,
+    285412,285442,285480,285506,285584,285697,285804,285890,285936,285953,285980,286721,
+    286896,287361,287618,287692,287741,287772,287781,287784,287793,287824,287829,287836,
+    287841,287936,287997,288000,288005,288008,288066,288104,288385,288416,288425,288580,
+    288645,288648,288653,288656,288769,288772,288813,288972,289001,289004,289089,289092,
+    289137,289320,289397,289400,289473,289764,290561,290692,290754,290792,290817,290852,
+    290857,291004,291073,291076,291138,291252,291273,291392,291841,291868,291873,291880,
+    291885,292036,292121,292124,292162,292200,292225,292248,292253,292260,292265,292392,
+    292449,292452,292482,292520,293761,293836,293897,293900,293905,293956,293961,294096,
+    294210,294248,294593,294596,294658,294740,294913,298600,299010,299452,299521,300304,
+    310849,311236,311297,315584,315653,315676,315777,331756,331777,334108,361473,361592,
+    361666,361704,368641,370916,370945,371068,371074,371112,371137,371452,371458,371496,
+    371521,371640,371713,371904,371969,371984,372034,372072,372078,372104,372109,372192,
+    372213,372288,374017,374196,374210,374248,375041,375298,375388,375809,376108,376129,
+    376132,376397,376448,376705,376712,376717,376720,376833,401376,401409,406360,406525,
+    406564,442305,442320,442325,442352,442357,442364,442369,443532,443593,443596,443713,
+    443724,443733,443736,443793,443808,443841,445424,454657,455084,455105,455156,455169,
+    455204,455233,455272,472002,472040,477954,478032,478082,478160,478594,478692,479233,
+    479572,479577,479860,479865,479872,479881,479884,479893,479900,479909,479924,479929,
+    479976,479981,479984,479989,480016,480021,480280,480285,480300,480309,480340,480345,
+    480372,480377,480488,480493,480508,480513,480532,480537,480540,480553,480580,480585,
+    481944,481953,482052,482057,482156,482161,482284,482289,482388,482393,482516,482521,
+    482620,482625,482748,482753,482852,482857,482980,482985,483084,483089,483120,483130,
+    483328,490497,490620,490645,490668,491713,491960,492545,492724,492765,492792,492802,
+    492840,492857,492860,494145,494264,494337,494512,494530,494568,496449,496560,496578,
+    496616,497473,497592,497601,497606,497644,499585,499612,499617,499632,499637,499644,
+    499649,499708,499713,500500,500510,500544,500737,501008,501037,501040,501058,501096,
+    504262,504496,504502,504512,504518,504532,504838,505016,505022,505080,505857,505872,
+    505877,505984,505989,505996,506001,506004,506013,506016,506021,506060,506065,506080,
+    506085,506088,506093,506096,506121,506124,506141,506144,506149,506152,506157,506160,
+    506165,506176,506181,506188,506193,506196,506205,506208,506213,506216,506221,506224,
+    506229,506232,506237,506240,506245,506252,506257,506260,506269,506284,506289,506316,
+    506321,506336,506341,506356,506361,506364,506369,506408,506413,506480,506501,506512,
+    506517,506536,506541,506608,508930,508980,520130,520168,524289,695168,695297,711912,
+    711937,712824,712833,735880,735937,765828,765889,768376,778241,780408,786433,806188,
+    806209,822976,
+};
+/* (start << 8) | canonical combining class */
+static const uint32_t sam3__uc_ccc[496] = {
+    0,196838,202216,202460,203496,203736,203996,205258,205788,206794,207324,209921,
+    211420,212454,214512,214758,215004,215782,216540,216832,217318,218076,219110,219368,
+    219612,220134,220393,220650,221161,221418,221929,222182,225280,295910,296960,365020,
+    365286,366300,366566,367326,367580,367846,369372,370918,371420,371686,372190,372452,
+    372710,372746,373003,373260,373517,373774,374031,374288,374545,374802,375059,375572,
+    375829,376086,376320,376599,376832,377112,377369,377600,378086,378332,378368,378642,
+    378880,397542,399390,399647,399904,400128,412443,412700,412957,413214,413471,413728,
+    413985,414242,414694,415196,415718,416988,417254,417756,417792,421923,422144,448230,
+    449792,450534,451548,451814,451840,452582,452864,453340,453606,454108,454144,463140,
+    463360,471270,471516,471782,472284,472550,473052,473830,474076,474598,474844,475110,
+    475868,476134,476380,476646,476892,477158,477404,477670,477952,519142,520924,521190,
+    521216,530150,530944,531430,533504,533990,534528,535014,536064,547292,547840,578790,
+    582144,582620,582886,583388,583654,584156,584422,585180,585755,586012,586269,586726,
+    587484,587750,588252,588774,589824,605191,605440,609545,609792,610790,611036,611302,
+    611584,637959,638208,642313,642560,670727,670976,675081,675328,703495,703744,707849,
+    708096,736263,736512,740617,740864,773385,773632,806153,806400,808276,808539,808704,
+    834567,834816,838921,839168,871689,871936,903689,903936,931943,932361,932608,936043,
+    936960,964726,965120,968826,969728,989404,989696,996828,996864,997340,997376,997848,
+    997888,1012097,1012354,1012480,1012868,1012992,1014402,1015296,1015938,1016064,1016550,1016841,
+    1017088,1017574,1017856,1033948,1033984,1062663,1062912,1063177,1063680,1084892,1084928,1269222,
+    1269760,1512457,1512704,1520649,1520896,1561097,1561344,1564134,1564160,1616356,1616384,1653214,
+    1653478,1653724,1653760,1710054,1710300,1710336,1728521,1728768,1734118,1735936,1736668,1736704,
+    1749222,1750492,1752038,1752540,1752576,1782791,1783040,1786889,1787136,1797094,1797340,1797606,
+    1799168,1813001,1813504,1828359,1828608,1831433,1831936,1849095,1849344,1888486,1889024,1889281,
+    1889756,1891046,1891548,1892582,1892608,1892865,1894656,1895900,1895936,1897702,1897728,1898726,
+    1899008,1949926,1950428,1950694,1952476,1952742,1953258,1953494,1953756,1953994,1954278,1963520,
+    1965030,1965289,1965532,1965798,1966044,1966080,2150630,2150913,2151654,2152449,2153446,2153728,
+    2154982,2155008,2155777,2156518,2156764,2157030,2157057,2157788,2158822,2158848,2944998,2945536,
+    2981641,2981888,3006694,3014656,3156698,3156964,3157224,3157470,3157728,3158016,3184904,3185408,
+    10907622,10907648,10908902,10911232,10919654,10919936,10940646,10940928,11011593,11011840,11060233,11060480,
+    11067622,11072000,11086812,11087360,11096841,11097088,11121415,11121664,11124745,11124992,11186406,11186432,
+    11186918,11187420,11187456,11188198,11188480,11189990,11190272,11190758,11190784,11204105,11204352,11267337,
+    11267584,16457242,16457472,16654566,16656348,16658150,16658432,16907740,16907776,16965852,16965888,17004262,
+    17005312,17436124,17436160,17436646,17436672,17447142,17447169,17447644,17447680,17448713,17448960,17491430,
+    17491676,17491712,17843721,17843968,17858313,17858560,17873161,17873415,17873664,17891558,17892096,17904393,
+    17904896,17920775,17921024,17940489,17940736,17943047,17943296,17970441,17970695,17970944,18016519,18016777,
+    18017024,18037767,18038016,18042121,18042368,18048742,18050304,18051302,18052352,18104841,18105088,18105863,
+    18106112,18137609,18137863,18138112,18202377,18202631,18202880,18235145,18235392,18265609,18265863,18266112,
+    18295561,18295808,18628361,18628608,23785473,23786752,23802086,23803648,29138433,29138688,30500312,30500609,
+    30501376,30502370,30502616,30503680,30505948,30507776,30508518,30509788,30510080,30517990,30518784,30556902,
+    30557440,31457510,31459072,31459558,31463680,31464422,31465984,31466470,31466752,31467238,31468288,32035036,
+    32036608,32064742,32066055,32066304,
+};
+/* (start << 11) | (count << 1) | (stride == 2) */
+static const uint32_t sam3__uc_lower_run[185] = {
+    133172,393262,442382,524337,626695,641041,675887,770050,772103,788482,790533,798722,
+    800770,804868,808962,815106,817154,819202,821250,825346,827394,831490,833538,835586,
+    843778,845826,849922,851975,864258,866306,870402,876546,880642,882690,886788,890885,
+    899074,901122,909314,925698,927746,931842,933890,937986,940051,978963,1017858,1019909,
+    1028098,1030146,1032233,1114114,1118227,1167362,1169410,1173506,1175554,1181698,1185794,1187842,
+    1189890,1191947,1802245,1814530,1832962,1847298,1851398,1859586,1863684,1869858,1906706,1996802,
+    2015257,2072578,2078722,2082818,2084866,2091014,2097184,2129984,2293795,2379831,2490370,2492431,
+    2523233,2721868,8716364,8796162,8808450,10289312,10453004,14960642,14975062,15067142,15728791,16052226,
+    16056417,16269328,16302092,16334864,16367632,16400396,16435209,16465936,16531472,16564240,16597008,16629764,
+    16633860,16637954,16662536,16670722,16695300,16699396,16728068,16732164,16736258,16760836,16764932,16769026,
+    17379330,17387522,17389570,17403906,17498144,17569794,19247156,23068768,23265282,23269378,23271426,23273474,
+    23279623,23291906,23293954,23296002,23298050,23302146,23308290,23326724,23330917,23549957,23564290,87162927,
+    87293981,87625743,87658559,87803909,87812098,87814155,87840770,87844866,87851013,87863317,87904258,87906306,
+    87908354,87910402,87912450,87916546,87918594,87920642,87922690,87924753,87957506,87959554,87961602,87963653,
+    87971842,87973905,88006658,88057858,133761076,136314960,136675400,137068566,137093150,137125902,137142276,140771430,
+    141197356,147128384,192020544,192217138,256376900,
+};
+/* lowercase = code point + delta, per run */
+static const int32_t sam3__uc_lower_delta[185] = {
+    32,32,32,1,1,1,1,-121,1,210,1,206,
+    1,205,1,79,202,203,1,205,207,211,209,1,
+    211,213,214,1,218,1,218,1,218,1,217,1,
+    219,1,1,2,1,2,1,2,1,1,2,1,
+    -97,-56,1,-130,1,10795,1,-163,10792,1,-195,69,
+    71,1,1,1,116,38,37,64,63,32,32,8,
+    1,-60,1,-7,1,-130,80,32,1,1,15,1,
+    1,48,7264,7264,7264,38864,8,1,-3008,-3008,1,-7615,
+    1,-8,-8,-8,-8,-8,-8,-8,-8,-8,-8,-8,
+    -74,-9,-86,-9,-8,-100,-8,-112,-7,-128,-126,-9,
+    -7517,-8383,-8262,28,16,1,26,48,1,-10743,-3814,-10727,
+    1,-10780,-10749,-10783,-10782,1,1,-10815,1,1,1,1,
+    1,1,1,1,-35332,1,1,-42280,1,1,-42308,-42319,
+    -42315,-42305,-42308,-42258,-42282,-42261,928,1,-48,-42307,-35384,1,
+    -42343,1,-42561,1,32,40,40,39,39,39,39,64,
+    32,32,32,27,34,
+};
+/* (code point, lowercase first, lowercase second) triples */
+static const uint32_t sam3__uc_lower_multi[3] = {
+    304,105,775,
+};
+/* (start << 11) | count of consecutive code points that decompose */
+static const uint32_t sam3__uc_decomp_run[230] = {
+    393222,407561,428038,444421,458758,473097,493574,509957,522257,561172,606217,630788,
+    641030,661510,679942,696338,737303,851970,882690,944144,978950,995339,1024002,1032228,
+    1110018,1126414,1703938,1710082,1810433,1830913,1845254,1859585,1863683,1921031,1986565,2004994,
+    2097154,2103297,2111489,2121731,2148353,2213889,2260994,2267137,2275329,2285571,2338818,2492418,
+    2523140,2535426,2543622,2560006,2576396,2605058,3215365,3538945,3543041,3577857,4802561,4818945,
+    4825089,4898824,5134338,5169154,5175297,5347329,5353473,5425155,5435393,5914625,5920770,5955586,
+    6070273,6180867,6438913,6684673,6699010,6705154,6967299,7262209,7266307,8001537,8022017,8032257,
+    8042497,8052737,8079361,8099841,8103938,8110081,8128513,8165377,8185857,8196097,8206337,8216577,
+    8243201,8466433,14168065,14172161,14176257,14180353,14184449,14192641,14276609,14280705,14286850,14292993,
+    15728794,16046081,16056410,16252950,16302086,16318502,16400390,16416776,16435201,16439297,16443393,16447519,
+    16515125,16625671,16642049,16648196,16658446,16691206,16705555,16748547,16756744,16777218,17379329,17387522,
+    17616898,17657857,17721347,17833985,17844225,17850369,17899521,17903617,17958913,17965057,17971201,17975297,
+    18022401,18026497,18049029,18063362,18071554,18087938,18096130,18104322,18178052,18284548,18305028,18434050,
+    22470657,25321473,25325569,25329665,25333761,25337857,25341953,25346049,25350145,25354241,25358337,25362433,
+    25366529,25372673,25376769,25380865,25395202,25401346,25407490,25413634,25419778,25468929,25489409,25518081,
+    25522177,25526273,25530369,25534465,25538561,25542657,25546753,25550849,25554945,25559041,25563137,25569281,
+    25573377,25577473,25591810,25597954,25604098,25610242,25616386,25665537,25671684,25686017,130547982,131104769,
+    131108865,131115018,131137537,131141633,131147778,131158084,131301482,131655681,131659777,131682317,131710981,131723265,
+    131727362,131733506,131739657,142921729,142925825,142956545,143224834,144332802,145086466,145092609,145608706,243986439,
+    244176902,398459422,
+};
+/* index of each run's first value in sam3__uc_decomp_val */
+static const uint16_t sam3__uc_decomp_off[230] = {
+    0,6,15,21,26,32,41,47,52,69,89,98,102,108,114,120,
+    138,161,163,165,181,187,198,200,236,238,252,254,256,257,258,264,
+    265,268,275,280,282,284,285,286,289,290,291,293,294,295,298,300,
+    302,306,308,314,320,332,334,339,340,341,342,343,344,345,353,355,
+    357,358,359,360,363,364,365,367,369,370,373,374,375,377,379,382,
+    383,386,387,388,389,390,391,392,393,395,396,397,398,399,400,401,
+    402,403,404,405,406,407,408,409,410,411,412,414,415,569,570,660,
+    682,688,726,732,740,741,742,743,774,827,834,835,839,853,859,878,
+    881,889,891,892,894,896,897,900,901,902,903,904,905,906,907,908,
+    909,910,911,916,918,920,922,924,926,930,934,938,940,941,942,943,
+    944,945,946,947,948,949,950,951,952,953,954,955,956,958,960,962,
+    964,966,967,968,969,970,971,972,973,974,975,976,977,978,979,980,
+    981,982,983,985,987,989,991,993,994,998,999,1269,1270,1271,1281,1282,
+    1283,1285,1353,1459,1460,1461,1474,1479,1480,1482,1484,1493,1494,1495,1496,1498,
+    1500,1502,1503,1505,1512,1518,
+};
+/* first | (second_index << 18); second_index 0 = singleton */
+static const uint32_t sam3__uc_decomp_val[2060] = {
+    262209,524353,786497,1048641,2097217,2621505,5767235,262213,524357,786501,2097221,262217,
+    524361,786505,2097225,1048654,262223,524367,786511,1048655,2097231,262229,524373,786517,
+    2097237,524377,262241,524385,786529,1048673,2097249,2621537,5767267,262245,524389,786533,
+    2097253,262249,524393,786537,2097257,1048686,262255,524399,786543,1048687,2097263,262261,
+    524405,786549,2097269,524409,2097273,1310785,1310817,1572929,1572961,6029377,6029409,524355,
+    524387,786499,786531,1835075,1835107,3145795,3145827,3145796,3145828,1310789,1310821,1572933,
+    1572965,1835077,1835109,6029381,6029413,3145797,3145829,786503,786535,1572935,1572967,1835079,
+    1835111,5767239,5767271,786504,786536,1048649,1048681,1310793,1310825,1572937,1572969,6029385,
+    6029417,1835081,786506,786538,5767243,5767275,524364,524396,5767244,5767276,3145804,3145836,
+    524366,524398,5767246,5767278,3145806,3145838,1310799,1310831,1572943,1572975,2883663,2883695,
+    524370,524402,5767250,5767282,3145810,3145842,524371,524403,786515,786547,5767251,5767283,
+    3145811,3145843,5767252,5767284,3145812,3145844,1048661,1048693,1310805,1310837,1572949,1572981,
+    2621525,2621557,2883669,2883701,6029397,6029429,786519,786551,786521,786553,2097241,524378,
+    524410,1835098,1835130,3145818,3145850,4456527,4456559,4456533,4456565,3145793,3145825,3145801,
+    3145833,3145807,3145839,3145813,3145845,1310940,1310972,524508,524540,3145948,3145980,262364,
+    262396,1310916,1310948,1311270,1311271,1310918,1310950,3145799,3145831,3145803,3145835,6029391,
+    6029423,1311210,1311211,3146167,3146386,3145834,524359,524391,262222,262254,524485,524517,
+    524486,524518,524504,524536,3407937,3407969,3670081,3670113,3407941,3407973,3670085,3670117,
+    3407945,3407977,3670089,3670121,3407951,3407983,3670095,3670127,3407954,3407986,3670098,3670130,
+    3407957,3407989,3670101,3670133,5505107,5505139,5505108,5505140,3145800,3145832,1835073,1835105,
+    5767237,5767269,1310934,1310966,1310933,1310965,1835087,1835119,1311278,1311279,1310809,1310841,
+    768,769,787,525064,697,59,524456,525201,183,525205,525207,525209,
+    525215,525221,525225,525258,2098073,2098085,525233,525237,525239,525241,525259,2098105,
+    2098117,525247,525253,525257,525266,2098130,263189,2098197,525331,2098182,525338,263192,
+    1573923,1573912,1573944,263221,2098229,525363,2098262,525370,263224,1573955,3409012,3409013,
+    1573910,1573942,1573904,1573936,2098192,2098224,1573909,1573941,2098392,2098393,2098198,2098230,
+    2098199,2098231,1311768,1311800,2098200,2098232,2098206,2098238,2098408,2098409,2098221,2098253,
+    1311779,1311811,2098211,2098243,2884643,2884675,2098215,2098247,2098219,2098251,10225191,10487335,
+    10487368,10749479,10487370,10487509,10487489,10487506,11012392,11012400,11012403,11012373,11012374,11012375,
+    11012380,11012385,11012386,11012395,11012399,11536839,11798983,11274657,11274658,11274671,12061234,12061240,
+    12061206,12061207,12061212,12061227,12847943,12585799,13110087,12323617,12323618,13634450,13372358,13372359,
+    13634502,13896774,14421183,14421190,14683334,14159046,14421194,14945606,14945607,15207750,15470041,15732185,
+    15470044,15994329,17305410,17305420,17305425,17305430,17305435,17043264,16256881,16519025,16781234,16781235,
+    16781169,17305490,17305500,17305505,17305510,17305515,17043344,17567781,17832709,17832711,17832713,17832715,
+    17832717,17832721,17832762,17832764,17832766,17832767,17832770,5242945,5242977,1835074,1835106,4718658,
+    4718690,7077954,7077986,524487,524519,1835076,1835108,4718660,4718692,7077956,7077988,5767236,
+    5767268,6291524,6291556,262418,262419,524562,524563,6291525,6291557,6815813,6815845,1573416,
+    1573417,1835078,1835110,1310791,1310823,1835080,1835112,4718664,4718696,2097224,2097256,5767240,
+    5767272,6553672,6553704,6815817,6815849,524495,524527,524363,524395,4718667,4718699,7077963,
+    7077995,4718668,4718700,1318454,1318455,7077964,7077996,6291532,6291564,524365,524397,1835085,
+    1835117,4718669,4718701,1835086,1835118,4718670,4718702,7077966,7077998,6291534,6291566,524501,
+    524533,2097365,2097397,262476,262477,524620,524621,524368,524400,1835088,1835120,1835090,
+    1835122,4718674,4718706,1318490,1318491,7077970,7078002,1835091,1835123,4718675,4718707,1835354,
+    1835355,1835360,1835361,1842786,1842787,1835092,1835124,4718676,4718708,7077972,7078004,6291540,
+    6291572,4980821,4980853,6815829,6815861,6291541,6291573,524648,524649,2097514,2097515,1048662,
+    1048694,4718678,4718710,262231,262263,524375,524407,2097239,2097271,1835095,1835127,4718679,
+    4718711,1835096,1835128,2097240,2097272,1835097,1835129,786522,786554,4718682,4718714,7077978,
+    7078010,7077992,2097268,2621559,2621561,1835391,4718657,4718689,2359361,2359393,524482,524514,
+    262338,262370,2359490,2359522,1048770,1048802,794272,794273,524546,524547,262402,262403,
+    2359554,2359555,1048834,1048835,1580704,1580705,4718661,4718693,2359365,2359397,1048645,1048677,
+    524490,524522,262346,262378,2359498,2359530,1048778,1048810,794296,794297,2359369,2359401,
+    4718665,4718697,4718671,4718703,2359375,2359407,524500,524532,262356,262388,2359508,2359540,
+    1048788,1048820,794316,794317,524704,524705,262560,262561,2359712,2359713,1048992,1048993,
+    4719008,4719009,4718677,4718709,2359381,2359413,524719,524720,262575,262576,2359727,2359728,
+    1049007,1049008,4719023,4719024,262233,262265,4718681,4718713,2359385,2359417,1048665,1048697,
+    3933105,4195249,270080,270081,532224,532225,7610112,7610113,3933073,4195217,270088,270089,
+    532232,532233,7610120,7610121,3933109,4195253,270096,270097,532240,532241,3933077,4195221,
+    270104,270105,532248,532249,3933111,4195255,270112,270113,532256,532257,7610144,7610145,
+    3933079,4195223,270120,270121,532264,532265,7610152,7610153,3933113,4195257,270128,270129,
+    532272,532273,7610160,7610161,3933081,4195225,270136,270137,532280,532281,7610168,7610169,
+    3933119,4195263,270144,270145,532288,532289,3933087,4195231,270152,270153,532296,532297,
+    3933125,4195269,270160,270161,532304,532305,7610192,7610193,4195237,270169,532313,7610201,
+    3933129,4195273,270176,270177,532320,532321,7610208,7610209,3933097,4195241,270184,270185,
+    532328,532329,7610216,7610217,263089,940,263093,941,263095,942,263097,943,
+    263103,972,263109,973,263113,974,7872256,7872257,7872258,7872259,7872260,7872261,
+    7872262,7872263,7872264,7872265,7872266,7872267,7872268,7872269,7872270,7872271,7872288,7872289,
+    7872290,7872291,7872292,7872293,7872294,7872295,7872296,7872297,7872298,7872299,7872300,7872301,
+    7872302,7872303,7872352,7872353,7872354,7872355,7872356,7872357,7872358,7872359,7872360,7872361,
+    7872362,7872363,7872364,7872365,7872366,7872367,1573809,1311665,7872368,7865265,7865260,7603121,
+    7872438,1573777,1311633,263057,902,7865233,953,7602344,7872372,7865271,7865262,7603127,
+    7872454,263061,904,263063,905,7865239,270271,532415,7610303,1573817,1311673,263114,
+    912,7603129,7603146,1573785,1311641,263065,906,270334,532478,7610366,1573829,1311685,
+    263115,944,3933121,4195265,7603141,7603147,1573797,1311653,263077,910,4195233,262312,
+    901,96,7872380,7865289,7865294,7603145,7872502,263071,908,263081,911,7865257,
+    180,8194,8195,937,75,197,7348624,7348626,7348628,7348688,7348692,7348690,
+    7348739,7348744,7348747,7348771,7348773,7348796,7348803,7348805,7348808,7340093,7348833,7348813,
+    7340092,7340094,7348836,7348837,7348850,7348851,7348854,7348855,7348858,7348859,7348866,7348867,
+    7348870,7348871,7348898,7348904,7348905,7348907,7348860,7348861,7348881,7348882,7348914,7348915,
+    7348916,7348917,12296,12297,7351005,18100299,18100301,18100303,18100305,18100307,18100309,18100311,
+    18100313,18100315,18100317,18100319,18100321,18100324,18100326,18100328,18100335,18362479,18100338,18362482,
+    18100341,18362485,18100344,18362488,18100347,18362491,18100294,18100381,18100395,18100397,18100399,18100401,
+    18100403,18100405,18100407,18100409,18100411,18100413,18100415,18100417,18100420,18100422,18100424,18100431,
+    18362575,18100434,18362578,18100437,18362581,18100440,18362584,18100443,18362587,18100390,18100463,18100464,
+    18100465,18100466,18100477,35912,26356,36554,36040,28369,20018,21477,40860,40860,
+    22865,37329,21895,22856,25078,30313,32645,34367,34746,35064,37007,27138,
+    27931,28889,29662,33853,37226,39409,20098,21365,27396,29211,34349,40478,
+    23888,28651,34253,35172,25289,33240,34847,24266,26391,28010,29436,37070,
+    20358,20919,21214,25796,27347,29200,30439,32769,34310,34396,36335,38706,
+    39791,40442,30860,31103,32160,33737,37636,40575,35542,22751,24324,31840,
+    32894,29282,30922,36034,38647,22744,23650,27155,28122,28431,32047,32311,
+    38475,21202,32907,20956,20940,31260,32190,33777,38517,35712,25295,27138,
+    35582,20025,23527,24594,29575,30064,21271,30971,20415,24489,19981,27852,
+    25976,32034,21443,22622,30465,33865,35498,27578,36784,27784,25342,33509,
+    25504,30053,20142,20841,20937,26753,31975,33391,35538,37327,21237,21570,
+    22899,24300,26053,28670,31018,38317,39530,40599,40654,21147,26310,27511,
+    36706,24180,24976,25088,25754,28451,29001,29833,31178,32244,32879,36646,
+    34030,36899,37706,21015,21155,21693,28872,35010,35498,24265,24565,25467,
+    27566,31806,29557,20196,22265,23527,23994,24604,29618,29801,32666,32838,
+    37428,38646,38728,38936,20363,31150,37300,38584,24801,20102,20698,23534,
+    23615,26009,27138,29134,30274,34044,36988,40845,26248,38446,21129,26491,
+    26611,27969,28316,29705,30041,30827,32016,39006,20845,25134,38520,20523,
+    23833,28138,36650,24459,24900,26647,29575,38534,21033,21519,23653,26131,
+    26446,26792,27877,29702,30178,32633,35023,35041,37324,38626,21311,28346,
+    21533,29136,29848,34298,38563,40023,40607,26519,28107,33256,31435,31520,
+    31890,29376,28825,35672,20160,33590,21050,20999,24230,25299,31958,23429,
+    27934,26292,36667,34892,38477,35211,24275,20800,21952,22618,26228,20958,
+    29482,30410,31036,31070,31077,31119,38742,31934,32701,34322,35576,36920,
+    37117,39151,39164,39208,40372,37086,38583,20398,20711,20813,21193,21220,
+    21329,21917,22022,22120,22592,22696,23652,23662,24724,24936,24974,25074,
+    25935,26082,26257,26757,28023,28186,28450,29038,29227,29730,30865,31038,
+    31049,31048,31056,31062,31069,31117,31118,31296,31361,31680,32244,32265,
+    32321,32626,32773,33261,33401,33401,33879,35088,35222,35585,35641,36051,
+    36104,36790,36920,38627,38911,38971,24693,148206,33304,20006,20917,20840,
+    20352,20805,20864,21191,21242,21917,21845,21913,21986,22618,22707,22852,
+    22868,23138,23336,24274,24281,24425,24493,24792,24910,24840,24974,24928,
+    25074,25140,25540,25628,25682,25942,26228,26391,26395,26454,27513,27578,
+    27969,28379,28363,28450,28702,29038,30631,29237,29359,29482,29809,29958,
+    30011,30237,30239,30410,30427,30452,30538,30528,30924,31409,31680,31867,
+    32091,32244,32574,32773,33618,33775,34681,35137,35206,35222,35519,35576,
+    35531,35585,35582,35565,35641,35722,36104,36664,36978,37273,37494,38524,
+    38627,38742,38875,38911,38923,38971,39698,40860,141386,141380,144341,15261,
+    16408,16441,152137,154832,163539,40771,40846,8127961,8390130,9700841,9962985,9763657,
+    10025801,8390096,8652240,9176528,9176529,9176530,9176531,9176532,9176533,9176534,9176536,9176537,
+    9176538,9176539,9176540,9176542,9176544,9176545,9176547,9176548,9176550,9176551,9176552,9176553,
+    9176554,8914389,9438673,9438683,9438692,18682009,18682011,18682021,18944305,18944306,19206983,19469127,
+    19993785,19731641,20255929,20518328,20518329,20828503,20828504,21090655,21352799,21614943,21877087,22139231,
+    20828601,20828602,21090747,21090748,21352891,21352892,20029,20024,20033,131362,20320,20398,
+    20411,20482,20602,20633,20711,20687,13470,132666,20813,20820,20836,20855,
+    132380,13497,20839,20877,132427,20887,20900,20172,20908,20917,168415,20981,
+    20995,13535,21051,21062,21106,21111,13589,21191,21193,21220,21242,21253,
+    21254,21271,21321,21329,21338,21363,21373,21375,21375,21375,133676,28784,
+    21450,21471,133987,21483,21489,21510,21662,21560,21576,21608,21666,21750,
+    21776,21843,21859,21892,21892,21913,21931,21939,21954,22294,22022,22295,
+    22097,22132,20999,22766,22478,22516,22541,22411,22578,22577,22700,136420,
+    22770,22775,22790,22810,22818,22882,136872,136938,23020,23067,23079,23000,
+    23142,14062,14076,23304,23358,23358,137672,23491,23512,23527,23539,138008,
+    23551,23558,24403,23586,14209,23648,23662,23744,23693,138724,23875,138726,
+    23918,23915,23932,24033,24034,14383,24061,24104,24125,24169,14434,139651,
+    14460,24240,24243,24246,24266,172946,24318,140081,140081,33281,24354,24354,
+    14535,144056,156122,24418,24427,14563,24474,24525,24535,24569,24705,14650,
+    14620,24724,141012,24775,24904,24908,24910,24908,24954,24974,25010,24996,
+    25007,25054,25074,25078,25104,25115,25181,25265,25300,25424,142092,25405,
+    25340,25448,25475,25572,142321,25634,25541,25513,14894,25705,25726,25757,
+    25719,14956,25935,25964,143370,26083,26360,26185,15129,26257,15112,15076,
+    20882,20885,26368,26268,32941,17369,26391,26395,26401,26462,26451,144323,
+    15177,26618,26501,26706,26757,144493,26766,26655,26900,15261,26946,27043,
+    27114,27304,145059,27355,15384,27425,145575,27476,15438,27506,27551,27578,
+    27579,146061,138507,146170,27726,146620,27839,27853,27751,27926,27966,28023,
+    27969,28009,28024,28037,146718,27956,28207,28270,15667,28363,28359,147153,
+    28153,28526,147294,147342,28614,28729,28702,28699,15766,28746,28797,28791,
+    28845,132389,28997,148067,29084,148395,29224,29237,29264,149000,29312,29333,
+    149301,149524,29562,29579,16044,29605,16056,16056,29767,29788,29809,29829,
+    29898,16155,29988,150582,30014,150674,30064,139679,30224,151457,151480,151620,
+    16380,16392,30452,151795,151794,151833,151859,30494,30495,30495,30538,16441,
+    30603,16454,16534,152605,30798,30860,30924,16611,153126,31062,153242,153285,
+    31119,31211,16687,31296,31306,31311,153980,154279,154279,31470,16898,154539,
+    31686,31689,16935,154752,31954,17056,31976,31971,32000,155526,32099,17153,
+    32199,32258,32325,17204,156200,156231,17241,156377,32634,156478,32661,32762,
+    32773,156890,156963,32864,157096,32880,144223,17365,32946,33027,17419,33086,
+    23221,157607,157621,144275,144284,33281,33284,36766,17515,33425,33419,33437,
+    21171,33457,33459,33469,33510,158524,33509,33565,33635,33709,33571,33725,
+    33767,33879,33619,33738,33740,33756,158774,159083,158933,17707,34033,34035,
+    34070,160714,34148,159532,17757,17761,159665,159954,17771,34384,34396,34407,
+    34409,34473,34440,34574,34530,34681,34600,34667,34694,17879,34785,34817,
+    17913,34912,34915,161383,35031,35038,17973,35066,13499,161966,162150,18110,
+    18119,35488,35565,35722,35925,162984,36011,36033,36123,36215,163631,133124,
+    36299,36284,36336,133342,36564,36664,165330,165357,37012,37105,37137,165678,
+    37147,37432,37591,37592,37500,37881,37909,166906,38283,18837,38327,167287,
+    18918,38595,23986,38691,168261,168474,19054,19062,38880,168970,19122,169110,
+    38923,38923,38953,169398,39138,19251,39209,39335,39362,39422,19406,170800,
+    39698,40000,40189,19662,19693,40295,172238,19704,172293,172558,172689,40635,
+    19798,40697,40702,40709,40719,40726,40763,173568,
+};
+/* second code points of two-code-point decompositions */
+static const uint32_t sam3__uc_decomp_second[84] = {
+    768,769,770,771,772,774,775,776,777,778,779,780,
+    783,785,787,788,795,803,804,805,806,807,808,813,
+    814,816,817,824,834,837,1460,1463,1464,1465,1468,1471,
+    1473,1474,1619,1620,1621,2364,2492,2494,2519,2620,2876,2878,
+    2902,2903,3006,3031,3158,3266,3285,3286,3390,3415,3530,3535,
+    3551,3954,3956,3968,4021,4023,4142,6965,12441,12442,69818,69927,
+    70462,70487,70832,70842,70845,71087,119141,119150,119151,119152,119153,119154,
+};
+/* sam3__uc_decomp_val indexes of primary composites, by (first, second) */
+static const uint16_t sam3__uc_comp[940] = {
+    912,909,913,0,1,2,3,53,55,238,4,572,5,165,208,210,
+    570,415,57,417,419,421,59,61,63,65,6,425,67,427,431,433,
+    429,7,8,9,598,69,71,73,10,596,77,212,214,594,240,75,
+    439,441,445,198,79,447,81,83,187,85,87,449,453,236,451,455,
+    457,11,12,13,89,91,93,97,14,610,167,216,218,612,95,459,
+    98,463,189,465,100,467,102,106,469,104,475,473,477,479,481,200,
+    108,15,483,112,485,110,489,487,16,17,18,19,114,116,246,20,
+    616,118,169,220,222,161,614,191,499,501,120,503,124,224,226,505,
+    122,509,126,128,511,132,513,232,130,521,136,523,234,134,527,525,
+    21,22,23,138,140,142,24,640,144,146,171,228,230,163,638,529,
+    148,533,531,539,541,543,545,150,549,547,551,553,555,652,25,152,
+    658,250,557,154,656,654,155,559,157,159,561,563,26,27,28,29,
+    54,56,239,30,573,31,166,209,211,571,416,58,418,420,422,60,
+    62,64,66,32,426,68,428,432,434,430,33,34,35,599,70,72,
+    74,36,597,78,213,215,595,241,76,440,442,446,199,80,448,82,
+    84,188,86,88,450,454,237,452,456,458,565,37,38,39,90,92,
+    94,40,611,168,217,219,613,96,460,99,197,464,190,466,101,468,
+    103,107,470,105,476,474,478,480,482,201,109,41,484,113,486,111,
+    490,488,42,43,44,45,115,117,247,46,617,119,170,221,223,162,
+    615,192,500,502,121,504,125,225,227,506,123,510,127,129,512,133,
+    514,233,131,522,566,137,524,235,135,528,526,47,48,49,139,141,
+    143,50,641,145,147,172,229,231,164,639,530,149,534,532,540,542,
+    544,546,151,550,548,567,552,554,556,653,51,153,659,251,558,52,
+    657,568,655,156,560,158,160,562,564,875,258,835,576,574,580,578,
+    181,202,204,185,423,602,600,606,604,461,620,618,624,622,491,244,
+    493,242,206,179,175,173,177,577,575,581,579,182,203,205,186,424,
+    603,601,607,605,462,621,619,625,623,492,245,494,243,207,180,176,
+    174,178,586,584,590,588,587,585,591,589,435,437,436,438,495,497,
+    496,498,515,516,517,518,535,536,537,538,569,630,628,634,632,636,
+    631,629,635,633,637,644,642,648,646,650,645,643,649,647,651,195,
+    193,194,183,184,443,444,248,249,196,831,259,830,829,668,669,833,
+    841,261,682,683,843,262,696,697,845,857,263,856,855,268,712,713,
+    883,264,726,727,874,872,265,871,870,269,740,885,266,752,753,887,
+    826,838,760,270,823,822,660,661,827,825,762,271,676,677,764,272,
+    688,689,839,837,766,273,850,849,275,704,705,853,768,277,720,721,
+    866,867,770,278,863,862,276,732,733,868,772,279,744,745,881,879,
+    851,267,854,864,274,869,880,280,281,285,302,304,284,282,306,283,
+    300,310,312,287,314,289,316,286,318,324,288,326,328,330,332,322,
+    303,305,293,291,307,292,301,311,313,296,315,290,317,295,319,325,
+    297,327,329,331,333,323,294,298,299,308,309,320,321,334,335,337,
+    336,338,340,341,339,342,343,344,353,354,365,364,366,369,370,372,
+    371,373,374,377,375,376,378,379,381,380,382,383,385,384,403,404,
+    405,406,407,408,409,410,411,412,413,414,471,472,507,508,519,520,
+    582,592,583,593,608,609,626,627,662,664,666,774,663,665,667,775,
+    776,777,778,779,780,781,670,672,674,782,671,673,675,783,784,785,
+    786,787,788,789,678,680,679,681,684,686,685,687,690,692,694,790,
+    691,693,695,791,792,793,794,795,796,797,698,700,702,798,699,701,
+    703,799,800,801,802,803,804,805,706,708,710,707,709,711,714,716,
+    718,715,717,719,722,724,723,725,728,730,729,731,734,736,738,735,
+    737,739,741,742,743,746,748,750,806,747,749,751,807,808,809,810,
+    811,812,813,754,756,758,814,755,757,759,815,816,817,818,819,820,
+    821,824,836,878,828,846,847,848,840,882,859,860,861,894,895,896,
+    897,899,898,900,901,902,903,904,905,906,907,908,911,910,914,915,
+    916,917,918,919,920,921,930,931,922,923,924,925,932,933,926,927,
+    928,929,934,935,936,937,966,941,942,943,944,945,946,947,948,949,
+    950,951,952,953,954,955,956,957,958,959,960,961,962,963,964,965,
+    967,993,968,969,970,971,972,973,974,975,976,977,978,979,980,981,
+    982,983,984,985,986,987,988,989,990,991,992,994,995,996,997,998,
+    1493,1494,1495,1496,1497,1498,1499,1501,1500,1502,1503,1504,
+};
+/* ==== sam3: end of unicode tables ==== */
+
+/* ---- Unicode lookups ---- */
+
+/* Index of the last entry <= key in a sorted table, or -1. */
+static int sam3__uc_last_le(const uint32_t *tab, int n, uint32_t key)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (tab[mid] <= key) lo = mid + 1; else hi = mid;
+    }
+    return lo - 1;
+}
+
+#define SAM3__UC_OTHER 0
+#define SAM3__UC_LETTER 1
+#define SAM3__UC_NUMBER 2
+#define SAM3__UC_SPACE 3
+#define SAM3__UC_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int sam3__uc_class_of(uint32_t cp)
+{
+    int i;
+    if (cp < 0x80) {
+        if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') return SAM3__UC_LETTER;
+        if (cp >= '0' && cp <= '9') return SAM3__UC_NUMBER;
+        if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return SAM3__UC_SPACE;
+        return SAM3__UC_OTHER;
+    }
+    if (cp > 0x10FFFF) return SAM3__UC_OTHER;
+    i = sam3__uc_last_le(sam3__uc_class, SAM3__UC_COUNT(sam3__uc_class), (cp << 2) | 3u);
+    return i < 0 ? SAM3__UC_OTHER : (int)(sam3__uc_class[i] & 3u);
+}
+
+static int sam3__uc_ccc_of(uint32_t cp)
+{
+    int i;
+    if (cp < 0x300 || cp > 0x10FFFF) return 0;
+    i = sam3__uc_last_le(sam3__uc_ccc, SAM3__UC_COUNT(sam3__uc_ccc), (cp << 8) | 0xFFu);
+    return i < 0 ? 0 : (int)(sam3__uc_ccc[i] & 0xFFu);
+}
+
+/* Lowercase of one code point into out[0..2); returns how many (1 or 2). */
+static int sam3__uc_lower(uint32_t cp, uint32_t *out)
+{
+    int i;
+    if (cp < 0x80) {
+        out[0] = (cp >= 'A' && cp <= 'Z') ? cp + 32u : cp;
+        return 1;
+    }
+    out[0] = cp;
+    if (cp > 0x10FFFF) return 1;
+    for (i = 0; i + 2 < SAM3__UC_COUNT(sam3__uc_lower_multi); i += 3) {
+        if (sam3__uc_lower_multi[i] == cp) {
+            out[0] = sam3__uc_lower_multi[i + 1];
+            out[1] = sam3__uc_lower_multi[i + 2];
+            return 2;
+        }
+    }
+    i = sam3__uc_last_le(sam3__uc_lower_run, SAM3__UC_COUNT(sam3__uc_lower_run), (cp << 11) | 0x7FFu);
+    if (i >= 0) {
+        uint32_t e = sam3__uc_lower_run[i], start = e >> 11, count = (e >> 1) & 0x3FFu;
+        uint32_t stride = (e & 1u) ? 2u : 1u;
+        if (cp < start + count * stride && (cp - start) % stride == 0)
+            out[0] = (uint32_t)((int32_t)cp + sam3__uc_lower_delta[i]);
+    }
+    return 1;
+}
+
+/* Hangul syllable arithmetic (Unicode 3.12), as tokenizers' NFC does it. */
+#define SAM3__HANGUL_S 0xAC00u
+#define SAM3__HANGUL_L 0x1100u
+#define SAM3__HANGUL_V 0x1161u
+#define SAM3__HANGUL_T 0x11A7u
+#define SAM3__HANGUL_LN 19u
+#define SAM3__HANGUL_VN 21u
+#define SAM3__HANGUL_TN 28u
+#define SAM3__HANGUL_SN (SAM3__HANGUL_LN * SAM3__HANGUL_VN * SAM3__HANGUL_TN)
+
+/* One level of canonical decomposition: returns 0 if none, else the packed table value. */
+static uint32_t sam3__uc_decomp_value(uint32_t cp)
+{
+    int i;
+    uint32_t e, start, count;
+    if (cp < 0xC0 || cp > 0x10FFFF) return 0;
+    i = sam3__uc_last_le(sam3__uc_decomp_run, SAM3__UC_COUNT(sam3__uc_decomp_run), (cp << 11) | 0x7FFu);
+    if (i < 0) return 0;
+    e = sam3__uc_decomp_run[i];
+    start = e >> 11;
+    count = e & 0x7FFu;
+    if (cp >= start + count) return 0;
+    return sam3__uc_decomp_val[sam3__uc_decomp_off[i] + (cp - start)];
+}
+
+/* Full canonical decomposition of cp into out[0..SAM3__UC_MAX_DECOMP); returns the count. */
+static int sam3__uc_decompose(uint32_t cp, uint32_t *out)
+{
+    uint32_t tail[SAM3__UC_MAX_DECOMP]; /* pending second code points, innermost last */
+    int nt = 0, n = 0;
+    if (cp - SAM3__HANGUL_S < SAM3__HANGUL_SN) {
+        uint32_t s = cp - SAM3__HANGUL_S, t = s % SAM3__HANGUL_TN;
+        out[n++] = SAM3__HANGUL_L + s / (SAM3__HANGUL_VN * SAM3__HANGUL_TN);
+        out[n++] = SAM3__HANGUL_V + (s % (SAM3__HANGUL_VN * SAM3__HANGUL_TN)) / SAM3__HANGUL_TN;
+        if (t) out[n++] = SAM3__HANGUL_T + t;
+        return n;
+    }
+    for (;;) {
+        uint32_t v = sam3__uc_decomp_value(cp);
+        if (!v || nt >= SAM3__UC_MAX_DECOMP - 1) break;
+        if (v >> 18) tail[nt++] = sam3__uc_decomp_second[(v >> 18) - 1];
+        cp = v & 0x3FFFFu;
+    }
+    out[n++] = cp;
+    while (nt > 0) out[n++] = tail[--nt];
+    return n;
+}
+
+/* Primary composite of (a, b), or 0. */
+static uint32_t sam3__uc_compose(uint32_t a, uint32_t b)
+{
+    int lo, hi;
+    if (a - SAM3__HANGUL_L < SAM3__HANGUL_LN && b - SAM3__HANGUL_V < SAM3__HANGUL_VN)
+        return SAM3__HANGUL_S + ((a - SAM3__HANGUL_L) * SAM3__HANGUL_VN + (b - SAM3__HANGUL_V)) * SAM3__HANGUL_TN;
+    if (a - SAM3__HANGUL_S < SAM3__HANGUL_SN && (a - SAM3__HANGUL_S) % SAM3__HANGUL_TN == 0 &&
+        b > SAM3__HANGUL_T && b < SAM3__HANGUL_T + SAM3__HANGUL_TN)
+        return a + (b - SAM3__HANGUL_T);
+    if (b < sam3__uc_decomp_second[0]) return 0; /* every second code point is >= U+0300 */
+    lo = 0;
+    hi = SAM3__UC_COUNT(sam3__uc_comp);
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        uint32_t v = sam3__uc_decomp_val[sam3__uc_comp[mid]];
+        uint32_t f = v & 0x3FFFFu, s = sam3__uc_decomp_second[(v >> 18) - 1];
+        if (f < a || (f == a && s < b)) lo = mid + 1;
+        else if (f == a && s == b) {
+            /* the composite is the code point whose decomposition this is */
+            int idx = sam3__uc_comp[mid], rl = 0, rh = SAM3__UC_COUNT(sam3__uc_decomp_off);
+            while (rl < rh) { /* last run whose first value index is <= idx */
+                int rm = rl + (rh - rl) / 2;
+                if (sam3__uc_decomp_off[rm] <= idx) rl = rm + 1; else rh = rm;
+            }
+            return (sam3__uc_decomp_run[rl - 1] >> 11) + (uint32_t)(idx - sam3__uc_decomp_off[rl - 1]);
+        } else hi = mid;
+    }
+    return 0;
+}
+
+/* ---- normalization ---- */
+
+/* Stable sort of a run of non-starters by combining class.  Runs are almost always 1-3
+   long (insertion sort); a long run (adversarial input) uses a counting sort through
+   tmp (n) so the whole normalization stays O(n). */
+static void sam3__nfc_sort_run(uint32_t *cp, size_t n, uint32_t *tmp)
+{
+    size_t i, j;
+    if (n < 2) return;
+    if (n <= 32) {
+        for (i = 1; i < n; i++) {
+            uint32_t c = cp[i];
+            int k = sam3__uc_ccc_of(c);
+            for (j = i; j > 0 && sam3__uc_ccc_of(cp[j - 1]) > k; j--) cp[j] = cp[j - 1];
+            cp[j] = c;
+        }
+    } else {
+        size_t start[257]; /* start[k]: first output slot of class k */
+        memset(start, 0, sizeof(start));
+        for (i = 0; i < n; i++) start[sam3__uc_ccc_of(cp[i]) + 1]++;
+        for (i = 1; i < 257; i++) start[i] += start[i - 1];
+        for (i = 0; i < n; i++) tmp[start[sam3__uc_ccc_of(cp[i])]++] = cp[i];
+        memcpy(cp, tmp, n * sizeof(*cp));
+    }
+}
+
+/* Full decomposition length of in[0..n): an upper bound for the NFC output. */
+static size_t sam3__nfc_bound(const uint32_t *in, size_t n)
+{
+    size_t i, total = 0;
+    uint32_t tmp[SAM3__UC_MAX_DECOMP];
+    for (i = 0; i < n; i++) total += in[i] < 0xC0 ? 1u : (size_t)sam3__uc_decompose(in[i], tmp);
+    return total;
+}
+
+/* NFC of in[0..n) into out (capacity >= 2 * sam3__nfc_bound(in, n): the upper half is sort
+   scratch).  Composition follows tokenizers' Recompositions step by step. */
+static size_t sam3__nfc(const uint32_t *in, size_t n, uint32_t *out, size_t bound)
+{
+    size_t i, o = 0, r, starter = 0;
+    int have_starter = 0, last_ccc = -1; /* -1: nothing between the starter and here */
+    for (i = 0; i < n; i++) {
+        if (in[i] < 0xC0) out[o++] = in[i];
+        else o += (size_t)sam3__uc_decompose(in[i], out + o);
+    }
+    for (i = 0; i < o;) {
+        size_t j = i;
+        while (j < o && sam3__uc_ccc_of(out[j]) != 0) j++;
+        if (j > i) sam3__nfc_sort_run(out + i, j - i, out + bound);
+        i = j + 1;
+    }
+    n = o;
+    for (i = 0, r = 0; r < n; r++) {
+        uint32_t ch = out[r], comp;
+        int cc = sam3__uc_ccc_of(ch);
+        if (!have_starter) {
+            out[i++] = ch;
+            if (cc == 0) { have_starter = 1; starter = i - 1; last_ccc = -1; }
+            continue;
+        }
+        if (last_ccc >= cc && last_ccc != -1) {   /* blocked from the starter */
+            if (cc == 0) { starter = i; last_ccc = -1; }
+            else last_ccc = cc;
+            out[i++] = ch;
+            continue;
+        }
+        comp = sam3__uc_compose(out[starter], ch);
+        if (comp) { out[starter] = comp; continue; }
+        if (cc == 0 && last_ccc == -1) { starter = i; out[i++] = ch; continue; }
+        last_ccc = cc;
+        out[i++] = ch;
+    }
+    return i;
+}
+
+/* NFC, whitespace runs -> ' ', lowercase: in[0..n) -> out (capacity 2 * bound, bound =
+   sam3__nfc_bound(in, n)).  Returns the length. */
+static size_t sam3__tok_normalize(const uint32_t *in, size_t n, uint32_t *out, size_t bound)
+{
+    size_t i, m, grown;
+    int in_space = 0;
+    m = sam3__nfc(in, n, out, bound);
+    for (i = 0, n = m, m = 0; i < n; i++) {
+        if (sam3__uc_class_of(out[i]) == SAM3__UC_SPACE) {
+            if (!in_space) out[m++] = ' ';
+            in_space = 1;
+        } else {
+            out[m++] = out[i];
+            in_space = 0;
+        }
+    }
+    /* lowercase in place; U+0130 grows by one, so expand from the back when needed */
+    for (i = 0, grown = m; i < m; i++) {
+        uint32_t lw[2];
+        if (out[i] >= 0x80) grown += (size_t)sam3__uc_lower(out[i], lw) - 1;
+    }
+    if (grown == m) {
+        for (i = 0; i < m; i++) {
+            uint32_t lw[2];
+            sam3__uc_lower(out[i], lw);
+            out[i] = lw[0];
+        }
+    } else {
+        size_t w = grown; /* grown <= 2 * m <= 2 * bound */
+        for (i = m; i-- > 0;) {
+            uint32_t lw[2];
+            int k = sam3__uc_lower(out[i], lw);
+            if (k == 2) out[--w] = lw[1];
+            out[--w] = lw[0];
+        }
+    }
+    return grown;
+}
+
+/* ---- UTF-8 ---- */
+
+/* Decode one code point at s[*i]; invalid input yields U+FFFD for each maximal subpart
+   of an ill-formed sequence (Unicode 3.9 / Python's "replace"). */
+static uint32_t sam3__utf8_next(const uint8_t *s, size_t n, size_t *i)
+{
+    uint32_t c, b0 = s[*i];
+    unsigned lo = 0x80, hi = 0xBF;
+    int need, k;
+    size_t j = *i + 1;
+    if (b0 < 0x80) { *i = j; return b0; }
+    if (b0 < 0xC2 || b0 > 0xF4) { *i = j; return 0xFFFD; }
+    if (b0 < 0xE0) { need = 1; c = b0 & 0x1F; }
+    else if (b0 < 0xF0) {
+        need = 2; c = b0 & 0x0F;
+        if (b0 == 0xE0) lo = 0xA0;
+        if (b0 == 0xED) hi = 0x9F; /* no surrogates */
+    } else {
+        need = 3; c = b0 & 0x07;
+        if (b0 == 0xF0) lo = 0x90;
+        if (b0 == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+    }
+    for (k = 0; k < need; k++) {
+        unsigned b;
+        if (j >= n) { *i = j; return 0xFFFD; }
+        b = s[j];
+        if (b < lo || b > hi) { *i = j; return 0xFFFD; }
+        c = (c << 6) | (b & 0x3F);
+        lo = 0x80; hi = 0xBF;
+        j++;
+    }
+    *i = j;
+    return c;
+}
+
+static int sam3__utf8_put(uint32_t c, uint8_t *out)
+{
+    if (c < 0x80) { out[0] = (uint8_t)c; return 1; }
+    if (c < 0x800) { out[0] = (uint8_t)(0xC0 | (c >> 6)); out[1] = (uint8_t)(0x80 | (c & 0x3F)); return 2; }
+    if (c < 0x10000) {
+        out[0] = (uint8_t)(0xE0 | (c >> 12)); out[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (uint8_t)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (uint8_t)(0xF0 | (c >> 18)); out[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F)); out[3] = (uint8_t)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* ---- vocabulary and merge tables ---- */
+
+typedef struct sam3__bpe {            /* read-only after init; shareable across threads */
+    const uint8_t *bytes;             /* (offsets[n_vocab]) concatenated vocab.json token strings */
+    const int32_t *offsets;           /* (n_vocab + 1) token i = bytes[offsets[i] .. offsets[i+1]) */
+    const int32_t *merges;            /* (n_merges, 3) left id, right id, merged id; row = rank */
+    int n_vocab, n_merges, bos_id, eos_id;
+    int unk_id;                       /* CLIP's unk token is <|endoftext|>: eos_id */
+    int32_t *vocab_hash;              /* (vocab_mask + 1) token id or -1, keyed by token bytes */
+    int32_t *merge_hash;              /* (merge_mask + 1) rank or -1, keyed by (left, right) */
+    uint32_t vocab_mask, merge_mask;
+    int32_t byte_id[2][256];          /* [eow][byte]: id of the byte's char (+ "</w>"), -1 if absent */
+} sam3__bpe;
+
+static const char sam3__tok_bos_text[] = "<|startoftext|>";
+static const char sam3__tok_eos_text[] = "<|endoftext|>";
+
+static uint32_t sam3__tok_hash_bytes(const uint8_t *p, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+static uint32_t sam3__tok_hash_pair(int32_t a, int32_t b)
+{
+    uint32_t h = (uint32_t)a * 0x9E3779B1u ^ ((uint32_t)b + 0x7F4A7C15u) * 0x85EBCA77u;
+    return h ^ (h >> 15);
+}
+
+/* Power of two >= 2 * n (n <= SAM3__TOK_MAX_VOCAB), at least 16. */
+static uint32_t sam3__tok_hash_cap(int n)
+{
+    uint32_t cap = 16;
+    while (cap < 2u * (uint32_t)n) cap <<= 1;
+    return cap;
+}
+
+static size_t sam3__bpe_memory_required(int n_vocab, int n_merges)
+{
+    if (n_vocab < 1 || n_vocab > SAM3__TOK_MAX_VOCAB || n_merges < 0 || n_merges > SAM3__TOK_MAX_VOCAB)
+        return 0;
+    return ((size_t)sam3__tok_hash_cap(n_vocab) + sam3__tok_hash_cap(n_merges)) * sizeof(int32_t);
+}
+
+/* Token id of the byte string p[0..n), or -1. */
+static int32_t sam3__bpe_find(const sam3__bpe *b, const uint8_t *p, size_t n)
+{
+    uint32_t h = sam3__tok_hash_bytes(p, n) & b->vocab_mask;
+    for (;;) {
+        int32_t id = b->vocab_hash[h];
+        if (id < 0) return -1;
+        if ((size_t)(b->offsets[id + 1] - b->offsets[id]) == n &&
+            memcmp(b->bytes + b->offsets[id], p, n) == 0)
+            return id;
+        h = (h + 1) & b->vocab_mask;
+    }
+}
+
+/* Rank of the merge (left, right), or -1. */
+static int32_t sam3__bpe_rank(const sam3__bpe *b, int32_t left, int32_t right)
+{
+    uint32_t h = sam3__tok_hash_pair(left, right) & b->merge_mask;
+    for (;;) {
+        int32_t r = b->merge_hash[h];
+        if (r < 0) return -1;
+        if (b->merges[3 * (size_t)r] == left && b->merges[3 * (size_t)r + 1] == right) return r;
+        h = (h + 1) & b->merge_mask;
+    }
+}
+
+/* Writes msg into err, replacing each "%d" with the next of a, b, c (no stdio). */
+static void sam3__tok_err(char *err, size_t cap, const char *msg, long a, long b, long c)
+{
+    long args[3];
+    size_t o = 0;
+    int na = 0;
+    args[0] = a; args[1] = b; args[2] = c;
+    if (!err || cap == 0) return;
+    for (; *msg && o + 1 < cap; msg++) {
+        if (msg[0] == '%' && msg[1] == 'd' && na < 3) {
+            char digits[24];
+            int nd = 0;
+            long v = args[na++];
+            unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+            do { digits[nd++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+            if (v < 0 && o + 1 < cap) err[o++] = '-';
+            while (nd > 0 && o + 1 < cap) err[o++] = digits[--nd];
+            msg++;
+        } else {
+            err[o++] = *msg;
+        }
+    }
+    err[o] = 0;
+}
+
+/* GPT-2 bytes_to_unicode: printable Latin-1 bytes map to themselves, the other 68 bytes
+   to U+0100.. in byte order. */
+static uint32_t sam3__tok_byte_char(int byte)
+{
+    int k, n = 0;
+    if ((byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE && byte <= 0xFF))
+        return (uint32_t)byte;
+    for (k = 0; k < byte; k++)
+        if (!((k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF))) n++;
+    return 0x100u + (uint32_t)n;
+}
+
+static int sam3__bpe_init(sam3__bpe *b, const uint8_t *bytes, size_t n_bytes, const int32_t *offsets, int n_vocab,
+                          const int32_t *merges, int n_merges, int bos_id, int eos_id,
+                          void *mem, size_t mem_bytes, char *err, size_t err_cap)
+{
+    size_t need = sam3__bpe_memory_required(n_vocab, n_merges), i;
+    uint32_t h;
+    int id, e;
+    if (err && err_cap) err[0] = 0;
+    if (!b || !offsets || (n_merges > 0 && !merges) || !mem) {
+        sam3__tok_err(err, err_cap, "tokenizer: NULL argument", 0, 0, 0);
+        return -1;
+    }
+    if (need == 0) {
+        sam3__tok_err(err, err_cap, "tokenizer: bad sizes (n_vocab %d, n_merges %d)", n_vocab, n_merges, 0);
+        return -1;
+    }
+    if (mem_bytes < need || ((uintptr_t)mem & 3u) != 0) {
+        sam3__tok_err(err, err_cap, "tokenizer: table memory too small or misaligned (%d bytes, need %d)",
+                      (long)mem_bytes, (long)need, 0);
+        return -1;
+    }
+    memset(b, 0, sizeof(*b));
+    b->bytes = bytes;
+    b->offsets = offsets;
+    b->merges = merges;
+    b->n_vocab = n_vocab;
+    b->n_merges = n_merges;
+    b->bos_id = bos_id;
+    b->eos_id = eos_id;
+    b->unk_id = eos_id;
+    b->vocab_mask = sam3__tok_hash_cap(n_vocab) - 1;
+    b->merge_mask = sam3__tok_hash_cap(n_merges) - 1;
+    b->vocab_hash = (int32_t *)mem;
+    b->merge_hash = b->vocab_hash + b->vocab_mask + 1;
+    memset(mem, 0xFF, need); /* every slot -1 */
+
+    if (offsets[0] != 0 || offsets[n_vocab] < 0 || (size_t)offsets[n_vocab] != n_bytes || (n_bytes && !bytes)) {
+        sam3__tok_err(err, err_cap, "tokenizer: vocab offsets run from %d to %d, expected 0 to the %d bytes",
+                      offsets[0], offsets[n_vocab], (long)n_bytes);
+        return -1;
+    }
+    for (id = 0; id < n_vocab; id++) {
+        int32_t lo = offsets[id], hi = offsets[id + 1], other;
+        if (hi <= lo) {
+            sam3__tok_err(err, err_cap, "tokenizer: token %d is empty or offsets decrease (%d -> %d)", id, lo, hi);
+            return -1;
+        }
+        h = sam3__tok_hash_bytes(bytes + lo, (size_t)(hi - lo)) & b->vocab_mask;
+        for (;;) {
+            other = b->vocab_hash[h];
+            if (other < 0) break;
+            if (offsets[other + 1] - offsets[other] == hi - lo &&
+                memcmp(bytes + offsets[other], bytes + lo, (size_t)(hi - lo)) == 0) {
+                sam3__tok_err(err, err_cap, "tokenizer: tokens %d and %d are the same string", other, id, 0);
+                return -1;
+            }
+            h = (h + 1) & b->vocab_mask;
+        }
+        b->vocab_hash[h] = id;
+    }
+    if (bos_id < 0 || bos_id >= n_vocab || eos_id < 0 || eos_id >= n_vocab) {
+        sam3__tok_err(err, err_cap, "tokenizer: bos %d / eos %d outside the vocab (%d)", bos_id, eos_id, n_vocab);
+        return -1;
+    }
+    if (sam3__bpe_find(b, (const uint8_t *)sam3__tok_bos_text, sizeof(sam3__tok_bos_text) - 1) != bos_id ||
+        sam3__bpe_find(b, (const uint8_t *)sam3__tok_eos_text, sizeof(sam3__tok_eos_text) - 1) != eos_id) {
+        sam3__tok_err(err, err_cap, "tokenizer: token %d / %d are not <|startoftext|> / <|endoftext|>",
+                      bos_id, eos_id, 0);
+        return -1;
+    }
+    for (e = 0; e < n_merges; e++) {
+        int32_t l = merges[3 * (size_t)e], r = merges[3 * (size_t)e + 1], m = merges[3 * (size_t)e + 2];
+        size_t ll, rl;
+        if (l < 0 || l >= n_vocab || r < 0 || r >= n_vocab || m < 0 || m >= n_vocab) {
+            sam3__tok_err(err, err_cap, "tokenizer: merge %d has an id outside the vocab (%d)", e, n_vocab, 0);
+            return -1;
+        }
+        ll = (size_t)(offsets[l + 1] - offsets[l]);
+        rl = (size_t)(offsets[r + 1] - offsets[r]);
+        if ((size_t)(offsets[m + 1] - offsets[m]) != ll + rl ||
+            memcmp(bytes + offsets[m], bytes + offsets[l], ll) != 0 ||
+            memcmp(bytes + offsets[m] + ll, bytes + offsets[r], rl) != 0) {
+            sam3__tok_err(err, err_cap, "tokenizer: merge %d: token %d is not its pair's concatenation", e, m, 0);
+            return -1;
+        }
+        h = sam3__tok_hash_pair(l, r) & b->merge_mask;
+        for (;;) {
+            int32_t other = b->merge_hash[h];
+            /* a repeated pair keeps its last rank, as tokenizers' merge HashMap does */
+            if (other < 0 || (merges[3 * (size_t)other] == l && merges[3 * (size_t)other + 1] == r)) break;
+            h = (h + 1) & b->merge_mask;
+        }
+        b->merge_hash[h] = e;
+    }
+    for (i = 0; i < 256; i++) {
+        uint8_t s[8];
+        int n = sam3__utf8_put(sam3__tok_byte_char((int)i), s);
+        memcpy(s + n, "</w>", 4);
+        b->byte_id[0][i] = sam3__bpe_find(b, s, (size_t)n);
+        b->byte_id[1][i] = sam3__bpe_find(b, s, (size_t)n + 4);
+    }
+    return 0;
+}
+
+/* ---- encoding ---- */
+
+typedef struct sam3__tok_run {
+    const sam3__bpe *b;
+    int32_t *ids;          /* (max_ids) caller's output */
+    int max_ids;
+    size_t n_tok;          /* ids produced so far, BOS included */
+    int32_t *sym;          /* (cap) symbol ids; -1 = merged into its left neighbour */
+    int32_t *prev, *next;  /* (cap) linked list over sym */
+    uint64_t *heap;        /* (2 * cap) (rank << 32) | position, a min-heap */
+    size_t cap;
+    void *(*alloc)(size_t size, size_t align, void *user);
+    void (*free_fn)(void *p, void *user);
+    void *user;
+} sam3__tok_run;
+
+static void sam3__tok_emit(sam3__tok_run *t, int32_t id)
+{
+    if (t->n_tok < (size_t)t->max_ids - 1) t->ids[t->n_tok] = id;
+    t->n_tok++;
+}
+
+static void *sam3__tok_alloc(sam3__tok_run *t, size_t count, size_t size)
+{
+    if (count == 0 || count > (size_t)-1 / size) return NULL;
+    return t->alloc(count * size, 8, t->user);
+}
+
+static void sam3__tok_free(sam3__tok_run *t, void *p)
+{
+    if (p) t->free_fn(p, t->user);
+}
+
+/* Make room for a word of n symbols; 0 ok, -1 out of memory.  The heap never holds more
+   than 2n entries: it starts with at most n - 1, and each of the at most n - 1 merges pops
+   one entry and pushes at most two. */
+static int sam3__tok_reserve(sam3__tok_run *t, size_t n)
+{
+    size_t cap = t->cap + t->cap / 2; /* geometric growth: O(n) total over increasing words */
+    if (n <= t->cap) return 0;
+    if (cap < n) cap = n;
+    if (cap < 64) cap = 64;
+    if (cap > (size_t)-1 / 4) return -1;
+    sam3__tok_free(t, t->sym); sam3__tok_free(t, t->prev); sam3__tok_free(t, t->next);
+    sam3__tok_free(t, t->heap);
+    t->sym = (int32_t *)sam3__tok_alloc(t, cap, sizeof(int32_t));
+    t->prev = (int32_t *)sam3__tok_alloc(t, cap, sizeof(int32_t));
+    t->next = (int32_t *)sam3__tok_alloc(t, cap, sizeof(int32_t));
+    t->heap = (uint64_t *)sam3__tok_alloc(t, 2 * cap, sizeof(uint64_t));
+    t->cap = cap;
+    if (!t->sym || !t->prev || !t->next || !t->heap) return -1;
+    return 0;
+}
+
+static int sam3__tok_push(sam3__tok_run *t, size_t *len, uint32_t rank, size_t pos)
+{
+    uint64_t v = ((uint64_t)rank << 32) | (uint64_t)pos;
+    size_t i = (*len)++;
+    if (i >= 2 * t->cap) return -1; /* cannot happen, see sam3__tok_reserve */
+    while (i > 0 && t->heap[(i - 1) / 2] > v) {
+        t->heap[i] = t->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    t->heap[i] = v;
+    return 0;
+}
+
+static uint64_t sam3__tok_pop(sam3__tok_run *t, size_t *len)
+{
+    uint64_t top = t->heap[0], v = t->heap[--*len];
+    size_t i = 0, n = *len;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && t->heap[c + 1] < t->heap[c]) c++;
+        if (t->heap[c] >= v) break;
+        t->heap[i] = t->heap[c];
+        i = c;
+    }
+    if (n > 0) t->heap[i] = v;
+    return top;
+}
+
+/* BPE of one pre-token (code points cp[0..n)); appends its ids.  0 ok, -1 out of memory. */
+static int sam3__tok_word(sam3__tok_run *t, const uint32_t *cp, size_t n)
+{
+    const sam3__bpe *b = t->b;
+    size_t i, nb = 0, hl = 0;
+    for (i = 0; i < n; i++) nb += cp[i] < 0x80 ? 1 : cp[i] < 0x800 ? 2 : cp[i] < 0x10000 ? 3 : 4;
+    if (nb == 0) return 0;
+    if (sam3__tok_reserve(t, nb) != 0) return -1;
+    for (i = 0, nb = 0; i < n; i++) {
+        uint8_t u[4];
+        int k, m = sam3__utf8_put(cp[i], u);
+        for (k = 0; k < m; k++) t->sym[nb++] = (int32_t)u[k]; /* bytes for now */
+    }
+    for (i = 0; i < nb; i++) {
+        int32_t id = b->byte_id[i + 1 == nb][t->sym[i]];
+        t->sym[i] = id >= 0 ? id : b->unk_id;
+        t->prev[i] = (int32_t)i - 1;
+        t->next[i] = i + 1 < nb ? (int32_t)i + 1 : -1;
+    }
+    for (i = 0; i + 1 < nb; i++) {
+        int32_t r = sam3__bpe_rank(b, t->sym[i], t->sym[i + 1]);
+        if (r >= 0 && sam3__tok_push(t, &hl, (uint32_t)r, i) != 0) return -1;
+    }
+    while (hl > 0) {
+        uint64_t top = sam3__tok_pop(t, &hl);
+        int32_t rank = (int32_t)(top >> 32), pos = (int32_t)(top & 0xFFFFFFFFu), nx, r;
+        int32_t new_id = b->merges[3 * (size_t)rank + 2];
+        if (t->sym[pos] < 0) continue;        /* merged into its left neighbour */
+        nx = t->next[pos];
+        if (nx < 0) continue;                 /* last symbol */
+        r = sam3__bpe_rank(b, t->sym[pos], t->sym[nx]);
+        if (r < 0 || b->merges[3 * (size_t)r + 2] != new_id) continue; /* stale entry */
+        t->sym[pos] = new_id;
+        t->next[pos] = t->next[nx];
+        t->sym[nx] = -1;
+        if (t->next[nx] >= 0) t->prev[t->next[nx]] = pos;
+        if (t->prev[pos] >= 0) {
+            r = sam3__bpe_rank(b, t->sym[t->prev[pos]], new_id);
+            if (r >= 0 && sam3__tok_push(t, &hl, (uint32_t)r, (size_t)t->prev[pos]) != 0) return -1;
+        }
+        if (t->next[pos] >= 0) {
+            r = sam3__bpe_rank(b, new_id, t->sym[t->next[pos]]);
+            if (r >= 0 && sam3__tok_push(t, &hl, (uint32_t)r, (size_t)pos) != 0) return -1;
+        }
+    }
+    for (i = 0; i < nb; i++)
+        if (t->sym[i] >= 0) sam3__tok_emit(t, t->sym[i]);
+    return 0;
+}
+
+/* Length of the special-token text at s[0..n) (code points), or 0.  which: bit 0 bos, bit 1 eos.
+   *id gets the token's id. */
+static size_t sam3__tok_special_at(const sam3__bpe *b, const uint32_t *s, size_t n, int which, int32_t *id)
+{
+    int k;
+    if (n == 0 || s[0] != '<') return 0;
+    for (k = 0; k < 2; k++) {
+        const char *lit = k == 0 ? sam3__tok_bos_text : sam3__tok_eos_text;
+        size_t len = k == 0 ? sizeof(sam3__tok_bos_text) - 1 : sizeof(sam3__tok_eos_text) - 1, j;
+        if (!(which & (1 << k)) || n < len) continue;
+        for (j = 0; j < len && s[j] == (uint32_t)(unsigned char)lit[j]; j++) {}
+        if (j == len) {
+            *id = k == 0 ? b->bos_id : b->eos_id;
+            return len;
+        }
+    }
+    return 0;
+}
+
+/* Pre-tokenize normalized text s[0..n) (no special tokens extracted from it) and BPE each
+   piece.  Special-token strings still here are those step 2 left alone. */
+static int sam3__tok_pretokenize(sam3__tok_run *t, const uint32_t *s, size_t n)
+{
+    size_t i = 0, j;
+    while (i < n) {
+        uint32_t c = s[i];
+        int32_t id = 0;
+        size_t sl = sam3__tok_special_at(t->b, s + i, n - i, 3, &id);
+        int cls;
+        if (sl) {
+            /* the ByteLevel GPT-2 split makes "<|", the letters, "|>" of it */
+            if (sam3__tok_word(t, s + i, 2) || sam3__tok_word(t, s + i + 2, sl - 4) ||
+                sam3__tok_word(t, s + i + sl - 2, 2))
+                return -1;
+            i += sl;
+            continue;
+        }
+        if (c == '\'' && i + 1 < n) {
+            uint32_t d = s[i + 1], e = i + 2 < n ? s[i + 2] : 0;
+            size_t len = (d == 's' || d == 't' || d == 'm' || d == 'd') ? 2
+                       : ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l')) ? 3 : 0;
+            if (len) {
+                if (sam3__tok_word(t, s + i, len)) return -1;
+                i += len;
+                continue;
+            }
+        }
+        cls = sam3__uc_class_of(c);
+        if (cls == SAM3__UC_SPACE) { i++; continue; }
+        j = i + 1;
+        if (cls == SAM3__UC_LETTER) {
+            while (j < n && sam3__uc_class_of(s[j]) == SAM3__UC_LETTER) j++;
+        } else if (cls == SAM3__UC_OTHER) {
+            while (j < n && sam3__uc_class_of(s[j]) == SAM3__UC_OTHER) j++;
+        }
+        if (sam3__tok_word(t, s + i, j - i)) return -1;
+        i = j;
+    }
+    return 0;
+}
+
+/* Normalize raw[0..n) (no raw-matched special tokens inside), then split off the specials
+   matched after normalization, pre-tokenize and BPE the rest.  work: 2 * bound entries. */
+static int sam3__tok_segment(sam3__tok_run *t, const uint32_t *raw, size_t n, uint32_t *work, size_t bound)
+{
+    const int which = (SAM3__TOK_BOS_NORMALIZED ? 1 : 0) | (SAM3__TOK_EOS_NORMALIZED ? 2 : 0);
+    size_t m, i, start = 0;
+    if (n == 0) return 0;
+    m = sam3__tok_normalize(raw, n, work, bound);
+    for (i = 0; i < m;) {
+        int32_t id = 0;
+        size_t sl = which ? sam3__tok_special_at(t->b, work + i, m - i, which, &id) : 0;
+        if (!sl) { i++; continue; }
+        if (sam3__tok_pretokenize(t, work + start, i - start)) return -1;
+        sam3__tok_emit(t, id);
+        i += sl;
+        start = i;
+    }
+    return sam3__tok_pretokenize(t, work + start, m - start);
+}
+
+static int sam3__bpe_encode(const sam3__bpe *b, const char *text, size_t len, int32_t *ids, int max_ids,
+                            int *n_ids, int *n_full, int *truncated,
+                            void *(*alloc)(size_t size, size_t align, void *user),
+                            void (*free_fn)(void *p, void *user), void *user)
+{
+    const int which = (SAM3__TOK_BOS_NORMALIZED ? 0 : 1) | (SAM3__TOK_EOS_NORMALIZED ? 0 : 2);
+    const uint8_t *s = (const uint8_t *)text;
+    sam3__tok_run t;
+    uint32_t *raw = NULL;  /* (n_raw) code points of text */
+    uint32_t *work = NULL; /* (2 * bound) normalized segment, upper half scratch */
+    size_t n_raw = 0, i, bound, start;
+    int rc = 0;
+    if (n_ids) *n_ids = 0;
+    if (n_full) *n_full = 0;
+    if (truncated) *truncated = 0;
+    if (!b || (!text && len) || !ids || max_ids < 2 || !n_ids || !alloc || !free_fn || len > SAM3__TOK_MAX_BYTES)
+        return -2;
+    memset(&t, 0, sizeof(t));
+    t.b = b;
+    t.ids = ids;
+    t.max_ids = max_ids;
+    t.alloc = alloc;
+    t.free_fn = free_fn;
+    t.user = user;
+    sam3__tok_emit(&t, b->bos_id);
+
+    for (i = 0; i < len; n_raw++) sam3__utf8_next(s, len, &i);
+    if (n_raw > 0) {
+        raw = (uint32_t *)sam3__tok_alloc(&t, n_raw, sizeof(uint32_t));
+        if (!raw) { rc = -1; goto done; }
+        for (i = 0, n_raw = 0; i < len;) raw[n_raw++] = sam3__utf8_next(s, len, &i);
+        bound = sam3__nfc_bound(raw, n_raw);
+        work = (uint32_t *)sam3__tok_alloc(&t, bound, 2 * sizeof(uint32_t));
+        if (!work) { rc = -1; goto done; }
+        for (i = 0, start = 0; i < n_raw;) {
+            int32_t id = 0;
+            size_t sl = which ? sam3__tok_special_at(b, raw + i, n_raw - i, which, &id) : 0;
+            if (!sl) { i++; continue; }
+            if (sam3__tok_segment(&t, raw + start, i - start, work, bound)) { rc = -1; goto done; }
+            sam3__tok_emit(&t, id);
+            i += sl;
+            start = i;
+        }
+        if (sam3__tok_segment(&t, raw + start, n_raw - start, work, bound)) { rc = -1; goto done; }
+    }
+    if (t.n_tok + 1 <= (size_t)max_ids) {
+        ids[t.n_tok] = b->eos_id;
+        *n_ids = (int)t.n_tok + 1;
+    } else {
+        ids[max_ids - 1] = b->eos_id;
+        *n_ids = max_ids;
+        if (truncated) *truncated = 1;
+    }
+    if (n_full) *n_full = (int)t.n_tok + 1;
+done:
+    sam3__tok_free(&t, raw);
+    sam3__tok_free(&t, work);
+    sam3__tok_free(&t, t.sym);
+    sam3__tok_free(&t, t.prev);
+    sam3__tok_free(&t, t.next);
+    sam3__tok_free(&t, t.heap);
+    if (rc != 0) *n_ids = 0;
+    return rc;
+}
+
+/* ==== sam3: model (config and weights) ==== */
+#define SAM3__MAX_LEVELS 8
+
+typedef struct sam3__lin { const float *w, *b; } sam3__lin;   /* Linear w (out,in) b (out); Conv w (out,in,kh,kw) */
+typedef struct sam3__norm { const float *w, *b; } sam3__norm; /* LayerNorm / GroupNorm affine (dim) */
+typedef struct sam3__attn_w { sam3__lin q, k, v, o; } sam3__attn_w;
+
+typedef struct sam3__vit_cfg {
+    int hidden, inter, layers, heads, head_dim, channels, image, patch, grid, pretrain_grid, window;
+    float ln_eps;
+    double rope_theta;
+    unsigned char *is_global; /* (layers) */
+} sam3__vit_cfg;
+
+typedef struct sam3__neck_cfg {
+    int fpn, n_levels, n_kept;        /* the last level is computed by the reference but discarded */
+    int scale_x2[SAM3__MAX_LEVELS];   /* 2*scale factor: 8, 4, 2 or 1 */
+    int side[SAM3__MAX_LEVELS];       /* square side of each level's map */
+} sam3__neck_cfg;
+
+typedef struct sam3__text_cfg { int vocab, hidden, inter, layers, heads, max_pos; float ln_eps; } sam3__text_cfg;
+typedef struct sam3__tok_cfg { int vocab, n_merges, bos, eos, pad, max_length; } sam3__tok_cfg;
+typedef struct sam3__geo_cfg { int hidden, layers, heads, inter, roi; } sam3__geo_cfg;
+typedef struct sam3__enc_cfg { int hidden, layers, heads, inter; } sam3__enc_cfg;
+typedef struct sam3__dec_cfg { int hidden, layers, queries, heads, inter; } sam3__dec_cfg;
+typedef struct sam3__mask_cfg { int hidden, stages, heads; } sam3__mask_cfg;
+typedef struct sam3__proc_cfg { int image; float mean[3], std[3]; double rescale; } sam3__proc_cfg;
+
+typedef struct sam3__vit_layer_w { sam3__norm ln1, ln2; sam3__attn_w attn; sam3__lin fc1, fc2; } sam3__vit_layer_w;
+typedef struct sam3__vit_w {
+    const float *patch; /* (C, channels, p, p) */
+    const float *pos;   /* (pretrain_grid^2, C) */
+    sam3__norm ln_pre;
+    sam3__vit_layer_w *layers; /* (layers) */
+} sam3__vit_w;
+typedef struct sam3__fpn_w { sam3__lin up1, up2, proj1, proj2; } sam3__fpn_w; /* up*: ConvTranspose (in,out,2,2) */
+
+typedef struct sam3__clip_layer_w { sam3__norm ln1, ln2; sam3__attn_w attn; sam3__lin fc1, fc2; } sam3__clip_layer_w;
+typedef struct sam3__text_w {
+    const float *tok_emb, *pos_emb; /* (vocab, T), (max_pos, T) */
+    sam3__clip_layer_w *layers;
+    sam3__norm final_ln;
+    sam3__lin proj; /* text_projection (D, T) */
+} sam3__text_w;
+
+/* Pre-norm layer with self-attention, cross-attention and an MLP: geometry and DETR encoder. */
+typedef struct sam3__xlayer_w { sam3__norm ln1, ln2, ln3; sam3__attn_w self_attn, cross_attn; sam3__lin fc1, fc2; } sam3__xlayer_w;
+typedef struct sam3__geo_w {
+    sam3__lin direct, pool, pos_enc, final_proj;
+    sam3__norm vision_ln, prompt_ln, out_ln;
+    const float *label_embed, *cls_embed; /* (2, D), (1, D) */
+    sam3__xlayer_w *layers;
+} sam3__geo_w;
+typedef struct sam3__dec_layer_w {
+    sam3__attn_w self_attn, text_attn, vision_attn;
+    sam3__norm self_ln, text_ln, vision_ln, mlp_ln;
+    sam3__lin fc1, fc2;
+} sam3__dec_layer_w;
+typedef struct sam3__dec_w {
+    const float *query_embed, *ref_points, *presence_token; /* (Q, D), (Q, 4), (1, D) */
+    sam3__lin ref_head[2], rpb_x[2], rpb_y[2], box_head[3], presence_head[3];
+    sam3__norm out_ln, presence_ln;
+    sam3__dec_layer_w *layers;
+} sam3__dec_w;
+typedef struct sam3__score_w { sam3__lin text_mlp[2], text_proj, query_proj; sam3__norm text_ln; } sam3__score_w;
+typedef struct sam3__mask_w {
+    sam3__norm cross_ln;
+    sam3__attn_w cross_attn;
+    sam3__lin conv[SAM3__MAX_LEVELS];
+    sam3__norm gn[SAM3__MAX_LEVELS];
+    sam3__lin embed[3], inst_proj, sem_proj;
+} sam3__mask_w;
+
+struct sam3_model {
+    sam3_allocator a;
+    const uint8_t *blob;
+    size_t size;
+    int free_method; /* 0 borrowed (from_memory), 1 unmap, 2 free */
+    sam3__file file;
+    sam3__vit_cfg vit;
+    sam3__neck_cfg neck;
+    sam3__text_cfg text;
+    sam3__tok_cfg tok;
+    sam3__geo_cfg geo;
+    sam3__enc_cfg enc;
+    sam3__dec_cfg dec;
+    sam3__mask_cfg mask;
+    sam3__proc_cfg proc;
+    sam3__vit_w vit_w;
+    sam3__fpn_w fpn_w[SAM3__MAX_LEVELS];
+    sam3__text_w text_w;
+    sam3__geo_w geo_w;
+    sam3__xlayer_w *enc_w; /* (enc.layers) */
+    sam3__dec_w dec_w;
+    sam3__score_w score_w;
+    sam3__mask_w mask_w;
+    void *layer_mem; /* backing store of the per-layer arrays above */
+    const uint8_t *tok_bytes; const int32_t *tok_offsets, *tok_merges;
+    size_t tok_n_bytes;
+    sam3__bpe bpe;  /* CLIP BPE tables over the file's vocabulary */
+    void *bpe_mem;  /* its hash tables */
+};
+
+/* Collects the first error while the loader walks the config and the tensor table. */
+typedef struct sam3__loader {
+    const sam3__file *f;
+    char name[256];
+    char *err;
+    size_t cap;
+    sam3_result rc;
+} sam3__loader;
+
+static void sam3__lfail(sam3__loader *L, sam3_result rc, const char *fmt, ...) {
+    va_list ap;
+    if (L->rc != SAM3_OK) return;
+    L->rc = rc;
+    va_start(ap, fmt);
+    sam3__vsnprintf(L->err, L->cap, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t sam3__cfg_i(sam3__loader *L, const char *key, int64_t lo, int64_t hi) {
+    const sam3__cfg *c = sam3__file_cfg(L->f, key);
+    if (L->rc != SAM3_OK) return lo;
+    if (!c) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is missing (re-convert with tools/convert.py)", key); return lo; }
+    if (c->type != SAM3__T_I64) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is not an integer", key); return lo; }
+    if (c->i < lo || c->i > hi) {
+        sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' = %lld, expected %lld..%lld", key, (long long)c->i, (long long)lo, (long long)hi);
+        return lo;
+    }
+    return c->i;
+}
+static double sam3__cfg_f(sam3__loader *L, const char *key, double lo, double hi) {
+    const sam3__cfg *c = sam3__file_cfg(L->f, key);
+    if (L->rc != SAM3_OK) return lo;
+    if (!c) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is missing (re-convert with tools/convert.py)", key); return lo; }
+    if (c->type != SAM3__T_F64 && c->type != SAM3__T_I64) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is not a number", key); return lo; }
+    {
+        double v = c->type == SAM3__T_F64 ? c->f : (double)c->i;
+        if (!(v >= lo && v <= hi)) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' = %g, expected %g..%g", key, v, lo, hi); return lo; }
+        return v;
+    }
+}
+/* Reads an array key (either kind) into out[0..cap); returns its length (0 on error). */
+static int sam3__cfg_array(sam3__loader *L, const char *key, double *out, int cap) {
+    const sam3__cfg *c = sam3__file_cfg(L->f, key);
+    uint32_t i;
+    if (L->rc != SAM3_OK) return 0;
+    if (!c) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is missing (re-convert with tools/convert.py)", key); return 0; }
+    if (c->type != SAM3__T_I64_ARRAY && c->type != SAM3__T_F64_ARRAY) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is not an array", key); return 0; }
+    if (c->count > (uint32_t)cap) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "config key '%s' has %u entries, at most %d supported", key, c->count, cap); return 0; }
+    for (i = 0; i < c->count; i++) {
+        uint64_t u = sam3__rd64(c->data + 8 * i);
+        if (c->type == SAM3__T_I64_ARRAY) out[i] = (double)(int64_t)u;
+        else memcpy(&out[i], &u, 8);
+    }
+    return (int)c->count;
+}
+static void sam3__cfg_act(sam3__loader *L, const char *key, const char *want) {
+    const sam3__cfg *c = sam3__file_cfg(L->f, key);
+    if (L->rc != SAM3_OK) return;
+    if (!c || c->type != SAM3__T_STR) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key '%s' is missing or not a string", key); return; }
+    if (c->count != strlen(want) || memcmp(c->data, want, c->count) != 0)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "config key '%s' = '%.*s': only '%s' is implemented", key, (int)SAM3__MIN(c->count, 64u),
+                    (const char *)c->data, want);
+}
+
+static void sam3__shape_str(char *buf, size_t cap, int nd, const int64_t *s) {
+    size_t n = 0;
+    int i;
+    buf[0] = 0;
+    for (i = 0; i < nd && n + 24 < cap; i++) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "[", (long long)s[i]);
+    if (n + 2 < cap) snprintf(buf + n, cap - n, "]");
+}
+
+/* Looks up L->name (set by sam3__nm) and checks it is f32 with exactly this shape. */
+static const void *sam3__get_any(sam3__loader *L, uint32_t dtype, int nd, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    int64_t want[4];
+    const sam3__tensor *t;
+    int i, ok;
+    char got_s[96], want_s[96];
+    want[0] = d0; want[1] = d1; want[2] = d2; want[3] = d3;
+    if (L->rc != SAM3_OK) return NULL;
+    t = sam3__file_find(L->f, L->name);
+    if (!t) { sam3__lfail(L, SAM3_ERR_MISSING_TENSOR, "tensor '%s' is missing", L->name); return NULL; }
+    ok = t->ndim == nd;
+    for (i = 0; ok && i < nd; i++) ok = t->shape[i] == want[i];
+    if (!ok) {
+        sam3__shape_str(got_s, sizeof(got_s), t->ndim, t->shape);
+        sam3__shape_str(want_s, sizeof(want_s), nd, want);
+        sam3__lfail(L, SAM3_ERR_SHAPE_MISMATCH, "tensor '%s': shape %s, expected %s", L->name, got_s, want_s);
+        return NULL;
+    }
+    if (t->dtype != dtype) {
+        sam3__lfail(L, SAM3_ERR_SHAPE_MISMATCH, "tensor '%s': dtype %s, expected %s%s", L->name, sam3__dtypes[t->dtype].name,
+                    sam3__dtypes[dtype].name, dtype == SAM3__DT_F32 ? " (this build runs f32 weights: convert with --dtype f32)" : "");
+        return NULL;
+    }
+    return t->data;
+}
+static const float *sam3__get(sam3__loader *L, int nd, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    return (const float *)sam3__get_any(L, SAM3__DT_F32, nd, d0, d1, d2, d3);
+}
+static void sam3__nm(sam3__loader *L, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    sam3__vsnprintf(L->name, sizeof(L->name), fmt, ap);
+    va_end(ap);
+}
+/* Tensor `prefix.suffix`, f32, given shape. */
+static const float *sam3__getp(sam3__loader *L, const char *prefix, const char *suffix, int nd, int64_t d0, int64_t d1,
+                               int64_t d2, int64_t d3) {
+    sam3__nm(L, "%s.%s", prefix, suffix);
+    return sam3__get(L, nd, d0, d1, d2, d3);
+}
+static sam3__lin sam3__get_lin(sam3__loader *L, const char *prefix, int out, int in) {
+    sam3__lin l;
+    l.w = sam3__getp(L, prefix, "weight", 2, out, in, 0, 0);
+    l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
+    return l;
+}
+static sam3__lin sam3__get_conv(sam3__loader *L, const char *prefix, int out, int in, int k) {
+    sam3__lin l;
+    l.w = sam3__getp(L, prefix, "weight", 4, out, in, k, k);
+    l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
+    return l;
+}
+static sam3__lin sam3__get_convt(sam3__loader *L, const char *prefix, int in, int out) {
+    sam3__lin l;
+    l.w = sam3__getp(L, prefix, "weight", 4, in, out, 2, 2);
+    l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
+    return l;
+}
+static sam3__norm sam3__get_norm(sam3__loader *L, const char *prefix, int dim) {
+    sam3__norm n;
+    n.w = sam3__getp(L, prefix, "weight", 1, dim, 0, 0, 0);
+    n.b = sam3__getp(L, prefix, "bias", 1, dim, 0, 0, 0);
+    return n;
+}
+static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim, const char *out_name) {
+    char p[200];
+    sam3__attn_w a;
+    snprintf(p, sizeof(p), "%s.q_proj", prefix); a.q = sam3__get_lin(L, p, dim, dim);
+    snprintf(p, sizeof(p), "%s.k_proj", prefix); a.k = sam3__get_lin(L, p, dim, dim);
+    snprintf(p, sizeof(p), "%s.v_proj", prefix); a.v = sam3__get_lin(L, p, dim, dim);
+    snprintf(p, sizeof(p), "%s.%s", prefix, out_name); a.o = sam3__get_lin(L, p, dim, dim);
+    return a;
+}
+static sam3__xlayer_w sam3__get_xlayer(sam3__loader *L, const char *prefix, int d, int inter) {
+    char p[200];
+    sam3__xlayer_w w;
+    snprintf(p, sizeof(p), "%s.layer_norm1", prefix); w.ln1 = sam3__get_norm(L, p, d);
+    snprintf(p, sizeof(p), "%s.layer_norm2", prefix); w.ln2 = sam3__get_norm(L, p, d);
+    snprintf(p, sizeof(p), "%s.layer_norm3", prefix); w.ln3 = sam3__get_norm(L, p, d);
+    snprintf(p, sizeof(p), "%s.self_attn", prefix); w.self_attn = sam3__get_attn(L, p, d, "o_proj");
+    snprintf(p, sizeof(p), "%s.cross_attn", prefix); w.cross_attn = sam3__get_attn(L, p, d, "o_proj");
+    snprintf(p, sizeof(p), "%s.mlp.fc1", prefix); w.fc1 = sam3__get_lin(L, p, inter, d);
+    snprintf(p, sizeof(p), "%s.mlp.fc2", prefix); w.fc2 = sam3__get_lin(L, p, d, inter);
+    return w;
+}
+static void sam3__get_mlp(sam3__loader *L, const char *prefix, sam3__lin *out, int n, int in, int hidden, int outd) {
+    char p[200];
+    int i;
+    for (i = 0; i < n; i++) {
+        snprintf(p, sizeof(p), "%s.layer%d", prefix, i + 1);
+        out[i] = sam3__get_lin(L, p, i == n - 1 ? outd : hidden, i == 0 ? in : hidden);
+    }
+}
+
+static int sam3__check_heads(sam3__loader *L, const char *what, int dim, int heads) {
+    if (L->rc == SAM3_OK && (heads <= 0 || dim % heads != 0))
+        sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "%s: hidden size %d is not divisible by %d heads", what, dim, heads);
+    return L->rc == SAM3_OK;
+}
+
+/* Reads every hyper-parameter the code needs and checks they fit together. */
+static void sam3__load_config(sam3_model *m, sam3__loader *L) {
+    const int64_t BIG = 1 << 20;
+    double arr[64];
+    int i, n;
+    const char *arch;
+    sam3__vit_cfg *v = &m->vit;
+    sam3__neck_cfg *nk = &m->neck;
+
+    arch = NULL;
+    {
+        const sam3__cfg *c = sam3__file_cfg(L->f, "arch");
+        if (!c || c->type != SAM3__T_STR) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key 'arch' is missing: not a converted model"); return; }
+        if (!(c->count == 4 && memcmp(c->data, "sam3", 4) == 0)) {
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "file holds arch '%.*s', this build runs 'sam3'", (int)SAM3__MIN(c->count, 64u), (const char *)c->data);
+            return;
+        }
+        arch = "sam3";
+    }
+    (void)arch;
+    v->hidden = (int)sam3__cfg_i(L, "vision.hidden_size", 1, BIG);
+    v->inter = (int)sam3__cfg_i(L, "vision.intermediate_size", 1, BIG);
+    v->layers = (int)sam3__cfg_i(L, "vision.num_hidden_layers", 1, 4096);
+    v->heads = (int)sam3__cfg_i(L, "vision.num_attention_heads", 1, 4096);
+    v->channels = (int)sam3__cfg_i(L, "vision.num_channels", 1, 3);
+    v->image = (int)sam3__cfg_i(L, "vision.image_size", 1, 65536);
+    v->patch = (int)sam3__cfg_i(L, "vision.patch_size", 1, 65536);
+    v->pretrain_grid = (int)sam3__cfg_i(L, "vision.pretrain_image_size", 1, 65536);
+    v->window = (int)sam3__cfg_i(L, "vision.window_size", 1, 65536);
+    v->rope_theta = sam3__cfg_f(L, "vision.rope_theta", 1e-30, 1e30);
+    v->ln_eps = (float)sam3__cfg_f(L, "vision.layer_norm_eps", 0, 1);
+    sam3__cfg_act(L, "vision.hidden_act", "gelu");
+    if (L->rc != SAM3_OK) return;
+    if (v->channels != 3) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "vision.num_channels = %d: only RGB models are supported", v->channels); return; }
+    v->grid = v->image / v->patch;
+    v->pretrain_grid /= v->patch;
+    if (v->grid < 1 || v->pretrain_grid < 1) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision: image/pretrain size smaller than one patch"); return; }
+    if (!sam3__check_heads(L, "vision", v->hidden, v->heads)) return;
+    v->head_dim = v->hidden / v->heads;
+    if (v->head_dim % 4) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision: head dim %d must be divisible by 4 for axial RoPE", v->head_dim); return; }
+
+    m->proc.image = (int)sam3__cfg_i(L, "processor.image_size", 1, 65536);
+    m->proc.rescale = sam3__cfg_f(L, "processor.rescale_factor", 1e-12, 1e12);
+    if (sam3__cfg_array(L, "processor.image_mean", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_mean must have 3 entries");
+    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) m->proc.mean[i] = (float)arr[i];
+    if (sam3__cfg_array(L, "processor.image_std", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must have 3 entries");
+    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) {
+        m->proc.std[i] = (float)arr[i];
+        if (!(arr[i] > 0)) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must be positive");
+    }
+    if (L->rc != SAM3_OK) return;
+    if (m->proc.image != v->image) {
+        /* The global layers' RoPE grid is fixed by vision.image_size (the reference cannot run
+           other sizes either), so the processor must resize to exactly that. */
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "processor.image_size %d differs from vision.image_size %d", m->proc.image, v->image);
+        return;
+    }
+
+    n = sam3__cfg_array(L, "vision.global_attn_indexes", arr, 64);
+    if (L->rc != SAM3_OK) return;
+    v->is_global = (unsigned char *)sam3__acalloc(&m->a, (size_t)v->layers, 1);
+    if (!v->is_global) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
+    for (i = 0; i < n; i++) {
+        if (!(arr[i] >= 0 && arr[i] < v->layers)) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision.global_attn_indexes: %g out of range", arr[i]); return; }
+        v->is_global[(int)arr[i]] = 1;
+    }
+
+    nk->fpn = (int)sam3__cfg_i(L, "neck.fpn_hidden_size", 1, BIG);
+    n = sam3__cfg_array(L, "neck.scale_factors", arr, SAM3__MAX_LEVELS);
+    if (L->rc != SAM3_OK) return;
+    if (n < 2) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck.scale_factors: need at least 2 levels, got %d", n); return; }
+    nk->n_levels = n;
+    nk->n_kept = n - 1;
+    for (i = 0; i < n; i++) {
+        int s2 = (int)(arr[i] * 2);
+        if (!(s2 == 8 || s2 == 4 || s2 == 2 || s2 == 1) || (double)s2 != arr[i] * 2) {
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck.scale_factors: %g not one of 4, 2, 1, 0.5", arr[i]);
+            return;
+        }
+        nk->scale_x2[i] = s2;
+        nk->side[i] = s2 == 1 ? v->grid / 2 : v->grid * s2 / 2;
+        if (nk->side[i] < 1) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck level %d would be empty", i); return; }
+        if (s2 == 8 && v->hidden % 4) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck: vision hidden %d not divisible by 4", v->hidden); return; }
+        if (s2 == 4 && v->hidden % 2) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck: vision hidden %d not divisible by 2", v->hidden); return; }
+    }
+
+    m->text.vocab = (int)sam3__cfg_i(L, "text.vocab_size", 1, 1 << 24);
+    m->text.hidden = (int)sam3__cfg_i(L, "text.hidden_size", 1, BIG);
+    m->text.inter = (int)sam3__cfg_i(L, "text.intermediate_size", 1, BIG);
+    m->text.layers = (int)sam3__cfg_i(L, "text.num_hidden_layers", 1, 4096);
+    m->text.heads = (int)sam3__cfg_i(L, "text.num_attention_heads", 1, 4096);
+    m->text.max_pos = (int)sam3__cfg_i(L, "text.max_position_embeddings", 2, 65536);
+    m->text.ln_eps = (float)sam3__cfg_f(L, "text.layer_norm_eps", 0, 1);
+    sam3__cfg_act(L, "text.hidden_act", "gelu");
+    sam3__check_heads(L, "text", m->text.hidden, m->text.heads);
+
+    m->tok.vocab = (int)sam3__cfg_i(L, "tokenizer.vocab_size", 1, 1 << 24);
+    m->tok.n_merges = (int)sam3__cfg_i(L, "tokenizer.n_merges", 0, 1 << 24);
+    m->tok.bos = (int)sam3__cfg_i(L, "tokenizer.bos_token_id", 0, (1 << 24) - 1);
+    m->tok.eos = (int)sam3__cfg_i(L, "tokenizer.eos_token_id", 0, (1 << 24) - 1);
+    m->tok.pad = (int)sam3__cfg_i(L, "tokenizer.pad_token_id", 0, (1 << 24) - 1);
+    m->tok.max_length = (int)sam3__cfg_i(L, "tokenizer.max_length", 2, 65536);
+    if (L->rc != SAM3_OK) return;
+    if (m->tok.bos >= m->tok.vocab || m->tok.eos >= m->tok.vocab || m->tok.vocab > m->text.vocab) {
+        sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "tokenizer: vocab %d (bos %d, eos %d) does not fit the text model's vocab %d", m->tok.vocab,
+                    m->tok.bos, m->tok.eos, m->text.vocab);
+        return;
+    }
+
+    m->geo.hidden = (int)sam3__cfg_i(L, "geometry.hidden_size", 1, BIG);
+    m->geo.layers = (int)sam3__cfg_i(L, "geometry.num_layers", 0, 4096);
+    m->geo.heads = (int)sam3__cfg_i(L, "geometry.num_attention_heads", 1, 4096);
+    m->geo.inter = (int)sam3__cfg_i(L, "geometry.intermediate_size", 1, BIG);
+    m->geo.roi = (int)sam3__cfg_i(L, "geometry.roi_size", 1, 64);
+    sam3__cfg_act(L, "geometry.hidden_act", "relu");
+    m->enc.hidden = (int)sam3__cfg_i(L, "detr_encoder.hidden_size", 1, BIG);
+    m->enc.layers = (int)sam3__cfg_i(L, "detr_encoder.num_layers", 0, 4096);
+    m->enc.heads = (int)sam3__cfg_i(L, "detr_encoder.num_attention_heads", 1, 4096);
+    m->enc.inter = (int)sam3__cfg_i(L, "detr_encoder.intermediate_size", 1, BIG);
+    sam3__cfg_act(L, "detr_encoder.hidden_act", "relu");
+    m->dec.hidden = (int)sam3__cfg_i(L, "detr_decoder.hidden_size", 1, BIG);
+    m->dec.layers = (int)sam3__cfg_i(L, "detr_decoder.num_layers", 1, 4096);
+    m->dec.queries = (int)sam3__cfg_i(L, "detr_decoder.num_queries", 1, 1 << 16);
+    m->dec.heads = (int)sam3__cfg_i(L, "detr_decoder.num_attention_heads", 1, 4096);
+    m->dec.inter = (int)sam3__cfg_i(L, "detr_decoder.intermediate_size", 1, BIG);
+    sam3__cfg_act(L, "detr_decoder.hidden_act", "relu");
+    m->mask.hidden = (int)sam3__cfg_i(L, "mask_decoder.hidden_size", 1, BIG);
+    m->mask.stages = (int)sam3__cfg_i(L, "mask_decoder.num_upsampling_stages", 0, SAM3__MAX_LEVELS);
+    m->mask.heads = (int)sam3__cfg_i(L, "mask_decoder.num_attention_heads", 1, 4096);
+    if (L->rc != SAM3_OK) return;
+    sam3__check_heads(L, "geometry", m->geo.hidden, m->geo.heads);
+    sam3__check_heads(L, "detr_encoder", m->enc.hidden, m->enc.heads);
+    sam3__check_heads(L, "detr_decoder", m->dec.hidden, m->dec.heads);
+    sam3__check_heads(L, "mask_decoder", m->mask.hidden, m->mask.heads);
+    if (L->rc != SAM3_OK) return;
+    {
+        int d = nk->fpn;
+        /* One width flows from the neck through every prompt module (the reference wires them
+           together without projections), so they must agree. */
+        if (m->geo.hidden != d || m->enc.hidden != d || m->dec.hidden != d || m->mask.hidden != d)
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck %d, geometry %d, DETR encoder %d, decoder %d and mask decoder %d widths must be equal", d,
+                        m->geo.hidden, m->enc.hidden, m->dec.hidden, m->mask.hidden);
+        if (d % 2) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck width %d must be even (sine position features)", d);
+        if (m->mask.stages < nk->n_kept - 1)
+            sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "mask_decoder.num_upsampling_stages %d < %d kept FPN levels - 1", m->mask.stages, nk->n_kept);
+    }
+}
+
+static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__vit_cfg *v = &m->vit;
+    const int C = v->hidden, D = m->neck.fpn, T = m->text.hidden;
+    char p[200];
+    int i, j;
+    size_t bytes = 0, off = 0, s;
+    unsigned char *mem;
+
+    /* One block for all per-layer weight arrays. */
+    bytes += (size_t)v->layers * sizeof(sam3__vit_layer_w) + SAM3__ALIGN;
+    bytes += (size_t)m->text.layers * sizeof(sam3__clip_layer_w) + SAM3__ALIGN;
+    bytes += (size_t)m->geo.layers * sizeof(sam3__xlayer_w) + SAM3__ALIGN;
+    bytes += (size_t)m->enc.layers * sizeof(sam3__xlayer_w) + SAM3__ALIGN;
+    bytes += (size_t)m->dec.layers * sizeof(sam3__dec_layer_w) + SAM3__ALIGN;
+    mem = (unsigned char *)sam3__acalloc(&m->a, bytes, 1);
+    if (!mem) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
+    m->layer_mem = mem;
+#define SAM3__TAKE(ptr, type, n)                                     \
+    do {                                                             \
+        s = (size_t)(n) * sizeof(type);                              \
+        (ptr) = (type *)(void *)(mem + off);                         \
+        off += (s + SAM3__ALIGN - 1) / SAM3__ALIGN * SAM3__ALIGN;     \
+    } while (0)
+    SAM3__TAKE(m->vit_w.layers, sam3__vit_layer_w, v->layers);
+    SAM3__TAKE(m->text_w.layers, sam3__clip_layer_w, m->text.layers);
+    SAM3__TAKE(m->geo_w.layers, sam3__xlayer_w, m->geo.layers);
+    SAM3__TAKE(m->enc_w, sam3__xlayer_w, m->enc.layers);
+    SAM3__TAKE(m->dec_w.layers, sam3__dec_layer_w, m->dec.layers);
+#undef SAM3__TAKE
+
+    /* Vision trunk: Sam3ViTModel (vision_encoder.backbone) */
+    m->vit_w.patch = sam3__getp(L, "vision_encoder.backbone.embeddings.patch_embeddings.projection", "weight", 4, C, v->channels, v->patch, v->patch);
+    sam3__nm(L, "vision_encoder.backbone.embeddings.position_embeddings");
+    m->vit_w.pos = sam3__get(L, 3, 1, (int64_t)v->pretrain_grid * v->pretrain_grid, C, 0);
+    m->vit_w.ln_pre = sam3__get_norm(L, "vision_encoder.backbone.layer_norm", C);
+    for (i = 0; i < v->layers && L->rc == SAM3_OK; i++) {
+        sam3__vit_layer_w *w = &m->vit_w.layers[i];
+        snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.layer_norm1", i); w->ln1 = sam3__get_norm(L, p, C);
+        snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.layer_norm2", i); w->ln2 = sam3__get_norm(L, p, C);
+        snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.attention", i); w->attn = sam3__get_attn(L, p, C, "o_proj");
+        snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, v->inter, C);
+        snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, C, v->inter);
+    }
+    /* FPN neck: Sam3VisionNeck (vision_encoder.neck), the discarded last level is not needed */
+    for (j = 0; j < m->neck.n_kept && L->rc == SAM3_OK; j++) {
+        sam3__fpn_w *w = &m->fpn_w[j];
+        int s2 = m->neck.scale_x2[j], cin = C;
+        memset(w, 0, sizeof(*w));
+        if (s2 >= 4) {
+            snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.scale_layers.0", j); w->up1 = sam3__get_convt(L, p, C, C / 2);
+            cin = C / 2;
+        }
+        if (s2 == 8) {
+            snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.scale_layers.2", j); w->up2 = sam3__get_convt(L, p, C / 2, C / 4);
+            cin = C / 4;
+        }
+        snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.proj1", j); w->proj1 = sam3__get_conv(L, p, D, cin, 1);
+        snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.proj2", j); w->proj2 = sam3__get_conv(L, p, D, D, 3);
+    }
+    /* Text encoder: CLIPTextModel (text_encoder.text_model) + Sam3Model.text_projection */
+    sam3__nm(L, "text_encoder.text_model.embeddings.token_embedding.weight");
+    m->text_w.tok_emb = sam3__get(L, 2, m->text.vocab, T, 0, 0);
+    sam3__nm(L, "text_encoder.text_model.embeddings.position_embedding.weight");
+    m->text_w.pos_emb = sam3__get(L, 2, m->text.max_pos, T, 0, 0);
+    for (i = 0; i < m->text.layers && L->rc == SAM3_OK; i++) {
+        sam3__clip_layer_w *w = &m->text_w.layers[i];
+        snprintf(p, sizeof(p), "text_encoder.text_model.encoder.layers.%d.layer_norm1", i); w->ln1 = sam3__get_norm(L, p, T);
+        snprintf(p, sizeof(p), "text_encoder.text_model.encoder.layers.%d.layer_norm2", i); w->ln2 = sam3__get_norm(L, p, T);
+        snprintf(p, sizeof(p), "text_encoder.text_model.encoder.layers.%d.self_attn", i); w->attn = sam3__get_attn(L, p, T, "out_proj");
+        snprintf(p, sizeof(p), "text_encoder.text_model.encoder.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, m->text.inter, T);
+        snprintf(p, sizeof(p), "text_encoder.text_model.encoder.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, T, m->text.inter);
+    }
+    m->text_w.final_ln = sam3__get_norm(L, "text_encoder.text_model.final_layer_norm", T);
+    m->text_w.proj = sam3__get_lin(L, "text_projection", D, T);
+    /* Geometry encoder: Sam3GeometryEncoder */
+    {
+        sam3__geo_w *g = &m->geo_w;
+        g->direct = sam3__get_lin(L, "geometry_encoder.boxes_direct_project", D, 4);
+        g->vision_ln = sam3__get_norm(L, "geometry_encoder.vision_layer_norm", D);
+        g->pool = sam3__get_conv(L, "geometry_encoder.boxes_pool_project", D, D, m->geo.roi);
+        g->pos_enc = sam3__get_lin(L, "geometry_encoder.boxes_pos_enc_project", D, D + 2);
+        sam3__nm(L, "geometry_encoder.label_embed.weight"); g->label_embed = sam3__get(L, 2, 2, D, 0, 0);
+        sam3__nm(L, "geometry_encoder.cls_embed.weight"); g->cls_embed = sam3__get(L, 2, 1, D, 0, 0);
+        g->final_proj = sam3__get_lin(L, "geometry_encoder.final_proj", D, D);
+        g->prompt_ln = sam3__get_norm(L, "geometry_encoder.prompt_layer_norm", D);
+        g->out_ln = sam3__get_norm(L, "geometry_encoder.output_layer_norm", D);
+        for (i = 0; i < m->geo.layers && L->rc == SAM3_OK; i++) {
+            snprintf(p, sizeof(p), "geometry_encoder.layers.%d", i);
+            g->layers[i] = sam3__get_xlayer(L, p, D, m->geo.inter);
+        }
+    }
+    /* DETR encoder: Sam3DetrEncoder */
+    for (i = 0; i < m->enc.layers && L->rc == SAM3_OK; i++) {
+        snprintf(p, sizeof(p), "detr_encoder.layers.%d", i);
+        m->enc_w[i] = sam3__get_xlayer(L, p, D, m->enc.inter);
+    }
+    /* DETR decoder: Sam3DetrDecoder */
+    {
+        sam3__dec_w *d = &m->dec_w;
+        const int Q = m->dec.queries, nh = m->dec.heads;
+        sam3__nm(L, "detr_decoder.query_embed.weight"); d->query_embed = sam3__get(L, 2, Q, D, 0, 0);
+        sam3__nm(L, "detr_decoder.reference_points.weight"); d->ref_points = sam3__get(L, 2, Q, 4, 0, 0);
+        sam3__nm(L, "detr_decoder.presence_token.weight"); d->presence_token = sam3__get(L, 2, 1, D, 0, 0);
+        sam3__get_mlp(L, "detr_decoder.ref_point_head", d->ref_head, 2, 2 * D, D, D);
+        sam3__get_mlp(L, "detr_decoder.box_rpb_embed_x", d->rpb_x, 2, 2, D, nh);
+        sam3__get_mlp(L, "detr_decoder.box_rpb_embed_y", d->rpb_y, 2, 2, D, nh);
+        sam3__get_mlp(L, "detr_decoder.box_head", d->box_head, 3, D, D, 4);
+        sam3__get_mlp(L, "detr_decoder.presence_head", d->presence_head, 3, D, D, 1);
+        d->out_ln = sam3__get_norm(L, "detr_decoder.output_layer_norm", D);
+        d->presence_ln = sam3__get_norm(L, "detr_decoder.presence_layer_norm", D);
+        for (i = 0; i < m->dec.layers && L->rc == SAM3_OK; i++) {
+            sam3__dec_layer_w *w = &d->layers[i];
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.self_attn", i); w->self_attn = sam3__get_attn(L, p, D, "o_proj");
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.text_cross_attn", i); w->text_attn = sam3__get_attn(L, p, D, "o_proj");
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.vision_cross_attn", i); w->vision_attn = sam3__get_attn(L, p, D, "o_proj");
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.self_attn_layer_norm", i); w->self_ln = sam3__get_norm(L, p, D);
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.text_cross_attn_layer_norm", i); w->text_ln = sam3__get_norm(L, p, D);
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.vision_cross_attn_layer_norm", i); w->vision_ln = sam3__get_norm(L, p, D);
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp_layer_norm", i); w->mlp_ln = sam3__get_norm(L, p, D);
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, m->dec.inter, D);
+            snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, D, m->dec.inter);
+        }
+    }
+    /* Dot-product scoring: Sam3DotProductScoring (widths from the decoder config) */
+    sam3__get_mlp(L, "dot_product_scoring.text_mlp", m->score_w.text_mlp, 2, D, m->dec.inter, D);
+    m->score_w.text_ln = sam3__get_norm(L, "dot_product_scoring.text_mlp_out_norm", D);
+    m->score_w.text_proj = sam3__get_lin(L, "dot_product_scoring.text_proj", D, D);
+    m->score_w.query_proj = sam3__get_lin(L, "dot_product_scoring.query_proj", D, D);
+    /* Mask decoder: Sam3MaskDecoder; only the stages the kept FPN levels drive */
+    {
+        sam3__mask_w *w = &m->mask_w;
+        w->cross_ln = sam3__get_norm(L, "mask_decoder.prompt_cross_attn_norm", D);
+        w->cross_attn = sam3__get_attn(L, "mask_decoder.prompt_cross_attn", D, "o_proj");
+        for (i = 0; i < m->neck.n_kept - 1 && L->rc == SAM3_OK; i++) {
+            snprintf(p, sizeof(p), "mask_decoder.pixel_decoder.conv_layers.%d", i); w->conv[i] = sam3__get_conv(L, p, D, D, 3);
+            snprintf(p, sizeof(p), "mask_decoder.pixel_decoder.norms.%d", i); w->gn[i] = sam3__get_norm(L, p, D);
+        }
+        for (i = 0; i < 3; i++) {
+            snprintf(p, sizeof(p), "mask_decoder.mask_embedder.layers.%d", i);
+            w->embed[i] = sam3__get_lin(L, p, D, D);
+        }
+        w->inst_proj = sam3__get_conv(L, "mask_decoder.instance_projection", D, D, 1);
+        w->sem_proj = sam3__get_conv(L, "mask_decoder.semantic_projection", 1, D, 1);
+        if (D % 8 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "mask decoder width %d is not divisible by GroupNorm's 8 groups", D);
+    }
+    /* Tokenizer tables (validated in depth when the tokenizer is built) */
+    {
+        const sam3__tensor *t;
+        sam3__nm(L, "tokenizer.vocab.offsets");
+        m->tok_offsets = (const int32_t *)sam3__get_any(L, SAM3__DT_I32, 1, (int64_t)m->tok.vocab + 1, 0, 0, 0);
+        sam3__nm(L, "tokenizer.merges");
+        m->tok_merges = (const int32_t *)sam3__get_any(L, SAM3__DT_I32, 2, m->tok.n_merges, 3, 0, 0);
+        t = sam3__file_find(L->f, "tokenizer.vocab.bytes");
+        if (L->rc == SAM3_OK && (!t || t->dtype != SAM3__DT_U8 || t->ndim != 1))
+            sam3__lfail(L, t ? SAM3_ERR_SHAPE_MISMATCH : SAM3_ERR_MISSING_TENSOR, "tensor 'tokenizer.vocab.bytes' is missing or not a 1-D u8 tensor");
+        else if (t) {
+            m->tok_bytes = (const uint8_t *)t->data;
+            m->tok_n_bytes = (size_t)t->shape[0];
+        }
+    }
+    if (L->rc == SAM3_OK) {
+        size_t need = sam3__bpe_memory_required(m->tok.vocab, m->tok.n_merges);
+        char terr[256];
+        if (!need) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "tokenizer: bad table sizes"); return; }
+        if (!(m->bpe_mem = sam3__aalloc(&m->a, need))) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory for the tokenizer"); return; }
+        if (sam3__bpe_init(&m->bpe, m->tok_bytes, m->tok_n_bytes, m->tok_offsets, m->tok.vocab, m->tok_merges, m->tok.n_merges,
+                           m->tok.bos, m->tok.eos, m->bpe_mem, need, terr, sizeof(terr)) != 0)
+            sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "%s", terr);
+    }
+}
+
+/* ==== sam3: loading ==== */
+static void sam3__log(const sam3_load_options *opt, int level, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    if (!opt || !opt->log) return;
+    va_start(ap, fmt);
+    sam3__vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    opt->log(opt->log_user, level, buf);
+}
+
+SAM3DEF sam3_load_options sam3_load_options_default(void) {
+    sam3_load_options o;
+    memset(&o, 0, sizeof(o));
+    return o;
+}
+
+static void sam3__model_release(sam3_model *m) {
+    sam3_allocator a = m->a;
+    sam3__file_free(&m->file, &a);
+    sam3__afree(&a, m->vit.is_global);
+    sam3__afree(&a, m->layer_mem);
+    sam3__afree(&a, m->bpe_mem);
+#ifdef SAM3__HAVE_MMAP
+    if (m->free_method == 1 && m->blob) munmap((void *)m->blob, m->size);
+#endif
+    if (m->free_method == 2) sam3__afree(&a, (void *)m->blob);
+    sam3__afree(&a, m);
+}
+
+/* Takes ownership of blob according to free_method, also on failure. */
+static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_method, const sam3_allocator *a,
+                                    const sam3_load_options *opt, sam3_model **out) {
+    sam3_model *m;
+    sam3__loader L;
+    char err[512];
+    sam3_result rc;
+
+    m = (sam3_model *)sam3__acalloc(a, 1, sizeof(sam3_model));
+    if (!m) {
+#ifdef SAM3__HAVE_MMAP
+        if (free_method == 1) munmap((void *)blob, size);
+#endif
+        if (free_method == 2) sam3__afree(a, (void *)blob);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: out of memory");
+        return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    m->a = *a;
+    m->blob = blob;
+    m->size = size;
+    m->free_method = free_method;
+    err[0] = 0;
+    rc = sam3__file_parse(&m->file, blob, size, a, err, sizeof(err));
+    if (rc != SAM3_OK) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", err);
+        sam3__model_release(m);
+        return rc;
+    }
+    if ((uintptr_t)blob % 4) {
+        /* the parser reads bytes; the weights are used in place as floats */
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load_from_memory: the blob must be at least 4-byte aligned (64 recommended)");
+        sam3__model_release(m);
+        return SAM3_ERR_INVALID_ARG;
+    }
+    memset(&L, 0, sizeof(L));
+    L.f = &m->file;
+    L.err = err;
+    L.cap = sizeof(err);
+    L.rc = SAM3_OK;
+    sam3__load_config(m, &L);
+    if (L.rc == SAM3_OK) sam3__load_weights(m, &L);
+    if (L.rc != SAM3_OK) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", err);
+        sam3__model_release(m);
+        return L.rc;
+    }
+    *out = m;
+    return SAM3_OK;
+}
+
+SAM3DEF sam3_result sam3_load_from_memory(const void *blob, size_t size, const sam3_load_options *opt, sam3_model **out) {
+    sam3_allocator a;
+    if (!out) return SAM3_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!blob || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load_from_memory: %s", blob ? "allocator must set both alloc and free" : "blob is NULL");
+        return SAM3_ERR_INVALID_ARG;
+    }
+    return sam3__model_open((const uint8_t *)blob, size, 0, &a, opt, out);
+}
+
+#ifndef SAM3_NO_STDIO
+SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sam3_model **out) {
+    sam3_allocator a;
+    FILE *fp;
+    long end;
+    size_t size, got;
+    uint8_t *buf;
+    if (!out) return SAM3_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!path || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", path ? "allocator must set both alloc and free" : "path is NULL");
+        return SAM3_ERR_INVALID_ARG;
+    }
+#ifdef SAM3__HAVE_MMAP
+    if (!opt || !opt->no_mmap) {
+        struct stat st;
+        void *p;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) {
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
+            return SAM3_ERR_IO;
+        }
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+            close(fd);
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: '%s' is not a regular non-empty file", path);
+            return st.st_size == 0 ? SAM3_ERR_BAD_MAGIC : SAM3_ERR_IO;
+        }
+        size = (size_t)st.st_size;
+        p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) {
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot map '%s'", path);
+            return SAM3_ERR_IO;
+        }
+        return sam3__model_open((const uint8_t *)p, size, 1, &a, opt, out);
+    }
+#endif
+    fp = fopen(path, "rb");
+    if (!fp) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
+        return SAM3_ERR_IO;
+    }
+    if (fseek(fp, 0, SEEK_END) != 0 || (end = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+        fclose(fp);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot size '%s'", path);
+        return SAM3_ERR_IO;
+    }
+    size = (size_t)end;
+    buf = (uint8_t *)sam3__aalloc(&a, size);
+    if (!buf) {
+        fclose(fp);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: out of memory reading '%s' (%lu bytes)", path, (unsigned long)size);
+        return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    got = size ? fread(buf, 1, size, fp) : 0;
+    fclose(fp);
+    if (got != size) {
+        sam3__afree(&a, buf);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: short read on '%s'", path);
+        return SAM3_ERR_IO;
+    }
+    return sam3__model_open(buf, size, 2, &a, opt, out);
+}
+#endif
+
+SAM3DEF void sam3_free(sam3_model *m) {
+    if (m) sam3__model_release(m);
+}
+
+SAM3DEF int sam3_model_config_int(const sam3_model *m, const char *key, int64_t *out) {
+    const sam3__cfg *c = (m && key) ? sam3__file_cfg(&m->file, key) : NULL;
+    if (!c || c->type != SAM3__T_I64) return 0;
+    if (out) *out = c->i;
+    return 1;
+}
+SAM3DEF int sam3_model_config_float(const sam3_model *m, const char *key, double *out) {
+    const sam3__cfg *c = (m && key) ? sam3__file_cfg(&m->file, key) : NULL;
+    if (!c || (c->type != SAM3__T_F64 && c->type != SAM3__T_I64)) return 0;
+    if (out) *out = c->type == SAM3__T_F64 ? c->f : (double)c->i;
+    return 1;
+}
+SAM3DEF const char *sam3_model_config_string(const sam3_model *m, const char *key) {
+    uint32_t i;
+    if (!m || !key) return NULL;
+    for (i = 0; i < m->file.n_cfg; i++)
+        if (strcmp(m->file.cfg[i].key, key) == 0) return m->file.strings[i];
+    return NULL;
+}
+SAM3DEF int sam3_model_image_size(const sam3_model *m) { return m ? m->proc.image : 0; }
+SAM3DEF size_t sam3_model_file_size(const sam3_model *m) { return m ? m->size : 0; }
+
+SAM3DEF int sam3_model_tensor_count(const sam3_model *m) { return m ? (int)m->file.n_tensors : 0; }
+SAM3DEF int sam3_model_tensor_info(const sam3_model *m, int i, sam3_tensor_info *out) {
+    const sam3__tensor *t;
+    int j;
+    if (!m || !out || i < 0 || (uint32_t)i >= m->file.n_tensors) return 0;
+    t = &m->file.tensors[i];
+    out->name = t->name;
+    out->name_len = (int)t->name_len;
+    out->dtype = sam3__dtypes[t->dtype].name;
+    out->ndim = t->ndim;
+    for (j = 0; j < 4; j++) out->shape[j] = t->shape[j];
+    out->nbytes = t->nbytes;
+    return 1;
+}
+SAM3DEF int sam3_model_config_count(const sam3_model *m) { return m ? (int)m->file.n_cfg : 0; }
+SAM3DEF const char *sam3_model_config_entry(const sam3_model *m, int i, char *value, size_t cap) {
+    const sam3__cfg *c;
+    size_t n = 0;
+    uint32_t k;
+    if (!m || i < 0 || (uint32_t)i >= m->file.n_cfg) return NULL;
+    c = &m->file.cfg[i];
+    if (!value || cap == 0) return c->key;
+    value[0] = 0;
+    switch (c->type) {
+    case SAM3__T_I64: snprintf(value, cap, "%lld", (long long)c->i); break;
+    case SAM3__T_F64: snprintf(value, cap, "%.9g", c->f); break;
+    case SAM3__T_STR: snprintf(value, cap, "%s", m->file.strings[i]); break;
+    default:
+        for (k = 0; k < c->count && n + 32 < cap; k++) {
+            uint64_t u = sam3__rd64(c->data + 8 * k);
+            double d;
+            memcpy(&d, &u, 8);
+            if (c->type == SAM3__T_I64_ARRAY) n += (size_t)snprintf(value + n, cap - n, "%s%lld", k ? "," : "[", (long long)(int64_t)u);
+            else n += (size_t)snprintf(value + n, cap - n, "%s%.9g", k ? "," : "[", d);
+        }
+        if (n + 2 < cap) snprintf(value + n, cap - n, "%s]", c->count ? "" : "[");
+    }
+    return c->key;
+}
+
+/* ==== sam3: context, scratch arena ==== */
+typedef struct sam3__chunk { struct sam3__chunk *next; } sam3__chunk;
+#define SAM3__TEXT_CACHE 8
+typedef struct sam3__text_entry {
+    char *text;          /* copy of the prompt, NUL-terminated */
+    int n, truncated;    /* ids used */
+    float *feat;         /* (max ids, D) projected text features, n rows valid */
+    unsigned long stamp; /* last use, for LRU replacement; 0 = empty */
+} sam3__text_entry;
+typedef struct sam3__mark { size_t top, live; sam3__chunk *chunks; } sam3__mark;
+
+struct sam3_ctx {
+    const sam3_model *m;
+    sam3_allocator a;
+    sam3_ctx_options opt;
+    int nt; /* threads for our own loops */
+    char err[512];
+    sam3_timings t;
+    /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
+       point grows the arena to the high-water mark, so steady state allocates nothing. */
+    unsigned char *arena;
+    size_t arena_cap, arena_top, live, high;
+    sam3__chunk *chunks;
+    size_t persistent_bytes;
+    /* Cached image state (valid when has_image) */
+    int has_image, img_w, img_h;
+    float *vit_out;                      /* (N, C) trunk output, token-major, N = grid^2 */
+    float *fpn[SAM3__MAX_LEVELS];        /* (D, side, side) kept FPN levels, channel-major */
+    float *l2_tok;                       /* (Ng, D) last kept level, token-major */
+    float *l2_pos;                       /* (Ng, D) its sine position map, token-major */
+    float *rope_win;                     /* (window^2, hd/2, 2) cos, sin for windowed blocks */
+    float *rope_glb;                     /* (N, hd/2, 2) cos, sin for global blocks */
+    /* Text features of recent prompts: a prompt used again on any image costs nothing. */
+    sam3__text_entry tcache[SAM3__TEXT_CACHE];
+    unsigned long tstamp;
+    /* Result buffers, reused from call to call (valid until the next call). */
+    sam3_instance *res_inst;
+    uint8_t *res_mask, *res_sem_mask;
+    float *res_low, *res_sem;
+    size_t res_inst_cap, res_mask_cap, res_sem_mask_cap, res_low_cap, res_sem_cap;
+};
+
+/* Makes *p hold at least `need` bytes (contents not kept). */
+static int sam3__grow(sam3_ctx *c, void **p, size_t *cap, size_t need) {
+    void *q;
+    if (need <= *cap && *p) return 1;
+    q = sam3__aalloc(&c->a, need);
+    if (!q) return 0;
+    sam3__afree(&c->a, *p);
+    *p = q;
+    *cap = need;
+    return 1;
+}
+
+static sam3_result sam3__fail(sam3_ctx *c, sam3_result rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    sam3__vsnprintf(c->err, sizeof(c->err), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static sam3__mark sam3__mark_get(const sam3_ctx *c) {
+    sam3__mark mk;
+    mk.top = c->arena_top;
+    mk.live = c->live;
+    mk.chunks = c->chunks;
+    return mk;
+}
+static void sam3__release(sam3_ctx *c, sam3__mark mk) {
+    while (c->chunks != mk.chunks) {
+        sam3__chunk *n = c->chunks->next;
+        sam3__afree(&c->a, c->chunks);
+        c->chunks = n;
+    }
+    c->arena_top = mk.top;
+    c->live = mk.live;
+}
+static void sam3__release_all(sam3_ctx *c) {
+    sam3__mark mk;
+    mk.top = 0;
+    mk.live = 0;
+    mk.chunks = NULL;
+    sam3__release(c, mk);
+}
+/* 64-byte aligned scratch; NULL (with the context error set) when memory runs out. */
+static void *sam3__salloc(sam3_ctx *c, size_t bytes) {
+    void *p;
+    if (!sam3__add(bytes, SAM3__ALIGN - 1, &bytes)) return NULL;
+    bytes = bytes / SAM3__ALIGN * SAM3__ALIGN;
+    if (bytes <= c->arena_cap - c->arena_top) {
+        p = c->arena + c->arena_top;
+        c->arena_top += bytes;
+    } else {
+        size_t total;
+        sam3__chunk *ch;
+        if (!sam3__add(bytes, SAM3__ALIGN, &total) || !(ch = (sam3__chunk *)sam3__aalloc(&c->a, total))) {
+            sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory (scratch request of %lu bytes)", (unsigned long)bytes);
+            return NULL;
+        }
+        ch->next = c->chunks;
+        c->chunks = ch;
+        p = (unsigned char *)ch + SAM3__ALIGN;
+    }
+    c->live += bytes;
+    if (c->live > c->high) c->high = c->live;
+    return p;
+}
+static float *sam3__sallocf(sam3_ctx *c, size_t n) {
+    size_t b;
+    if (!sam3__mul(n, sizeof(float), &b)) {
+        sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "scratch size overflows");
+        return NULL;
+    }
+    return (float *)sam3__salloc(c, b);
+}
+/* At an entry point, with nothing live: grow the arena to the high-water mark seen so far. */
+static sam3_result sam3__arena_settle(sam3_ctx *c) {
+    SAM3_ASSERT(c->live == 0 && !c->chunks);
+    if (c->high > c->arena_cap) {
+        unsigned char *p = (unsigned char *)sam3__aalloc(&c->a, c->high);
+        if (!p) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory (scratch arena of %lu bytes)", (unsigned long)c->high);
+        sam3__afree(&c->a, c->arena);
+        c->arena = p;
+        c->arena_cap = c->high;
+    }
+    c->arena_top = 0;
+    return SAM3_OK;
+}
+
+static int sam3__aborted(sam3_ctx *c) { return c->opt.abort_fn && c->opt.abort_fn(c->opt.abort_user); }
+static void sam3__progress(sam3_ctx *c, const char *stage, int step, int n) {
+    if (c->opt.progress_fn) c->opt.progress_fn(c->opt.progress_user, stage, step, n);
+}
+static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, int64_t d0, int64_t d1, int64_t d2) {
+    int64_t s[3];
+    if (!c->opt.tap) return;
+    s[0] = d0; s[1] = d1; s[2] = d2;
+    c->opt.tap(c->opt.tap_user, name, data, nd, s);
+}
+
+/* ==== sam3: kernels ==== */
+/* Row-major C = alpha * op(A) * op(B) + beta * C. */
+static void sam3__gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+#if defined(SAM3_SGEMM)
+    SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#elif defined(SAM3_NO_BLAS)
+    {
+        int i;
+        SAM3__OMP(parallel for schedule(static))
+        for (i = 0; i < M; i++) {
+            int j, k;
+            for (j = 0; j < N; j++) {
+                double acc = 0;
+                for (k = 0; k < K; k++)
+                    acc += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+                C[(size_t)i * ldc + j] = alpha * (float)acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+            }
+        }
+    }
+#else
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+/* y (n, out) = x (n, in) . W^T + b, W as stored by nn.Linear (out, in). y may not alias x. */
+static void sam3__linear(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y) {
+    int i;
+    sam3__gemm(0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    if (!l->b) return;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < n; i++) {
+        float *r = y + (size_t)i * out;
+        int j;
+        for (j = 0; j < out; j++) r[j] += l->b[j];
+    }
+}
+
+/* LayerNorm of one row over d (biased variance, as PyTorch); y may alias x. */
+static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, float eps) {
+    double mu = 0, var = 0;
+    float inv, fmu;
+    int j;
+    for (j = 0; j < d; j++) mu += r[j];
+    mu /= d;
+    for (j = 0; j < d; j++) var += ((double)r[j] - mu) * ((double)r[j] - mu);
+    var /= d;
+    inv = (float)(1.0 / sqrt(var + (double)eps));
+    fmu = (float)mu;
+    for (j = 0; j < d; j++) o[j] = (r[j] - fmu) * inv * w->w[j] + w->b[j];
+}
+static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d, const sam3__norm *w, float eps) {
+    int i;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < n; i++) sam3__ln_row(x + (size_t)i * d, y + (size_t)i * d, d, w, eps);
+}
+
+static void sam3__gelu(sam3_ctx *c, float *x, size_t n) {
+    ptrdiff_t i;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+static void sam3__relu(sam3_ctx *c, float *x, size_t n) {
+    ptrdiff_t i;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)n; i++) x[i] = x[i] > 0 ? x[i] : 0;
+}
+static void sam3__vadd(sam3_ctx *c, float *y, const float *x, size_t n) {
+    ptrdiff_t i;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)n; i++) y[i] += x[i];
+}
+
+static void sam3__softmax_row(float *r, int n) {
+    float mx = -FLT_MAX, s = 0;
+    int j;
+    for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    for (j = 0; j < n; j++) {
+        r[j] = expf(r[j] - mx);
+        s += r[j];
+    }
+    s = 1.0f / s;
+    for (j = 0; j < n; j++) r[j] *= s;
+}
+
+/* Multi-head scaled dot-product attention over projected q, k, v (no masks: padding is dropped
+   before it gets here, which the spec shows is exact). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
+   hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once: one head and a block
+   of query rows at a time, at most ~16 MB of scratch. bias: (nh, nq, nk) or NULL; causal: query i
+   sees keys 0..i only (CLIP). */
+static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
+                                   int ldk, const float *v, int ldv, float *out, int ldo, const float *bias, int causal) {
+    sam3__mark mk = sam3__mark_get(c);
+    int rows = (int)SAM3__MAX(1, SAM3__MIN((size_t)nq, ((size_t)4 << 20) / (size_t)SAM3__MAX(nk, 1)));
+    float *s = sam3__sallocf(c, (size_t)rows * nk); /* (rows, nk) */
+    float scale = 1.0f / sqrtf((float)hd);
+    int h, r0;
+    if (!s) return SAM3_ERR_OUT_OF_MEMORY;
+    for (h = 0; h < nh; h++) {
+        for (r0 = 0; r0 < nq; r0 += rows) {
+            int nr = SAM3__MIN(rows, nq - r0), i;
+            sam3__gemm(0, 1, nr, nk, hd, scale, q + (size_t)r0 * ldq + h * hd, ldq, k + h * hd, ldk, 0.0f, s, nk);
+            SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+            for (i = 0; i < nr; i++) {
+                float *row = s + (size_t)i * nk;
+                if (bias) {
+                    const float *b = bias + ((size_t)h * nq + r0 + i) * nk;
+                    int j;
+                    for (j = 0; j < nk; j++) row[j] += b[j];
+                }
+                if (causal) {
+                    /* key j > query i gets probability exactly 0, as a -inf mask gives */
+                    int lim = SAM3__MIN(r0 + i + 1, nk);
+                    sam3__softmax_row(row, lim);
+                    memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
+                } else {
+                    sam3__softmax_row(row, nk);
+                }
+            }
+            sam3__gemm(0, 0, nr, hd, nk, 1.0f, s, nk, v + h * hd, ldv, 0.0f, out + (size_t)r0 * ldo + h * hd, ldo);
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Channel-major convolutions (x: (cin, H, W), y: (cout, H, W), as PyTorch NCHW without N). */
+
+/* 1x1 conv; x may be given token-major (HW, cin) with x_tokens = 1. */
+static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, int hw, const sam3__lin *l, int cout, float *y) {
+    int o;
+    sam3__gemm(0, x_tokens, cout, hw, cin, 1.0f, l->w, cin, x, x_tokens ? cin : hw, 0.0f, y, hw);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (o = 0; o < cout; o++) {
+        float *r = y + (size_t)o * hw, b = l->b ? l->b[o] : 0.0f;
+        int j;
+        for (j = 0; j < hw; j++) r[j] += b;
+    }
+}
+
+/* 3x3 conv, stride 1, zero padding 1. Instead of a 9x im2col (764 MB at 288x288x256), the input
+   is copied once into a zero-padded (H+2)x(W+2) grid; on that grid every tap is a plain matrix
+   with row stride (H+2)(W+2), so the conv is 9 accumulating GEMMs producing W+2 columns per row,
+   of which the last 2 are discarded. */
+static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, int W, const sam3__lin *l, int cout, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    const int Wp = W + 2, Hp = H + 2;
+    const size_t plane = (size_t)Hp * Wp;
+    float *xp = sam3__sallocf(c, (size_t)cin * plane + 2 * (size_t)Wp); /* (cin, H+2, W+2) + tail read by the last taps */
+    float *yp = sam3__sallocf(c, (size_t)cout * H * Wp);                /* (cout, H, W+2) */
+    float *wk = sam3__sallocf(c, (size_t)9 * cout * cin);               /* (9, cout, cin) repacked taps */
+    int ch, o, t;
+    if (!xp || !yp || !wk) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(xp + (size_t)cin * plane, 0, 2 * (size_t)Wp * sizeof(float));
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (ch = 0; ch < cin; ch++) {
+        float *d = xp + (size_t)ch * plane;
+        int r;
+        memset(d, 0, (size_t)Wp * sizeof(float));
+        for (r = 0; r < H; r++) {
+            float *row = d + (size_t)(r + 1) * Wp;
+            row[0] = 0;
+            memcpy(row + 1, x + ((size_t)ch * H + r) * W, (size_t)W * sizeof(float));
+            row[W + 1] = 0;
+        }
+        memset(d + (size_t)(H + 1) * Wp, 0, (size_t)Wp * sizeof(float));
+    }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (o = 0; o < cout; o++) {
+        int i2, tt;
+        for (tt = 0; tt < 9; tt++)
+            for (i2 = 0; i2 < cin; i2++) wk[((size_t)tt * cout + o) * cin + i2] = l->w[((size_t)o * cin + i2) * 9 + tt];
+    }
+    for (t = 0; t < 9; t++) {
+        int ky = t / 3, kx = t % 3;
+        sam3__gemm(0, 0, cout, H * Wp, cin, 1.0f, wk + (size_t)t * cout * cin, cin, xp + (size_t)ky * Wp + kx, (int)plane,
+                   t ? 1.0f : 0.0f, yp, H * Wp);
+    }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (o = 0; o < cout; o++) {
+        float b = l->b ? l->b[o] : 0.0f;
+        int r, j;
+        for (r = 0; r < H; r++) {
+            const float *src = yp + ((size_t)o * H + r) * Wp;
+            float *dst = y + ((size_t)o * H + r) * W;
+            for (j = 0; j < W; j++) dst[j] = src[j] + b;
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ConvTranspose2d kernel 2 stride 2 (taps do not overlap), weight (cin, cout, 2, 2):
+   y[o, 2r+dy, 2q+dx] = b[o] + sum_i W[i, o, dy, dx] x[i, r, q]. One GEMM for the four taps, then a
+   scatter. x may be token-major (HW, cin) with x_tokens = 1. */
+static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int cin, int H, int W, const sam3__lin *l, int cout,
+                                  float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    const size_t hw = (size_t)H * W;
+    float *wt = sam3__sallocf(c, (size_t)4 * cout * cin); /* (4, cout, cin): row (t, o) = W[:, o, t] */
+    float *tmp = sam3__sallocf(c, (size_t)4 * cout * hw);  /* (4, cout, H*W) */
+    int o, i;
+    if (!wt || !tmp) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < cin; i++) {
+        int oo, t;
+        for (oo = 0; oo < cout; oo++)
+            for (t = 0; t < 4; t++) wt[((size_t)t * cout + oo) * cin + i] = l->w[((size_t)i * cout + oo) * 4 + t];
+    }
+    sam3__gemm(0, x_tokens, 4 * cout, (int)hw, cin, 1.0f, wt, cin, x, x_tokens ? cin : (int)hw, 0.0f, tmp, (int)hw);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (o = 0; o < cout; o++) {
+        float b = l->b[o];
+        int t, r, q;
+        for (t = 0; t < 4; t++) {
+            const float *src = tmp + ((size_t)t * cout + o) * hw;
+            int dy = t >> 1, dx = t & 1;
+            for (r = 0; r < H; r++) {
+                float *dst = y + ((size_t)o * 2 * H + 2 * r + dy) * 2 * W + dx;
+                for (q = 0; q < W; q++) dst[2 * q] = src[(size_t)r * W + q] + b;
+            }
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* GroupNorm(groups) over (C, HW) with biased variance, then per-channel affine; in place. */
+static void sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const sam3__norm *w, float eps) {
+    int g, cg = C / groups;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (g = 0; g < groups; g++) {
+        float *p = x + (size_t)g * cg * hw;
+        size_t n = (size_t)cg * hw, i;
+        double mu = 0, var = 0;
+        int ch;
+        for (i = 0; i < n; i++) mu += p[i];
+        mu /= (double)n;
+        for (i = 0; i < n; i++) var += ((double)p[i] - mu) * ((double)p[i] - mu);
+        var /= (double)n;
+        for (ch = 0; ch < cg; ch++) {
+            float inv = (float)(1.0 / sqrt(var + eps)), fmu = (float)mu;
+            float a = w->w[g * cg + ch], b = w->b[g * cg + ch];
+            float *q = p + (size_t)ch * hw;
+            for (i = 0; i < hw; i++) q[i] = (q[i] - fmu) * inv * a + b;
+        }
+    }
+}
+
+/* Interleaved sine code S(v) of Sam3SinePositionEmbedding with nf features:
+   out[i] = sin(v / T^(2 floor(i/2) / nf)) for even i, cos(...) for odd i. fp32 as the reference. */
+static void sam3__sine(float v, int nf, float *out) {
+    int i;
+    for (i = 0; i < nf; i += 2) {
+        float dim_t = (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
+        float p = v / dim_t;
+        out[i] = sinf(p);
+        if (i + 1 < nf) out[i + 1] = cosf(p);
+    }
+}
+
+/* 2-D sine position map (normalize=True, scale 2 pi) for an H x W map with D channels, token-major
+   (H*W, D): channels [0, D/2) encode the row (y), [D/2, D) the column (x), positions 1-based and
+   divided by (size + 1e-6). */
+static void sam3__sine_pos2d(int H, int W, int D, float *out) {
+    int y, x, nf = D / 2;
+    const float eps = 1e-6f, scale = (float)(2 * SAM3__PI);
+    for (y = 0; y < H; y++) {
+        float yv = (float)(y + 1) / ((float)H + eps) * scale;
+        for (x = 0; x < W; x++) {
+            float xv = (float)(x + 1) / ((float)W + eps) * scale;
+            float *o = out + ((size_t)y * W + x) * D;
+            sam3__sine(yv, nf, o);
+            sam3__sine(xv, nf, o + nf);
+        }
+    }
+}
+
+/* Sam3Attention (and CLIP's attention): project q, k, v with the module's weights, attend, project
+   out. qin (nq, D), kin and vin (nk, D), out (nq, D); out may alias qin. */
+static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
+                             int nk, int D, int nh, const float *bias, int causal, float *out) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *q = sam3__sallocf(c, (size_t)nq * D); /* (nq, D) */
+    float *k = sam3__sallocf(c, (size_t)nk * D); /* (nk, D) */
+    float *v = sam3__sallocf(c, (size_t)nk * D); /* (nk, D) */
+    sam3_result rc;
+    if (!q || !k || !v) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, qin, nq, D, &w->q, D, q);
+    sam3__linear(c, kin, nk, D, &w->k, D, k);
+    sam3__linear(c, vin, nk, D, &w->v, D, v);
+    if ((rc = sam3__attention(c, nq, nk, nh, D / nh, q, D, k, D, v, D, q, D, bias, causal)) != SAM3_OK) return rc;
+    sam3__linear(c, q, nq, D, &w->o, D, out);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3MLP / Sam3DecoderMLP: Linear, activation, Linear (relu = 1: ReLU, else exact GELU).
+   x (n, in) -> y (n, out); y may alias x only when out <= in. */
+static sam3_result sam3__mlp2(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2,
+                              int out, int relu, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
+    if (!h) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, x, n, in, l1, hidden, h);
+    if (relu) sam3__relu(c, h, (size_t)n * hidden);
+    else sam3__gelu(c, h, (size_t)n * hidden);
+    sam3__linear(c, h, n, hidden, l2, out, y);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3DecoderMLP with three layers (ReLU, ReLU): x (n, in) -> y (n, out). */
+static sam3_result sam3__mlp3(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int hidden, int out, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *a = sam3__sallocf(c, (size_t)n * hidden), *b = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) each */
+    if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, x, n, in, &l[0], hidden, a);
+    sam3__relu(c, a, (size_t)n * hidden);
+    sam3__linear(c, a, n, hidden, &l[1], hidden, b);
+    sam3__relu(c, b, (size_t)n * hidden);
+    sam3__linear(c, b, n, hidden, &l[2], out, y);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* ==== sam3: preprocessing (Sam3ImageProcessor) ==== */
+/* Antialiased bilinear resize on uint8, bit-exact with torchvision's uint8 CPU kernel (the one
+   the reference runs on x86 with AVX2): per axis, triangle-filter weights computed in double,
+   normalised, quantised to int16 with the largest precision that keeps them below 2^15, then two
+   fixed-point passes (horizontal, then vertical) with a uint8 intermediate. */
+typedef struct sam3__aa_weights {
+    int prec, taps;  /* fixed-point precision; taps per output (max) */
+    int *xmin, *n;   /* (out) first input index and tap count */
+    int32_t *w;      /* (out, taps) */
+} sam3__aa_weights;
+
+static sam3_result sam3__aa_weights_make(sam3_ctx *c, int in, int out, sam3__aa_weights *aw) {
+    double scale = (double)in / out, support = scale >= 1.0 ? scale : 1.0, inv = scale >= 1.0 ? 1.0 / scale : 1.0;
+    double wmax = 0, *wd;
+    int i, j, taps = (int)ceil(support) * 2 + 1;
+    aw->taps = taps;
+    aw->xmin = (int *)sam3__salloc(c, (size_t)out * sizeof(int));
+    aw->n = (int *)sam3__salloc(c, (size_t)out * sizeof(int));
+    aw->w = (int32_t *)sam3__salloc(c, (size_t)out * taps * sizeof(int32_t));
+    wd = (double *)sam3__salloc(c, (size_t)out * taps * sizeof(double));
+    if (!aw->xmin || !aw->n || !aw->w || !wd) return SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < out; i++) {
+        double ctr = scale * (i + 0.5), total = 0;
+        int64_t xmin = (int64_t)(ctr - support + 0.5), xmax = (int64_t)(ctr + support + 0.5);
+        double *w = wd + (size_t)i * taps;
+        if (xmin < 0) xmin = 0;
+        if (xmax > in) xmax = in;
+        if (xmax - xmin > taps) xmax = xmin + taps; /* cannot happen; keeps the table in bounds */
+        aw->xmin[i] = (int)xmin;
+        aw->n[i] = (int)(xmax - xmin);
+        for (j = 0; j < aw->n[i]; j++) {
+            double t = fabs((j + xmin - ctr + 0.5) * inv);
+            w[j] = t < 1.0 ? 1.0 - t : 0.0;
+            total += w[j];
+        }
+        for (j = 0; j < aw->n[i]; j++) {
+            if (total != 0.0) w[j] /= total;
+            if (w[j] > wmax) wmax = w[j];
+        }
+    }
+    aw->prec = 0;
+    while (aw->prec < 22 && (int)(0.5 + wmax * (double)(1 << (aw->prec + 1))) < 32768) aw->prec++;
+    for (i = 0; i < out; i++)
+        for (j = 0; j < taps; j++) {
+            double v = j < aw->n[i] ? wd[(size_t)i * taps + j] * (double)(1 << aw->prec) : 0.0;
+            aw->w[(size_t)i * taps + j] = (int32_t)(int16_t)(v >= 0 ? (int)(0.5 + v) : (int)(-0.5 + v));
+        }
+    return SAM3_OK;
+}
+
+static unsigned char sam3__clip_u8(int32_t v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+/* Reads the caller's pixels as planar RGB uint8 (3, h, w): gray is replicated and alpha dropped,
+   as PIL's convert("RGB") does. */
+static void sam3__to_planar_rgb(sam3_ctx *c, const uint8_t *px, int w, int h, int stride, int bpp, unsigned char *out) {
+    int y;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (y = 0; y < h; y++) {
+        const uint8_t *row = px + (size_t)y * stride;
+        int x, ch;
+        for (ch = 0; ch < 3; ch++) {
+            unsigned char *o = out + ((size_t)ch * h + y) * w;
+            int src = bpp == 1 ? 0 : ch;
+            for (x = 0; x < w; x++) o[x] = row[(size_t)x * bpp + src];
+        }
+    }
+}
+
+/* pixel_values (3, S, S) from planar RGB (3, h, w): resize (skipping an axis whose size already
+   matches, as the reference does) then (v - mean/rescale) / (std/rescale) in fp32. The resized
+   uint8 image goes to u8_out when not NULL (3, S, S). */
+static sam3_result sam3__preprocess(sam3_ctx *c, const unsigned char *rgb, int w, int h, float *pix, unsigned char *u8_out) {
+    const int S = c->m->proc.image;
+    sam3__mark mk = sam3__mark_get(c);
+    sam3__aa_weights ww, wh;
+    unsigned char *mid, *fin;
+    int ch;
+    sam3_result rc;
+    mid = (unsigned char *)sam3__salloc(c, (size_t)3 * h * S); /* (3, h, S) after the horizontal pass */
+    fin = (unsigned char *)sam3__salloc(c, (size_t)3 * S * S); /* (3, S, S) */
+    if (!mid || !fin) return SAM3_ERR_OUT_OF_MEMORY;
+    if (w != S) {
+        if ((rc = sam3__aa_weights_make(c, w, S, &ww)) != SAM3_OK) return rc;
+        for (ch = 0; ch < 3; ch++) {
+            int y;
+            SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+            for (y = 0; y < h; y++) {
+                const unsigned char *src = rgb + ((size_t)ch * h + y) * w;
+                unsigned char *dst = mid + ((size_t)ch * h + y) * S;
+                int x, j;
+                for (x = 0; x < S; x++) {
+                    const int32_t *k = ww.w + (size_t)x * ww.taps;
+                    const unsigned char *s = src + ww.xmin[x];
+                    int32_t acc = 1 << (ww.prec - 1);
+                    for (j = 0; j < ww.n[x]; j++) acc += k[j] * (int32_t)s[j];
+                    dst[x] = sam3__clip_u8(acc >> ww.prec);
+                }
+            }
+        }
+    } else {
+        memcpy(mid, rgb, (size_t)3 * h * S);
+    }
+    if (h != S) {
+        if ((rc = sam3__aa_weights_make(c, h, S, &wh)) != SAM3_OK) return rc;
+        for (ch = 0; ch < 3; ch++) {
+            int y;
+            SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+            for (y = 0; y < S; y++) {
+                const int32_t *k = wh.w + (size_t)y * wh.taps;
+                unsigned char *dst = fin + ((size_t)ch * S + y) * S;
+                int x, j;
+                for (x = 0; x < S; x++) {
+                    int32_t acc = 1 << (wh.prec - 1);
+                    for (j = 0; j < wh.n[y]; j++) acc += k[j] * (int32_t)mid[((size_t)ch * h + wh.xmin[y] + j) * S + x];
+                    dst[x] = sam3__clip_u8(acc >> wh.prec);
+                }
+            }
+        }
+    } else {
+        memcpy(fin, mid, (size_t)3 * S * S);
+    }
+    for (ch = 0; ch < 3; ch++) {
+        /* The reference fuses rescale and normalize into (v - mean/r) / (std/r), a true divide. */
+        float mean = (float)(c->m->proc.mean[ch] / c->m->proc.rescale), sd = (float)(c->m->proc.std[ch] / c->m->proc.rescale);
+        size_t i, n = (size_t)S * S;
+        const unsigned char *src = fin + (size_t)ch * n;
+        float *dst = pix + (size_t)ch * n;
+        for (i = 0; i < n; i++) dst[i] = ((float)src[i] - mean) / sd;
+    }
+    if (u8_out) memcpy(u8_out, fin, (size_t)3 * S * S);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: vision backbone (Sam3ViTModel) ==== */
+/* Axial 2-D RoPE tables (Sam3ViTRotaryEmbedding), (n_pos, hd/2, 2) = cos, sin per rotated pair.
+   Pair m < hd/4 turns with the column (x), pair m >= hd/4 with the row (y), both with the same
+   frequencies theta^(-4k/hd). The token at flat index t of an end x end grid sits at
+   (t % end, t / end) * scale; fp32 throughout, as the reference computes it. */
+static void sam3__rope_table(const sam3__vit_cfg *v, int end, float scale, float *tab) {
+    int hd = v->head_dim, nq = hd / 4, t, m;
+    for (t = 0; t < end * end; t++) {
+        float px = (float)(t % end) * scale, py = (float)(t / end) * scale;
+        for (m = 0; m < hd / 2; m++) {
+            int k = m < nq ? m : m - nq;
+            float freq = 1.0f / powf((float)v->rope_theta, (float)(4 * k) / (float)hd);
+            float ang = (m < nq ? px : py) * freq;
+            tab[((size_t)t * (hd / 2) + m) * 2] = cosf(ang);
+            tab[((size_t)t * (hd / 2) + m) * 2 + 1] = sinf(ang);
+        }
+    }
+}
+
+/* Rotates adjacent pairs (2m, 2m+1) of every head of q and k, rows (n, C); row i uses table row
+   (pos0 + i) % period. */
+static void sam3__rope_apply(sam3_ctx *c, float *q, float *k, int n, int C, int hd, const float *tab, int period) {
+    int i;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < n; i++) {
+        const float *cs = tab + (size_t)(i % period) * hd;
+        int pass;
+        for (pass = 0; pass < 2; pass++) {
+            float *r = (pass ? k : q) + (size_t)i * C;
+            int h, m;
+            for (h = 0; h < C; h += hd)
+                for (m = 0; m < hd / 2; m++) {
+                    float a = r[h + 2 * m], b = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                    r[h + 2 * m] = a * co - b * si;
+                    r[h + 2 * m + 1] = b * co + a * si;
+                }
+        }
+    }
+}
+
+/* Sam3ViTPatchEmbeddings + Sam3ViTEmbeddings: conv patch x patch (no bias) as im2col GEMM, plus
+   the pretrain-grid absolute position embedding tiled (not interpolated) over the token grid. */
+static sam3_result sam3__vit_embeddings(sam3_ctx *c, const float *pix, float *x) {
+    const sam3__vit_cfg *v = &c->m->vit;
+    const int g = v->grid, p = v->patch, S = c->m->proc.image, C = v->hidden, K = 3 * p * p, pg = v->pretrain_grid;
+    sam3__mark mk = sam3__mark_get(c);
+    float *cols = sam3__sallocf(c, (size_t)g * g * K); /* (N, 3*p*p), column = ch*p*p + ky*p + kx */
+    int t;
+    if (!cols) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < g * g; t++) {
+        int ty = t / g, tx = t % g, ch, ky;
+        float *o = cols + (size_t)t * K;
+        for (ch = 0; ch < 3; ch++)
+            for (ky = 0; ky < p; ky++)
+                memcpy(o + (size_t)(ch * p + ky) * p, pix + ((size_t)ch * S + (size_t)ty * p + ky) * S + (size_t)tx * p,
+                       (size_t)p * sizeof(float));
+    }
+    sam3__gemm(0, 1, g * g, C, K, 1.0f, cols, K, c->m->vit_w.patch, K, 0.0f, x, C);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < g * g; t++) {
+        const float *pe = c->m->vit_w.pos + ((size_t)((t / g) % pg) * pg + (t % g) % pg) * C;
+        float *r = x + (size_t)t * C;
+        int j;
+        for (j = 0; j < C; j++) r[j] += pe[j];
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3ViTLayer: pre-norm block, windowed (with zero padding to a multiple of the window, padded
+   tokens attending as ordinary keys, as the reference does) or global RoPE attention, then the
+   exact-GELU MLP. x: (N, C) token-major, updated in place. */
+static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, float *q, float *k, float *vv, float *mlp) {
+    const sam3__vit_cfg *v = &c->m->vit;
+    const sam3__vit_layer_w *w = &c->m->vit_w.layers[li];
+    const int g = v->grid, C = v->hidden, hd = v->head_dim, N = g * g;
+    const int ws = v->window, nwy = (g + ws - 1) / ws, wt = ws * ws;
+    const int global = v->is_global[li];
+    const int n = global ? N : nwy * nwy * wt; /* tokens attended over, padding included */
+    int u, wi;
+    sam3_result rc;
+
+    if (global) {
+        sam3__layernorm(c, x, h, N, C, &w->ln1, v->ln_eps);
+    } else {
+        /* Window order: window (wy, wx) row-major, tokens row-major inside each window. The
+           reference pads after the norm, so padded tokens are zero rows (q, k, v = biases). */
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (u = 0; u < n; u++) {
+            int win = u / wt, t = u % wt;
+            int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
+            if (gy < g && gx < g) sam3__ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, &w->ln1, v->ln_eps);
+            else memset(h + (size_t)u * C, 0, (size_t)C * sizeof(float));
+        }
+    }
+    sam3__linear(c, h, n, C, &w->attn.q, C, q);
+    sam3__linear(c, h, n, C, &w->attn.k, C, k);
+    sam3__linear(c, h, n, C, &w->attn.v, C, vv);
+    sam3__rope_apply(c, q, k, n, C, hd, global ? c->rope_glb : c->rope_win, global ? N : wt);
+    if (global) {
+        if ((rc = sam3__attention(c, N, N, v->heads, hd, q, C, k, C, vv, C, h, C, NULL, 0)) != SAM3_OK) return rc;
+    } else {
+        for (wi = 0; wi < n / wt; wi++) {
+            size_t o = (size_t)wi * wt * C;
+            if ((rc = sam3__attention(c, wt, wt, v->heads, hd, q + o, C, k + o, C, vv + o, C, h + o, C, NULL, 0)) != SAM3_OK) return rc;
+        }
+    }
+    sam3__linear(c, h, n, C, &w->attn.o, C, q);
+    if (global) {
+        sam3__vadd(c, x, q, (size_t)N * C);
+    } else {
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (u = 0; u < n; u++) {
+            int win = u / wt, t = u % wt, j;
+            int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
+            if (gy < g && gx < g) {
+                float *dst = x + ((size_t)gy * g + gx) * C;
+                const float *src = q + (size_t)u * C;
+                for (j = 0; j < C; j++) dst[j] += src[j];
+            }
+        }
+    }
+    sam3__layernorm(c, x, h, N, C, &w->ln2, v->ln_eps);
+    sam3__linear(c, h, N, C, &w->fc1, v->inter, mlp);
+    sam3__gelu(c, mlp, (size_t)N * v->inter);
+    sam3__linear(c, mlp, N, v->inter, &w->fc2, C, q);
+    sam3__vadd(c, x, q, (size_t)N * C);
+    return SAM3_OK;
+}
+
+/* Sam3ViTModel: embeddings, pre-LayerNorm (no final norm), the blocks. pix (3, S, S) -> x (N, C). */
+static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
+    const sam3__vit_cfg *v = &c->m->vit;
+    const int g = v->grid, C = v->hidden, N = g * g;
+    const int nwy = (g + v->window - 1) / v->window, np = SAM3__MAX(N, nwy * nwy * v->window * v->window);
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)np * C);   /* (np, C) normed input, then attention output */
+    float *q = sam3__sallocf(c, (size_t)np * C);   /* (np, C) queries, then projections */
+    float *k = sam3__sallocf(c, (size_t)np * C);   /* (np, C) */
+    float *vv = sam3__sallocf(c, (size_t)np * C);  /* (np, C) */
+    float *mlp = sam3__sallocf(c, (size_t)N * v->inter); /* (N, intermediate) */
+    sam3_result rc;
+    int i;
+    char name[32];
+    if (!h || !q || !k || !vv || !mlp) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__vit_embeddings(c, pix, x)) != SAM3_OK) return rc;
+    sam3__tap(c, "vit.embed", x, 2, N, C, 0);
+    sam3__layernorm(c, x, x, N, C, &c->m->vit_w.ln_pre, v->ln_eps);
+    sam3__tap(c, "vit.ln_pre", x, 2, N, C, 0);
+    for (i = 0; i < v->layers; i++) {
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the vision trunk (block %d)", i);
+        sam3__progress(c, "vision trunk", i, v->layers);
+        if ((rc = sam3__vit_layer(c, i, x, h, q, k, vv, mlp)) != SAM3_OK) return rc;
+        snprintf(name, sizeof(name), "vit.layer.%d", i);
+        sam3__tap(c, name, x, 2, N, C, 0);
+    }
+    sam3__tap(c, "vit.out", x, 2, N, C, 0);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: neck (Sam3VisionNeck) ==== */
+/* Sam3FPNLayer for each kept level: scale 4 = ConvT, GELU, ConvT; scale 2 = ConvT; scale 1 =
+   nothing; scale 0.5 = MaxPool 2x2; then proj1 (1x1) and proj2 (3x3). xt: trunk output (N, C)
+   token-major; out: (D, side, side) channel-major. */
+static sam3_result sam3__fpn_layer(sam3_ctx *c, int j, const float *xt, float *out) {
+    const sam3_model *m = c->m;
+    const sam3__fpn_w *w = &m->fpn_w[j];
+    const int g = m->vit.grid, C = m->vit.hidden, D = m->neck.fpn, s2 = m->neck.scale_x2[j], side = m->neck.side[j];
+    sam3__mark mk = sam3__mark_get(c);
+    const float *src = xt;
+    int src_tokens = 1, cin = C, hw = g;
+    float *p1;
+    sam3_result rc;
+    if (s2 >= 4) {
+        float *a1 = sam3__sallocf(c, (size_t)(C / 2) * 4 * g * g); /* (C/2, 2g, 2g) */
+        if (!a1) return SAM3_ERR_OUT_OF_MEMORY;
+        if ((rc = sam3__convt2x2(c, xt, 1, C, g, g, &w->up1, C / 2, a1)) != SAM3_OK) return rc;
+        src = a1; src_tokens = 0; cin = C / 2; hw = 2 * g;
+        if (s2 == 8) {
+            float *a2 = sam3__sallocf(c, (size_t)(C / 4) * 16 * g * g); /* (C/4, 4g, 4g) */
+            if (!a2) return SAM3_ERR_OUT_OF_MEMORY;
+            sam3__gelu(c, a1, (size_t)(C / 2) * 4 * g * g);
+            if ((rc = sam3__convt2x2(c, a1, 0, C / 2, 2 * g, 2 * g, &w->up2, C / 4, a2)) != SAM3_OK) return rc;
+            src = a2; cin = C / 4; hw = 4 * g;
+        }
+    } else if (s2 == 1) {
+        float *mp = sam3__sallocf(c, (size_t)C * side * side); /* (C, g/2, g/2) */
+        int ch;
+        if (!mp) return SAM3_ERR_OUT_OF_MEMORY;
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (ch = 0; ch < C; ch++) {
+            int y, x2;
+            for (y = 0; y < side; y++)
+                for (x2 = 0; x2 < side; x2++) {
+                    const float *r0 = xt + ((size_t)(2 * y) * g + 2 * x2) * C + ch, *r1 = r0 + (size_t)g * C;
+                    float a = SAM3__MAX(r0[0], r0[C]), b = SAM3__MAX(r1[0], r1[C]);
+                    mp[((size_t)ch * side + y) * side + x2] = SAM3__MAX(a, b);
+                }
+        }
+        src = mp; src_tokens = 0; hw = side;
+    }
+    SAM3_ASSERT(hw == side);
+    p1 = sam3__sallocf(c, (size_t)D * side * side); /* (D, side, side) */
+    if (!p1) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__conv1x1(c, src, src_tokens, cin, side * side, &w->proj1, D, p1);
+    if ((rc = sam3__conv3x3(c, p1, D, side, side, &w->proj2, D, out)) != SAM3_OK) return rc;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+static sam3_result sam3__vision_neck(sam3_ctx *c) {
+    const sam3_model *m = c->m;
+    const int D = m->neck.fpn, last = m->neck.n_kept - 1, side = m->neck.side[last];
+    int j, t;
+    char name[32];
+    sam3_result rc;
+    for (j = 0; j < m->neck.n_kept; j++) {
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the neck");
+        sam3__progress(c, "vision neck", j, m->neck.n_kept);
+        if ((rc = sam3__fpn_layer(c, j, c->vit_out, c->fpn[j])) != SAM3_OK) return rc;
+        snprintf(name, sizeof(name), "fpn.%d", j);
+        sam3__tap(c, name, c->fpn[j], 3, D, m->neck.side[j], m->neck.side[j]);
+    }
+    /* The detector reads the last kept level as a token sequence. */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < side * side; t++) {
+        int ch;
+        for (ch = 0; ch < D; ch++) c->l2_tok[(size_t)t * D + ch] = c->fpn[last][(size_t)ch * side * side + t];
+    }
+    return SAM3_OK;
+}
+
+/* ==== sam3: tokenizer API ==== */
+/* ids of `text` (len bytes) with BOS and EOS, at most cap; *truncated when the prompt was longer. */
+static sam3_result sam3__tokenize_with(const sam3_model *m, const sam3_allocator *a, const char *text, size_t len, int32_t *ids,
+                                       int cap, int *n, int *truncated) {
+    int rc;
+    *n = 0;
+    *truncated = 0;
+    if (len > SAM3_MAX_PROMPT_BYTES) return SAM3_ERR_INVALID_ARG;
+    rc = sam3__bpe_encode(&m->bpe, text, len, ids, cap, n, NULL, truncated, a->alloc, a->free, a->user);
+    return rc == 0 ? SAM3_OK : rc == -1 ? SAM3_ERR_OUT_OF_MEMORY : SAM3_ERR_INVALID_ARG;
+}
+static sam3_result sam3__tokenize_internal(sam3_ctx *c, const char *text, size_t len, int32_t *ids, int cap, int *n, int *truncated) {
+    sam3_result rc = sam3__tokenize_with(c->m, &c->a, text, len, ids, cap, n, truncated);
+    if (rc == SAM3_ERR_INVALID_ARG)
+        return sam3__fail(c, rc, "text prompt of %lu bytes is longer than SAM3_MAX_PROMPT_BYTES (%lu)", (unsigned long)len,
+                          (unsigned long)SAM3_MAX_PROMPT_BYTES);
+    if (rc != SAM3_OK) return sam3__fail(c, rc, "out of memory tokenizing the prompt");
+    return SAM3_OK;
+}
+SAM3DEF sam3_result sam3_tokenize(const sam3_model *m, const char *text, int32_t *ids, int capacity, int *n_ids) {
+    int trunc = 0, n = 0, cap;
+    sam3_result rc;
+    if (n_ids) *n_ids = 0;
+    if (!m || !text || !ids || !n_ids || capacity < 2) return SAM3_ERR_INVALID_ARG;
+    cap = SAM3__MIN(capacity, SAM3__MIN(m->tok.max_length, m->text.max_pos));
+    rc = sam3__tokenize_with(m, &m->a, text, strlen(text), ids, cap, &n, &trunc);
+    if (rc != SAM3_OK) return rc;
+    *n_ids = n;
+    return trunc ? SAM3_TRUNCATED : SAM3_OK;
+}
+
+/* ==== sam3: text encoder (CLIPTextTransformer + Sam3Model.text_projection) ==== */
+/* CLIP on the n valid tokens only: with the causal mask, tokens 0..n-1 never see the padding, so
+   this equals the reference's padded run on those tokens (spec 5.2, checked to 1e-14), and every
+   later use masks the padding out anyway. ids (n) -> out (n, D), projected to the detector width. */
+static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n, float *out) {
+    const sam3_model *m = c->m;
+    const int T = m->text.hidden, TI = m->text.inter, D = m->neck.fpn;
+    sam3__mark mk = sam3__mark_get(c);
+    float *x = sam3__sallocf(c, (size_t)n * T); /* (n, T) residual stream */
+    float *h = sam3__sallocf(c, (size_t)n * T); /* (n, T) */
+    float *y = sam3__sallocf(c, (size_t)n * T); /* (n, T) */
+    int i, l;
+    sam3_result rc;
+    if (!x || !h || !y) return SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < n; i++) {
+        const float *te = m->text_w.tok_emb + (size_t)ids[i] * T, *pe = m->text_w.pos_emb + (size_t)i * T;
+        int j;
+        for (j = 0; j < T; j++) x[(size_t)i * T + j] = te[j] + pe[j];
+    }
+    for (l = 0; l < m->text.layers; l++) {
+        const sam3__clip_layer_w *w = &m->text_w.layers[l];
+        sam3__layernorm(c, x, h, n, T, &w->ln1, m->text.ln_eps);
+        if ((rc = sam3__mha(c, &w->attn, h, h, h, n, n, T, m->text.heads, NULL, 1, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, x, y, (size_t)n * T);
+        sam3__layernorm(c, x, h, n, T, &w->ln2, m->text.ln_eps);
+        if ((rc = sam3__mlp2(c, h, n, T, &w->fc1, TI, &w->fc2, T, 0, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, x, y, (size_t)n * T);
+    }
+    sam3__layernorm(c, x, x, n, T, &m->text_w.final_ln, m->text.ln_eps);
+    sam3__linear(c, x, n, T, &m->text_w.proj, D, out);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: geometry encoder (Sam3GeometryEncoder) ==== */
+/* torchvision.ops.roi_align(feat, box, out, spatial_scale=1, sampling_ratio=-1, aligned=False) on a
+   token-major map f (H*W, D) for one box already in feature pixels: out (D, r, r) channel-major.
+   Adaptive sampling grid ceil(roi/r) per bin; samples outside [-1, size] count as zeros. */
+static void sam3__roi_align(const float *f, int H, int W, int D, const float box[4], int r, float *out) {
+    float x1 = box[0], y1 = box[1], roi_w = box[2] - box[0], roi_h = box[3] - box[1];
+    float bin_w, bin_h, cnt;
+    int gw, gh, ph, pw, ch;
+    if (!(roi_w > 1.0f)) roi_w = 1.0f; /* also catches NaN */
+    if (!(roi_h > 1.0f)) roi_h = 1.0f;
+    bin_w = roi_w / (float)r;
+    bin_h = roi_h / (float)r;
+    gw = (int)ceilf(roi_w / (float)r);
+    gh = (int)ceilf(roi_h / (float)r);
+    if (gw < 1) gw = 1;
+    if (gh < 1) gh = 1;
+    if (gw > 4096) gw = 4096; /* absurd boxes (1e30 px) stay bounded; sampling is then coarse */
+    if (gh > 4096) gh = 4096;
+    cnt = (float)SAM3__MAX(gw * gh, 1);
+    memset(out, 0, sizeof(float) * (size_t)D * r * r);
+    for (ph = 0; ph < r; ph++)
+        for (pw = 0; pw < r; pw++) {
+            int iy, ix;
+            for (iy = 0; iy < gh; iy++) {
+                float y = y1 + (float)ph * bin_h + ((float)iy + 0.5f) * bin_h / (float)gh;
+                for (ix = 0; ix < gw; ix++) {
+                    float x = x1 + (float)pw * bin_w + ((float)ix + 0.5f) * bin_w / (float)gw;
+                    float yy = y, xx = x, ly, lx, hy, hx;
+                    int y0, x0, y1i, x1i;
+                    const float *a, *b, *cc, *d;
+                    if (!(yy >= -1.0f && yy <= (float)H && xx >= -1.0f && xx <= (float)W)) continue;
+                    if (yy <= 0) yy = 0;
+                    if (xx <= 0) xx = 0;
+                    y0 = (int)yy;
+                    x0 = (int)xx;
+                    if (y0 >= H - 1) { y0 = y1i = H - 1; yy = (float)y0; } else y1i = y0 + 1;
+                    if (x0 >= W - 1) { x0 = x1i = W - 1; xx = (float)x0; } else x1i = x0 + 1;
+                    ly = yy - (float)y0; lx = xx - (float)x0; hy = 1.0f - ly; hx = 1.0f - lx;
+                    a = f + ((size_t)y0 * W + x0) * D; b = f + ((size_t)y0 * W + x1i) * D;
+                    cc = f + ((size_t)y1i * W + x0) * D; d = f + ((size_t)y1i * W + x1i) * D;
+                    for (ch = 0; ch < D; ch++)
+                        out[((size_t)ch * r + ph) * r + pw] += hy * hx * a[ch] + hy * lx * b[ch] + ly * hx * cc[ch] + ly * lx * d[ch];
+                }
+            }
+            for (ch = 0; ch < D; ch++) out[((size_t)ch * r + ph) * r + pw] /= cnt;
+        }
+}
+
+/* Pre-norm layer shared by the geometry and DETR encoders (Sam3GeometryEncoderLayer,
+   Sam3DetrEncoderLayer): self-attention (with `pos` added to queries and keys after the norm when
+   given), cross-attention to `mem` (keys mem + mem_pos when given), ReLU MLP. x (n, D) in place. */
+static sam3_result sam3__xlayer(sam3_ctx *c, const sam3__xlayer_w *w, float *x, int n, const float *pos, const float *mem,
+                                const float *mem_pos, int nm, int heads, int inter) {
+    const int D = c->m->neck.fpn;
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)n * D);  /* (n, D) */
+    float *qk = sam3__sallocf(c, (size_t)n * D); /* (n, D) */
+    float *y = sam3__sallocf(c, (size_t)n * D);  /* (n, D) */
+    float *km = NULL;                            /* (nm, D) mem + mem_pos */
+    sam3_result rc;
+    if (!h || !qk || !y) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__layernorm(c, x, h, n, D, &w->ln1, 1e-5f);
+    memcpy(qk, h, (size_t)n * D * sizeof(float));
+    if (pos) sam3__vadd(c, qk, pos, (size_t)n * D);
+    if ((rc = sam3__mha(c, &w->self_attn, qk, qk, h, n, n, D, heads, NULL, 0, y)) != SAM3_OK) return rc;
+    sam3__vadd(c, x, y, (size_t)n * D);
+    sam3__layernorm(c, x, h, n, D, &w->ln2, 1e-5f);
+    if (mem_pos) {
+        if (!(km = sam3__sallocf(c, (size_t)nm * D))) return SAM3_ERR_OUT_OF_MEMORY;
+        memcpy(km, mem, (size_t)nm * D * sizeof(float));
+        sam3__vadd(c, km, mem_pos, (size_t)nm * D);
+    }
+    if ((rc = sam3__mha(c, &w->cross_attn, h, km ? km : mem, mem, n, nm, D, heads, NULL, 0, y)) != SAM3_OK) return rc;
+    sam3__vadd(c, x, y, (size_t)n * D);
+    sam3__layernorm(c, x, h, n, D, &w->ln3, 1e-5f);
+    if ((rc = sam3__mlp2(c, h, n, D, &w->fc1, inter, &w->fc2, D, 1, y)) != SAM3_OK) return rc;
+    sam3__vadd(c, x, y, (size_t)n * D);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3GeometryEncoder: nb boxes (cx, cy, w, h normalised, label 0/1) -> out (nb + 1, D), the CLS
+   token last. Every LayerNorm here is eps 1e-5 (the config's 1e-6 is not used by the reference). */
+static sam3_result sam3__geometry_encoder(sam3_ctx *c, const float *boxes, const int *labels, int nb, float *out) {
+    const sam3_model *m = c->m;
+    const sam3__geo_w *g = &m->geo_w;
+    const int D = m->neck.fpn, last = m->neck.n_kept - 1, S = m->neck.side[last], Ng = S * S, r = m->geo.roi, nf = D / 2;
+    sam3__mark mk = sam3__mark_get(c);
+    float *fn = sam3__sallocf(c, (size_t)Ng * D);        /* (Ng, D) LayerNorm-ed last level */
+    float *roi = sam3__sallocf(c, (size_t)D * r * r);    /* (D, r, r) */
+    float *pe = sam3__sallocf(c, (size_t)nb * (D + 2));  /* (nb, D + 2) centre code */
+    float *tmp = sam3__sallocf(c, (size_t)(nb + 1) * D); /* (nb + 1, D) */
+    int i, l;
+    sam3_result rc;
+    if (!fn || !roi || !pe || !tmp) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__layernorm(c, c->l2_tok, fn, Ng, D, &g->vision_ln, 1e-5f);
+    sam3__linear(c, boxes, nb, 4, &g->direct, D, out);
+    for (i = 0; i < nb; i++) {
+        const float *b = boxes + 4 * i;
+        float xyxy[4];
+        xyxy[0] = (b[0] - 0.5f * b[2]) * (float)S;
+        xyxy[1] = (b[1] - 0.5f * b[3]) * (float)S;
+        xyxy[2] = (b[0] + 0.5f * b[2]) * (float)S;
+        xyxy[3] = (b[1] + 0.5f * b[3]) * (float)S;
+        sam3__roi_align(fn, S, S, D, xyxy, r, roi);
+        /* boxes_pool_project: a r x r "valid" conv on an r x r input is a full contraction. */
+        sam3__gemm(0, 1, 1, D, D * r * r, 1.0f, roi, D * r * r, g->pool.w, D * r * r, 1.0f, out + (size_t)i * D, D);
+        {
+            int j;
+            for (j = 0; j < D; j++) out[(size_t)i * D + j] += g->pool.b[j];
+        }
+        /* centre code: [S(cy 2pi), S(cx 2pi), h, w] */
+        sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, pe + (size_t)i * (D + 2));
+        sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, pe + (size_t)i * (D + 2) + nf);
+        pe[(size_t)i * (D + 2) + D] = b[3];
+        pe[(size_t)i * (D + 2) + D + 1] = b[2];
+    }
+    sam3__linear(c, pe, nb, D + 2, &g->pos_enc, D, tmp);
+    sam3__vadd(c, out, tmp, (size_t)nb * D);
+    for (i = 0; i < nb; i++) {
+        const float *le = g->label_embed + (size_t)labels[i] * D;
+        int j;
+        for (j = 0; j < D; j++) out[(size_t)i * D + j] += le[j];
+    }
+    memcpy(out + (size_t)nb * D, g->cls_embed, (size_t)D * sizeof(float));
+    sam3__linear(c, out, nb + 1, D, &g->final_proj, D, tmp);
+    sam3__layernorm(c, tmp, out, nb + 1, D, &g->prompt_ln, 1e-5f);
+    for (l = 0; l < m->geo.layers; l++) {
+        if ((rc = sam3__xlayer(c, &g->layers[l], out, nb + 1, NULL, c->l2_tok, c->l2_pos, Ng, m->geo.heads, m->geo.inter)) != SAM3_OK)
+            return rc;
+    }
+    sam3__layernorm(c, out, out, nb + 1, D, &g->out_ln, 1e-5f);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: DETR encoder (Sam3DetrEncoder) ==== */
+/* Six pre-norm layers over the last FPN level's tokens: self-attention with the sine position
+   added to queries and keys after the norm, cross-attention to the prompt, ReLU MLP.
+   mem (Ng, D) in: the level's tokens, out: the encoder memory. */
+static sam3_result sam3__detr_encoder(sam3_ctx *c, float *mem, const float *prompt, int np) {
+    const sam3_model *m = c->m;
+    const int last = m->neck.n_kept - 1, Ng = m->neck.side[last] * m->neck.side[last];
+    int l;
+    sam3_result rc;
+    for (l = 0; l < m->enc.layers; l++) {
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the DETR encoder");
+        if ((rc = sam3__xlayer(c, &m->enc_w[l], mem, Ng, c->l2_pos, prompt, NULL, np, m->enc.heads, m->enc.inter)) != SAM3_OK) return rc;
+    }
+    return SAM3_OK;
+}
+
+/* ==== sam3: DETR decoder (Sam3DetrDecoder) ==== */
+static float sam3__inverse_sigmoid(float x) {
+    float x1, x2;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    x1 = x > 1e-3f ? x : 1e-3f;
+    x2 = (1 - x) > 1e-3f ? (1 - x) : 1e-3f;
+    return logf(x1 / x2);
+}
+static float sam3__rpb_log(float d) {
+    /* sign(8d) log2(|8d| + 1) / log2(8) */
+    float v = d * 8.0f, s = v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f;
+    return s * log2f(fabsf(v) + 1.0f) / 3.0f;
+}
+
+/* Box relative-position bias (Sam3DetrDecoder._get_rpb_matrix): bias (nh, Q + 1, H*W) with a zero
+   row for the presence token. ref: (Q, 4) cx, cy, w, h. */
+static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, float *bias) {
+    const sam3_model *m = c->m;
+    const sam3__dec_w *w = &m->dec_w;
+    const int D = m->neck.fpn, nh = m->dec.heads, hw = S * S;
+    sam3__mark mk = sam3__mark_get(c);
+    float *dx = sam3__sallocf(c, (size_t)Q * S * 2), *dy = sam3__sallocf(c, (size_t)Q * S * 2); /* (Q, S, 2) */
+    float *ex = sam3__sallocf(c, (size_t)Q * S * nh), *ey = sam3__sallocf(c, (size_t)Q * S * nh); /* (Q, S, nh) */
+    int q, i;
+    sam3_result rc;
+    if (!dx || !dy || !ex || !ey) return SAM3_ERR_OUT_OF_MEMORY;
+    for (q = 0; q < Q; q++) {
+        const float *b = ref + 4 * q;
+        float x1 = b[0] - 0.5f * b[2], y1 = b[1] - 0.5f * b[3], x2 = b[0] + 0.5f * b[2], y2 = b[1] + 0.5f * b[3];
+        for (i = 0; i < S; i++) {
+            float co = (float)i / (float)S;
+            dx[((size_t)q * S + i) * 2] = sam3__rpb_log(co - x1);
+            dx[((size_t)q * S + i) * 2 + 1] = sam3__rpb_log(co - x2);
+            dy[((size_t)q * S + i) * 2] = sam3__rpb_log(co - y1);
+            dy[((size_t)q * S + i) * 2 + 1] = sam3__rpb_log(co - y2);
+        }
+    }
+    if ((rc = sam3__mlp2(c, dx, Q * S, 2, &w->rpb_x[0], D, &w->rpb_x[1], nh, 1, ex)) != SAM3_OK) return rc;
+    if ((rc = sam3__mlp2(c, dy, Q * S, 2, &w->rpb_y[0], D, &w->rpb_y[1], nh, 1, ey)) != SAM3_OK) return rc;
+    for (i = 0; i < nh; i++) memset(bias + (size_t)i * (Q + 1) * hw, 0, (size_t)hw * sizeof(float));
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (q = 0; q < Q; q++) {
+        int h, r, cc;
+        for (h = 0; h < nh; h++) {
+            float *row = bias + ((size_t)h * (Q + 1) + 1 + q) * hw;
+            for (r = 0; r < S; r++) {
+                float vy = ey[((size_t)q * S + r) * nh + h];
+                for (cc = 0; cc < S; cc++) row[r * S + cc] = vy + ex[((size_t)q * S + cc) * nh + h];
+            }
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Output of the decoder that the heads need. */
+typedef struct sam3__dec_out {
+    float *queries;  /* (Q, D) last layer, output_layer_norm applied */
+    float *boxes;    /* (Q, 4) cx, cy, w, h after the last refinement */
+    float presence;  /* last layer's presence logit, clamped to +-10 */
+} sam3__dec_out;
+
+/* Sam3DetrDecoderLayer + the per-layer heads of Sam3DetrDecoder: post-norm layers over
+   [presence token; queries], iterative box refinement in sigmoid space. */
+static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float *prompt, int np, sam3__dec_out *out) {
+    const sam3_model *m = c->m;
+    const sam3__dec_w *w = &m->dec_w;
+    const int D = m->neck.fpn, Q = m->dec.queries, L = m->dec.layers, nh = m->dec.heads, last = m->neck.n_kept - 1;
+    const int S = m->neck.side[last], Ng = S * S, nf = D / 2;
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)(Q + 1) * D);       /* (Q+1, D) presence token, queries */
+    float *qpos = sam3__sallocf(c, (size_t)(Q + 1) * D);    /* (Q+1, D) query position, row 0 zero */
+    float *t = sam3__sallocf(c, (size_t)(Q + 1) * D);       /* (Q+1, D) */
+    float *y = sam3__sallocf(c, (size_t)(Q + 1) * D);       /* (Q+1, D) */
+    float *se = sam3__sallocf(c, (size_t)Q * 2 * D);        /* (Q, 2D) sine box code */
+    float *km = sam3__sallocf(c, (size_t)Ng * D);           /* (Ng, D) memory + position */
+    float *bias = sam3__sallocf(c, (size_t)nh * (Q + 1) * Ng); /* (nh, Q+1, Ng) */
+    float *delta = sam3__sallocf(c, (size_t)Q * 4);         /* (Q, 4) */
+    float *ref = out->boxes;
+    float *hist_h = NULL, *hist_ref = NULL, *hist_p = NULL; /* per-layer taps */
+    float pres = 0;
+    int l, q, i;
+    sam3_result rc;
+    if (!h || !qpos || !t || !y || !se || !km || !bias || !delta) return SAM3_ERR_OUT_OF_MEMORY;
+    if (c->opt.tap) {
+        hist_h = sam3__sallocf(c, (size_t)L * Q * D);
+        hist_ref = sam3__sallocf(c, (size_t)L * Q * 4);
+        hist_p = sam3__sallocf(c, (size_t)L);
+        if (!hist_h || !hist_ref || !hist_p) return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(h, w->presence_token, (size_t)D * sizeof(float));
+    memcpy(h + D, w->query_embed, (size_t)Q * D * sizeof(float));
+    for (i = 0; i < Q * 4; i++) ref[i] = sam3__sigmoid(w->ref_points[i]);
+    memcpy(km, mem, (size_t)Ng * D * sizeof(float));
+    sam3__vadd(c, km, c->l2_pos, (size_t)Ng * D);
+    memset(qpos, 0, (size_t)D * sizeof(float));
+    for (l = 0; l < L; l++) {
+        const sam3__dec_layer_w *lw = &w->layers[l];
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the DETR decoder");
+        if (hist_ref) memcpy(hist_ref + (size_t)l * Q * 4, ref, (size_t)Q * 4 * sizeof(float));
+        /* query position from the current boxes: [S(cy), S(cx), S(w), S(h)] (scale 2 pi) -> MLP */
+        for (q = 0; q < Q; q++) {
+            const float *b = ref + 4 * q;
+            float *o = se + (size_t)q * 2 * D;
+            sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, o);
+            sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, o + nf);
+            sam3__sine(b[2] * (float)(2 * SAM3__PI), nf, o + 2 * nf);
+            sam3__sine(b[3] * (float)(2 * SAM3__PI), nf, o + 3 * nf);
+        }
+        if ((rc = sam3__mlp2(c, se, Q, 2 * D, &w->ref_head[0], D, &w->ref_head[1], D, 1, qpos + D)) != SAM3_OK) return rc;
+        if ((rc = sam3__box_rpb(c, ref, Q, S, bias)) != SAM3_OK) return rc;
+        /* self-attention: q = k = h + qpos, v = h; post-norm */
+        memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
+        sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
+        if ((rc = sam3__mha(c, &lw->self_attn, t, t, h, Q + 1, Q + 1, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
+        sam3__layernorm(c, h, h, Q + 1, D, &lw->self_ln, 1e-5f);
+        /* text cross-attention: q = h + qpos, k = v = prompt */
+        memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
+        sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
+        if ((rc = sam3__mha(c, &lw->text_attn, t, prompt, prompt, Q + 1, np, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
+        sam3__layernorm(c, h, h, Q + 1, D, &lw->text_ln, 1e-5f);
+        /* vision cross-attention with the box bias: k = memory + pos, v = memory */
+        memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
+        sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
+        if ((rc = sam3__mha(c, &lw->vision_attn, t, km, mem, Q + 1, Ng, D, nh, bias, 0, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
+        sam3__layernorm(c, h, h, Q + 1, D, &lw->vision_ln, 1e-5f);
+        /* MLP */
+        if ((rc = sam3__mlp2(c, h, Q + 1, D, &lw->fc1, m->dec.inter, &lw->fc2, D, 1, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
+        sam3__layernorm(c, h, h, Q + 1, D, &lw->mlp_ln, 1e-5f);
+        /* heads: refine the boxes from the normed queries, presence from the presence token */
+        sam3__layernorm(c, h + D, out->queries, Q, D, &w->out_ln, 1e-5f);
+        if ((rc = sam3__mlp3(c, out->queries, Q, D, w->box_head, D, 4, delta)) != SAM3_OK) return rc;
+        for (i = 0; i < Q * 4; i++) ref[i] = sam3__sigmoid(delta[i] + sam3__inverse_sigmoid(ref[i]));
+        sam3__layernorm(c, h, t, 1, D, &w->presence_ln, 1e-5f);
+        if ((rc = sam3__mlp3(c, t, 1, D, w->presence_head, D, 1, y)) != SAM3_OK) return rc;
+        pres = y[0] < -10.0f ? -10.0f : y[0] > 10.0f ? 10.0f : y[0];
+        if (hist_h) {
+            memcpy(hist_h + (size_t)l * Q * D, out->queries, (size_t)Q * D * sizeof(float));
+            hist_p[l] = pres;
+        }
+    }
+    out->presence = pres;
+    if (hist_h) {
+        sam3__tap(c, "detr_dec.hidden", hist_h, 3, L, Q, D);
+        sam3__tap(c, "detr_dec.ref_boxes", hist_ref, 3, L, Q, 4);
+        sam3__tap(c, "detr_dec.presence", hist_p, 1, L, 0, 0);
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: scoring (Sam3DotProductScoring) ==== */
+/* logits (Q) = clamp(query_proj(Q) . text_proj(mean(LN(p + MLP(p)))) / sqrt(D), +-12) */
+static sam3_result sam3__dot_product_scoring(sam3_ctx *c, const float *queries, const float *prompt, int np, float *logits) {
+    const sam3_model *m = c->m;
+    const sam3__score_w *w = &m->score_w;
+    const int D = m->neck.fpn, Q = m->dec.queries;
+    sam3__mark mk = sam3__mark_get(c);
+    float *t = sam3__sallocf(c, (size_t)np * D);  /* (np, D) */
+    float *pq = sam3__sallocf(c, (size_t)Q * D);  /* (Q, D) */
+    float *pool = sam3__sallocf(c, (size_t)D), *pt = sam3__sallocf(c, (size_t)D);
+    const float scale = (float)(1.0 / sqrt((double)D));
+    int i, j;
+    sam3_result rc;
+    if (!t || !pq || !pool || !pt) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__mlp2(c, prompt, np, D, &w->text_mlp[0], m->dec.inter, &w->text_mlp[1], D, 1, t)) != SAM3_OK) return rc;
+    sam3__vadd(c, t, prompt, (size_t)np * D);
+    sam3__layernorm(c, t, t, np, D, &w->text_ln, 1e-5f);
+    for (j = 0; j < D; j++) {
+        float s = 0;
+        for (i = 0; i < np; i++) s += t[(size_t)i * D + j];
+        pool[j] = s / (float)np;
+    }
+    sam3__linear(c, pool, 1, D, &w->text_proj, D, pt);
+    sam3__linear(c, queries, Q, D, &w->query_proj, D, pq);
+    for (i = 0; i < Q; i++) {
+        float s = 0, v;
+        for (j = 0; j < D; j++) s += pq[(size_t)i * D + j] * pt[j];
+        v = s * scale;
+        logits[i] = v < -12.0f ? -12.0f : v > 12.0f ? 12.0f : v;
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: mask decoder (Sam3MaskDecoder) ==== */
+/* Nearest-neighbour resize of a (C, ih, iw) map to (C, oh, ow), as F.interpolate(mode="nearest"),
+   added onto y. */
+static void sam3__nearest_add(sam3_ctx *c, const float *x, int C, int ih, int iw, float *y, int oh, int ow) {
+    int ch;
+    const float sy = (float)ih / (float)oh, sx = (float)iw / (float)ow;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (ch = 0; ch < C; ch++) {
+        int r, q;
+        for (r = 0; r < oh; r++) {
+            int sr = oh == 2 * ih ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), ih - 1);
+            const float *src = x + ((size_t)ch * ih + sr) * iw;
+            float *dst = y + ((size_t)ch * oh + r) * ow;
+            for (q = 0; q < ow; q++) dst[q] += src[ow == 2 * iw ? q >> 1 : SAM3__MIN((int)floorf((float)q * sx), iw - 1)];
+        }
+    }
+}
+
+/* Prompt cross-attention on the encoder memory, the pixel decoder (the memory replaces the last
+   kept FPN level; nearest upsampling + skip, 3x3 conv, GroupNorm(8), ReLU per stage), instance and
+   semantic projections, and the query-pixel product. masks (Q, side0, side0) and semantic
+   (side0, side0) are logits. */
+static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float *prompt, int np, const float *queries, float *masks,
+                                      float *semantic) {
+    const sam3_model *m = c->m;
+    const sam3__mask_w *w = &m->mask_w;
+    const int D = m->neck.fpn, Q = m->dec.queries, last = m->neck.n_kept - 1, S = m->neck.side[last], Ng = S * S;
+    const int S0 = m->neck.side[0];
+    const size_t hw0 = (size_t)S0 * S0;
+    sam3__mark mk = sam3__mark_get(c);
+    float *enc = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) */
+    float *h = sam3__sallocf(c, (size_t)Ng * D);    /* (Ng, D) */
+    float *x = sam3__sallocf(c, (size_t)D * hw0);   /* (D, side, side) current pixel features */
+    float *up = sam3__sallocf(c, (size_t)D * hw0);  /* (D, side, side) */
+    float *me = sam3__sallocf(c, (size_t)Q * D);    /* (Q, D) mask embeddings */
+    int k, side = S, t;
+    sam3_result rc;
+    if (!enc || !h || !x || !up || !me) return SAM3_ERR_OUT_OF_MEMORY;
+    memcpy(enc, mem, (size_t)Ng * D * sizeof(float));
+    sam3__layernorm(c, enc, h, Ng, D, &w->cross_ln, 1e-5f);
+    if ((rc = sam3__mha(c, &w->cross_attn, h, prompt, prompt, Ng, np, D, m->mask.heads, NULL, 0, h)) != SAM3_OK) return rc;
+    sam3__vadd(c, enc, h, (size_t)Ng * D);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < Ng; t++) {
+        int ch;
+        for (ch = 0; ch < D; ch++) x[(size_t)ch * Ng + t] = enc[(size_t)t * D + ch];
+    }
+    for (k = 0; k < m->neck.n_kept - 1; k++) {
+        int level = m->neck.n_kept - 2 - k, os = m->neck.side[level];
+        memcpy(up, c->fpn[level], (size_t)D * os * os * sizeof(float));
+        sam3__nearest_add(c, x, D, side, side, up, os, os);
+        if ((rc = sam3__conv3x3(c, up, D, os, os, &w->conv[k], D, x)) != SAM3_OK) return rc;
+        sam3__groupnorm(c, x, D, (size_t)os * os, 8, &w->gn[k], 1e-5f);
+        sam3__relu(c, x, (size_t)D * os * os);
+        side = os;
+    }
+    SAM3_ASSERT(side == S0);
+    sam3__conv1x1(c, x, 0, D, (int)hw0, &w->inst_proj, D, up); /* (D, side0, side0) instance embeddings */
+    if ((rc = sam3__mlp3(c, queries, Q, D, w->embed, D, D, me)) != SAM3_OK) return rc;
+    sam3__gemm(0, 0, Q, (int)hw0, D, 1.0f, me, D, up, (int)hw0, 0.0f, masks, (int)hw0);
+    sam3__conv1x1(c, x, 0, D, (int)hw0, &w->sem_proj, 1, semantic);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: post-processing ==== */
+/* Bilinear resize (align_corners=False, no antialias, as F.interpolate) of an ih x iw map of
+   probabilities straight into a 0/1 mask of oh x ow, thresholded > thr; returns the area. */
+typedef struct sam3__lerp { int i0, i1; float l0, l1; } sam3__lerp;
+static void sam3__lerp_table(int in, int out, sam3__lerp *t) {
+    const float scale = (float)in / (float)out;
+    int i;
+    for (i = 0; i < out; i++) {
+        float src = scale * ((float)i + 0.5f) - 0.5f;
+        if (src < 0) src = 0;
+        t[i].i0 = (int)src;
+        if (t[i].i0 > in - 1) t[i].i0 = in - 1;
+        t[i].i1 = t[i].i0 + (t[i].i0 < in - 1 ? 1 : 0);
+        t[i].l1 = src - (float)t[i].i0;
+        t[i].l0 = 1.0f - t[i].l1;
+    }
+}
+static long sam3__resize_threshold(sam3_ctx *c, const float *p, int ih, int iw, const sam3__lerp *ty, const sam3__lerp *tx, int oh, int ow,
+                                   float thr, uint8_t *mask) {
+    long area = 0;
+    int r;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) reduction(+:area))
+    for (r = 0; r < oh; r++) {
+        const float *a = p + (size_t)ty[r].i0 * iw, *b = p + (size_t)ty[r].i1 * iw;
+        uint8_t *o = mask + (size_t)r * ow;
+        int q;
+        for (q = 0; q < ow; q++) {
+            const sam3__lerp *x = &tx[q];
+            float v = ty[r].l0 * (x->l0 * a[x->i0] + x->l1 * a[x->i1]) + ty[r].l1 * (x->l0 * b[x->i0] + x->l1 * b[x->i1]);
+            o[q] = v > thr;
+            area += o[q];
+        }
+    }
+    (void)ih;
+    return area;
+}
+
+/* ==== sam3: public API ==== */
+SAM3DEF sam3_ctx_options sam3_ctx_options_default(void) {
+    sam3_ctx_options o;
+    memset(&o, 0, sizeof(o));
+    return o;
+}
+
+static void *sam3__ctx_persist(sam3_ctx *c, size_t n_floats, int *ok) {
+    size_t b;
+    void *p = NULL;
+    if (*ok && sam3__mul(n_floats, sizeof(float), &b) && (p = sam3__aalloc(&c->a, b)) != NULL) c->persistent_bytes += b;
+    else *ok = 0;
+    return p;
+}
+
+SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
+    int j;
+    if (!c) return;
+    sam3__release_all(c);
+    sam3__afree(&c->a, c->arena);
+    sam3__afree(&c->a, c->vit_out);
+    for (j = 0; j < SAM3__MAX_LEVELS; j++) sam3__afree(&c->a, c->fpn[j]);
+    sam3__afree(&c->a, c->l2_tok);
+    sam3__afree(&c->a, c->l2_pos);
+    sam3__afree(&c->a, c->rope_win);
+    sam3__afree(&c->a, c->rope_glb);
+    for (j = 0; j < SAM3__TEXT_CACHE; j++) {
+        sam3__afree(&c->a, c->tcache[j].text);
+        sam3__afree(&c->a, c->tcache[j].feat);
+    }
+    sam3__afree(&c->a, c->res_inst);
+    sam3__afree(&c->a, c->res_mask);
+    sam3__afree(&c->a, c->res_sem_mask);
+    sam3__afree(&c->a, c->res_low);
+    sam3__afree(&c->a, c->res_sem);
+    sam3__afree(&c->a, c);
+}
+
+SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *opt, sam3_ctx **out) {
+    sam3_allocator a;
+    sam3_ctx *c;
+    int ok = 1, j;
+    const sam3__vit_cfg *v;
+    if (!out) return SAM3_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!m || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) return SAM3_ERR_INVALID_ARG;
+    if (opt && (opt->n_threads < 0 || opt->blas_threads < 0)) return SAM3_ERR_INVALID_ARG;
+    c = (sam3_ctx *)sam3__acalloc(&a, 1, sizeof(sam3_ctx));
+    if (!c) return SAM3_ERR_OUT_OF_MEMORY;
+    c->m = m;
+    c->a = a;
+    if (opt) c->opt = *opt;
+#ifdef _OPENMP
+    c->nt = c->opt.n_threads > 0 ? c->opt.n_threads : omp_get_max_threads();
+#else
+    c->nt = 1;
+#endif
+    if (c->opt.blas_threads > 0) {
+#if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
+        openblas_set_num_threads(c->opt.blas_threads);
+#endif
+    }
+    v = &m->vit;
+    c->vit_out = (float *)sam3__ctx_persist(c, (size_t)v->grid * v->grid * v->hidden, &ok);
+    for (j = 0; j < m->neck.n_kept; j++)
+        c->fpn[j] = (float *)sam3__ctx_persist(c, (size_t)m->neck.fpn * m->neck.side[j] * m->neck.side[j], &ok);
+    {
+        int side = m->neck.side[m->neck.n_kept - 1];
+        c->l2_tok = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
+        c->l2_pos = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
+        if (ok) sam3__sine_pos2d(side, side, m->neck.fpn, c->l2_pos);
+    }
+    c->rope_win = (float *)sam3__ctx_persist(c, (size_t)v->window * v->window * v->head_dim, &ok);
+    c->rope_glb = (float *)sam3__ctx_persist(c, (size_t)v->grid * v->grid * v->head_dim, &ok);
+    if (!ok) {
+        sam3_ctx_free(c);
+        return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    /* Windowed blocks rotate by position inside the window (scale window/window = 1); global
+       blocks by grid position scaled by window/grid, so both span the same range. */
+    sam3__rope_table(v, v->window, 1.0f, c->rope_win);
+    sam3__rope_table(v, v->grid, (float)((double)v->window / (double)v->grid), c->rope_glb);
+    *out = c;
+    return SAM3_OK;
+}
+
+SAM3DEF const char *sam3_ctx_last_error(const sam3_ctx *c) { return c ? c->err : "ctx is NULL"; }
+SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *c) {
+    sam3_timings t;
+    if (c) return c->t;
+    memset(&t, 0, sizeof(t));
+    return t;
+}
+SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
+    return c ? c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high) + sizeof(*c) : 0;
+}
+
+/* Entry-point prologue: clear the error, settle the arena. */
+static sam3_result sam3__begin(sam3_ctx *c) {
+    c->err[0] = 0;
+    return sam3__arena_settle(c);
+}
+static sam3_result sam3__end(sam3_ctx *c, sam3_result rc) {
+    sam3__release_all(c);
+    if (rc < 0 && !c->err[0]) sam3__fail(c, rc, "%s", sam3_result_string(rc));
+    return rc;
+}
+
+SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+    const sam3_model *m;
+    int bpp;
+    size_t need;
+    unsigned char *rgb;
+    float *pix;
+    double t0;
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    m = c->m;
+    c->has_image = 0;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
+    if (!pixels) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: pixels is NULL");
+    if (!bpp) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: unknown pixel format %d", (int)format);
+    if (w < 1 || h < 1 || w > SAM3_MAX_IMAGE_DIM || h > SAM3_MAX_IMAGE_DIM)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: image %dx%d outside 1x1..%dx%d", w, h, SAM3_MAX_IMAGE_DIM,
+                          SAM3_MAX_IMAGE_DIM);
+    if (stride < w * bpp)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: stride %d is smaller than a row (%d pixels x %d bytes)", stride, w, bpp);
+    t0 = sam3__now_ms();
+    rgb = (unsigned char *)sam3__salloc(c, (size_t)3 * w * h); /* (3, h, w) planar */
+    pix = sam3__sallocf(c, (size_t)3 * m->proc.image * m->proc.image); /* (3, S, S) */
+    if (!rgb || !pix) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    (void)need;
+    sam3__to_planar_rgb(c, pixels, w, h, stride, bpp, rgb);
+    if ((rc = sam3__preprocess(c, rgb, w, h, pix, NULL)) != SAM3_OK) return sam3__end(c, rc);
+    sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
+    c->t.preprocess = sam3__now_ms() - t0;
+    t0 = sam3__now_ms();
+    if ((rc = sam3__vit_model(c, pix, c->vit_out)) != SAM3_OK) return sam3__end(c, rc);
+    c->t.vision_trunk = sam3__now_ms() - t0;
+    t0 = sam3__now_ms();
+    if ((rc = sam3__vision_neck(c)) != SAM3_OK) return sam3__end(c, rc);
+    c->t.vision_neck = sam3__now_ms() - t0;
+    c->img_w = w;
+    c->img_h = h;
+    c->has_image = 1;
+    return sam3__end(c, SAM3_OK);
+}
+
+SAM3DEF sam3_segment_options sam3_segment_options_default(void) {
+    sam3_segment_options o;
+    memset(&o, 0, sizeof(o));
+    o.score_threshold = 0.5f;
+    o.mask_threshold = 0.5f;
+    return o;
+}
+
+/* Projected text features of `text` (n, D), from the cache or computed and cached. */
+static sam3_result sam3__text_features(sam3_ctx *c, const char *text, const float **feat, int *n, int *truncated) {
+    const sam3_model *m = c->m;
+    const int maxn = SAM3__MIN(m->tok.max_length, m->text.max_pos), D = m->neck.fpn;
+    sam3__text_entry *e = NULL;
+    int i, trunc = 0, cnt = 0;
+    int32_t *ids;
+    sam3_result rc;
+    size_t len = strlen(text);
+    for (i = 0; i < SAM3__TEXT_CACHE; i++)
+        if (c->tcache[i].stamp && strcmp(c->tcache[i].text, text) == 0) {
+            e = &c->tcache[i];
+            e->stamp = ++c->tstamp;
+            *feat = e->feat;
+            *n = e->n;
+            *truncated = e->truncated;
+            return SAM3_OK;
+        }
+    for (i = 0; i < SAM3__TEXT_CACHE; i++)
+        if (!e || c->tcache[i].stamp < e->stamp) e = &c->tcache[i];
+    ids = (int32_t *)sam3__salloc(c, (size_t)maxn * sizeof(int32_t));
+    if (!ids) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__tokenize_internal(c, text, len, ids, maxn, &cnt, &trunc)) < 0) return rc;
+    e->stamp = 0;
+    sam3__afree(&c->a, e->text);
+    e->text = (char *)sam3__aalloc(&c->a, len + 1);
+    if (!e->text) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory caching the prompt");
+    memcpy(e->text, text, len + 1);
+    if (!e->feat && !(e->feat = (float *)sam3__aalloc(&c->a, (size_t)maxn * D * sizeof(float))))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory caching text features");
+    if ((rc = sam3__clip_text_model(c, ids, cnt, e->feat)) != SAM3_OK) return rc;
+    e->n = cnt;
+    e->truncated = trunc;
+    e->stamp = ++c->tstamp;
+    *feat = e->feat;
+    *n = cnt;
+    *truncated = trunc;
+    return SAM3_OK;
+}
+
+static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
+
+SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+    const sam3_model *m;
+    sam3_segment_options o = sam3_segment_options_default();
+    int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k;
+    const float *tfeat = NULL;
+    const char *text;
+    float *prompt, *mem, *logits, *masks, *sem, *boxes_n, *geo = NULL, *prob;
+    int *labels;
+    sam3__dec_out dec;
+    double t0;
+    sam3_result rc;
+    sam3__lerp *ty, *tx;
+
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!pr || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: prompt and out must not be NULL");
+    memset(out, 0, sizeof(*out));
+    m = c->m;
+    c->err[0] = 0;
+    if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment: no image: call sam3_set_image first");
+    if (opt) {
+        if (opt->score_threshold != 0) o.score_threshold = opt->score_threshold;
+        if (opt->mask_threshold != 0) o.mask_threshold = opt->mask_threshold;
+        o.no_masks = opt->no_masks;
+        o.low_res = opt->low_res;
+        o.semantic = opt->semantic;
+        if (!sam3__finite(o.score_threshold) || !sam3__finite(o.mask_threshold))
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: thresholds must be finite");
+    }
+    nb = pr->n_boxes;
+    if (nb < 0 || nb > SAM3_MAX_BOXES)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: %d boxes, expected 0..%d (SAM3_MAX_BOXES)", nb, SAM3_MAX_BOXES);
+    if (nb && !pr->boxes) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: n_boxes = %d but boxes is NULL", nb);
+    for (i = 0; i < nb; i++) {
+        const sam3_box *b = &pr->boxes[i];
+        if (!sam3__finite(b->x0) || !sam3__finite(b->y0) || !sam3__finite(b->x1) || !sam3__finite(b->y1))
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has a NaN or infinite coordinate", i);
+        if (b->label != 0 && b->label != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i, b->label);
+    }
+    text = pr->text && pr->text[0] ? pr->text : nb ? "visual" : NULL;
+    if (!text) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: empty prompt: give a text, boxes, or both");
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+
+    D = m->neck.fpn;
+    Q = m->dec.queries;
+    last = m->neck.n_kept - 1;
+    Ng = m->neck.side[last] * m->neck.side[last];
+    S0 = m->neck.side[0];
+
+    t0 = sam3__now_ms();
+    if ((rc = sam3__text_features(c, text, &tfeat, &n_text, &truncated)) != SAM3_OK) return sam3__end(c, rc);
+    sam3__tap(c, "text.features", tfeat, 2, n_text, D, 0);
+    c->t.text = sam3__now_ms() - t0;
+
+    t0 = sam3__now_ms();
+    np = n_text + (nb ? nb + 1 : 0);
+    prompt = sam3__sallocf(c, (size_t)np * D); /* (np, D) text tokens, then geometry tokens */
+    if (!prompt) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    memcpy(prompt, tfeat, (size_t)n_text * D * sizeof(float));
+    if (nb) {
+        boxes_n = sam3__sallocf(c, (size_t)nb * 4); /* (nb, 4) cx, cy, w, h normalised by the image size */
+        labels = (int *)sam3__salloc(c, (size_t)nb * sizeof(int));
+        if (!boxes_n || !labels) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        for (i = 0; i < nb; i++) {
+            const sam3_box *b = &pr->boxes[i];
+            float x0 = b->x0 / (float)c->img_w, y0 = b->y0 / (float)c->img_h, x1 = b->x1 / (float)c->img_w, y1 = b->y1 / (float)c->img_h;
+            boxes_n[4 * i] = (x0 + x1) / 2;
+            boxes_n[4 * i + 1] = (y0 + y1) / 2;
+            boxes_n[4 * i + 2] = x1 - x0;
+            boxes_n[4 * i + 3] = y1 - y0;
+            labels[i] = b->label;
+        }
+        sam3__tap(c, "geo.input_boxes", boxes_n, 2, nb, 4, 0);
+        geo = prompt + (size_t)n_text * D;
+        if ((rc = sam3__geometry_encoder(c, boxes_n, labels, nb, geo)) != SAM3_OK) return sam3__end(c, rc);
+        sam3__tap(c, "geo.features", geo, 2, nb + 1, D, 0);
+    }
+    sam3__tap(c, "prompt.features", prompt, 2, np, D, 0);
+    c->t.geometry = sam3__now_ms() - t0;
+
+    t0 = sam3__now_ms();
+    mem = sam3__sallocf(c, (size_t)Ng * D); /* (Ng, D) encoder memory */
+    if (!mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    memcpy(mem, c->l2_tok, (size_t)Ng * D * sizeof(float));
+    if ((rc = sam3__detr_encoder(c, mem, prompt, np)) != SAM3_OK) return sam3__end(c, rc);
+    sam3__tap(c, "detr_enc.out", mem, 2, Ng, D, 0);
+    c->t.detr_encoder = sam3__now_ms() - t0;
+
+    t0 = sam3__now_ms();
+    dec.queries = sam3__sallocf(c, (size_t)Q * D); /* (Q, D) */
+    dec.boxes = sam3__sallocf(c, (size_t)Q * 4);   /* (Q, 4) */
+    logits = sam3__sallocf(c, (size_t)Q);          /* (Q) */
+    if (!dec.queries || !dec.boxes || !logits) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    if ((rc = sam3__detr_decoder(c, mem, prompt, np, &dec)) != SAM3_OK) return sam3__end(c, rc);
+    if ((rc = sam3__dot_product_scoring(c, dec.queries, prompt, np, logits)) != SAM3_OK) return sam3__end(c, rc);
+    c->t.detr_decoder = sam3__now_ms() - t0;
+    if (c->opt.tap) {
+        float *xyxy = sam3__sallocf(c, (size_t)Q * 4);
+        if (!xyxy) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        for (i = 0; i < Q; i++) {
+            const float *b = dec.boxes + 4 * i;
+            xyxy[4 * i] = b[0] - 0.5f * b[2];
+            xyxy[4 * i + 1] = b[1] - 0.5f * b[3];
+            xyxy[4 * i + 2] = b[0] + 0.5f * b[2];
+            xyxy[4 * i + 3] = b[1] + 0.5f * b[3];
+        }
+        sam3__tap(c, "out.pred_logits", logits, 1, Q, 0, 0);
+        sam3__tap(c, "out.pred_boxes", xyxy, 2, Q, 4, 0);
+        sam3__tap(c, "out.presence_logits", &dec.presence, 1, 1, 0, 0);
+    }
+
+    t0 = sam3__now_ms();
+    masks = sam3__sallocf(c, (size_t)Q * S0 * S0); /* (Q, S0, S0) mask logits */
+    sem = sam3__sallocf(c, (size_t)S0 * S0);       /* (S0, S0) semantic logits */
+    if (!masks || !sem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    if ((rc = sam3__mask_decoder(c, mem, prompt, np, dec.queries, masks, sem)) != SAM3_OK) return sam3__end(c, rc);
+    sam3__tap(c, "out.pred_masks", masks, 3, Q, S0, S0);
+    sam3__tap(c, "out.semantic_seg", sem, 2, S0, S0, 0);
+    c->t.mask_decoder = sam3__now_ms() - t0;
+
+    /* Post-processing as Sam3ImageProcessor.post_process_instance_segmentation. */
+    t0 = sam3__now_ms();
+    {
+        const int W = c->img_w, H = c->img_h;
+        const float pres = sam3__sigmoid(dec.presence);
+        size_t plane = (size_t)W * H, lp = (size_t)S0 * S0;
+        int kept = 0;
+        for (i = 0; i < Q; i++)
+            if (sam3__sigmoid(logits[i]) * pres > o.score_threshold) kept++;
+        if (!sam3__grow(c, (void **)&c->res_inst, &c->res_inst_cap, (size_t)SAM3__MAX(kept, 1) * sizeof(sam3_instance)) ||
+            (!o.no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)SAM3__MAX(kept, 1) * plane)) ||
+            (o.low_res && !sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)SAM3__MAX(kept, 1) * lp * sizeof(float))) ||
+            (o.semantic && (!sam3__grow(c, (void **)&c->res_sem, &c->res_sem_cap, lp * sizeof(float)) ||
+                            !sam3__grow(c, (void **)&c->res_sem_mask, &c->res_sem_mask_cap, plane))))
+            return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d result masks of %dx%d", kept, W, H));
+        ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+        tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+        prob = sam3__sallocf(c, lp); /* (S0, S0) */
+        if (!ty || !tx || !prob) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        sam3__lerp_table(S0, H, ty);
+        sam3__lerp_table(S0, W, tx);
+        for (i = 0, k = 0; i < Q; i++) {
+            float sc = sam3__sigmoid(logits[i]) * pres;
+            sam3_instance *in;
+            const float *b = dec.boxes + 4 * i;
+            size_t j;
+            if (!(sc > o.score_threshold)) continue;
+            in = &c->res_inst[k];
+            memset(in, 0, sizeof(*in));
+            in->score = sc;
+            in->query = i;
+            in->box[0] = (b[0] - 0.5f * b[2]) * (float)W;
+            in->box[1] = (b[1] - 0.5f * b[3]) * (float)H;
+            in->box[2] = (b[0] + 0.5f * b[2]) * (float)W;
+            in->box[3] = (b[1] + 0.5f * b[3]) * (float)H;
+            if (!o.no_masks) {
+                /* sigmoid first, then the bilinear resize of probabilities, then the threshold */
+                const float *lg = masks + (size_t)i * lp;
+                for (j = 0; j < lp; j++) prob[j] = sam3__sigmoid(lg[j]);
+                in->mask = c->res_mask + (size_t)k * plane;
+                in->area = sam3__resize_threshold(c, prob, S0, S0, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)k * plane);
+            }
+            if (o.low_res) {
+                memcpy(c->res_low + (size_t)k * lp, masks + (size_t)i * lp, lp * sizeof(float));
+                in->low_res_logits = c->res_low + (size_t)k * lp;
+            }
+            k++;
+        }
+        if (o.semantic) {
+            size_t j;
+            memcpy(c->res_sem, sem, lp * sizeof(float));
+            for (j = 0; j < lp; j++) prob[j] = sam3__sigmoid(sem[j]);
+            sam3__resize_threshold(c, prob, S0, S0, ty, tx, H, W, 0.5f, c->res_sem_mask);
+            out->semantic_logits = c->res_sem;
+            out->semantic_mask = c->res_sem_mask;
+        }
+        out->n = kept;
+        out->instances = c->res_inst;
+        out->width = W;
+        out->height = H;
+        out->presence = pres;
+        out->n_queries = Q;
+        out->low_res_width = out->low_res_height = S0;
+        out->n_text_tokens = n_text;
+        out->text_truncated = truncated;
+    }
+    c->t.postprocess = sam3__now_ms() - t0;
+    return sam3__end(c, truncated ? SAM3_TRUNCATED : SAM3_OK);
+}
+
+#endif /* SAM3_IMPLEMENTATION_INCLUDED */
+#endif /* SAM3_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+MIT License
+
+Copyright (c) 2026 the sam3.h authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+
+The SAM 3 model weights are not covered by this licence: they are Meta's, under
+the SAM License, and files converted from them carry that licence.
+------------------------------------------------------------------------------
+*/

@@ -1,0 +1,435 @@
+/* Parity with Hugging Face transformers 5.17 on tiny random-weight models.
+
+   For each configuration NAME given on the command line, loads build/NAME.sam3 (converted by
+   tools/convert.py from tests/data/NAME/) and compares every stage against the reference dumps
+   in tests/data/NAME/ (written by tools/make_reference.py), printing the relative error
+   ||c - ref|| / ||ref|| of each stage. f32 stages fail above 1e-4; the resized uint8 image must be
+   bit-identical. */
+#define SAM3_IMPLEMENTATION
+#include "../sam3.h"
+#include "test_util.h"
+
+#define TOL 1e-4      /* f32 stages */
+#define TOL_MASK 1e-3 /* mask and semantic logits (the bar) */
+#define MIN_IOU 0.99
+
+typedef struct dump {
+    void *buf;
+    size_t size;
+    sam3__file f;
+} dump;
+
+static sam3_allocator g_alloc;
+
+static int dump_open(dump *d, const char *path) {
+    char err[256];
+    memset(d, 0, sizeof(*d));
+    d->buf = t_read_file(path, &d->size);
+    if (!d->buf) return 0;
+    if (sam3__file_parse(&d->f, (const uint8_t *)d->buf, d->size, &g_alloc, err, sizeof(err)) != SAM3_OK) {
+        printf("cannot parse %s: %s\n", path, err);
+        t_free_file(d->buf);
+        d->buf = NULL;
+        return 0;
+    }
+    return 1;
+}
+static void dump_close(dump *d) {
+    if (!d->buf) return;
+    sam3__file_free(&d->f, &g_alloc);
+    t_free_file(d->buf);
+    d->buf = NULL;
+}
+static const sam3__tensor *dump_get(const dump *d, const char *name, uint32_t dtype) {
+    const sam3__tensor *t = sam3__file_find(&d->f, name);
+    if (t && t->dtype != dtype) return NULL;
+    return t;
+}
+static size_t t_numel(const sam3__tensor *t) {
+    size_t n = 1;
+    int i;
+    for (i = 0; i < t->ndim; i++) n *= (size_t)t->shape[i];
+    return n;
+}
+
+/* Compares every tapped tensor the dump also has. */
+typedef struct tapper {
+    const char *cfg;
+    const dump *d;
+    int seen, compare;
+    float *copy_out; /* when set, vit.out is copied here */
+} tapper;
+
+static void tap_compare(void *user, const char *name, const float *data, int nd, const int64_t *shape) {
+    tapper *tp = (tapper *)user;
+    const sam3__tensor *t;
+    size_t n = 1;
+    int i;
+    double rel;
+    for (i = 0; i < nd; i++) n *= (size_t)shape[i];
+    if (tp->copy_out && !strcmp(name, "vit.out")) memcpy(tp->copy_out, data, n * sizeof(float));
+    if (!tp->compare || !(t = dump_get(tp->d, name, 0))) return;
+    tp->seen++;
+    if (t_numel(t) != n) {
+        t_check(0, "%s %-20s element count %lu, reference %lu", tp->cfg, name, (unsigned long)n, (unsigned long)t_numel(t));
+        return;
+    }
+    rel = t_relerr(data, (const float *)t->data, n);
+    {
+        double tol = strstr(name, "pred_masks") || strstr(name, "semantic_seg") ? TOL_MASK : TOL;
+        printf("  %s %-22s rel %.2e  maxabs %.2e\n", tp->cfg, name, rel, t_maxabs(data, (const float *)t->data, n));
+        t_check(rel <= tol, "%s %s relative error %.3g > %g", tp->cfg, name, rel, tol);
+    }
+}
+
+static void test_vision(const char *cfg, const char *dir, sam3_model *m) {
+    char path[512];
+    dump d;
+    const sam3__tensor *img, *resized, *pv;
+    int W, H, j;
+    sam3_ctx *c;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    tapper tp;
+    sam3_result rc;
+
+    snprintf(path, sizeof(path), "%s/ref_vision.sam3", dir);
+    if (!dump_open(&d, path)) {
+        t_check(0, "%s: cannot read %s", cfg, path);
+        return;
+    }
+    img = dump_get(&d, "input.image", SAM3__DT_U8);
+    resized = dump_get(&d, "pre.resized", SAM3__DT_U8);
+    pv = dump_get(&d, "pre.pixel_values", SAM3__DT_F32);
+    if (!img || !resized || !pv || img->ndim != 3 || img->shape[2] != 3) {
+        t_check(0, "%s: dump lacks input.image / pre.resized / pre.pixel_values", cfg);
+        dump_close(&d);
+        return;
+    }
+    H = (int)img->shape[0];
+    W = (int)img->shape[1];
+
+    /* Preprocessing: the uint8 resize must be bit-identical, the normalisation too. */
+    rc = sam3_ctx_new(m, &co, &c);
+    t_check(rc == SAM3_OK, "%s: sam3_ctx_new: %s", cfg, sam3_result_string(rc));
+    if (rc != SAM3_OK) {
+        dump_close(&d);
+        return;
+    }
+    {
+        const int S = m->proc.image;
+        unsigned char *rgb = (unsigned char *)malloc((size_t)3 * W * H), *u8 = (unsigned char *)malloc((size_t)3 * S * S);
+        float *pix = (float *)malloc(sizeof(float) * 3 * S * S);
+        size_t i, bad = 0;
+        sam3__begin(c);
+        sam3__to_planar_rgb(c, (const uint8_t *)img->data, W, H, W * 3, 3, rgb);
+        rc = sam3__preprocess(c, rgb, W, H, pix, u8);
+        sam3__end(c, rc);
+        t_check(rc == SAM3_OK && (int)resized->shape[1] == S, "%s: preprocess ran", cfg);
+        for (i = 0; i < (size_t)3 * S * S; i++) bad += u8[i] != ((const unsigned char *)resized->data)[i];
+        printf("  %s %-22s %lu of %lu bytes differ (%dx%d -> %dx%d)\n", cfg, "pre.resized", (unsigned long)bad,
+               (unsigned long)(3 * S * S), W, H, S, S);
+        t_check(bad == 0, "%s: uint8 resize differs from the reference in %lu bytes", cfg, (unsigned long)bad);
+        printf("  %s %-22s maxabs %.2e\n", cfg, "pre.pixel_values", t_maxabs(pix, (const float *)pv->data, (size_t)3 * S * S));
+        t_check(t_maxabs(pix, (const float *)pv->data, (size_t)3 * S * S) == 0, "%s: pixel values differ", cfg);
+        free(rgb);
+        free(u8);
+        free(pix);
+    }
+    sam3_ctx_free(c);
+
+    /* The whole encoder through the public call, every stage tapped. */
+    memset(&tp, 0, sizeof(tp));
+    tp.cfg = cfg;
+    tp.d = &d;
+    tp.compare = 1;
+    tp.copy_out = (float *)malloc(sizeof(float) * (size_t)m->vit.grid * m->vit.grid * m->vit.hidden);
+    co.tap = tap_compare;
+    co.tap_user = &tp;
+    rc = sam3_ctx_new(m, &co, &c);
+    if (rc == SAM3_OK) rc = sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8);
+    t_check(rc == SAM3_OK, "%s: sam3_set_image: %s %s", cfg, sam3_result_string(rc), c ? sam3_ctx_last_error(c) : "");
+    t_check(tp.seen >= m->vit.layers + 3 + m->neck.n_kept, "%s: %d stages compared", cfg, tp.seen);
+
+    /* Sine position maps of every level, including the discarded one. */
+    for (j = 0; j < 8; j++) {
+        char name[32];
+        const sam3__tensor *t;
+        snprintf(name, sizeof(name), "fpn_pos.%d", j);
+        t = dump_get(&d, name, SAM3__DT_F32);
+        if (!t) break;
+        {
+            int D = (int)t->shape[0], h = (int)t->shape[1], w = (int)t->shape[2], y, ch;
+            float *tok = (float *)malloc(sizeof(float) * D * h * w), *cm = (float *)malloc(sizeof(float) * D * h * w);
+            double rel;
+            sam3__sine_pos2d(h, w, D, tok);
+            for (y = 0; y < h * w; y++)
+                for (ch = 0; ch < D; ch++) cm[(size_t)ch * h * w + y] = tok[(size_t)y * D + ch];
+            rel = t_relerr(cm, (const float *)t->data, (size_t)D * h * w);
+            printf("  %s %-22s rel %.2e\n", cfg, name, rel);
+            t_check(rel <= TOL, "%s %s relative error %.3g", cfg, name, rel);
+            free(tok);
+            free(cm);
+        }
+    }
+
+    /* Other pixel layouts of the same image give the same features: RGBA with junk alpha and a
+       padded stride, and gray (compared with its RGB replication). */
+    if (rc == SAM3_OK) {
+        int stride = W * 4 + 12, x, y;
+        unsigned char *rgba = (unsigned char *)malloc((size_t)stride * H);
+        float *ref = (float *)malloc(sizeof(float) * (size_t)m->vit.grid * m->vit.grid * m->vit.hidden);
+        size_t n = (size_t)m->vit.grid * m->vit.grid * m->vit.hidden;
+        memcpy(ref, tp.copy_out, n * sizeof(float));
+        for (y = 0; y < H; y++)
+            for (x = 0; x < W; x++) {
+                memcpy(rgba + (size_t)y * stride + 4 * x, (const unsigned char *)img->data + ((size_t)y * W + x) * 3, 3);
+                rgba[(size_t)y * stride + 4 * x + 3] = (unsigned char)(x * 7 + y);
+            }
+        tp.compare = 0;
+        rc = sam3_set_image(c, rgba, W, H, stride, SAM3_RGBA8);
+        t_check(rc == SAM3_OK && t_maxabs(tp.copy_out, ref, n) == 0, "%s: RGBA with stride gives the RGB result", cfg);
+        {
+            unsigned char *gray = (unsigned char *)malloc((size_t)W * H), *rgb3 = (unsigned char *)malloc((size_t)W * H * 3);
+            float *g1 = (float *)malloc(n * sizeof(float));
+            for (y = 0; y < W * H; y++) {
+                gray[y] = ((const unsigned char *)img->data)[3 * y + 1];
+                rgb3[3 * y] = rgb3[3 * y + 1] = rgb3[3 * y + 2] = gray[y];
+            }
+            rc = sam3_set_image(c, gray, W, H, W, SAM3_GRAY8);
+            memcpy(g1, tp.copy_out, n * sizeof(float));
+            rc = rc == SAM3_OK ? sam3_set_image(c, rgb3, W, H, W * 3, SAM3_RGB8) : rc;
+            t_check(rc == SAM3_OK && t_maxabs(tp.copy_out, g1, n) == 0, "%s: gray equals its RGB replication", cfg);
+            free(gray);
+            free(rgb3);
+            free(g1);
+        }
+        free(rgba);
+        free(ref);
+    }
+    sam3_ctx_free(c);
+    free(tp.copy_out);
+    dump_close(&d);
+}
+
+/* Token ids (public tokenizer) and text features (on the reference ids) of every dumped prompt. */
+static void test_text(const char *cfg, const char *dir, sam3_model *m) {
+    char path[512], key[64];
+    dump d;
+    int k;
+    int64_t count = 0;
+    sam3_ctx *c;
+    snprintf(path, sizeof(path), "%s/ref_text.sam3", dir);
+    if (!dump_open(&d, path)) {
+        t_check(0, "%s: cannot read %s", cfg, path);
+        return;
+    }
+    if (sam3_ctx_new(m, NULL, &c) != SAM3_OK) {
+        t_check(0, "%s: ctx", cfg);
+        dump_close(&d);
+        return;
+    }
+    {
+        const sam3__cfg *e = sam3__file_cfg(&d.f, "text.count");
+        count = e ? e->i : 0;
+    }
+    for (k = 0; k < count; k++) {
+        const sam3__tensor *ids, *feat;
+        const char *prompt;
+        int32_t mine[64];
+        int n = 0, j, same;
+        sam3_result rc;
+        snprintf(key, sizeof(key), "text.%d.prompt", k);
+        prompt = NULL;
+        {
+            uint32_t i2;
+            for (i2 = 0; i2 < d.f.n_cfg; i2++)
+                if (!strcmp(d.f.cfg[i2].key, key)) prompt = d.f.strings[i2];
+        }
+        snprintf(key, sizeof(key), "text.%d.ids", k);
+        ids = dump_get(&d, key, SAM3__DT_I32);
+        snprintf(key, sizeof(key), "text.%d.features", k);
+        feat = dump_get(&d, key, SAM3__DT_F32);
+        if (!prompt || !ids || !feat) {
+            t_check(0, "%s: text %d missing in the dump", cfg, k);
+            continue;
+        }
+        rc = sam3_tokenize(m, prompt, mine, 64, &n);
+        same = rc >= 0 && n == (int)ids->shape[0];
+        for (j = 0; same && j < n; j++) same = mine[j] == ((const int32_t *)ids->data)[j];
+        t_check(same, "%s: token ids of \"%s\" differ from the reference (%s, %d ids vs %d)", cfg, prompt, sam3_result_string(rc), n,
+                (int)ids->shape[0]);
+        {
+            const int D = m->neck.fpn, nn = (int)ids->shape[0];
+            float *out = (float *)malloc(sizeof(float) * (size_t)nn * D);
+            double rel;
+            sam3__begin(c);
+            rc = sam3__clip_text_model(c, (const int32_t *)ids->data, nn, out);
+            sam3__end(c, rc);
+            rel = t_relerr(out, (const float *)feat->data, (size_t)nn * D);
+            printf("  %s %-22s rel %.2e  (\"%s\", %d tokens)\n", cfg, "text.features", rel, prompt, nn);
+            t_check(rc == SAM3_OK && rel <= TOL, "%s: text features of \"%s\" relative error %.3g", cfg, prompt, rel);
+            free(out);
+        }
+    }
+    sam3_ctx_free(c);
+    dump_close(&d);
+}
+
+static const char *dump_str(const dump *d, const char *key) {
+    uint32_t i;
+    for (i = 0; i < d->f.n_cfg; i++)
+        if (!strcmp(d->f.cfg[i].key, key)) return d->f.strings[i];
+    return NULL;
+}
+static double dump_num(const dump *d, const char *key, double dflt) {
+    const sam3__cfg *e = sam3__file_cfg(&d->f, key);
+    if (!e) return dflt;
+    return e->type == SAM3__T_F64 ? e->f : (double)e->i;
+}
+
+/* One prompt case end to end through sam3_segment, every stage tapped, then the post-processed
+   instances against the reference's: same kept queries, scores, boxes, masks (IoU). */
+static void test_case(const char *cfg, const char *dir, const char *name, sam3_model *m, const dump *vis) {
+    char path[512];
+    dump d;
+    const sam3__tensor *img = dump_get(vis, "input.image", SAM3__DT_U8), *bx, *lb, *keep, *sc, *boxes, *masks, *ids;
+    sam3_ctx *c;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    tapper tp;
+    sam3_box b[SAM3_MAX_BOXES];
+    sam3_prompt pr;
+    sam3_segment_options so = sam3_segment_options_default();
+    sam3_segmentation seg;
+    sam3_result rc;
+    int nb = 0, i, W, H;
+    snprintf(path, sizeof(path), "%s/ref_case_%s.sam3", dir, name);
+    if (!dump_open(&d, path)) {
+        t_note("  %s: no %s, skipped", cfg, path);
+        t_skip++;
+        return;
+    }
+    W = (int)img->shape[1];
+    H = (int)img->shape[0];
+    memset(&pr, 0, sizeof(pr));
+    bx = dump_get(&d, "input.boxes", SAM3__DT_F32);
+    lb = dump_get(&d, "input.labels", SAM3__DT_I32);
+    if (bx && lb) {
+        nb = (int)bx->shape[0];
+        for (i = 0; i < nb && i < SAM3_MAX_BOXES; i++) {
+            const float *v = (const float *)bx->data + 4 * i;
+            b[i].x0 = v[0]; b[i].y0 = v[1]; b[i].x1 = v[2]; b[i].y1 = v[3];
+            b[i].label = ((const int32_t *)lb->data)[i];
+        }
+        pr.boxes = b;
+        pr.n_boxes = nb;
+    }
+    pr.text = dump_num(&d, "case.has_text", 1) != 0 ? dump_str(&d, "case.text") : NULL;
+    ids = dump_get(&d, "input.ids", SAM3__DT_I32);
+    if (ids) {
+        int32_t mine[64];
+        int n = 0, j, same;
+        rc = sam3_tokenize(m, pr.text ? pr.text : "visual", mine, 64, &n);
+        same = rc >= 0 && n == (int)ids->shape[0];
+        for (j = 0; same && j < n; j++) same = mine[j] == ((const int32_t *)ids->data)[j];
+        t_check(same, "%s %s: prompt ids differ from the reference", cfg, name);
+    }
+    so.score_threshold = (float)dump_num(&d, "post.threshold", 0.3);
+    so.mask_threshold = (float)dump_num(&d, "post.mask_threshold", 0.5);
+    memset(&tp, 0, sizeof(tp));
+    tp.cfg = cfg;
+    tp.d = &d;
+    tp.compare = 1;
+    co.tap = tap_compare;
+    co.tap_user = &tp;
+    printf(" %s case %s (%s%s%d boxes)\n", cfg, name, pr.text ? pr.text : "", pr.text ? ", " : "", nb);
+    if (sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "%s %s: ctx", cfg, name);
+        dump_close(&d);
+        return;
+    }
+    tp.compare = 0; /* the vision stages were checked already */
+    rc = sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8);
+    tp.compare = 1;
+    if (rc == SAM3_OK) rc = sam3_segment(c, &pr, &so, &seg);
+    t_check(rc >= 0, "%s %s: sam3_segment: %s (%s)", cfg, name, sam3_result_string(rc), sam3_ctx_last_error(c));
+    keep = dump_get(&d, "post.keep", SAM3__DT_I32);
+    sc = dump_get(&d, "post.scores", SAM3__DT_F32);
+    boxes = dump_get(&d, "post.boxes", SAM3__DT_F32);
+    masks = dump_get(&d, "post.masks", SAM3__DT_U8);
+    if (rc >= 0 && keep && sc && boxes && masks) {
+        int nk = (int)keep->shape[0], same = seg.n == nk;
+        double worst_iou = 1, srel, brel;
+        float *s2 = (float *)malloc(sizeof(float) * (nk + 1)), *b2 = (float *)malloc(sizeof(float) * 4 * (nk + 1));
+        for (i = 0; same && i < nk; i++) same = seg.instances[i].query == ((const int32_t *)keep->data)[i];
+        t_check(same, "%s %s: kept %d instances, reference kept %d (or different queries)", cfg, name, seg.n, nk);
+        if (same) {
+            for (i = 0; i < nk; i++) {
+                const uint8_t *rm = (const uint8_t *)masks->data + (size_t)i * W * H, *mm = seg.instances[i].mask;
+                size_t j, inter = 0, uni = 0;
+                double iou;
+                s2[i] = seg.instances[i].score;
+                memcpy(b2 + 4 * i, seg.instances[i].box, 4 * sizeof(float));
+                for (j = 0; j < (size_t)W * H; j++) {
+                    inter += rm[j] && mm[j];
+                    uni += rm[j] || mm[j];
+                }
+                iou = uni ? (double)inter / (double)uni : 1.0;
+                if (iou < worst_iou) worst_iou = iou;
+            }
+            srel = t_relerr(s2, (const float *)sc->data, (size_t)nk);
+            brel = t_relerr(b2, (const float *)boxes->data, (size_t)nk * 4);
+            printf("  %s %-22s %d kept, scores rel %.2e, boxes rel %.2e, worst mask IoU %.5f\n", cfg, "post", nk, srel, brel, worst_iou);
+            t_check(srel <= TOL && brel <= TOL, "%s %s: post scores/boxes relative error %.3g / %.3g", cfg, name, srel, brel);
+            t_check(worst_iou >= MIN_IOU, "%s %s: worst mask IoU %.4f < %.2f", cfg, name, worst_iou, MIN_IOU);
+        }
+        free(s2);
+        free(b2);
+    }
+    t_check(tp.seen >= 8, "%s %s: %d stages compared", cfg, name, tp.seen);
+    sam3_ctx_free(c);
+    dump_close(&d);
+}
+
+static void run_config(const char *cfg, const char *model_path, const char *dir) {
+    static const char *cases[] = {"text", "text_boxes", "boxes", "boxes_edge"};
+    sam3_model *m;
+    sam3_result rc;
+    dump vis;
+    int i;
+    char path[512];
+    rc = sam3_load(model_path, NULL, &m);
+    t_check(rc == SAM3_OK, "%s: sam3_load(%s): %s", cfg, model_path, sam3_result_string(rc));
+    if (rc != SAM3_OK) return;
+    printf("%s: vision encoder\n", cfg);
+    test_vision(cfg, dir, m);
+    printf("%s: text encoder\n", cfg);
+    test_text(cfg, dir, m);
+    snprintf(path, sizeof(path), "%s/ref_vision.sam3", dir);
+    if (dump_open(&vis, path)) {
+        printf("%s: segmentation\n", cfg);
+        for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) test_case(cfg, dir, cases[i], m, &vis);
+        dump_close(&vis);
+    }
+    sam3_free(m);
+}
+
+int main(int argc, char **argv) {
+    int i;
+    sam3__allocator_resolve(NULL, &g_alloc);
+    if (argc >= 5 && !strcmp(argv[1], "--model") && !strcmp(argv[3], "--data")) {
+        run_config(argv[4], argv[2], argv[4]);
+        return t_done("test_parity");
+    }
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_parity NAME...        (build/NAME.sam3 against tests/data/NAME/)\n"
+                        "       test_parity --model FILE --data DIR\n");
+        return 2;
+    }
+    for (i = 1; i < argc; i++) {
+        char model_path[512], dir[512];
+        snprintf(model_path, sizeof(model_path), "build/%s.sam3", argv[i]);
+        snprintf(dir, sizeof(dir), "tests/data/%s", argv[i]);
+        run_config(argv[i], model_path, dir);
+    }
+    return t_done("test_parity");
+}
