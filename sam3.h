@@ -2246,7 +2246,7 @@ struct sam3_model {
 /* Collects the first error while the loader walks the config and the tensor table. */
 typedef struct sam3__loader {
     const sam3__file *f;
-    char name[256];
+    char name[512];
     char *err;
     size_t cap;
     sam3_result rc;
@@ -2380,7 +2380,7 @@ static sam3__norm sam3__get_norm(sam3__loader *L, const char *prefix, int dim) {
     return n;
 }
 static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim, const char *out_name) {
-    char p[200];
+    char p[256];
     sam3__attn_w a;
     snprintf(p, sizeof(p), "%s.q_proj", prefix); a.q = sam3__get_lin(L, p, dim, dim);
     snprintf(p, sizeof(p), "%s.k_proj", prefix); a.k = sam3__get_lin(L, p, dim, dim);
@@ -2389,7 +2389,7 @@ static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim,
     return a;
 }
 static sam3__xlayer_w sam3__get_xlayer(sam3__loader *L, const char *prefix, int d, int inter) {
-    char p[200];
+    char p[256];
     sam3__xlayer_w w;
     snprintf(p, sizeof(p), "%s.layer_norm1", prefix); w.ln1 = sam3__get_norm(L, p, d);
     snprintf(p, sizeof(p), "%s.layer_norm2", prefix); w.ln2 = sam3__get_norm(L, p, d);
@@ -2401,7 +2401,7 @@ static sam3__xlayer_w sam3__get_xlayer(sam3__loader *L, const char *prefix, int 
     return w;
 }
 static void sam3__get_mlp(sam3__loader *L, const char *prefix, sam3__lin *out, int n, int in, int hidden, int outd) {
-    char p[200];
+    char p[256];
     int i;
     for (i = 0; i < n; i++) {
         snprintf(p, sizeof(p), "%s.layer%d", prefix, i + 1);
@@ -2971,7 +2971,8 @@ struct sam3_ctx {
     const sam3_model *m;
     sam3_allocator a;
     sam3_ctx_options opt;
-    int nt; /* threads for our own loops */
+    int nt;    /* threads for our own loops */
+    int split; /* BLAS is single-threaded: we split products over our threads (sam3__gemm) */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -3098,9 +3099,9 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
 }
 
 /* ==== sam3: kernels ==== */
-/* Row-major C = alpha * op(A) * op(B) + beta * C. */
-static void sam3__gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                       float beta, float *C, int ldc) {
+/* Row-major C = alpha * op(A) * op(B) + beta * C, one BLAS call. */
+static void sam3__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                        float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
 #if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -3123,10 +3124,55 @@ static void sam3__gemm(int ta, int tb, int M, int N, int K, float alpha, const f
 #endif
 }
 
+/* C = alpha op(A) op(B) + beta C for the context. With a multi-threaded BLAS this is one call.
+   When the BLAS runs single-threaded (c->split: blas_threads = 1, or OpenBLAS's OpenMP build),
+   the product is cut into a grid of about n_threads tiles computed in one OpenMP region, so a
+   single thread pool does all the work: two pools (OpenBLAS pthreads spinning between calls
+   while our OpenMP loops run) cost 6x on 16 cores (measured, README). */
+static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc) {
+    int pm, pn, t, best = 0;
+    double cost = 0;
+    if (!c->split || c->nt <= 1 || (double)M * N * K < 4e6) {
+        sam3__sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* pick pm x pn = nt (pm a divisor) making tiles closest to square, which minimises the
+       A and B panels each thread packs */
+    for (pm = 1; pm <= c->nt; pm++) {
+        double tm, tn, cst;
+        if (c->nt % pm) continue;
+        pn = c->nt / pm;
+        if (pm > M || pn > N) continue;
+        tm = (double)M / pm;
+        tn = (double)N / pn;
+        cst = tm > tn ? tm / tn : tn / tm;
+        if (!best || cst < cost) {
+            best = pm;
+            cost = cst;
+        }
+    }
+    if (!best) {
+        sam3__sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    pm = best;
+    pn = c->nt / pm;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < pm * pn; t++) {
+        int i = t / pn, j = t % pn;
+        int m0 = (int)((int64_t)M * i / pm), m1 = (int)((int64_t)M * (i + 1) / pm);
+        int n0 = (int)((int64_t)N * j / pn), n1 = (int)((int64_t)N * (j + 1) / pn);
+        const float *a = ta ? A + m0 : A + (size_t)m0 * lda;
+        const float *b = tb ? B + (size_t)n0 * ldb : B + n0;
+        sam3__sgemm(ta, tb, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta, C + (size_t)m0 * ldc + n0, ldc);
+    }
+}
+
 /* y (n, out) = x (n, in) . W^T + b, W as stored by nn.Linear (out, in). y may not alias x. */
 static void sam3__linear(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y) {
     int i;
-    sam3__gemm(0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
     if (!l->b) return;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < n; i++) {
@@ -3141,8 +3187,10 @@ static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, f
     double mu = 0, var = 0;
     float inv, fmu;
     int j;
+    SAM3__OMP(simd reduction(+:mu))
     for (j = 0; j < d; j++) mu += r[j];
     mu /= d;
+    SAM3__OMP(simd reduction(+:var))
     for (j = 0; j < d; j++) var += ((double)r[j] - mu) * ((double)r[j] - mu);
     var /= d;
     inv = (float)(1.0 / sqrt(var + (double)eps));
@@ -3155,10 +3203,41 @@ static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d,
     for (i = 0; i < n; i++) sam3__ln_row(x + (size_t)i * d, y + (size_t)i * d, d, w, eps);
 }
 
+/* exp(x), Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, 2^n from
+   the exponent bits. Within 2 ulp of expf, and branch-free so the loops calling it vectorize
+   (libm's expf and erff do not, and the model takes ~4.4 G exps and ~0.8 G erfs per image). */
+static float sam3__fexp(float x) {
+    float n, r, p, s;
+    uint32_t bits;
+    x = x < -87.33654f ? -87.33654f : x;
+    x = x > 88.72283f ? 88.72283f : x;
+    n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln2), 1.5*2^23 trick */
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    bits = (uint32_t)((int32_t)n + 127) << 23;
+    memcpy(&s, &bits, sizeof(s));
+    return p * s;
+}
+/* erf(x) by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), branch-free. */
+static float sam3__ferf(float x) {
+    float ax = x < 0 ? -x : x, t = 1.0f / (1.0f + 0.3275911f * ax), y;
+    y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    y = 1.0f - y * sam3__fexp(-ax * ax);
+    return x < 0 ? -y : y;
+}
+
+/* Exact (erf) GELU, in place. */
 static void sam3__gelu(sam3_ctx *c, float *x, size_t n) {
     ptrdiff_t i;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < (ptrdiff_t)n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+    for (i = 0; i < (ptrdiff_t)n; i++) x[i] = 0.5f * x[i] * (1.0f + sam3__ferf(x[i] * 0.70710678118654752f));
 }
 static void sam3__relu(sam3_ctx *c, float *x, size_t n) {
     ptrdiff_t i;
@@ -3172,15 +3251,16 @@ static void sam3__vadd(sam3_ctx *c, float *y, const float *x, size_t n) {
 }
 
 static void sam3__softmax_row(float *r, int n) {
-    float mx = -FLT_MAX, s = 0;
+    float mx = -FLT_MAX, sum = 0, inv;
     int j;
+    SAM3__OMP(simd reduction(max:mx))
     for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
-    for (j = 0; j < n; j++) {
-        r[j] = expf(r[j] - mx);
-        s += r[j];
-    }
-    s = 1.0f / s;
-    for (j = 0; j < n; j++) r[j] *= s;
+    SAM3__OMP(simd)
+    for (j = 0; j < n; j++) r[j] = sam3__fexp(r[j] - mx);
+    SAM3__OMP(simd reduction(+:sum))
+    for (j = 0; j < n; j++) sum += r[j];
+    inv = 1.0f / sum;
+    for (j = 0; j < n; j++) r[j] *= inv;
 }
 
 /* Multi-head scaled dot-product attention over projected q, k, v (no masks: padding is dropped
@@ -3191,34 +3271,44 @@ static void sam3__softmax_row(float *r, int n) {
 static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
                                    int ldk, const float *v, int ldv, float *out, int ldo, const float *bias, int causal) {
     sam3__mark mk = sam3__mark_get(c);
-    int rows = (int)SAM3__MAX(1, SAM3__MIN((size_t)nq, ((size_t)4 << 20) / (size_t)SAM3__MAX(nk, 1)));
-    float *s = sam3__sallocf(c, (size_t)rows * nk); /* (rows, nk) */
-    float scale = 1.0f / sqrtf((float)hd);
-    int h, r0;
-    if (!s) return SAM3_ERR_OUT_OF_MEMORY;
-    for (h = 0; h < nh; h++) {
-        for (r0 = 0; r0 < nq; r0 += rows) {
-            int nr = SAM3__MIN(rows, nq - r0), i;
-            sam3__gemm(0, 1, nr, nk, hd, scale, q + (size_t)r0 * ldq + h * hd, ldq, k + h * hd, ldk, 0.0f, s, nk);
-            SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-            for (i = 0; i < nr; i++) {
-                float *row = s + (size_t)i * nk;
-                if (bias) {
-                    const float *b = bias + ((size_t)h * nq + r0 + i) * nk;
-                    int j;
-                    for (j = 0; j < nk; j++) row[j] += b[j];
-                }
-                if (causal) {
-                    /* key j > query i gets probability exactly 0, as a -inf mask gives */
-                    int lim = SAM3__MIN(r0 + i + 1, nk);
-                    sam3__softmax_row(row, lim);
-                    memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
-                } else {
-                    sam3__softmax_row(row, nk);
-                }
+    const float scale = 1.0f / sqrtf((float)hd);
+    /* split: (head, block of rows) tasks over our threads, each with its own score block and a
+       single-threaded BLAS; else one head at a time with the BLAS's own threads. */
+    const int split = c->split && c->nt > 1;
+    const int nthr = split ? c->nt : 1;
+    int rows = split ? (int)SAM3__MAX(1, SAM3__MIN(64, (nq + c->nt - 1) / c->nt))
+                     : (int)SAM3__MAX(1, SAM3__MIN((size_t)nq, ((size_t)4 << 20) / (size_t)SAM3__MAX(nk, 1)));
+    float *sbuf = sam3__sallocf(c, (size_t)nthr * rows * nk); /* (threads, rows, nk) score blocks */
+    const int nblk = (nq + rows - 1) / rows;
+    int task;
+    if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(nthr) schedule(dynamic, 1) if(split))
+    for (task = 0; task < nh * nblk; task++) {
+        int h = task / nblk, r0 = (task % nblk) * rows, nr = SAM3__MIN(rows, nq - r0), i;
+#ifdef _OPENMP
+        float *s = sbuf + (size_t)(split ? omp_get_thread_num() : 0) * rows * nk;
+#else
+        float *s = sbuf;
+#endif
+        sam3__sgemm(0, 1, nr, nk, hd, scale, q + (size_t)r0 * ldq + h * hd, ldq, k + h * hd, ldk, 0.0f, s, nk);
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if(!split))
+        for (i = 0; i < nr; i++) {
+            float *row = s + (size_t)i * nk;
+            if (bias) {
+                const float *b = bias + ((size_t)h * nq + r0 + i) * nk;
+                int j;
+                for (j = 0; j < nk; j++) row[j] += b[j];
             }
-            sam3__gemm(0, 0, nr, hd, nk, 1.0f, s, nk, v + h * hd, ldv, 0.0f, out + (size_t)r0 * ldo + h * hd, ldo);
+            if (causal) {
+                /* key j > query i gets probability exactly 0, as a -inf mask gives */
+                int lim = SAM3__MIN(r0 + i + 1, nk);
+                sam3__softmax_row(row, lim);
+                memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
+            } else {
+                sam3__softmax_row(row, nk);
+            }
         }
+        sam3__sgemm(0, 0, nr, hd, nk, 1.0f, s, nk, v + h * hd, ldv, 0.0f, out + (size_t)r0 * ldo + h * hd, ldo);
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -3229,7 +3319,7 @@ static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, 
 /* 1x1 conv; x may be given token-major (HW, cin) with x_tokens = 1. */
 static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, int hw, const sam3__lin *l, int cout, float *y) {
     int o;
-    sam3__gemm(0, x_tokens, cout, hw, cin, 1.0f, l->w, cin, x, x_tokens ? cin : hw, 0.0f, y, hw);
+    sam3__gemm(c, 0, x_tokens, cout, hw, cin, 1.0f, l->w, cin, x, x_tokens ? cin : hw, 0.0f, y, hw);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (o = 0; o < cout; o++) {
         float *r = y + (size_t)o * hw, b = l->b ? l->b[o] : 0.0f;
@@ -3273,7 +3363,7 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, in
     }
     for (t = 0; t < 9; t++) {
         int ky = t / 3, kx = t % 3;
-        sam3__gemm(0, 0, cout, H * Wp, cin, 1.0f, wk + (size_t)t * cout * cin, cin, xp + (size_t)ky * Wp + kx, (int)plane,
+        sam3__gemm(c, 0, 0, cout, H * Wp, cin, 1.0f, wk + (size_t)t * cout * cin, cin, xp + (size_t)ky * Wp + kx, (int)plane,
                    t ? 1.0f : 0.0f, yp, H * Wp);
     }
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
@@ -3307,7 +3397,7 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
         for (oo = 0; oo < cout; oo++)
             for (t = 0; t < 4; t++) wt[((size_t)t * cout + oo) * cin + i] = l->w[((size_t)i * cout + oo) * 4 + t];
     }
-    sam3__gemm(0, x_tokens, 4 * cout, (int)hw, cin, 1.0f, wt, cin, x, x_tokens ? cin : (int)hw, 0.0f, tmp, (int)hw);
+    sam3__gemm(c, 0, x_tokens, 4 * cout, (int)hw, cin, 1.0f, wt, cin, x, x_tokens ? cin : (int)hw, 0.0f, tmp, (int)hw);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (o = 0; o < cout; o++) {
         float b = l->b[o];
@@ -3618,7 +3708,7 @@ static sam3_result sam3__vit_embeddings(sam3_ctx *c, const float *pix, float *x)
                 memcpy(o + (size_t)(ch * p + ky) * p, pix + ((size_t)ch * S + (size_t)ty * p + ky) * S + (size_t)tx * p,
                        (size_t)p * sizeof(float));
     }
-    sam3__gemm(0, 1, g * g, C, K, 1.0f, cols, K, c->m->vit_w.patch, K, 0.0f, x, C);
+    sam3__gemm(c, 0, 1, g * g, C, K, 1.0f, cols, K, c->m->vit_w.patch, K, 0.0f, x, C);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < g * g; t++) {
         const float *pe = c->m->vit_w.pos + ((size_t)((t / g) % pg) * pg + (t % g) % pg) * C;
@@ -3965,7 +4055,7 @@ static sam3_result sam3__geometry_encoder(sam3_ctx *c, const float *boxes, const
         xyxy[3] = (b[1] + 0.5f * b[3]) * (float)S;
         sam3__roi_align(fn, S, S, D, xyxy, r, roi);
         /* boxes_pool_project: a r x r "valid" conv on an r x r input is a full contraction. */
-        sam3__gemm(0, 1, 1, D, D * r * r, 1.0f, roi, D * r * r, g->pool.w, D * r * r, 1.0f, out + (size_t)i * D, D);
+        sam3__gemm(c, 0, 1, 1, D, D * r * r, 1.0f, roi, D * r * r, g->pool.w, D * r * r, 1.0f, out + (size_t)i * D, D);
         {
             int j;
             for (j = 0; j < D; j++) out[(size_t)i * D + j] += g->pool.b[j];
@@ -4259,7 +4349,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     SAM3_ASSERT(side == S0);
     sam3__conv1x1(c, x, 0, D, (int)hw0, &w->inst_proj, D, up); /* (D, side0, side0) instance embeddings */
     if ((rc = sam3__mlp3(c, queries, Q, D, w->embed, D, D, me)) != SAM3_OK) return rc;
-    sam3__gemm(0, 0, Q, (int)hw0, D, 1.0f, me, D, up, (int)hw0, 0.0f, masks, (int)hw0);
+    sam3__gemm(c, 0, 0, Q, (int)hw0, D, 1.0f, me, D, up, (int)hw0, 0.0f, masks, (int)hw0);
     sam3__conv1x1(c, x, 0, D, (int)hw0, &w->sem_proj, 1, semantic);
     sam3__release(c, mk);
     return SAM3_OK;
@@ -4364,6 +4454,16 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
         openblas_set_num_threads(c->opt.blas_threads);
 #endif
     }
+#if defined(SAM3_NO_BLAS)
+    c->split = 1;
+#elif defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM)
+    /* OpenBLAS's OpenMP build runs single-threaded inside our parallel regions; its pthread build
+       does when limited to one thread */
+    c->split = openblas_get_parallel() == 2 || openblas_get_num_threads() == 1;
+#else
+    c->split = c->opt.blas_threads == 1;
+#endif
+    if (c->nt <= 1) c->split = 0;
     v = &m->vit;
     c->vit_out = (float *)sam3__ctx_persist(c, (size_t)v->grid * v->grid * v->hidden, &ok);
     for (j = 0; j < m->neck.n_kept; j++)
@@ -4659,7 +4759,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
             if (!o.no_masks) {
                 /* sigmoid first, then the bilinear resize of probabilities, then the threshold */
                 const float *lg = masks + (size_t)i * lp;
-                for (j = 0; j < lp; j++) prob[j] = sam3__sigmoid(lg[j]);
+                for (j = 0; j < lp; j++) prob[j] = 1.0f / (1.0f + sam3__fexp(-lg[j]));
                 in->mask = c->res_mask + (size_t)k * plane;
                 in->area = sam3__resize_threshold(c, prob, S0, S0, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)k * plane);
             }

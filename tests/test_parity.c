@@ -289,13 +289,10 @@ static double dump_num(const dump *d, const char *key, double dflt) {
 
 /* One prompt case end to end through sam3_segment, every stage tapped, then the post-processed
    instances against the reference's: same kept queries, scores, boxes, masks (IoU). */
-static void test_case(const char *cfg, const char *dir, const char *name, sam3_model *m, const dump *vis) {
+static void test_case(const char *cfg, const char *dir, const char *name, sam3_model *m, sam3_ctx *c, tapper *tp) {
     char path[512];
     dump d;
-    const sam3__tensor *img = dump_get(vis, "input.image", SAM3__DT_U8), *bx, *lb, *keep, *sc, *boxes, *masks, *ids;
-    sam3_ctx *c;
-    sam3_ctx_options co = sam3_ctx_options_default();
-    tapper tp;
+    const sam3__tensor *bx, *lb, *keep, *sc, *boxes, *masks, *ids;
     sam3_box b[SAM3_MAX_BOXES];
     sam3_prompt pr;
     sam3_segment_options so = sam3_segment_options_default();
@@ -308,8 +305,8 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
         t_skip++;
         return;
     }
-    W = (int)img->shape[1];
-    H = (int)img->shape[0];
+    W = c->img_w;
+    H = c->img_h;
     memset(&pr, 0, sizeof(pr));
     bx = dump_get(&d, "input.boxes", SAM3__DT_F32);
     lb = dump_get(&d, "input.labels", SAM3__DT_I32);
@@ -335,22 +332,12 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
     }
     so.score_threshold = (float)dump_num(&d, "post.threshold", 0.3);
     so.mask_threshold = (float)dump_num(&d, "post.mask_threshold", 0.5);
-    memset(&tp, 0, sizeof(tp));
-    tp.cfg = cfg;
-    tp.d = &d;
-    tp.compare = 1;
-    co.tap = tap_compare;
-    co.tap_user = &tp;
+    tp->d = &d;
+    tp->seen = 0;
+    tp->compare = 1;
     printf(" %s case %s (%s%s%d boxes)\n", cfg, name, pr.text ? pr.text : "", pr.text ? ", " : "", nb);
-    if (sam3_ctx_new(m, &co, &c) != SAM3_OK) {
-        t_check(0, "%s %s: ctx", cfg, name);
-        dump_close(&d);
-        return;
-    }
-    tp.compare = 0; /* the vision stages were checked already */
-    rc = sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8);
-    tp.compare = 1;
-    if (rc == SAM3_OK) rc = sam3_segment(c, &pr, &so, &seg);
+    rc = sam3_segment(c, &pr, &so, &seg);
+    tp->compare = 0;
     t_check(rc >= 0, "%s %s: sam3_segment: %s (%s)", cfg, name, sam3_result_string(rc), sam3_ctx_last_error(c));
     keep = dump_get(&d, "post.keep", SAM3__DT_I32);
     sc = dump_get(&d, "post.scores", SAM3__DT_F32);
@@ -385,8 +372,7 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
         free(s2);
         free(b2);
     }
-    t_check(tp.seen >= 8, "%s %s: %d stages compared", cfg, name, tp.seen);
-    sam3_ctx_free(c);
+    t_check(tp->seen >= 8, "%s %s: %d stages compared", cfg, name, tp->seen);
     dump_close(&d);
 }
 
@@ -406,8 +392,23 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
     test_text(cfg, dir, m);
     snprintf(path, sizeof(path), "%s/ref_vision.sam3", dir);
     if (dump_open(&vis, path)) {
+        /* all cases on one context and one image, as an application would run several prompts */
+        const sam3__tensor *img = dump_get(&vis, "input.image", SAM3__DT_U8);
+        sam3_ctx_options co = sam3_ctx_options_default();
+        sam3_ctx *c = NULL;
+        tapper tp;
+        memset(&tp, 0, sizeof(tp));
+        tp.cfg = cfg;
+        co.tap = tap_compare;
+        co.tap_user = &tp;
         printf("%s: segmentation\n", cfg);
-        for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) test_case(cfg, dir, cases[i], m, &vis);
+        if (img && sam3_ctx_new(m, &co, &c) == SAM3_OK &&
+            sam3_set_image(c, (const uint8_t *)img->data, (int)img->shape[1], (int)img->shape[0], (int)img->shape[1] * 3, SAM3_RGB8) == SAM3_OK) {
+            for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) test_case(cfg, dir, cases[i], m, c, &tp);
+        } else {
+            t_check(0, "%s: image for the cases", cfg);
+        }
+        sam3_ctx_free(c);
         dump_close(&vis);
     }
     sam3_free(m);
