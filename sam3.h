@@ -325,6 +325,53 @@ SAM3DEF sam3_segment_options sam3_segment_options_default(void);
    this context or sam3_ctx_free. */
 SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_prompt *prompt, const sam3_segment_options *opt, sam3_segmentation *out);
 
+/* ================================================================================================
+   Interactive segmentation: clicks, a box and/or a previous mask -> one object (SAM 2-style head)
+   ============================================================================================= */
+#ifndef SAM3_MAX_POINTS
+#define SAM3_MAX_POINTS 64
+#endif
+
+typedef struct sam3_point {
+    float x, y; /* pixels of the image given to sam3_set_image */
+    int label;  /* 1 on the object (positive click), 0 background (negative click) */
+} sam3_point;
+
+typedef struct sam3_points_prompt {
+    const sam3_point *points; /* n_points clicks, or NULL */
+    int n_points;             /* 0..SAM3_MAX_POINTS */
+    const float *box;         /* x0, y0, x1, y1 in image pixels, or NULL */
+    const float *mask_logits; /* a previous result's low_res_logits plane to refine, or NULL */
+    int mask_width, mask_height; /* its size: must be the result's low_res_width x low_res_height */
+} sam3_points_prompt;
+
+typedef struct sam3_points_options {
+    int single_mask;      /* 0: the three candidate masks (default, as the reference's multimask_output);
+                             1: one mask, chosen by the reference's stability rule */
+    float mask_threshold; /* logit threshold of the full-size masks (default 0 = the reference's 0.0) */
+    int no_masks;         /* 1: skip the full-size masks (low-resolution logits and scores only) */
+} sam3_points_options;
+
+typedef struct sam3_points_result {
+    int n_masks;                 /* 3 (or the model's multimask count), or 1 with single_mask */
+    const uint8_t *masks;        /* n_masks planes of width*height bytes, 1 = object; NULL with no_masks */
+    const float *iou;            /* (n_masks) predicted IoU of each mask, in [0,1] */
+    int best;                    /* index of the mask with the highest predicted IoU */
+    float object_score;          /* logit that an object is there at all (> 0: yes) */
+    const float *low_res_logits; /* n_masks planes of low_res_height*low_res_width logits: pass one back
+                                    as mask_logits with the next click to refine */
+    int low_res_width, low_res_height;
+    int width, height;           /* the image's */
+} sam3_points_result;
+
+/* Segments the one object the clicks/box/mask point at, with the model's interactive head (a
+   second FPN neck, prompt encoder and two-way mask decoder on the cached ViT features: the first
+   call after sam3_set_image runs that neck, every later click costs only the small decoder).
+   SAM3_ERR_UNSUPPORTED when the file has no interactive head (a plain Sam3Model checkpoint).
+   *out stays valid until the next call on this context that returns results or sets an image. */
+SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt *prompt, const sam3_points_options *opt,
+                                        sam3_points_result *out);
+
 #ifdef __cplusplus
 }
 #endif
@@ -2213,6 +2260,36 @@ typedef struct sam3__mask_w {
     sam3__lin embed[3], inst_proj, sem_proj;
 } sam3__mask_w;
 
+/* The interactive head (Sam3TrackerModel: tracker neck, prompt encoder, two-way mask decoder). */
+#define SAM3__MAX_FFN 8
+typedef struct sam3__ffn_w { sam3__lin in, hidden[SAM3__MAX_FFN], out; int n_hidden; } sam3__ffn_w; /* Sam3TrackerFeedForward */
+typedef struct sam3__twoway_layer_w {
+    sam3__attn_w self_attn, t2i, i2t; /* token self-attention, token->image, image->token */
+    sam3__norm ln1, ln2, ln3, ln4;
+    sam3__ffn_w mlp;
+} sam3__twoway_layer_w;
+typedef struct sam3__trk_cfg {
+    int present;
+    int fpn, n_levels, n_kept, scale_x2[SAM3__MAX_LEVELS], side[SAM3__MAX_LEVELS]; /* tracker neck */
+    int D, image, grid, mask_in_ch, n_point_emb;                                   /* prompt encoder */
+    float pe_ln_eps;
+    int mlp_dim, layers, heads, down, n_mask_tokens, iou_depth, iou_hidden, dynamic; /* mask decoder */
+    float stab_delta, stab_thresh;
+} sam3__trk_cfg;
+typedef struct sam3__trk_w {
+    sam3__fpn_w fpn[SAM3__MAX_LEVELS];
+    const float *gauss;                         /* (2, D/2) random-Fourier matrix */
+    sam3__lin mask_conv1, mask_conv2, mask_conv3; /* mask prompt path: 2x2/2, 2x2/2, 1x1 */
+    sam3__norm mask_ln1, mask_ln2;
+    const float *no_mask, *point_embed, *not_a_point; /* (1, D), (n_point_emb, D), (1, D) */
+    const float *obj_token, *iou_token, *mask_tokens; /* (1, D), (1, D), (n_mask_tokens, D) */
+    sam3__twoway_layer_w *layers;
+    sam3__attn_w final_attn;
+    sam3__norm final_ln, up_ln;
+    sam3__lin up1, up2, conv_s0, conv_s1;
+    sam3__ffn_w hyper[SAM3__MAX_FFN], iou_head, obj_head;
+} sam3__trk_w;
+
 struct sam3_model {
     sam3_allocator a;
     const uint8_t *blob;
@@ -2236,6 +2313,8 @@ struct sam3_model {
     sam3__dec_w dec_w;
     sam3__score_w score_w;
     sam3__mask_w mask_w;
+    sam3__trk_cfg trk;
+    sam3__trk_w trk_w;
     void *layer_mem; /* backing store of the per-layer arrays above */
     const uint8_t *tok_bytes; const int32_t *tok_offsets, *tok_merges;
     size_t tok_n_bytes;
@@ -2388,6 +2467,31 @@ static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim,
     snprintf(p, sizeof(p), "%s.%s", prefix, out_name); a.o = sam3__get_lin(L, p, dim, dim);
     return a;
 }
+/* Attention whose q/k/v project D -> di and o_proj di -> D (the tracker's downsampled attention). */
+static sam3__attn_w sam3__get_attn_ex(sam3__loader *L, const char *prefix, int D, int di) {
+    char p[256];
+    sam3__attn_w a;
+    snprintf(p, sizeof(p), "%s.q_proj", prefix); a.q = sam3__get_lin(L, p, di, D);
+    snprintf(p, sizeof(p), "%s.k_proj", prefix); a.k = sam3__get_lin(L, p, di, D);
+    snprintf(p, sizeof(p), "%s.v_proj", prefix); a.v = sam3__get_lin(L, p, di, D);
+    snprintf(p, sizeof(p), "%s.o_proj", prefix); a.o = sam3__get_lin(L, p, D, di);
+    return a;
+}
+/* Sam3TrackerFeedForward with n_layers Linear layers: proj_in, layers.{0..n-3}, proj_out. */
+static sam3__ffn_w sam3__get_ffn(sam3__loader *L, const char *prefix, int n_layers, int in, int hidden, int out) {
+    char p[256];
+    sam3__ffn_w f;
+    int i;
+    memset(&f, 0, sizeof(f));
+    f.n_hidden = n_layers - 2;
+    snprintf(p, sizeof(p), "%s.proj_in", prefix); f.in = sam3__get_lin(L, p, hidden, in);
+    for (i = 0; i < f.n_hidden; i++) {
+        snprintf(p, sizeof(p), "%s.layers.%d", prefix, i);
+        f.hidden[i] = sam3__get_lin(L, p, hidden, hidden);
+    }
+    snprintf(p, sizeof(p), "%s.proj_out", prefix); f.out = sam3__get_lin(L, p, out, hidden);
+    return f;
+}
 static sam3__xlayer_w sam3__get_xlayer(sam3__loader *L, const char *prefix, int d, int inter) {
     char p[256];
     sam3__xlayer_w w;
@@ -2413,6 +2517,57 @@ static int sam3__check_heads(sam3__loader *L, const char *what, int dim, int hea
     if (L->rc == SAM3_OK && (heads <= 0 || dim % heads != 0))
         sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "%s: hidden size %d is not divisible by %d heads", what, dim, heads);
     return L->rc == SAM3_OK;
+}
+
+/* The interactive head is optional (a plain Sam3Model checkpoint has none). */
+static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
+    sam3__trk_cfg *t = &m->trk;
+    const int64_t BIG = 1 << 20;
+    double arr[SAM3__MAX_LEVELS];
+    int i, n;
+    const sam3__cfg *pc = sam3__file_cfg(L->f, "tracker.present");
+    if (L->rc != SAM3_OK || !pc || pc->type != SAM3__T_I64 || pc->i == 0) return;
+    t->fpn = (int)sam3__cfg_i(L, "tracker.neck.fpn_hidden_size", 1, BIG);
+    n = sam3__cfg_array(L, "tracker.neck.scale_factors", arr, SAM3__MAX_LEVELS);
+    t->D = (int)sam3__cfg_i(L, "tracker.prompt_encoder.hidden_size", 1, BIG);
+    t->image = (int)sam3__cfg_i(L, "tracker.prompt_encoder.image_size", 1, 65536);
+    t->grid = t->image / (int)sam3__cfg_i(L, "tracker.prompt_encoder.patch_size", 1, 65536);
+    t->mask_in_ch = (int)sam3__cfg_i(L, "tracker.prompt_encoder.mask_input_channels", 4, BIG);
+    t->n_point_emb = (int)sam3__cfg_i(L, "tracker.prompt_encoder.num_point_embeddings", 4, 64);
+    t->pe_ln_eps = (float)sam3__cfg_f(L, "tracker.prompt_encoder.layer_norm_eps", 0, 1);
+    t->mlp_dim = (int)sam3__cfg_i(L, "tracker.mask_decoder.mlp_dim", 1, BIG);
+    t->layers = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_hidden_layers", 1, 64);
+    t->heads = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_attention_heads", 1, 4096);
+    t->down = (int)sam3__cfg_i(L, "tracker.mask_decoder.attention_downsample_rate", 1, 4096);
+    t->n_mask_tokens = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_multimask_outputs", 1, SAM3__MAX_FFN - 1) + 1;
+    t->iou_depth = (int)sam3__cfg_i(L, "tracker.mask_decoder.iou_head_depth", 2, SAM3__MAX_FFN + 1);
+    t->iou_hidden = (int)sam3__cfg_i(L, "tracker.mask_decoder.iou_head_hidden_dim", 1, BIG);
+    t->dynamic = (int)sam3__cfg_i(L, "tracker.mask_decoder.dynamic_multimask", 0, 1);
+    t->stab_delta = (float)sam3__cfg_f(L, "tracker.mask_decoder.stability_delta", -1e30, 1e30);
+    t->stab_thresh = (float)sam3__cfg_f(L, "tracker.mask_decoder.stability_thresh", -1e30, 1e30);
+    if (L->rc != SAM3_OK) return;
+    if ((int)sam3__cfg_i(L, "tracker.mask_decoder.hidden_size", 1, BIG) != t->D || t->fpn != t->D)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker: neck %d, prompt encoder %d and mask decoder widths must be equal", t->fpn, t->D);
+    else if (t->D % 8 || (t->D / t->down) % t->heads || t->D % t->heads || t->D % 2 || t->mask_in_ch % 4)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker: width %d does not split into the decoder's heads/upscaling", t->D);
+    else if (t->layers > 64 || t->layers - 2 > SAM3__MAX_FFN)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker: %d two-way layers", t->layers);
+    else if (t->grid != m->vit.grid)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker: prompt grid %d differs from the vision grid %d", t->grid, m->vit.grid);
+    else if (n < 4)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker.neck.scale_factors: the interactive head needs the 4x, 2x and 1x levels");
+    if (L->rc != SAM3_OK) return;
+    t->n_levels = n;
+    t->n_kept = 3; /* the decoder reads the 4x and 2x maps as skips and the 1x map as the image */
+    for (i = 0; i < 3; i++) {
+        t->scale_x2[i] = (int)(arr[i] * 2);
+        if (t->scale_x2[i] != 8 >> i) {
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker.neck.scale_factors must start 4, 2, 1");
+            return;
+        }
+        t->side[i] = m->vit.grid * t->scale_x2[i] / 2;
+    }
+    t->present = 1;
 }
 
 /* Reads every hyper-parameter the code needs and checks they fit together. */
@@ -2561,6 +2716,7 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
         if (m->mask.stages < nk->n_kept - 1)
             sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "mask_decoder.num_upsampling_stages %d < %d kept FPN levels - 1", m->mask.stages, nk->n_kept);
     }
+    sam3__load_tracker_config(m, L);
 }
 
 static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
@@ -2577,6 +2733,7 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
     bytes += (size_t)m->geo.layers * sizeof(sam3__xlayer_w) + SAM3__ALIGN;
     bytes += (size_t)m->enc.layers * sizeof(sam3__xlayer_w) + SAM3__ALIGN;
     bytes += (size_t)m->dec.layers * sizeof(sam3__dec_layer_w) + SAM3__ALIGN;
+    bytes += (size_t)m->trk.layers * sizeof(sam3__twoway_layer_w) + SAM3__ALIGN;
     mem = (unsigned char *)sam3__acalloc(&m->a, bytes, 1);
     if (!mem) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
     m->layer_mem = mem;
@@ -2591,6 +2748,7 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
     SAM3__TAKE(m->geo_w.layers, sam3__xlayer_w, m->geo.layers);
     SAM3__TAKE(m->enc_w, sam3__xlayer_w, m->enc.layers);
     SAM3__TAKE(m->dec_w.layers, sam3__dec_layer_w, m->dec.layers);
+    SAM3__TAKE(m->trk_w.layers, sam3__twoway_layer_w, m->trk.layers);
 #undef SAM3__TAKE
 
     /* Vision trunk: Sam3ViTModel (vision_encoder.backbone) */
@@ -2707,6 +2865,64 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         w->inst_proj = sam3__get_conv(L, "mask_decoder.instance_projection", D, D, 1);
         w->sem_proj = sam3__get_conv(L, "mask_decoder.semantic_projection", 1, D, 1);
         if (D % 8 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "mask decoder width %d is not divisible by GroupNorm's 8 groups", D);
+    }
+    /* Interactive head: Sam3TrackerModel's neck, prompt encoder and mask decoder */
+    if (m->trk.present) {
+        const sam3__trk_cfg *t = &m->trk;
+        sam3__trk_w *w = &m->trk_w;
+        const int TD = t->D, di = t->D / t->down, mi = t->mask_in_ch;
+        for (j = 0; j < t->n_kept && L->rc == SAM3_OK; j++) {
+            sam3__fpn_w *f = &w->fpn[j];
+            int s2 = t->scale_x2[j], cin = C;
+            memset(f, 0, sizeof(*f));
+            if (s2 >= 4) {
+                snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.scale_layers.0", j); f->up1 = sam3__get_convt(L, p, C, C / 2);
+                cin = C / 2;
+            }
+            if (s2 == 8) {
+                snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.scale_layers.2", j); f->up2 = sam3__get_convt(L, p, C / 2, C / 4);
+                cin = C / 4;
+            }
+            snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.proj1", j); f->proj1 = sam3__get_conv(L, p, t->fpn, cin, 1);
+            snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.proj2", j); f->proj2 = sam3__get_conv(L, p, t->fpn, t->fpn, 3);
+        }
+        sam3__nm(L, "tracker_model.shared_image_embedding.positional_embedding"); w->gauss = sam3__get(L, 2, 2, TD / 2, 0, 0);
+        w->mask_conv1 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv1", mi / 4, 1, 2);
+        w->mask_conv2 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv2", mi, mi / 4, 2);
+        w->mask_conv3 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv3", TD, mi, 1);
+        w->mask_ln1 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm1", mi / 4);
+        w->mask_ln2 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm2", mi);
+        sam3__nm(L, "tracker_model.prompt_encoder.no_mask_embed.weight"); w->no_mask = sam3__get(L, 2, 1, TD, 0, 0);
+        sam3__nm(L, "tracker_model.prompt_encoder.point_embed.weight"); w->point_embed = sam3__get(L, 2, t->n_point_emb, TD, 0, 0);
+        sam3__nm(L, "tracker_model.prompt_encoder.not_a_point_embed.weight"); w->not_a_point = sam3__get(L, 2, 1, TD, 0, 0);
+        sam3__nm(L, "tracker_model.mask_decoder.obj_score_token.weight"); w->obj_token = sam3__get(L, 2, 1, TD, 0, 0);
+        sam3__nm(L, "tracker_model.mask_decoder.iou_token.weight"); w->iou_token = sam3__get(L, 2, 1, TD, 0, 0);
+        sam3__nm(L, "tracker_model.mask_decoder.mask_tokens.weight"); w->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, TD, 0, 0);
+        for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
+            sam3__twoway_layer_w *lw = &w->layers[i];
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, TD);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_token_to_image", i); lw->t2i = sam3__get_attn_ex(L, p, TD, di);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_image_to_token", i); lw->i2t = sam3__get_attn_ex(L, p, TD, di);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, TD);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, TD);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, TD);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm4", i); lw->ln4 = sam3__get_norm(L, p, TD);
+            /* the reference gives the block MLP as many layers as there are blocks (HF quirk) */
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.mlp", i); lw->mlp = sam3__get_ffn(L, p, t->layers, TD, t->mlp_dim, TD);
+        }
+        w->final_attn = sam3__get_attn_ex(L, "tracker_model.mask_decoder.transformer.final_attn_token_to_image", TD, di);
+        w->final_ln = sam3__get_norm(L, "tracker_model.mask_decoder.transformer.layer_norm_final_attn", TD);
+        w->up1 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv1", TD, TD / 4);
+        w->up2 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv2", TD / 4, TD / 8);
+        w->up_ln = sam3__get_norm(L, "tracker_model.mask_decoder.upscale_layer_norm", TD / 4);
+        w->conv_s0 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s0", TD / 8, TD, 1);
+        w->conv_s1 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s1", TD / 4, TD, 1);
+        for (i = 0; i < t->n_mask_tokens; i++) {
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.output_hypernetworks_mlps.%d", i);
+            w->hyper[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
+        }
+        w->iou_head = sam3__get_ffn(L, "tracker_model.mask_decoder.iou_prediction_head", t->iou_depth, TD, t->iou_hidden, t->n_mask_tokens);
+        w->obj_head = sam3__get_ffn(L, "tracker_model.mask_decoder.pred_obj_score_head", 3, TD, TD, 1);
     }
     /* Tokenizer tables (validated in depth when the tokenizer is built) */
     {
@@ -2989,6 +3205,13 @@ struct sam3_ctx {
     float *l2_pos;                       /* (Ng, D) its sine position map, token-major */
     float *rope_win;                     /* (window^2, hd/2, 2) cos, sin for windowed blocks */
     float *rope_glb;                     /* (N, hd/2, 2) cos, sin for global blocks */
+    /* Interactive head's image state, computed on the first sam3_segment_points after an image */
+    int trk_ready;
+    float *trk_e;    /* (D, g, g) tracker neck 1x level: the decoder's image embedding */
+    float *trk_s0;   /* (D/8, 4g, 4g) high-resolution skip, after conv_s0 */
+    float *trk_s1;   /* (D/4, 2g, 2g) after conv_s1 */
+    float *trk_pe;   /* (g*g, D) dense random-Fourier position of the grid, token-major */
+    float res_iou[SAM3__MAX_FFN];
     /* Text features of recent prompts: a prompt used again on any image costs nothing. */
     sam3__text_entry tcache[SAM3__TEXT_CACHE];
     unsigned long tstamp;
@@ -3466,23 +3689,29 @@ static void sam3__sine_pos2d(int H, int W, int D, float *out) {
     }
 }
 
-/* Sam3Attention (and CLIP's attention): project q, k, v with the module's weights, attend, project
-   out. qin (nq, D), kin and vin (nk, D), out (nq, D); out may alias qin. */
-static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                             int nk, int D, int nh, const float *bias, int causal, float *out) {
+/* Attention with an inner width di (the tracker's token<->image attentions project 256 -> 128):
+   project q, k, v (D -> di), attend with nh heads of di/nh, project out (di -> D).
+   qin (nq, D), kin and vin (nk, D), out (nq, D); out may alias qin. */
+static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
+                                int nk, int D, int di, int nh, const float *bias, int causal, float *out) {
     sam3__mark mk = sam3__mark_get(c);
-    float *q = sam3__sallocf(c, (size_t)nq * D); /* (nq, D) */
-    float *k = sam3__sallocf(c, (size_t)nk * D); /* (nk, D) */
-    float *v = sam3__sallocf(c, (size_t)nk * D); /* (nk, D) */
+    float *q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
+    float *k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
+    float *v = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
     sam3_result rc;
     if (!q || !k || !v) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, qin, nq, D, &w->q, D, q);
-    sam3__linear(c, kin, nk, D, &w->k, D, k);
-    sam3__linear(c, vin, nk, D, &w->v, D, v);
-    if ((rc = sam3__attention(c, nq, nk, nh, D / nh, q, D, k, D, v, D, q, D, bias, causal)) != SAM3_OK) return rc;
-    sam3__linear(c, q, nq, D, &w->o, D, out);
+    sam3__linear(c, qin, nq, D, &w->q, di, q);
+    sam3__linear(c, kin, nk, D, &w->k, di, k);
+    sam3__linear(c, vin, nk, D, &w->v, di, v);
+    if ((rc = sam3__attention(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, bias, causal)) != SAM3_OK) return rc;
+    sam3__linear(c, q, nq, di, &w->o, D, out);
     sam3__release(c, mk);
     return SAM3_OK;
+}
+/* Sam3Attention (and CLIP's attention): width D throughout. */
+static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
+                             int nk, int D, int nh, const float *bias, int causal, float *out) {
+    return sam3__mha_ex(c, w, qin, kin, vin, nq, nk, D, D, nh, bias, causal, out);
 }
 
 /* Sam3MLP / Sam3DecoderMLP: Linear, activation, Linear (relu = 1: ReLU, else exact GELU).
@@ -3816,10 +4045,9 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
 /* Sam3FPNLayer for each kept level: scale 4 = ConvT, GELU, ConvT; scale 2 = ConvT; scale 1 =
    nothing; scale 0.5 = MaxPool 2x2; then proj1 (1x1) and proj2 (3x3). xt: trunk output (N, C)
    token-major; out: (D, side, side) channel-major. */
-static sam3_result sam3__fpn_layer(sam3_ctx *c, int j, const float *xt, float *out) {
+static sam3_result sam3__fpn_layer(sam3_ctx *c, const sam3__fpn_w *w, int s2, int side, const float *xt, float *out) {
     const sam3_model *m = c->m;
-    const sam3__fpn_w *w = &m->fpn_w[j];
-    const int g = m->vit.grid, C = m->vit.hidden, D = m->neck.fpn, s2 = m->neck.scale_x2[j], side = m->neck.side[j];
+    const int g = m->vit.grid, C = m->vit.hidden, D = m->neck.fpn;
     sam3__mark mk = sam3__mark_get(c);
     const float *src = xt;
     int src_tokens = 1, cin = C, hw = g;
@@ -3871,7 +4099,7 @@ static sam3_result sam3__vision_neck(sam3_ctx *c) {
     for (j = 0; j < m->neck.n_kept; j++) {
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the neck");
         sam3__progress(c, "vision neck", j, m->neck.n_kept);
-        if ((rc = sam3__fpn_layer(c, j, c->vit_out, c->fpn[j])) != SAM3_OK) return rc;
+        if ((rc = sam3__fpn_layer(c, &m->fpn_w[j], m->neck.scale_x2[j], m->neck.side[j], c->vit_out, c->fpn[j])) != SAM3_OK) return rc;
         snprintf(name, sizeof(name), "fpn.%d", j);
         sam3__tap(c, name, c->fpn[j], 3, D, m->neck.side[j], m->neck.side[j]);
     }
@@ -4392,6 +4620,265 @@ static long sam3__resize_threshold(sam3_ctx *c, const float *p, int ih, int iw, 
     return area;
 }
 
+/* ==== sam3: interactive head (Sam3TrackerModel) ==== */
+/* LayerNorm2d (channels_first): normalise each pixel of a (C, hw) map over its C channels. */
+static void sam3__layernorm2d(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps) {
+    ptrdiff_t p;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (p = 0; p < (ptrdiff_t)hw; p++) {
+        double mu = 0, var = 0;
+        float inv, fmu;
+        int ch;
+        for (ch = 0; ch < C; ch++) mu += x[(size_t)ch * hw + p];
+        mu /= C;
+        for (ch = 0; ch < C; ch++) var += ((double)x[(size_t)ch * hw + p] - mu) * ((double)x[(size_t)ch * hw + p] - mu);
+        var /= C;
+        inv = (float)(1.0 / sqrt(var + (double)eps));
+        fmu = (float)mu;
+        for (ch = 0; ch < C; ch++) x[(size_t)ch * hw + p] = (x[(size_t)ch * hw + p] - fmu) * inv * w->w[ch] + w->b[ch];
+    }
+}
+
+/* Sam3TrackerFeedForward: proj_in, ReLU, (Linear, ReLU) x n_hidden, proj_out. x (n, in) -> y (n, out). */
+static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, int n, int in, int hidden, int out, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *a = sam3__sallocf(c, (size_t)n * hidden), *b = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
+    int i;
+    if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, x, n, in, &f->in, hidden, a);
+    sam3__relu(c, a, (size_t)n * hidden);
+    for (i = 0; i < f->n_hidden; i++) {
+        float *t;
+        sam3__linear(c, a, n, hidden, &f->hidden[i], hidden, b);
+        sam3__relu(c, b, (size_t)n * hidden);
+        t = a; a = b; b = t;
+    }
+    sam3__linear(c, a, n, hidden, &f->out, out, y);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerPositionalEmbedding of a point (u, v) normalised to [0,1]: the random-Fourier
+   features [sin(a), cos(a)] with a = 2 pi (2(u,v) - 1) G, G (2, D/2). */
+static void sam3__fourier_pe(const float *G, int D, float u, float v, float *out) {
+    const int h = D / 2;
+    const float cx = 2.0f * u - 1.0f, cy = 2.0f * v - 1.0f;
+    int k;
+    for (k = 0; k < h; k++) {
+        float a = (cx * G[k] + cy * G[h + k]) * (float)(2 * SAM3__PI);
+        out[k] = sinf(a);
+        out[h + k] = cosf(a);
+    }
+}
+
+/* The interactive head's image features, from the cached trunk output: its own FPN neck (levels
+   4x, 2x, 1x), the decoder's conv_s0 / conv_s1 on the two high-resolution levels, and the grid's
+   position encoding. The reference Sam3TrackerModel adds no_memory_embedding to the discarded
+   0.5x level only (spec: tracker A.0.5), so the 1x map goes to the decoder as it is. */
+static sam3_result sam3__tracker_features(sam3_ctx *c) {
+    const sam3_model *m = c->m;
+    const sam3__trk_cfg *t = &m->trk;
+    const sam3__trk_w *w = &m->trk_w;
+    const int D = t->D, g = m->vit.grid;
+    sam3__mark mk = sam3__mark_get(c);
+    float *l0 = sam3__sallocf(c, (size_t)D * 16 * g * g); /* (D, 4g, 4g) */
+    float *l1 = sam3__sallocf(c, (size_t)D * 4 * g * g);  /* (D, 2g, 2g) */
+    int i, j;
+    sam3_result rc;
+    if (c->trk_ready) return SAM3_OK;
+    if (!l0 || !l1) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__fpn_layer(c, &w->fpn[0], t->scale_x2[0], t->side[0], c->vit_out, l0)) != SAM3_OK) return rc;
+    if ((rc = sam3__fpn_layer(c, &w->fpn[1], t->scale_x2[1], t->side[1], c->vit_out, l1)) != SAM3_OK) return rc;
+    if ((rc = sam3__fpn_layer(c, &w->fpn[2], t->scale_x2[2], t->side[2], c->vit_out, c->trk_e)) != SAM3_OK) return rc;
+    sam3__tap(c, "trk.fpn.0", l0, 3, D, 4 * g, 4 * g);
+    sam3__tap(c, "trk.fpn.1", l1, 3, D, 2 * g, 2 * g);
+    sam3__tap(c, "trk.fpn.2", c->trk_e, 3, D, g, g);
+    sam3__conv1x1(c, l0, 0, D, 16 * g * g, &w->conv_s0, D / 8, c->trk_s0);
+    sam3__conv1x1(c, l1, 0, D, 4 * g * g, &w->conv_s1, D / 4, c->trk_s1);
+    sam3__tap(c, "trk.feat_s0", c->trk_s0, 3, D / 8, 4 * g, 4 * g);
+    sam3__tap(c, "trk.feat_s1", c->trk_s1, 3, D / 4, 2 * g, 2 * g);
+    sam3__tap(c, "trk.image_embed", c->trk_e, 3, D, g, g);
+    for (i = 0; i < g; i++)
+        for (j = 0; j < g; j++)
+            sam3__fourier_pe(w->gauss, D, ((float)j + 0.5f) / (float)g, ((float)i + 0.5f) / (float)g, c->trk_pe + ((size_t)i * g + j) * D);
+    if (c->opt.tap) {
+        float *cm = sam3__sallocf(c, (size_t)D * g * g); /* (D, g, g) for the tap */
+        if (!cm) return SAM3_ERR_OUT_OF_MEMORY;
+        for (i = 0; i < g * g; i++)
+            for (j = 0; j < D; j++) cm[(size_t)j * g * g + i] = c->trk_pe[(size_t)i * D + j];
+        sam3__tap(c, "trk.image_pe", cm, 3, D, g, g);
+    }
+    c->trk_ready = 1;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* 2x2 stride-2 convolution with bias on a (cin, H, W) map -> (cout, H/2, W/2) (mask prompt path). */
+static void sam3__conv2x2s2(const float *x, int cin, int H, int W, const sam3__lin *l, int cout, float *y) {
+    int o, r, q, ch, dy, dx;
+    for (o = 0; o < cout; o++)
+        for (r = 0; r < H / 2; r++)
+            for (q = 0; q < W / 2; q++) {
+                float acc = l->b[o];
+                for (ch = 0; ch < cin; ch++)
+                    for (dy = 0; dy < 2; dy++)
+                        for (dx = 0; dx < 2; dx++)
+                            acc += l->w[((o * cin + ch) * 2 + dy) * 2 + dx] * x[((size_t)ch * H + 2 * r + dy) * W + 2 * q + dx];
+                y[((size_t)o * (H / 2) + r) * (W / 2) + q] = acc;
+            }
+}
+
+/* Sam3TrackerPromptEncoder for one object: sparse (ns, D) tokens from the clicks and box, dense
+   (D, g, g) from the mask prompt (or no_mask_embed). Coordinates go to the model's input frame as
+   the processor maps them (x * S / width), then +0.5 (pixel centre) and / S. */
+static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_prompt *pp, float *sparse, int *ns, float *dense) {
+    const sam3_model *m = c->m;
+    const sam3__trk_cfg *t = &m->trk;
+    const sam3__trk_w *w = &m->trk_w;
+    const int D = t->D, g = t->grid, S = t->image;
+    const float rx = (float)((double)S / c->img_w), ry = (float)((double)S / c->img_h);
+    int i, n = 0, k;
+    for (i = 0; i < pp->n_points; i++) {
+        const sam3_point *p = &pp->points[i];
+        float *o = sparse + (size_t)n++ * D;
+        sam3__fourier_pe(w->gauss, D, (p->x * rx + 0.5f) / (float)S, (p->y * ry + 0.5f) / (float)S, o);
+        for (k = 0; k < D; k++) o[k] += w->point_embed[(size_t)p->label * D + k];
+    }
+    if (pp->box) {
+        /* corners as points labelled 2 and 3, then a not-a-point token, as the reference pads */
+        const float *b = pp->box;
+        float *o = sparse + (size_t)n * D;
+        sam3__fourier_pe(w->gauss, D, (b[0] * rx + 0.5f) / (float)S, (b[1] * ry + 0.5f) / (float)S, o);
+        sam3__fourier_pe(w->gauss, D, (b[2] * rx + 0.5f) / (float)S, (b[3] * ry + 0.5f) / (float)S, o + D);
+        for (k = 0; k < D; k++) {
+            o[k] += w->point_embed[2 * (size_t)D + k];
+            o[D + k] += w->point_embed[3 * (size_t)D + k];
+        }
+        memcpy(o + 2 * D, w->not_a_point, (size_t)D * sizeof(float));
+        n += 3;
+    } else {
+        if (pp->n_points == 0) /* the reference inserts one point (0, 0) labelled -1 when nothing is given */
+            memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float));
+        memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float)); /* padding point */
+    }
+    *ns = n;
+    if (pp->mask_logits) {
+        sam3__mark mk = sam3__mark_get(c);
+        const int mi = t->mask_in_ch, H = 4 * g;
+        float *a = sam3__sallocf(c, (size_t)(mi / 4) * 2 * g * 2 * g); /* (mi/4, 2g, 2g) */
+        float *b = sam3__sallocf(c, (size_t)mi * g * g);               /* (mi, g, g) */
+        if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
+        sam3__conv2x2s2(pp->mask_logits, 1, H, H, &w->mask_conv1, mi / 4, a);
+        sam3__layernorm2d(c, a, mi / 4, (size_t)4 * g * g, &w->mask_ln1, t->pe_ln_eps);
+        sam3__gelu(c, a, (size_t)(mi / 4) * 4 * g * g);
+        sam3__conv2x2s2(a, mi / 4, 2 * g, 2 * g, &w->mask_conv2, mi, b);
+        sam3__layernorm2d(c, b, mi, (size_t)g * g, &w->mask_ln2, t->pe_ln_eps);
+        sam3__gelu(c, b, (size_t)mi * g * g);
+        sam3__conv1x1(c, b, 0, mi, g * g, &w->mask_conv3, D, dense);
+        sam3__release(c, mk);
+    } else {
+        for (k = 0; k < D; k++)
+            for (i = 0; i < g * g; i++) dense[(size_t)k * g * g + i] = w->no_mask[k];
+    }
+    return SAM3_OK;
+}
+
+/* Sam3TrackerMaskDecoder: two-way transformer over [object-score token, IoU token, mask tokens,
+   sparse prompt] and the image tokens, upscaling with the high-resolution skips, hypernetwork
+   masks. all_masks (n_mask_tokens, 4g, 4g) logits, iou (n_mask_tokens) after the sigmoid, obj (1). */
+static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int ns, const float *dense, float *all_masks, float *iou,
+                                          float *obj) {
+    const sam3_model *m = c->m;
+    const sam3__trk_cfg *t = &m->trk;
+    const sam3__trk_w *w = &m->trk_w;
+    const int D = t->D, di = D / t->down, nh = t->heads, g = t->grid, Ng = g * g, nm = t->n_mask_tokens, n = 2 + nm + ns;
+    sam3__mark mk = sam3__mark_get(c);
+    float *t0 = sam3__sallocf(c, (size_t)n * D);   /* (n, D) initial tokens = their position */
+    float *tk = sam3__sallocf(c, (size_t)n * D);   /* (n, D) tokens */
+    float *q = sam3__sallocf(c, (size_t)n * D);    /* (n, D) */
+    float *y = sam3__sallocf(c, (size_t)n * D);    /* (n, D) */
+    float *im = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) image tokens */
+    float *ik = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) image tokens + position */
+    float *iy = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) */
+    float *u1 = sam3__sallocf(c, (size_t)(D / 4) * 4 * Ng);  /* (D/4, 2g, 2g) */
+    float *u2 = sam3__sallocf(c, (size_t)(D / 8) * 16 * Ng); /* (D/8, 4g, 4g) */
+    float *hyp = sam3__sallocf(c, (size_t)nm * (D / 8));     /* (nm, D/8) */
+    float *cm = sam3__sallocf(c, (size_t)D * Ng);            /* (D, g, g) */
+    int l, i, j;
+    sam3_result rc;
+    if (!t0 || !tk || !q || !y || !im || !ik || !iy || !u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
+    memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
+    memcpy(t0 + D, w->iou_token, (size_t)D * sizeof(float));
+    memcpy(t0 + 2 * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
+    memcpy(t0 + (size_t)(2 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
+    memcpy(tk, t0, (size_t)n * D * sizeof(float));
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < Ng; i++) {
+        int ch;
+        for (ch = 0; ch < D; ch++) im[(size_t)i * D + ch] = c->trk_e[(size_t)ch * Ng + i] + dense[(size_t)ch * Ng + i];
+    }
+    for (l = 0; l < t->layers; l++) {
+        const sam3__twoway_layer_w *lw = &w->layers[l];
+        /* self-attention; the first block has no position and no residual */
+        if (l == 0) {
+            if ((rc = sam3__mha_ex(c, &lw->self_attn, tk, tk, tk, n, n, D, D, nh, NULL, 0, tk)) != SAM3_OK) return rc;
+        } else {
+            memcpy(q, tk, (size_t)n * D * sizeof(float));
+            sam3__vadd(c, q, t0, (size_t)n * D);
+            if ((rc = sam3__mha_ex(c, &lw->self_attn, q, q, tk, n, n, D, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
+            sam3__vadd(c, tk, y, (size_t)n * D);
+        }
+        sam3__layernorm(c, tk, tk, n, D, &lw->ln1, 1e-5f);
+        /* tokens -> image */
+        memcpy(q, tk, (size_t)n * D * sizeof(float));
+        sam3__vadd(c, q, t0, (size_t)n * D);
+        memcpy(ik, im, (size_t)Ng * D * sizeof(float));
+        sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
+        if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, 0, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, tk, y, (size_t)n * D);
+        sam3__layernorm(c, tk, tk, n, D, &lw->ln2, 1e-5f);
+        /* MLP */
+        if ((rc = sam3__ffn(c, &lw->mlp, tk, n, D, t->mlp_dim, D, y)) != SAM3_OK) return rc;
+        sam3__vadd(c, tk, y, (size_t)n * D);
+        sam3__layernorm(c, tk, tk, n, D, &lw->ln3, 1e-5f);
+        /* image -> tokens: the image tokens (with position) query the tokens (with position) */
+        memcpy(q, tk, (size_t)n * D * sizeof(float));
+        sam3__vadd(c, q, t0, (size_t)n * D);
+        if ((rc = sam3__mha_ex(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, 0, iy)) != SAM3_OK) return rc;
+        sam3__vadd(c, im, iy, (size_t)Ng * D);
+        sam3__layernorm(c, im, im, Ng, D, &lw->ln4, 1e-5f);
+    }
+    memcpy(q, tk, (size_t)n * D * sizeof(float));
+    sam3__vadd(c, q, t0, (size_t)n * D);
+    memcpy(ik, im, (size_t)Ng * D * sizeof(float));
+    sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
+    if ((rc = sam3__mha_ex(c, &w->final_attn, q, ik, im, n, Ng, D, di, nh, NULL, 0, y)) != SAM3_OK) return rc;
+    sam3__vadd(c, tk, y, (size_t)n * D);
+    sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
+    /* upscaling with the high-resolution skips */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < Ng; i++) {
+        int ch;
+        for (ch = 0; ch < D; ch++) cm[(size_t)ch * Ng + i] = im[(size_t)i * D + ch];
+    }
+    if ((rc = sam3__convt2x2(c, cm, 0, D, g, g, &w->up1, D / 4, u1)) != SAM3_OK) return rc;
+    sam3__vadd(c, u1, c->trk_s1, (size_t)(D / 4) * 4 * Ng);
+    sam3__layernorm2d(c, u1, D / 4, (size_t)4 * Ng, &w->up_ln, 1e-6f);
+    sam3__gelu(c, u1, (size_t)(D / 4) * 4 * Ng);
+    if ((rc = sam3__convt2x2(c, u1, 0, D / 4, 2 * g, 2 * g, &w->up2, D / 8, u2)) != SAM3_OK) return rc;
+    sam3__vadd(c, u2, c->trk_s0, (size_t)(D / 8) * 16 * Ng);
+    sam3__gelu(c, u2, (size_t)(D / 8) * 16 * Ng);
+    /* one hypernetwork per mask token, then masks = hyper . upscaled */
+    for (j = 0; j < nm; j++)
+        if ((rc = sam3__ffn(c, &w->hyper[j], tk + (size_t)(2 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK) return rc;
+    sam3__gemm(c, 0, 0, nm, 16 * Ng, D / 8, 1.0f, hyp, D / 8, u2, 16 * Ng, 0.0f, all_masks, 16 * Ng);
+    if ((rc = sam3__ffn(c, &w->iou_head, tk + D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;
+    for (j = 0; j < nm; j++) iou[j] = sam3__sigmoid(iou[j]);
+    if ((rc = sam3__ffn(c, &w->obj_head, tk, 1, D, D, 1, obj)) != SAM3_OK) return rc;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
 /* ==== sam3: public API ==== */
 SAM3DEF sam3_ctx_options sam3_ctx_options_default(void) {
     sam3_ctx_options o;
@@ -4418,6 +4905,10 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
     sam3__afree(&c->a, c->l2_pos);
     sam3__afree(&c->a, c->rope_win);
     sam3__afree(&c->a, c->rope_glb);
+    sam3__afree(&c->a, c->trk_e);
+    sam3__afree(&c->a, c->trk_s0);
+    sam3__afree(&c->a, c->trk_s1);
+    sam3__afree(&c->a, c->trk_pe);
     for (j = 0; j < SAM3__TEXT_CACHE; j++) {
         sam3__afree(&c->a, c->tcache[j].text);
         sam3__afree(&c->a, c->tcache[j].feat);
@@ -4474,6 +4965,13 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
         c->l2_pos = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
         if (ok) sam3__sine_pos2d(side, side, m->neck.fpn, c->l2_pos);
     }
+    if (m->trk.present) {
+        const size_t gg = (size_t)v->grid * v->grid, D = (size_t)m->trk.D;
+        c->trk_e = (float *)sam3__ctx_persist(c, D * gg, &ok);
+        c->trk_s0 = (float *)sam3__ctx_persist(c, D / 8 * 16 * gg, &ok);
+        c->trk_s1 = (float *)sam3__ctx_persist(c, D / 4 * 4 * gg, &ok);
+        c->trk_pe = (float *)sam3__ctx_persist(c, D * gg, &ok);
+    }
     c->rope_win = (float *)sam3__ctx_persist(c, (size_t)v->window * v->window * v->head_dim, &ok);
     c->rope_glb = (float *)sam3__ctx_persist(c, (size_t)v->grid * v->grid * v->head_dim, &ok);
     if (!ok) {
@@ -4521,6 +5019,7 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     if (!c) return SAM3_ERR_INVALID_ARG;
     m = c->m;
     c->has_image = 0;
+    c->trk_ready = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
     if (!pixels) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: pixels is NULL");
@@ -4789,6 +5288,117 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
     }
     c->t.postprocess = sam3__now_ms() - t0;
     return sam3__end(c, truncated ? SAM3_TRUNCATED : SAM3_OK);
+}
+
+
+SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+    const sam3_model *m;
+    const sam3__trk_cfg *t;
+    sam3_points_options o;
+    int i, g, ns = 0, nm, n_out, first, sel, W, H;
+    size_t lp, plane;
+    float *sparse, *dense, *all, obj = 0;
+    double t0;
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!pp || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: prompt and out must not be NULL");
+    memset(out, 0, sizeof(*out));
+    m = c->m;
+    t = &m->trk;
+    c->err[0] = 0;
+    memset(&o, 0, sizeof(o));
+    if (opt) o = *opt;
+    if (!t->present)
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_segment_points: this model file has no interactive head (tracker_model.* tensors)");
+    if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment_points: no image: call sam3_set_image first");
+    if (pp->n_points < 0 || pp->n_points > SAM3_MAX_POINTS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: %d points, expected 0..%d (SAM3_MAX_POINTS)", pp->n_points, SAM3_MAX_POINTS);
+    if (pp->n_points && !pp->points) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: n_points = %d but points is NULL", pp->n_points);
+    if (!pp->n_points && !pp->box && !pp->mask_logits)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: empty prompt: give clicks, a box or a mask");
+    for (i = 0; i < pp->n_points; i++) {
+        if (!sam3__finite(pp->points[i].x) || !sam3__finite(pp->points[i].y))
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has a NaN or infinite coordinate", i);
+        if (pp->points[i].label != 0 && pp->points[i].label != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has label %d, expected 1 (object) or 0 (background)", i,
+                              pp->points[i].label);
+    }
+    if (pp->box)
+        for (i = 0; i < 4; i++)
+            if (!sam3__finite(pp->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
+    g = t->grid;
+    if (pp->mask_logits && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits must be %dx%d (a previous result's low_res_logits), got %dx%d",
+                          4 * g, 4 * g, pp->mask_width, pp->mask_height);
+    if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    t0 = sam3__now_ms();
+    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    nm = t->n_mask_tokens;
+    lp = (size_t)16 * g * g;
+    sparse = sam3__sallocf(c, (size_t)(pp->n_points + 4) * t->D); /* (ns, D) */
+    dense = sam3__sallocf(c, (size_t)t->D * g * g);               /* (D, g, g) */
+    all = sam3__sallocf(c, (size_t)nm * lp);                      /* (nm, 4g, 4g) */
+    if (!sparse || !dense || !all) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    if ((rc = sam3__trk_prompt_encoder(c, pp, sparse, &ns, dense)) != SAM3_OK) return sam3__end(c, rc);
+    sam3__tap(c, "trk.sparse", sparse, 2, ns, t->D, 0);
+    sam3__tap(c, "trk.dense", dense, 3, t->D, g, g);
+    if ((rc = sam3__trk_mask_decoder(c, sparse, ns, dense, all, c->res_iou, &obj)) != SAM3_OK) return sam3__end(c, rc);
+    sam3__tap(c, "trk.all_masks", all, 3, nm, 4 * g, 4 * g);
+    sam3__tap(c, "trk.all_iou", c->res_iou, 1, nm, 0, 0);
+    sam3__tap(c, "trk.object_score", &obj, 1, 1, 0, 0);
+    /* selection, as the reference: multimask -> tokens 1..; single -> token 0, unless its
+       stability (|logits > d| / |logits > -d|) is below the threshold: then the best of 1.. */
+    first = 1;
+    n_out = nm - 1;
+    if (o.single_mask) {
+        int best = 1;
+        long ai = 0, au = 0;
+        size_t k;
+        for (i = 2; i < nm; i++)
+            if (c->res_iou[i] > c->res_iou[best]) best = i;
+        for (k = 0; k < lp; k++) {
+            ai += all[k] > t->stab_delta;
+            au += all[k] > -t->stab_delta;
+        }
+        sel = (!t->dynamic || (au > 0 ? (float)ai / (float)au : 1.0f) >= t->stab_thresh) ? 0 : best;
+        first = sel;
+        n_out = 1;
+    }
+    W = c->img_w;
+    H = c->img_h;
+    plane = (size_t)W * H;
+    if (!sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)n_out * lp * sizeof(float)) ||
+        (!o.no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)n_out * plane)))
+        return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n_out, W, H));
+    memcpy(c->res_low, all + (size_t)first * lp, (size_t)n_out * lp * sizeof(float));
+    memmove(c->res_iou, c->res_iou + first, (size_t)n_out * sizeof(float));
+    sam3__tap(c, "out.masks", c->res_low, 3, n_out, 4 * g, 4 * g);
+    sam3__tap(c, "out.iou", c->res_iou, 1, n_out, 0, 0);
+    sam3__tap(c, "out.object_score", &obj, 1, 1, 0, 0);
+    if (!o.no_masks) {
+        /* bilinear resize of the logits straight to the image size, then > threshold */
+        sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+        sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+        if (!ty || !tx) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        sam3__lerp_table(4 * g, H, ty);
+        sam3__lerp_table(4 * g, W, tx);
+        for (i = 0; i < n_out; i++)
+            sam3__resize_threshold(c, c->res_low + (size_t)i * lp, 4 * g, 4 * g, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)i * plane);
+        out->masks = c->res_mask;
+    }
+    out->n_masks = n_out;
+    out->iou = c->res_iou;
+    out->best = 0;
+    for (i = 1; i < n_out; i++)
+        if (c->res_iou[i] > c->res_iou[out->best]) out->best = i;
+    out->object_score = obj;
+    out->low_res_logits = c->res_low;
+    out->low_res_width = out->low_res_height = 4 * g;
+    out->width = W;
+    out->height = H;
+    c->t.mask_decoder = sam3__now_ms() - t0;
+    return sam3__end(c, SAM3_OK);
 }
 
 #endif /* SAM3_IMPLEMENTATION_INCLUDED */

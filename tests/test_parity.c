@@ -55,7 +55,7 @@ static size_t t_numel(const sam3__tensor *t) {
 /* Compares every tapped tensor the dump also has. */
 typedef struct tapper {
     const char *cfg;
-    const dump *d;
+    const dump *d, *d2; /* looked up in d, then in d2 */
     int seen, compare;
     float *copy_out; /* when set, vit.out is copied here */
 } tapper;
@@ -68,7 +68,7 @@ static void tap_compare(void *user, const char *name, const float *data, int nd,
     double rel;
     for (i = 0; i < nd; i++) n *= (size_t)shape[i];
     if (tp->copy_out && !strcmp(name, "vit.out")) memcpy(tp->copy_out, data, n * sizeof(float));
-    if (!tp->compare || !(t = dump_get(tp->d, name, 0))) return;
+    if (!tp->compare || (!(t = dump_get(tp->d, name, 0)) && !(tp->d2 && (t = dump_get(tp->d2, name, 0))))) return;
     tp->seen++;
     if (t_numel(t) != n) {
         t_check(0, "%s %-20s element count %lu, reference %lu", tp->cfg, name, (unsigned long)n, (unsigned long)t_numel(t));
@@ -376,6 +376,110 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
     dump_close(&d);
 }
 
+/* The interactive head: every ref_points_<case>.sam3 through sam3_segment_points on one context. */
+static double mask_iou(const uint8_t *a, const uint8_t *b, size_t n) {
+    size_t j, inter = 0, uni = 0;
+    for (j = 0; j < n; j++) {
+        inter += a[j] && b[j];
+        uni += a[j] || b[j];
+    }
+    return uni ? (double)inter / (double)uni : 1.0;
+}
+static void test_points(const char *cfg, const char *dir, sam3_model *m) {
+    static const char *cases[] = {"point", "points", "box", "box_point", "edge", "single", "refine"};
+    char path[512];
+    dump im;
+    const sam3__tensor *img;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_ctx *c = NULL;
+    tapper tp;
+    int k, W, H, ran = 0;
+    snprintf(path, sizeof(path), "%s/ref_points_image.sam3", dir);
+    if (!dump_open(&im, path)) {
+        t_note("  %s: no %s, interactive head not compared", cfg, path);
+        t_skip++;
+        return;
+    }
+    img = dump_get(&im, "input.image", SAM3__DT_U8);
+    memset(&tp, 0, sizeof(tp));
+    tp.cfg = cfg;
+    co.tap = tap_compare;
+    co.tap_user = &tp;
+    if (!img || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "%s: points image / context", cfg);
+        dump_close(&im);
+        return;
+    }
+    W = (int)img->shape[1];
+    H = (int)img->shape[0];
+    t_check(sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8) == SAM3_OK, "%s: set_image for points", cfg);
+    for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++) {
+        dump d;
+        const sam3__tensor *pts, *lab, *box, *msk, *pm, *iou, *obj;
+        sam3_point p[SAM3_MAX_POINTS];
+        sam3_points_prompt pr;
+        sam3_points_options po;
+        sam3_points_result r;
+        sam3_result rc;
+        int i, n = 0;
+        snprintf(path, sizeof(path), "%s/ref_points_%s.sam3", dir, cases[k]);
+        if (!dump_open(&d, path)) continue;
+        ran++;
+        memset(&pr, 0, sizeof(pr));
+        memset(&po, 0, sizeof(po));
+        pts = dump_get(&d, "input.points", SAM3__DT_F32);
+        lab = dump_get(&d, "input.labels", SAM3__DT_I32);
+        box = dump_get(&d, "input.box", SAM3__DT_F32);
+        msk = dump_get(&d, "input.mask", SAM3__DT_F32);
+        if (pts && lab) {
+            n = (int)pts->shape[0];
+            for (i = 0; i < n && i < SAM3_MAX_POINTS; i++) {
+                p[i].x = ((const float *)pts->data)[2 * i];
+                p[i].y = ((const float *)pts->data)[2 * i + 1];
+                p[i].label = ((const int32_t *)lab->data)[i];
+            }
+            pr.points = p;
+            pr.n_points = n;
+        }
+        if (box) pr.box = (const float *)box->data;
+        if (msk) {
+            pr.mask_logits = (const float *)msk->data;
+            pr.mask_height = (int)msk->shape[0];
+            pr.mask_width = (int)msk->shape[1];
+        }
+        po.single_mask = dump_num(&d, "case.multimask", 1) == 0;
+        tp.d = &d;
+        tp.d2 = &im;
+        tp.seen = 0;
+        tp.compare = 1;
+        printf(" %s points case %s (%d points%s%s, %s)\n", cfg, cases[k], n, box ? ", box" : "", msk ? ", mask" : "",
+               po.single_mask ? "single mask" : "multimask");
+        rc = sam3_segment_points(c, &pr, &po, &r);
+        tp.compare = 0;
+        t_check(rc == SAM3_OK, "%s %s: sam3_segment_points: %s (%s)", cfg, cases[k], sam3_result_string(rc), sam3_ctx_last_error(c));
+        pm = dump_get(&d, "post.masks", SAM3__DT_U8);
+        iou = dump_get(&d, "out.iou", SAM3__DT_F32);
+        obj = dump_get(&d, "out.object_score", SAM3__DT_F32);
+        if (rc == SAM3_OK && pm && iou && obj) {
+            double worst = 1, irel = t_relerr(r.iou, (const float *)iou->data, (size_t)r.n_masks);
+            double orel = t_relerr(&r.object_score, (const float *)obj->data, 1);
+            t_check(r.n_masks == (int)pm->shape[0], "%s %s: %d masks, reference %d", cfg, cases[k], r.n_masks, (int)pm->shape[0]);
+            for (i = 0; i < r.n_masks && i < (int)pm->shape[0]; i++) {
+                double v = mask_iou(r.masks + (size_t)i * W * H, (const uint8_t *)pm->data + (size_t)i * W * H, (size_t)W * H);
+                if (v < worst) worst = v;
+            }
+            printf("  %s %-22s iou rel %.2e, object score rel %.2e, worst mask IoU %.5f\n", cfg, "post", irel, orel, worst);
+            t_check(irel <= TOL && orel <= TOL, "%s %s: IoU predictions / object score relative error %.3g / %.3g", cfg, cases[k], irel, orel);
+            t_check(worst >= MIN_IOU, "%s %s: worst mask IoU %.4f < %.2f", cfg, cases[k], worst, MIN_IOU);
+        }
+        t_check(tp.seen >= 4, "%s %s: %d stages compared", cfg, cases[k], tp.seen);
+        dump_close(&d);
+    }
+    t_check(ran > 0, "%s: at least one points case", cfg);
+    sam3_ctx_free(c);
+    dump_close(&im);
+}
+
 static void run_config(const char *cfg, const char *model_path, const char *dir) {
     static const char *cases[] = {"text", "text_boxes", "boxes", "boxes_edge"};
     sam3_model *m;
@@ -411,6 +515,8 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         sam3_ctx_free(c);
         dump_close(&vis);
     }
+    printf("%s: interactive head\n", cfg);
+    test_points(cfg, dir, m);
     sam3_free(m);
 }
 

@@ -254,6 +254,9 @@ def write_config(path, det_cfg, trk_cfg):
     det = det_cfg.to_dict()
     trk = trk_cfg.to_dict()
     trk["model_type"] = "sam3_tracker_video"
+    # Sam3TrackerVideoConfig derives the prompt encoder's image size from its own image_size
+    # (default 1008): state it, so every reader of this file sees the tiny size.
+    trk["image_size"] = trk_cfg.prompt_encoder_config.image_size
     cfg = {"architectures": ["Sam3VideoModel"], "model_type": "sam3_video",
            "detector_config": det, "tracker_config": trk}
     with open(path, "w") as f:
