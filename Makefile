@@ -28,6 +28,8 @@ LIBS       = $(BLAS_LIBS) -lm
 
 TINY      := tiny_a tiny_b
 TINY_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(TINY))
+SAM1_TINY := sam1_a sam1_b
+SAM1_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(SAM1_TINY))
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp
 SHARED    ?= ../shared
 
@@ -73,14 +75,14 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
 
 # Everything hermetic: no network, no GPU.
-test: deps all $(TESTS) $(TINY_SAM3) $(BUILD)/tok_synth.sam3
+test: deps all $(TESTS) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
 	@$(PYTHON) tests/test_convert.py
 	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
 	@$(BUILD)/test_format $(TINY_SAM3)
 	@$(PYTHON) tests/make_tokenizer_file.py $(SHARED)/clip $(BUILD)/tok_clip.sam3
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
-	@$(BUILD)/test_parity $(TINY)
+	@$(BUILD)/test_parity $(TINY) $(SAM1_TINY)
 
 # Convert the real checkpoint in weights/ (see weights/README.md).
 convert:

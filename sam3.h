@@ -358,6 +358,7 @@ typedef struct sam3_points_result {
     const float *iou;            /* (n_masks) predicted IoU of each mask, in [0,1] */
     int best;                    /* index of the mask with the highest predicted IoU */
     float object_score;          /* logit that an object is there at all (> 0: yes) */
+    int has_object_score;        /* 0 for SAM 1 models, which have no such head (object_score is then 0) */
     const float *low_res_logits; /* n_masks planes of low_res_height*low_res_width logits: pass one back
                                     as mask_logits with the next click to refine */
     int low_res_width, low_res_height;
@@ -2275,23 +2276,54 @@ typedef struct sam3__trk_cfg {
     float pe_ln_eps;
     int mlp_dim, layers, heads, down, n_mask_tokens, iou_depth, iou_hidden, dynamic; /* mask decoder */
     float stab_delta, stab_thresh;
+    /* where the SAM 3 tracker and SAM 1 differ (spec sam1.md 9); values are the tracker's / SAM 1's */
+    float tw_eps;     /* two-way LayerNorms: 1e-5 / the config's 1e-6 */
+    int obj_token;    /* an object-score token before the IoU token, and its head: 1 / 0 */
+    int iou_sigmoid;  /* IoU head ends in a sigmoid: 1 / 0 */
+    int box_pad;      /* a box adds a not-a-point token after its corners: 1 / 0 */
+    int empty_pad;    /* no prompt at all becomes a (0,0) label -1 point, then padding: 1 / 0 tokens */
+    int mlp_depth;    /* Linear layers of the two-way MLP: num_hidden_layers (HF quirk) / 2 */
 } sam3__trk_cfg;
 typedef struct sam3__trk_w {
     sam3__fpn_w fpn[SAM3__MAX_LEVELS];
     const float *gauss;                         /* (2, D/2) random-Fourier matrix */
     sam3__lin mask_conv1, mask_conv2, mask_conv3; /* mask prompt path: 2x2/2, 2x2/2, 1x1 */
     sam3__norm mask_ln1, mask_ln2;
-    const float *no_mask, *point_embed, *not_a_point; /* (1, D), (n_point_emb, D), (1, D) */
+    const float *no_mask, *not_a_point;            /* (1, D) each */
+    const float *point_rows[SAM3__MAX_FFN];        /* (D) per label 0..n_point_emb-1 (SAM 1 stores them apart) */
     const float *obj_token, *iou_token, *mask_tokens; /* (1, D), (1, D), (n_mask_tokens, D) */
     sam3__twoway_layer_w *layers;
     sam3__attn_w final_attn;
     sam3__norm final_ln, up_ln;
-    sam3__lin up1, up2, conv_s0, conv_s1;
+    sam3__lin up1, up2, conv_s0, conv_s1; /* conv_s0/conv_s1: tracker only (w NULL for SAM 1) */
     sam3__ffn_w hyper[SAM3__MAX_FFN], iou_head, obj_head;
 } sam3__trk_w;
 
+/* SAM 1 (HF SamModel): its ViT with decomposed relative positions and its neck; the prompt
+   encoder and mask decoder are the interactive head above with SAM 1's flags. */
+enum { SAM3__ARCH_SAM3 = 0, SAM3__ARCH_SAM1 = 1 };
+typedef struct sam3__s1_cfg {
+    int hidden, out_ch, layers, heads, head_dim, image, patch, grid, window, mlp, qkv_bias, use_abs, use_rel;
+    float ln_eps;
+    unsigned char *is_global; /* (layers) */
+    int longest_edge, pad_size;
+} sam3__s1_cfg;
+typedef struct sam3__s1_layer_w {
+    sam3__norm ln1, ln2;
+    sam3__lin qkv, proj, fc1, fc2; /* qkv: (3C, C) fused q, k, v */
+    const float *rel_h, *rel_w;    /* (2S-1, hd) each, S = window or grid */
+} sam3__s1_layer_w;
+typedef struct sam3__s1_w {
+    sam3__lin patch;       /* (C, 3, p, p) with bias */
+    const float *pos;      /* (g, g, C) or NULL */
+    sam3__s1_layer_w *layers;
+    sam3__lin neck1, neck2; /* 1x1 and 3x3, no bias */
+    sam3__norm neck_ln1, neck_ln2;
+} sam3__s1_w;
+
 struct sam3_model {
     sam3_allocator a;
+    int arch; /* SAM3__ARCH_* */
     const uint8_t *blob;
     size_t size;
     int free_method; /* 0 borrowed (from_memory), 1 unmap, 2 free */
@@ -2315,6 +2347,8 @@ struct sam3_model {
     sam3__mask_w mask_w;
     sam3__trk_cfg trk;
     sam3__trk_w trk_w;
+    sam3__s1_cfg s1;
+    sam3__s1_w s1_w;
     void *layer_mem; /* backing store of the per-layer arrays above */
     const uint8_t *tok_bytes; const int32_t *tok_offsets, *tok_merges;
     size_t tok_n_bytes;
@@ -2468,13 +2502,13 @@ static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim,
     return a;
 }
 /* Attention whose q/k/v project D -> di and o_proj di -> D (the tracker's downsampled attention). */
-static sam3__attn_w sam3__get_attn_ex(sam3__loader *L, const char *prefix, int D, int di) {
+static sam3__attn_w sam3__get_attn_ex(sam3__loader *L, const char *prefix, int D, int di, const char *out_name) {
     char p[256];
     sam3__attn_w a;
     snprintf(p, sizeof(p), "%s.q_proj", prefix); a.q = sam3__get_lin(L, p, di, D);
     snprintf(p, sizeof(p), "%s.k_proj", prefix); a.k = sam3__get_lin(L, p, di, D);
     snprintf(p, sizeof(p), "%s.v_proj", prefix); a.v = sam3__get_lin(L, p, di, D);
-    snprintf(p, sizeof(p), "%s.o_proj", prefix); a.o = sam3__get_lin(L, p, D, di);
+    snprintf(p, sizeof(p), "%s.%s", prefix, out_name); a.o = sam3__get_lin(L, p, D, di);
     return a;
 }
 /* Sam3TrackerFeedForward with n_layers Linear layers: proj_in, layers.{0..n-3}, proj_out. */
@@ -2533,7 +2567,7 @@ static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
     t->image = (int)sam3__cfg_i(L, "tracker.prompt_encoder.image_size", 1, 65536);
     t->grid = t->image / (int)sam3__cfg_i(L, "tracker.prompt_encoder.patch_size", 1, 65536);
     t->mask_in_ch = (int)sam3__cfg_i(L, "tracker.prompt_encoder.mask_input_channels", 4, BIG);
-    t->n_point_emb = (int)sam3__cfg_i(L, "tracker.prompt_encoder.num_point_embeddings", 4, 64);
+    t->n_point_emb = (int)sam3__cfg_i(L, "tracker.prompt_encoder.num_point_embeddings", 4, SAM3__MAX_FFN);
     t->pe_ln_eps = (float)sam3__cfg_f(L, "tracker.prompt_encoder.layer_norm_eps", 0, 1);
     t->mlp_dim = (int)sam3__cfg_i(L, "tracker.mask_decoder.mlp_dim", 1, BIG);
     t->layers = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_hidden_layers", 1, 64);
@@ -2559,6 +2593,9 @@ static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
     if (L->rc != SAM3_OK) return;
     t->n_levels = n;
     t->n_kept = 3; /* the decoder reads the 4x and 2x maps as skips and the 1x map as the image */
+    t->tw_eps = 1e-5f;
+    t->obj_token = t->iou_sigmoid = t->box_pad = t->empty_pad = 1;
+    t->mlp_depth = t->layers;
     for (i = 0; i < 3; i++) {
         t->scale_x2[i] = (int)(arr[i] * 2);
         if (t->scale_x2[i] != 8 >> i) {
@@ -2567,6 +2604,90 @@ static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
         }
         t->side[i] = m->vit.grid * t->scale_x2[i] / 2;
     }
+    t->present = 1;
+}
+
+/* SAM 1 (HF SamModel): ViT-B/L/H, its neck, and the interactive head with SAM 1's flags. */
+static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
+    const int64_t BIG = 1 << 20;
+    sam3__s1_cfg *v = &m->s1;
+    sam3__trk_cfg *t = &m->trk;
+    double arr[64];
+    int i, n;
+    v->hidden = (int)sam3__cfg_i(L, "sam1.vision.hidden_size", 1, BIG);
+    v->out_ch = (int)sam3__cfg_i(L, "sam1.vision.output_channels", 1, BIG);
+    v->layers = (int)sam3__cfg_i(L, "sam1.vision.num_hidden_layers", 1, 4096);
+    v->heads = (int)sam3__cfg_i(L, "sam1.vision.num_attention_heads", 1, 4096);
+    v->image = (int)sam3__cfg_i(L, "sam1.vision.image_size", 1, 65536);
+    v->patch = (int)sam3__cfg_i(L, "sam1.vision.patch_size", 1, 65536);
+    v->window = (int)sam3__cfg_i(L, "sam1.vision.window_size", 0, 65536);
+    v->mlp = (int)sam3__cfg_i(L, "sam1.vision.mlp_dim", 1, BIG);
+    v->qkv_bias = (int)sam3__cfg_i(L, "sam1.vision.qkv_bias", 0, 1);
+    v->use_abs = (int)sam3__cfg_i(L, "sam1.vision.use_abs_pos", 0, 1);
+    v->use_rel = (int)sam3__cfg_i(L, "sam1.vision.use_rel_pos", 0, 1);
+    v->ln_eps = (float)sam3__cfg_f(L, "sam1.vision.layer_norm_eps", 0, 1);
+    if (sam3__cfg_i(L, "sam1.vision.num_channels", 1, 3) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "only RGB models are supported");
+    sam3__cfg_act(L, "sam1.vision.hidden_act", "gelu");
+    sam3__cfg_act(L, "sam1.prompt_encoder.hidden_act", "gelu");
+    sam3__cfg_act(L, "sam1.mask_decoder.hidden_act", "relu");
+    n = sam3__cfg_array(L, "sam1.vision.global_attn_indexes", arr, 64);
+    if (L->rc != SAM3_OK) return;
+    v->grid = v->image / v->patch;
+    if (v->grid < 1 || !sam3__check_heads(L, "sam1 vision", v->hidden, v->heads)) {
+        if (L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "sam1: image smaller than one patch");
+        return;
+    }
+    v->head_dim = v->hidden / v->heads;
+    v->is_global = (unsigned char *)sam3__acalloc(&m->a, (size_t)v->layers, 1);
+    if (!v->is_global) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
+    for (i = 0; i < v->layers; i++) v->is_global[i] = v->window == 0; /* HF: window 0 = every block global */
+    for (i = 0; i < n; i++) {
+        if (!(arr[i] >= 0 && arr[i] < v->layers)) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "sam1.vision.global_attn_indexes: %g out of range", arr[i]); return; }
+        v->is_global[(int)arr[i]] = 1;
+    }
+    v->longest_edge = (int)sam3__cfg_i(L, "processor.longest_edge", 1, 65536);
+    v->pad_size = (int)sam3__cfg_i(L, "processor.pad_size", 1, 65536);
+    m->proc.rescale = sam3__cfg_f(L, "processor.rescale_factor", 1e-12, 1e12);
+    if (sam3__cfg_array(L, "processor.image_mean", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_mean must have 3 entries");
+    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) m->proc.mean[i] = (float)arr[i];
+    if (sam3__cfg_array(L, "processor.image_std", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must have 3 entries");
+    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) {
+        m->proc.std[i] = (float)arr[i];
+        if (!(arr[i] > 0)) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must be positive");
+    }
+    if (L->rc != SAM3_OK) return;
+    if (v->pad_size != v->image || v->longest_edge > v->pad_size) {
+        /* SamModel accepts only image_size x image_size pixel values */
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "processor: pad_size %d / longest_edge %d do not fit vision image_size %d", v->pad_size, v->longest_edge, v->image);
+        return;
+    }
+    m->proc.image = v->pad_size;
+    t->D = (int)sam3__cfg_i(L, "sam1.prompt_encoder.hidden_size", 1, BIG);
+    t->image = (int)sam3__cfg_i(L, "sam1.prompt_encoder.image_size", 1, 65536);
+    t->grid = t->image / (int)sam3__cfg_i(L, "sam1.prompt_encoder.patch_size", 1, 65536);
+    t->mask_in_ch = (int)sam3__cfg_i(L, "sam1.prompt_encoder.mask_input_channels", 4, BIG);
+    t->n_point_emb = (int)sam3__cfg_i(L, "sam1.prompt_encoder.num_point_embeddings", 4, SAM3__MAX_FFN);
+    t->pe_ln_eps = (float)sam3__cfg_f(L, "sam1.prompt_encoder.layer_norm_eps", 0, 1);
+    t->mlp_dim = (int)sam3__cfg_i(L, "sam1.mask_decoder.mlp_dim", 1, BIG);
+    t->layers = (int)sam3__cfg_i(L, "sam1.mask_decoder.num_hidden_layers", 1, 64);
+    t->heads = (int)sam3__cfg_i(L, "sam1.mask_decoder.num_attention_heads", 1, 4096);
+    t->down = (int)sam3__cfg_i(L, "sam1.mask_decoder.attention_downsample_rate", 1, 4096);
+    t->n_mask_tokens = (int)sam3__cfg_i(L, "sam1.mask_decoder.num_multimask_outputs", 1, SAM3__MAX_FFN - 1) + 1;
+    t->iou_depth = (int)sam3__cfg_i(L, "sam1.mask_decoder.iou_head_depth", 2, SAM3__MAX_FFN + 1);
+    t->iou_hidden = (int)sam3__cfg_i(L, "sam1.mask_decoder.iou_head_hidden_dim", 1, BIG);
+    t->tw_eps = (float)sam3__cfg_f(L, "sam1.mask_decoder.layer_norm_eps", 0, 1);
+    if (L->rc != SAM3_OK) return;
+    if ((int)sam3__cfg_i(L, "sam1.mask_decoder.hidden_size", 1, BIG) != t->D || v->out_ch != t->D)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "sam1: neck %d, prompt encoder %d and mask decoder widths must be equal", v->out_ch, t->D);
+    else if (t->D % 8 || (t->D / t->down) % t->heads || t->D % 2 || t->mask_in_ch % 4)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "sam1: width %d does not split into the decoder's heads/upscaling", t->D);
+    else if (t->grid != v->grid)
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "sam1: prompt grid %d differs from the vision grid %d", t->grid, v->grid);
+    if (L->rc != SAM3_OK) return;
+    t->fpn = t->D;
+    t->tw_eps = t->tw_eps; /* two-way LNs use the config's eps (1e-6), unlike the SAM 3 tracker */
+    t->obj_token = t->iou_sigmoid = t->box_pad = t->empty_pad = t->dynamic = 0;
+    t->mlp_depth = 2;
     t->present = 1;
 }
 
@@ -2583,8 +2704,14 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     {
         const sam3__cfg *c = sam3__file_cfg(L->f, "arch");
         if (!c || c->type != SAM3__T_STR) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key 'arch' is missing: not a converted model"); return; }
+        if (c->count == 4 && memcmp(c->data, "sam1", 4) == 0) {
+            m->arch = SAM3__ARCH_SAM1;
+            sam3__load_sam1_config(m, L);
+            return;
+        }
         if (!(c->count == 4 && memcmp(c->data, "sam3", 4) == 0)) {
-            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "file holds arch '%.*s', this build runs 'sam3'", (int)SAM3__MIN(c->count, 64u), (const char *)c->data);
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "file holds arch '%.*s', this build runs 'sam3' and 'sam1'", (int)SAM3__MIN(c->count, 64u),
+                        (const char *)c->data);
             return;
         }
         arch = "sam3";
@@ -2719,6 +2846,83 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     sam3__load_tracker_config(m, L);
 }
 
+static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__s1_cfg *v = &m->s1;
+    const sam3__trk_cfg *t = &m->trk;
+    sam3__s1_w *w = &m->s1_w;
+    sam3__trk_w *h = &m->trk_w;
+    const int C = v->hidden, D = t->D, di = t->D / t->down, mi = t->mask_in_ch;
+    char p[256];
+    int i;
+    size_t bytes = (size_t)v->layers * sizeof(sam3__s1_layer_w) + SAM3__ALIGN + (size_t)t->layers * sizeof(sam3__twoway_layer_w) + SAM3__ALIGN;
+    unsigned char *mem = (unsigned char *)sam3__acalloc(&m->a, bytes, 1);
+    if (!mem) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
+    m->layer_mem = mem;
+    w->layers = (sam3__s1_layer_w *)(void *)mem;
+    h->layers = (sam3__twoway_layer_w *)(void *)(mem + ((size_t)v->layers * sizeof(sam3__s1_layer_w) + SAM3__ALIGN - 1) / SAM3__ALIGN * SAM3__ALIGN);
+    /* SamVisionEncoder */
+    w->patch = sam3__get_conv(L, "vision_encoder.patch_embed.projection", C, 3, v->patch);
+    if (v->use_abs) { sam3__nm(L, "vision_encoder.pos_embed"); w->pos = sam3__get(L, 4, 1, v->grid, v->grid, C); }
+    for (i = 0; i < v->layers && L->rc == SAM3_OK; i++) {
+        sam3__s1_layer_w *lw = &w->layers[i];
+        int S = v->is_global[i] ? v->grid : v->window;
+        snprintf(p, sizeof(p), "vision_encoder.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, C);
+        snprintf(p, sizeof(p), "vision_encoder.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, C);
+        sam3__nm(L, "vision_encoder.layers.%d.attn.qkv.weight", i); lw->qkv.w = sam3__get(L, 2, 3 * C, C, 0, 0);
+        lw->qkv.b = NULL;
+        if (v->qkv_bias) { sam3__nm(L, "vision_encoder.layers.%d.attn.qkv.bias", i); lw->qkv.b = sam3__get(L, 1, 3 * C, 0, 0, 0); }
+        snprintf(p, sizeof(p), "vision_encoder.layers.%d.attn.proj", i); lw->proj = sam3__get_lin(L, p, C, C);
+        if (v->use_rel) {
+            /* tables of exactly 2S-1 rows: the reference's interpolation is then the identity (spec 3.2) */
+            sam3__nm(L, "vision_encoder.layers.%d.attn.rel_pos_h", i); lw->rel_h = sam3__get(L, 2, 2 * S - 1, v->head_dim, 0, 0);
+            sam3__nm(L, "vision_encoder.layers.%d.attn.rel_pos_w", i); lw->rel_w = sam3__get(L, 2, 2 * S - 1, v->head_dim, 0, 0);
+        }
+        snprintf(p, sizeof(p), "vision_encoder.layers.%d.mlp.lin1", i); lw->fc1 = sam3__get_lin(L, p, v->mlp, C);
+        snprintf(p, sizeof(p), "vision_encoder.layers.%d.mlp.lin2", i); lw->fc2 = sam3__get_lin(L, p, C, v->mlp);
+    }
+    sam3__nm(L, "vision_encoder.neck.conv1.weight"); w->neck1.w = sam3__get(L, 4, v->out_ch, C, 1, 1);
+    sam3__nm(L, "vision_encoder.neck.conv2.weight"); w->neck2.w = sam3__get(L, 4, v->out_ch, v->out_ch, 3, 3);
+    w->neck1.b = w->neck2.b = NULL;
+    w->neck_ln1 = sam3__get_norm(L, "vision_encoder.neck.layer_norm1", v->out_ch);
+    w->neck_ln2 = sam3__get_norm(L, "vision_encoder.neck.layer_norm2", v->out_ch);
+    /* SamPromptEncoder */
+    sam3__nm(L, "shared_image_embedding.positional_embedding"); h->gauss = sam3__get(L, 2, 2, D / 2, 0, 0);
+    h->mask_conv1 = sam3__get_conv(L, "prompt_encoder.mask_embed.conv1", mi / 4, 1, 2);
+    h->mask_conv2 = sam3__get_conv(L, "prompt_encoder.mask_embed.conv2", mi, mi / 4, 2);
+    h->mask_conv3 = sam3__get_conv(L, "prompt_encoder.mask_embed.conv3", D, mi, 1);
+    h->mask_ln1 = sam3__get_norm(L, "prompt_encoder.mask_embed.layer_norm1", mi / 4);
+    h->mask_ln2 = sam3__get_norm(L, "prompt_encoder.mask_embed.layer_norm2", mi);
+    sam3__nm(L, "prompt_encoder.no_mask_embed.weight"); h->no_mask = sam3__get(L, 2, 1, D, 0, 0);
+    sam3__nm(L, "prompt_encoder.not_a_point_embed.weight"); h->not_a_point = sam3__get(L, 2, 1, D, 0, 0);
+    for (i = 0; i < t->n_point_emb; i++) { sam3__nm(L, "prompt_encoder.point_embed.%d.weight", i); h->point_rows[i] = sam3__get(L, 2, 1, D, 0, 0); }
+    /* SamMaskDecoder */
+    sam3__nm(L, "mask_decoder.iou_token.weight"); h->iou_token = sam3__get(L, 2, 1, D, 0, 0);
+    sam3__nm(L, "mask_decoder.mask_tokens.weight"); h->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, D, 0, 0);
+    for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
+        sam3__twoway_layer_w *lw = &h->layers[i];
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, D, D, "out_proj");
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.cross_attn_token_to_image", i); lw->t2i = sam3__get_attn_ex(L, p, D, di, "out_proj");
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.cross_attn_image_to_token", i); lw->i2t = sam3__get_attn_ex(L, p, D, di, "out_proj");
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm4", i); lw->ln4 = sam3__get_norm(L, p, D);
+        memset(&lw->mlp, 0, sizeof(lw->mlp));
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.mlp.lin1", i); lw->mlp.in = sam3__get_lin(L, p, t->mlp_dim, D);
+        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.mlp.lin2", i); lw->mlp.out = sam3__get_lin(L, p, D, t->mlp_dim);
+    }
+    h->final_attn = sam3__get_attn_ex(L, "mask_decoder.transformer.final_attn_token_to_image", D, di, "out_proj");
+    h->final_ln = sam3__get_norm(L, "mask_decoder.transformer.layer_norm_final_attn", D);
+    h->up1 = sam3__get_convt(L, "mask_decoder.upscale_conv1", D, D / 4);
+    h->up2 = sam3__get_convt(L, "mask_decoder.upscale_conv2", D / 4, D / 8);
+    h->up_ln = sam3__get_norm(L, "mask_decoder.upscale_layer_norm", D / 4);
+    for (i = 0; i < t->n_mask_tokens; i++) {
+        snprintf(p, sizeof(p), "mask_decoder.output_hypernetworks_mlps.%d", i);
+        h->hyper[i] = sam3__get_ffn(L, p, 3, D, D, D / 8);
+    }
+    h->iou_head = sam3__get_ffn(L, "mask_decoder.iou_prediction_head", t->iou_depth, D, t->iou_hidden, t->n_mask_tokens);
+}
+
 static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
     const sam3__vit_cfg *v = &m->vit;
     const int C = v->hidden, D = m->neck.fpn, T = m->text.hidden;
@@ -2727,6 +2931,10 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
     size_t bytes = 0, off = 0, s;
     unsigned char *mem;
 
+    if (m->arch == SAM3__ARCH_SAM1) {
+        sam3__load_sam1_weights(m, L);
+        return;
+    }
     /* One block for all per-layer weight arrays. */
     bytes += (size_t)v->layers * sizeof(sam3__vit_layer_w) + SAM3__ALIGN;
     bytes += (size_t)m->text.layers * sizeof(sam3__clip_layer_w) + SAM3__ALIGN;
@@ -2893,24 +3101,28 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         w->mask_ln1 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm1", mi / 4);
         w->mask_ln2 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm2", mi);
         sam3__nm(L, "tracker_model.prompt_encoder.no_mask_embed.weight"); w->no_mask = sam3__get(L, 2, 1, TD, 0, 0);
-        sam3__nm(L, "tracker_model.prompt_encoder.point_embed.weight"); w->point_embed = sam3__get(L, 2, t->n_point_emb, TD, 0, 0);
+        sam3__nm(L, "tracker_model.prompt_encoder.point_embed.weight");
+        {
+            const float *pe = sam3__get(L, 2, t->n_point_emb, TD, 0, 0);
+            for (i = 0; pe && i < t->n_point_emb && i < SAM3__MAX_FFN; i++) w->point_rows[i] = pe + (size_t)i * TD;
+        }
         sam3__nm(L, "tracker_model.prompt_encoder.not_a_point_embed.weight"); w->not_a_point = sam3__get(L, 2, 1, TD, 0, 0);
         sam3__nm(L, "tracker_model.mask_decoder.obj_score_token.weight"); w->obj_token = sam3__get(L, 2, 1, TD, 0, 0);
         sam3__nm(L, "tracker_model.mask_decoder.iou_token.weight"); w->iou_token = sam3__get(L, 2, 1, TD, 0, 0);
         sam3__nm(L, "tracker_model.mask_decoder.mask_tokens.weight"); w->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, TD, 0, 0);
         for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
             sam3__twoway_layer_w *lw = &w->layers[i];
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, TD);
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_token_to_image", i); lw->t2i = sam3__get_attn_ex(L, p, TD, di);
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_image_to_token", i); lw->i2t = sam3__get_attn_ex(L, p, TD, di);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, TD, "o_proj");
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_token_to_image", i); lw->t2i = sam3__get_attn_ex(L, p, TD, di, "o_proj");
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_image_to_token", i); lw->i2t = sam3__get_attn_ex(L, p, TD, di, "o_proj");
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, TD);
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, TD);
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, TD);
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm4", i); lw->ln4 = sam3__get_norm(L, p, TD);
             /* the reference gives the block MLP as many layers as there are blocks (HF quirk) */
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.mlp", i); lw->mlp = sam3__get_ffn(L, p, t->layers, TD, t->mlp_dim, TD);
+            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.mlp", i); lw->mlp = sam3__get_ffn(L, p, t->mlp_depth, TD, t->mlp_dim, TD);
         }
-        w->final_attn = sam3__get_attn_ex(L, "tracker_model.mask_decoder.transformer.final_attn_token_to_image", TD, di);
+        w->final_attn = sam3__get_attn_ex(L, "tracker_model.mask_decoder.transformer.final_attn_token_to_image", TD, di, "o_proj");
         w->final_ln = sam3__get_norm(L, "tracker_model.mask_decoder.transformer.layer_norm_final_attn", TD);
         w->up1 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv1", TD, TD / 4);
         w->up2 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv2", TD / 4, TD / 8);
@@ -2971,6 +3183,7 @@ static void sam3__model_release(sam3_model *m) {
     sam3_allocator a = m->a;
     sam3__file_free(&m->file, &a);
     sam3__afree(&a, m->vit.is_global);
+    sam3__afree(&a, m->s1.is_global);
     sam3__afree(&a, m->layer_mem);
     sam3__afree(&a, m->bpe_mem);
 #ifdef SAM3__HAVE_MMAP
@@ -3211,6 +3424,7 @@ struct sam3_ctx {
     float *trk_s0;   /* (D/8, 4g, 4g) high-resolution skip, after conv_s0 */
     float *trk_s1;   /* (D/4, 2g, 2g) after conv_s1 */
     float *trk_pe;   /* (g*g, D) dense random-Fourier position of the grid, token-major */
+    int s1_h1, s1_w1; /* SAM 1: the resized image inside the padded frame */
     float res_iou[SAM3__MAX_FFN];
     /* Text features of recent prompts: a prompt used again on any image costs nothing. */
     sam3__text_entry tcache[SAM3__TEXT_CACHE];
@@ -3490,9 +3704,11 @@ static void sam3__softmax_row(float *r, int n) {
    before it gets here, which the spec shows is exact). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
    hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once: one head and a block
    of query rows at a time, at most ~16 MB of scratch. bias: (nh, nq, nk) or NULL; causal: query i
-   sees keys 0..i only (CLIP). */
-static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
-                                   int ldk, const float *v, int ldv, float *out, int ldo, const float *bias, int causal) {
+   sees keys 0..i only (CLIP); relh, relw (nh, nq, rel_s) with nk = rel_s^2: SAM 1's decomposed
+   relative-position bias, added unscaled. */
+static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
+                                       int ldk, const float *v, int ldv, float *out, int ldo, const float *bias, int causal,
+                                       const float *relh, const float *relw, int rel_s) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     /* split: (head, block of rows) tasks over our threads, each with its own score block and a
@@ -3522,6 +3738,13 @@ static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, 
                 int j;
                 for (j = 0; j < nk; j++) row[j] += b[j];
             }
+            if (relh) {
+                /* decomposed relative position (SAM 1): key u = ky * S + kx gets rh[ky] + rw[kx] */
+                const float *rh = relh + ((size_t)h * nq + r0 + i) * rel_s, *rw = relw + ((size_t)h * nq + r0 + i) * rel_s;
+                int ky, kx;
+                for (ky = 0; ky < rel_s; ky++)
+                    for (kx = 0; kx < rel_s; kx++) row[ky * rel_s + kx] += rh[ky] + rw[kx];
+            }
             if (causal) {
                 /* key j > query i gets probability exactly 0, as a -inf mask gives */
                 int lim = SAM3__MIN(r0 + i + 1, nk);
@@ -3535,6 +3758,10 @@ static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, 
     }
     sam3__release(c, mk);
     return SAM3_OK;
+}
+static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
+                                   const float *v, int ldv, float *out, int ldo, const float *bias, int causal) {
+    return sam3__attention_rel(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, bias, causal, NULL, NULL, 0);
 }
 
 /* Channel-major convolutions (x: (cin, H, W), y: (cout, H, W), as PyTorch NCHW without N). */
@@ -3743,6 +3970,56 @@ static sam3_result sam3__mlp3(sam3_ctx *c, const float *x, int n, int in, const 
     return SAM3_OK;
 }
 
+/* LayerNorm2d (channels_first): normalise each pixel of a (C, hw) map over its C channels. */
+static void sam3__layernorm2d(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps) {
+    ptrdiff_t p;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (p = 0; p < (ptrdiff_t)hw; p++) {
+        double mu = 0, var = 0;
+        float inv, fmu;
+        int ch;
+        for (ch = 0; ch < C; ch++) mu += x[(size_t)ch * hw + p];
+        mu /= C;
+        for (ch = 0; ch < C; ch++) var += ((double)x[(size_t)ch * hw + p] - mu) * ((double)x[(size_t)ch * hw + p] - mu);
+        var /= C;
+        inv = (float)(1.0 / sqrt(var + (double)eps));
+        fmu = (float)mu;
+        for (ch = 0; ch < C; ch++) x[(size_t)ch * hw + p] = (x[(size_t)ch * hw + p] - fmu) * inv * w->w[ch] + w->b[ch];
+    }
+}
+
+/* Sam3TrackerFeedForward: proj_in, ReLU, (Linear, ReLU) x n_hidden, proj_out. x (n, in) -> y (n, out). */
+static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, int n, int in, int hidden, int out, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *a = sam3__sallocf(c, (size_t)n * hidden), *b = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
+    int i;
+    if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, x, n, in, &f->in, hidden, a);
+    sam3__relu(c, a, (size_t)n * hidden);
+    for (i = 0; i < f->n_hidden; i++) {
+        float *t;
+        sam3__linear(c, a, n, hidden, &f->hidden[i], hidden, b);
+        sam3__relu(c, b, (size_t)n * hidden);
+        t = a; a = b; b = t;
+    }
+    sam3__linear(c, a, n, hidden, &f->out, out, y);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerPositionalEmbedding of a point (u, v) normalised to [0,1]: the random-Fourier
+   features [sin(a), cos(a)] with a = 2 pi (2(u,v) - 1) G, G (2, D/2). */
+static void sam3__fourier_pe(const float *G, int D, float u, float v, float *out) {
+    const int h = D / 2;
+    const float cx = 2.0f * u - 1.0f, cy = 2.0f * v - 1.0f;
+    int k;
+    for (k = 0; k < h; k++) {
+        float a = (cx * G[k] + cy * G[h + k]) * (float)(2 * SAM3__PI);
+        out[k] = sinf(a);
+        out[h + k] = cosf(a);
+    }
+}
+
 static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* ==== sam3: preprocessing (Sam3ImageProcessor) ==== */
@@ -3813,70 +4090,78 @@ static void sam3__to_planar_rgb(sam3_ctx *c, const uint8_t *px, int w, int h, in
     }
 }
 
-/* pixel_values (3, S, S) from planar RGB (3, h, w): resize (skipping an axis whose size already
-   matches, as the reference does) then (v - mean/rescale) / (std/rescale) in fp32. The resized
-   uint8 image goes to u8_out when not NULL (3, S, S). */
-static sam3_result sam3__preprocess(sam3_ctx *c, const unsigned char *rgb, int w, int h, float *pix, unsigned char *u8_out) {
-    const int S = c->m->proc.image;
+/* pixel_values (3, S, S) from planar RGB (3, h, w): resize to ow x oh (skipping an axis whose size
+   already matches, as the reference does), then (v - mean/rescale) / (std/rescale) in fp32 (the
+   constants are fp32 products, as the reference fuses rescale and normalize), then zero padding
+   to the bottom/right of the S x S frame (SAM 1; SAM 3 squashes to ow = oh = S). The resized
+   uint8 image goes to u8_out when not NULL (3, oh, ow). */
+static sam3_result sam3__preprocess_to(sam3_ctx *c, const unsigned char *rgb, int w, int h, int ow, int oh, int S, float *pix,
+                                       unsigned char *u8_out) {
     sam3__mark mk = sam3__mark_get(c);
     sam3__aa_weights ww, wh;
     unsigned char *mid, *fin;
     int ch;
     sam3_result rc;
-    mid = (unsigned char *)sam3__salloc(c, (size_t)3 * h * S); /* (3, h, S) after the horizontal pass */
-    fin = (unsigned char *)sam3__salloc(c, (size_t)3 * S * S); /* (3, S, S) */
+    mid = (unsigned char *)sam3__salloc(c, (size_t)3 * h * ow);  /* (3, h, ow) after the horizontal pass */
+    fin = (unsigned char *)sam3__salloc(c, (size_t)3 * oh * ow); /* (3, oh, ow) */
     if (!mid || !fin) return SAM3_ERR_OUT_OF_MEMORY;
-    if (w != S) {
-        if ((rc = sam3__aa_weights_make(c, w, S, &ww)) != SAM3_OK) return rc;
+    if (w != ow) {
+        if ((rc = sam3__aa_weights_make(c, w, ow, &ww)) != SAM3_OK) return rc;
         for (ch = 0; ch < 3; ch++) {
             int y;
             SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
             for (y = 0; y < h; y++) {
                 const unsigned char *src = rgb + ((size_t)ch * h + y) * w;
-                unsigned char *dst = mid + ((size_t)ch * h + y) * S;
+                unsigned char *dst = mid + ((size_t)ch * h + y) * ow;
                 int x, j;
-                for (x = 0; x < S; x++) {
+                for (x = 0; x < ow; x++) {
                     const int32_t *k = ww.w + (size_t)x * ww.taps;
-                    const unsigned char *s = src + ww.xmin[x];
+                    const unsigned char *sp = src + ww.xmin[x];
                     int32_t acc = 1 << (ww.prec - 1);
-                    for (j = 0; j < ww.n[x]; j++) acc += k[j] * (int32_t)s[j];
+                    for (j = 0; j < ww.n[x]; j++) acc += k[j] * (int32_t)sp[j];
                     dst[x] = sam3__clip_u8(acc >> ww.prec);
                 }
             }
         }
     } else {
-        memcpy(mid, rgb, (size_t)3 * h * S);
+        memcpy(mid, rgb, (size_t)3 * h * ow);
     }
-    if (h != S) {
-        if ((rc = sam3__aa_weights_make(c, h, S, &wh)) != SAM3_OK) return rc;
+    if (h != oh) {
+        if ((rc = sam3__aa_weights_make(c, h, oh, &wh)) != SAM3_OK) return rc;
         for (ch = 0; ch < 3; ch++) {
             int y;
             SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-            for (y = 0; y < S; y++) {
+            for (y = 0; y < oh; y++) {
                 const int32_t *k = wh.w + (size_t)y * wh.taps;
-                unsigned char *dst = fin + ((size_t)ch * S + y) * S;
+                unsigned char *dst = fin + ((size_t)ch * oh + y) * ow;
                 int x, j;
-                for (x = 0; x < S; x++) {
+                for (x = 0; x < ow; x++) {
                     int32_t acc = 1 << (wh.prec - 1);
-                    for (j = 0; j < wh.n[y]; j++) acc += k[j] * (int32_t)mid[((size_t)ch * h + wh.xmin[y] + j) * S + x];
+                    for (j = 0; j < wh.n[y]; j++) acc += k[j] * (int32_t)mid[((size_t)ch * h + wh.xmin[y] + j) * ow + x];
                     dst[x] = sam3__clip_u8(acc >> wh.prec);
                 }
             }
         }
     } else {
-        memcpy(fin, mid, (size_t)3 * S * S);
+        memcpy(fin, mid, (size_t)3 * oh * ow);
     }
     for (ch = 0; ch < 3; ch++) {
-        /* The reference fuses rescale and normalize into (v - mean/r) / (std/r), a true divide. */
-        float mean = (float)(c->m->proc.mean[ch] / c->m->proc.rescale), sd = (float)(c->m->proc.std[ch] / c->m->proc.rescale);
-        size_t i, n = (size_t)S * S;
-        const unsigned char *src = fin + (size_t)ch * n;
-        float *dst = pix + (size_t)ch * n;
-        for (i = 0; i < n; i++) dst[i] = ((float)src[i] - mean) / sd;
+        const float inv_r = (float)(1.0 / c->m->proc.rescale);
+        const float mean = c->m->proc.mean[ch] * inv_r, sd = c->m->proc.std[ch] * inv_r;
+        int y, x;
+        for (y = 0; y < S; y++) {
+            float *dst = pix + ((size_t)ch * S + y) * S;
+            const unsigned char *src = fin + ((size_t)ch * oh + y) * ow;
+            for (x = 0; x < S; x++) dst[x] = (y < oh && x < ow) ? ((float)src[x] - mean) / sd : 0.0f;
+        }
     }
-    if (u8_out) memcpy(u8_out, fin, (size_t)3 * S * S);
+    if (u8_out) memcpy(u8_out, fin, (size_t)3 * oh * ow);
     sam3__release(c, mk);
     return SAM3_OK;
+}
+static sam3_result sam3__preprocess(sam3_ctx *c, const unsigned char *rgb, int w, int h, float *pix, unsigned char *u8_out) {
+    const int S = c->m->proc.image;
+    return sam3__preprocess_to(c, rgb, w, h, S, S, S, pix, u8_out);
 }
 
 /* ==== sam3: vision backbone (Sam3ViTModel) ==== */
@@ -4112,6 +4397,139 @@ static sam3_result sam3__vision_neck(sam3_ctx *c) {
     return SAM3_OK;
 }
 
+/* ==== sam3: SAM 1 vision encoder (SamVisionEncoder) ==== */
+/* Decomposed relative position of SamVisionAttention for one S x S block of tokens: with the
+   unscaled queries q (S*S rows, stride ldq, heads of hd), relh[h][t][ky] = q_h[t] . Th[y - ky + S - 1]
+   and relw[h][t][kx] = q_h[t] . Tw[x - kx + S - 1] for t = y*S + x. */
+static void sam3__sam1_relpos(sam3_ctx *c, const float *q, int ldq, int S, int nh, int hd, const float *th, const float *tw, float *relh,
+                              float *relw) {
+    int t;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < S * S; t++) {
+        int y = t / S, x = t % S, h, k, d;
+        for (h = 0; h < nh; h++) {
+            const float *qv = q + (size_t)t * ldq + (size_t)h * hd;
+            float *rh = relh + ((size_t)h * S * S + t) * S, *rw = relw + ((size_t)h * S * S + t) * S;
+            for (k = 0; k < S; k++) {
+                const float *a = th + (size_t)(y - k + S - 1) * hd, *b = tw + (size_t)(x - k + S - 1) * hd;
+                float sa = 0, sb = 0;
+                for (d = 0; d < hd; d++) {
+                    sa += qv[d] * a[d];
+                    sb += qv[d] * b[d];
+                }
+                rh[k] = sa;
+                rw[k] = sb;
+            }
+        }
+    }
+}
+
+/* SamVisionLayer: pre-norm block with windowed (zero-padded after the norm, padded tokens as
+   ordinary keys) or global attention with decomposed relative position, and the GELU MLP. */
+static sam3_result sam3__sam1_layer(sam3_ctx *c, int li, float *x, float *h, float *qkv, float *a, float *mlp) {
+    const sam3__s1_cfg *v = &c->m->s1;
+    const sam3__s1_layer_w *w = &c->m->s1_w.layers[li];
+    const int g = v->grid, C = v->hidden, hd = v->head_dim, nh = v->heads, N = g * g, global = v->is_global[li];
+    const int ws = global ? g : v->window, nwy = (g + ws - 1) / ws, wt = ws * ws, n = global ? N : nwy * nwy * wt;
+    sam3__mark mk = sam3__mark_get(c);
+    float *relh = NULL, *relw = NULL;
+    int u, wi;
+    sam3_result rc;
+    if (v->use_rel && (!(relh = sam3__sallocf(c, (size_t)nh * wt * ws)) || !(relw = sam3__sallocf(c, (size_t)nh * wt * ws))))
+        return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (u = 0; u < n; u++) {
+        int win = u / wt, t = u % wt;
+        int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
+        if (gy < g && gx < g) sam3__ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, &w->ln1, v->ln_eps);
+        else memset(h + (size_t)u * C, 0, (size_t)C * sizeof(float));
+    }
+    sam3__linear(c, h, n, C, &w->qkv, 3 * C, qkv);
+    for (wi = 0; wi < n / wt; wi++) {
+        const float *q = qkv + (size_t)wi * wt * 3 * C;
+        if (relh) sam3__sam1_relpos(c, q, 3 * C, ws, nh, hd, w->rel_h, w->rel_w, relh, relw);
+        if ((rc = sam3__attention_rel(c, wt, wt, nh, hd, q, 3 * C, q + C, 3 * C, q + 2 * C, 3 * C, a + (size_t)wi * wt * C, C, NULL, 0, relh,
+                                      relw, ws)) != SAM3_OK)
+            return rc;
+    }
+    sam3__linear(c, a, n, C, &w->proj, C, h);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (u = 0; u < n; u++) {
+        int win = u / wt, t = u % wt, j;
+        int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
+        if (gy < g && gx < g) {
+            float *dst = x + ((size_t)gy * g + gx) * C;
+            const float *src = h + (size_t)u * C;
+            for (j = 0; j < C; j++) dst[j] += src[j];
+        }
+    }
+    sam3__layernorm(c, x, h, N, C, &w->ln2, v->ln_eps);
+    sam3__linear(c, h, N, C, &w->fc1, v->mlp, mlp);
+    sam3__gelu(c, mlp, (size_t)N * v->mlp);
+    sam3__linear(c, mlp, N, v->mlp, &w->fc2, C, h);
+    sam3__vadd(c, x, h, (size_t)N * C);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* SamVisionEncoder: patch embedding (with bias) + absolute position, the blocks (no pre- or
+   final norm), then the neck: 1x1 conv, LN2d, 3x3 conv, LN2d (no biases, eps 1e-6) -> E. */
+static sam3_result sam3__sam1_vision(sam3_ctx *c, const float *pix, float *E) {
+    const sam3__s1_cfg *v = &c->m->s1;
+    const sam3__s1_w *w = &c->m->s1_w;
+    const int g = v->grid, p = v->patch, S = v->image, C = v->hidden, K = 3 * p * p, N = g * g, ws = v->window ? v->window : g;
+    const int nwy = (g + ws - 1) / ws, np = SAM3__MAX(N, nwy * nwy * ws * ws);
+    sam3__mark mk = sam3__mark_get(c);
+    float *x = sam3__sallocf(c, (size_t)N * C);       /* (N, C) residual stream */
+    float *h = sam3__sallocf(c, (size_t)np * C);      /* (np, C) */
+    float *qkv = sam3__sallocf(c, (size_t)np * 3 * C); /* (np, 3C) */
+    float *a = sam3__sallocf(c, (size_t)np * C);      /* (np, C) attention output */
+    float *mlp = sam3__sallocf(c, (size_t)N * v->mlp); /* (N, mlp) */
+    float *cols, *y;
+    int t, i;
+    char name[32];
+    sam3_result rc;
+    if (!x || !h || !qkv || !a || !mlp) return SAM3_ERR_OUT_OF_MEMORY;
+    cols = qkv; /* (N, 3 p p) im2col, reusing qkv before the blocks */
+    if ((size_t)N * K > (size_t)np * 3 * C && !(cols = sam3__sallocf(c, (size_t)N * K))) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < N; t++) {
+        int ty = t / g, tx = t % g, ch, ky;
+        float *o = cols + (size_t)t * K;
+        for (ch = 0; ch < 3; ch++)
+            for (ky = 0; ky < p; ky++)
+                memcpy(o + (size_t)(ch * p + ky) * p, pix + ((size_t)ch * S + (size_t)ty * p + ky) * S + (size_t)tx * p, (size_t)p * sizeof(float));
+    }
+    sam3__linear(c, cols, N, K, &w->patch, C, x);
+    if (w->pos) sam3__vadd(c, x, w->pos, (size_t)N * C);
+    sam3__tap(c, "vit.embed", x, 2, N, C, 0);
+    for (i = 0; i < v->layers; i++) {
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the vision encoder (block %d)", i);
+        sam3__progress(c, "vision trunk", i, v->layers);
+        if ((rc = sam3__sam1_layer(c, i, x, h, qkv, a, mlp)) != SAM3_OK) return rc;
+        snprintf(name, sizeof(name), "vit.layer.%d", i);
+        sam3__tap(c, name, x, 2, N, C, 0);
+    }
+    y = h; /* (out, g, g) */
+    sam3__conv1x1(c, x, 1, C, N, &w->neck1, v->out_ch, y);
+    sam3__layernorm2d(c, y, v->out_ch, (size_t)N, &w->neck_ln1, 1e-6f);
+    if ((rc = sam3__conv3x3(c, y, v->out_ch, g, g, &w->neck2, v->out_ch, E)) != SAM3_OK) return rc;
+    sam3__layernorm2d(c, E, v->out_ch, (size_t)N, &w->neck_ln2, 1e-6f);
+    sam3__tap(c, "vit.neck", E, 3, v->out_ch, g, g);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* The grid's random-Fourier position (g*g, D) token-major, once per image for the decoder. */
+static void sam3__grid_pe(sam3_ctx *c) {
+    const sam3__trk_cfg *t = &c->m->trk;
+    const int g = t->grid, D = t->D;
+    int i, j;
+    for (i = 0; i < g; i++)
+        for (j = 0; j < g; j++)
+            sam3__fourier_pe(c->m->trk_w.gauss, D, ((float)j + 0.5f) / (float)g, ((float)i + 0.5f) / (float)g, c->trk_pe + ((size_t)i * g + j) * D);
+}
+
 /* ==== sam3: tokenizer API ==== */
 /* ids of `text` (len bytes) with BOS and EOS, at most cap; *truncated when the prompt was longer. */
 static sam3_result sam3__tokenize_with(const sam3_model *m, const sam3_allocator *a, const char *text, size_t len, int32_t *ids,
@@ -4136,6 +4554,7 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *m, const char *text, int32_t
     sam3_result rc;
     if (n_ids) *n_ids = 0;
     if (!m || !text || !ids || !n_ids || capacity < 2) return SAM3_ERR_INVALID_ARG;
+    if (m->arch != SAM3__ARCH_SAM3) return SAM3_ERR_UNSUPPORTED; /* SAM 1 has no text encoder */
     cap = SAM3__MIN(capacity, SAM3__MIN(m->tok.max_length, m->text.max_pos));
     rc = sam3__tokenize_with(m, &m->a, text, strlen(text), ids, cap, &n, &trunc);
     if (rc != SAM3_OK) return rc;
@@ -4621,56 +5040,6 @@ static long sam3__resize_threshold(sam3_ctx *c, const float *p, int ih, int iw, 
 }
 
 /* ==== sam3: interactive head (Sam3TrackerModel) ==== */
-/* LayerNorm2d (channels_first): normalise each pixel of a (C, hw) map over its C channels. */
-static void sam3__layernorm2d(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps) {
-    ptrdiff_t p;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (p = 0; p < (ptrdiff_t)hw; p++) {
-        double mu = 0, var = 0;
-        float inv, fmu;
-        int ch;
-        for (ch = 0; ch < C; ch++) mu += x[(size_t)ch * hw + p];
-        mu /= C;
-        for (ch = 0; ch < C; ch++) var += ((double)x[(size_t)ch * hw + p] - mu) * ((double)x[(size_t)ch * hw + p] - mu);
-        var /= C;
-        inv = (float)(1.0 / sqrt(var + (double)eps));
-        fmu = (float)mu;
-        for (ch = 0; ch < C; ch++) x[(size_t)ch * hw + p] = (x[(size_t)ch * hw + p] - fmu) * inv * w->w[ch] + w->b[ch];
-    }
-}
-
-/* Sam3TrackerFeedForward: proj_in, ReLU, (Linear, ReLU) x n_hidden, proj_out. x (n, in) -> y (n, out). */
-static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, int n, int in, int hidden, int out, float *y) {
-    sam3__mark mk = sam3__mark_get(c);
-    float *a = sam3__sallocf(c, (size_t)n * hidden), *b = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
-    int i;
-    if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, x, n, in, &f->in, hidden, a);
-    sam3__relu(c, a, (size_t)n * hidden);
-    for (i = 0; i < f->n_hidden; i++) {
-        float *t;
-        sam3__linear(c, a, n, hidden, &f->hidden[i], hidden, b);
-        sam3__relu(c, b, (size_t)n * hidden);
-        t = a; a = b; b = t;
-    }
-    sam3__linear(c, a, n, hidden, &f->out, out, y);
-    sam3__release(c, mk);
-    return SAM3_OK;
-}
-
-/* Sam3TrackerPositionalEmbedding of a point (u, v) normalised to [0,1]: the random-Fourier
-   features [sin(a), cos(a)] with a = 2 pi (2(u,v) - 1) G, G (2, D/2). */
-static void sam3__fourier_pe(const float *G, int D, float u, float v, float *out) {
-    const int h = D / 2;
-    const float cx = 2.0f * u - 1.0f, cy = 2.0f * v - 1.0f;
-    int k;
-    for (k = 0; k < h; k++) {
-        float a = (cx * G[k] + cy * G[h + k]) * (float)(2 * SAM3__PI);
-        out[k] = sinf(a);
-        out[h + k] = cosf(a);
-    }
-}
-
 /* The interactive head's image features, from the cached trunk output: its own FPN neck (levels
    4x, 2x, 1x), the decoder's conv_s0 / conv_s1 on the two high-resolution levels, and the grid's
    position encoding. The reference Sam3TrackerModel adds no_memory_embedding to the discarded
@@ -4698,9 +5067,7 @@ static sam3_result sam3__tracker_features(sam3_ctx *c) {
     sam3__tap(c, "trk.feat_s0", c->trk_s0, 3, D / 8, 4 * g, 4 * g);
     sam3__tap(c, "trk.feat_s1", c->trk_s1, 3, D / 4, 2 * g, 2 * g);
     sam3__tap(c, "trk.image_embed", c->trk_e, 3, D, g, g);
-    for (i = 0; i < g; i++)
-        for (j = 0; j < g; j++)
-            sam3__fourier_pe(w->gauss, D, ((float)j + 0.5f) / (float)g, ((float)i + 0.5f) / (float)g, c->trk_pe + ((size_t)i * g + j) * D);
+    sam3__grid_pe(c);
     if (c->opt.tap) {
         float *cm = sam3__sallocf(c, (size_t)D * g * g); /* (D, g, g) for the tap */
         if (!cm) return SAM3_ERR_OUT_OF_MEMORY;
@@ -4731,33 +5098,33 @@ static void sam3__conv2x2s2(const float *x, int cin, int H, int W, const sam3__l
 /* Sam3TrackerPromptEncoder for one object: sparse (ns, D) tokens from the clicks and box, dense
    (D, g, g) from the mask prompt (or no_mask_embed). Coordinates go to the model's input frame as
    the processor maps them (x * S / width), then +0.5 (pixel centre) and / S. */
-static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_prompt *pp, float *sparse, int *ns, float *dense) {
+static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_prompt *pp, float rx, float ry, float *sparse, int *ns,
+                                            float *dense) {
     const sam3_model *m = c->m;
     const sam3__trk_cfg *t = &m->trk;
     const sam3__trk_w *w = &m->trk_w;
     const int D = t->D, g = t->grid, S = t->image;
-    const float rx = (float)((double)S / c->img_w), ry = (float)((double)S / c->img_h);
     int i, n = 0, k;
     for (i = 0; i < pp->n_points; i++) {
         const sam3_point *p = &pp->points[i];
         float *o = sparse + (size_t)n++ * D;
         sam3__fourier_pe(w->gauss, D, (p->x * rx + 0.5f) / (float)S, (p->y * ry + 0.5f) / (float)S, o);
-        for (k = 0; k < D; k++) o[k] += w->point_embed[(size_t)p->label * D + k];
+        for (k = 0; k < D; k++) o[k] += w->point_rows[p->label][k];
     }
     if (pp->box) {
-        /* corners as points labelled 2 and 3, then a not-a-point token, as the reference pads */
+        /* corners as points labelled 2 and 3 (the SAM 3 tracker then pads with a not-a-point) */
         const float *b = pp->box;
         float *o = sparse + (size_t)n * D;
         sam3__fourier_pe(w->gauss, D, (b[0] * rx + 0.5f) / (float)S, (b[1] * ry + 0.5f) / (float)S, o);
         sam3__fourier_pe(w->gauss, D, (b[2] * rx + 0.5f) / (float)S, (b[3] * ry + 0.5f) / (float)S, o + D);
         for (k = 0; k < D; k++) {
-            o[k] += w->point_embed[2 * (size_t)D + k];
-            o[D + k] += w->point_embed[3 * (size_t)D + k];
+            o[k] += w->point_rows[2][k];
+            o[D + k] += w->point_rows[3][k];
         }
-        memcpy(o + 2 * D, w->not_a_point, (size_t)D * sizeof(float));
-        n += 3;
-    } else {
-        if (pp->n_points == 0) /* the reference inserts one point (0, 0) labelled -1 when nothing is given */
+        n += 2;
+        if (t->box_pad) memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float));
+    } else if (pp->n_points || t->empty_pad) {
+        if (pp->n_points == 0) /* the tracker inserts one point (0, 0) labelled -1 when nothing is given */
             memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float));
         memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float)); /* padding point */
     }
@@ -4791,7 +5158,8 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
     const sam3_model *m = c->m;
     const sam3__trk_cfg *t = &m->trk;
     const sam3__trk_w *w = &m->trk_w;
-    const int D = t->D, di = D / t->down, nh = t->heads, g = t->grid, Ng = g * g, nm = t->n_mask_tokens, n = 2 + nm + ns;
+    const int D = t->D, di = D / t->down, nh = t->heads, g = t->grid, Ng = g * g, nm = t->n_mask_tokens;
+    const int it = t->obj_token, n = it + 1 + nm + ns; /* [object-score], IoU, mask tokens, prompt */
     sam3__mark mk = sam3__mark_get(c);
     float *t0 = sam3__sallocf(c, (size_t)n * D);   /* (n, D) initial tokens = their position */
     float *tk = sam3__sallocf(c, (size_t)n * D);   /* (n, D) tokens */
@@ -4807,10 +5175,10 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
     int l, i, j;
     sam3_result rc;
     if (!t0 || !tk || !q || !y || !im || !ik || !iy || !u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
-    memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
-    memcpy(t0 + D, w->iou_token, (size_t)D * sizeof(float));
-    memcpy(t0 + 2 * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
-    memcpy(t0 + (size_t)(2 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
+    if (it) memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
+    memcpy(t0 + (size_t)it * D, w->iou_token, (size_t)D * sizeof(float));
+    memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
+    memcpy(t0 + (size_t)(it + 1 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
     memcpy(tk, t0, (size_t)n * D * sizeof(float));
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < Ng; i++) {
@@ -4828,7 +5196,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
             if ((rc = sam3__mha_ex(c, &lw->self_attn, q, q, tk, n, n, D, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
             sam3__vadd(c, tk, y, (size_t)n * D);
         }
-        sam3__layernorm(c, tk, tk, n, D, &lw->ln1, 1e-5f);
+        sam3__layernorm(c, tk, tk, n, D, &lw->ln1, t->tw_eps);
         /* tokens -> image */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
@@ -4836,17 +5204,17 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
         sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
         if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, 0, y)) != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
-        sam3__layernorm(c, tk, tk, n, D, &lw->ln2, 1e-5f);
+        sam3__layernorm(c, tk, tk, n, D, &lw->ln2, t->tw_eps);
         /* MLP */
         if ((rc = sam3__ffn(c, &lw->mlp, tk, n, D, t->mlp_dim, D, y)) != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
-        sam3__layernorm(c, tk, tk, n, D, &lw->ln3, 1e-5f);
+        sam3__layernorm(c, tk, tk, n, D, &lw->ln3, t->tw_eps);
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
         if ((rc = sam3__mha_ex(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, 0, iy)) != SAM3_OK) return rc;
         sam3__vadd(c, im, iy, (size_t)Ng * D);
-        sam3__layernorm(c, im, im, Ng, D, &lw->ln4, 1e-5f);
+        sam3__layernorm(c, im, im, Ng, D, &lw->ln4, t->tw_eps);
     }
     memcpy(q, tk, (size_t)n * D * sizeof(float));
     sam3__vadd(c, q, t0, (size_t)n * D);
@@ -4862,19 +5230,22 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
         for (ch = 0; ch < D; ch++) cm[(size_t)ch * Ng + i] = im[(size_t)i * D + ch];
     }
     if ((rc = sam3__convt2x2(c, cm, 0, D, g, g, &w->up1, D / 4, u1)) != SAM3_OK) return rc;
-    sam3__vadd(c, u1, c->trk_s1, (size_t)(D / 4) * 4 * Ng);
+    if (c->trk_s1) sam3__vadd(c, u1, c->trk_s1, (size_t)(D / 4) * 4 * Ng); /* SAM 1 has no skips */
     sam3__layernorm2d(c, u1, D / 4, (size_t)4 * Ng, &w->up_ln, 1e-6f);
     sam3__gelu(c, u1, (size_t)(D / 4) * 4 * Ng);
     if ((rc = sam3__convt2x2(c, u1, 0, D / 4, 2 * g, 2 * g, &w->up2, D / 8, u2)) != SAM3_OK) return rc;
-    sam3__vadd(c, u2, c->trk_s0, (size_t)(D / 8) * 16 * Ng);
+    if (c->trk_s0) sam3__vadd(c, u2, c->trk_s0, (size_t)(D / 8) * 16 * Ng);
     sam3__gelu(c, u2, (size_t)(D / 8) * 16 * Ng);
     /* one hypernetwork per mask token, then masks = hyper . upscaled */
     for (j = 0; j < nm; j++)
-        if ((rc = sam3__ffn(c, &w->hyper[j], tk + (size_t)(2 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK) return rc;
+        if ((rc = sam3__ffn(c, &w->hyper[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
+            return rc;
     sam3__gemm(c, 0, 0, nm, 16 * Ng, D / 8, 1.0f, hyp, D / 8, u2, 16 * Ng, 0.0f, all_masks, 16 * Ng);
-    if ((rc = sam3__ffn(c, &w->iou_head, tk + D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;
-    for (j = 0; j < nm; j++) iou[j] = sam3__sigmoid(iou[j]);
-    if ((rc = sam3__ffn(c, &w->obj_head, tk, 1, D, D, 1, obj)) != SAM3_OK) return rc;
+    if ((rc = sam3__ffn(c, &w->iou_head, tk + (size_t)it * D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;
+    if (t->iou_sigmoid)
+        for (j = 0; j < nm; j++) iou[j] = sam3__sigmoid(iou[j]);
+    *obj = 0;
+    if (t->obj_token && (rc = sam3__ffn(c, &w->obj_head, tk, 1, D, D, 1, obj)) != SAM3_OK) return rc;
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -4956,6 +5327,17 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
 #endif
     if (c->nt <= 1) c->split = 0;
     v = &m->vit;
+    if (m->arch == SAM3__ARCH_SAM1) {
+        const size_t gg = (size_t)m->trk.grid * m->trk.grid, D = (size_t)m->trk.D;
+        c->trk_e = (float *)sam3__ctx_persist(c, D * gg, &ok);
+        c->trk_pe = (float *)sam3__ctx_persist(c, D * gg, &ok);
+        if (!ok) {
+            sam3_ctx_free(c);
+            return SAM3_ERR_OUT_OF_MEMORY;
+        }
+        *out = c;
+        return SAM3_OK;
+    }
     c->vit_out = (float *)sam3__ctx_persist(c, (size_t)v->grid * v->grid * v->hidden, &ok);
     for (j = 0; j < m->neck.n_kept; j++)
         c->fpn[j] = (float *)sam3__ctx_persist(c, (size_t)m->neck.fpn * m->neck.side[j] * m->neck.side[j], &ok);
@@ -5035,6 +5417,36 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     if (!rgb || !pix) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
     (void)need;
     sam3__to_planar_rgb(c, pixels, w, h, stride, bpp, rgb);
+    if (m->arch == SAM3__ARCH_SAM1) {
+        /* SamImageProcessor: longest side to longest_edge (aspect kept, short side rounded half
+           up), normalise, zero-pad to the square frame */
+        double sc = (double)m->s1.longest_edge / (double)SAM3__MAX(w, h);
+        int h1 = SAM3__MAX(1, (int)(h * sc + 0.5)), w1 = SAM3__MAX(1, (int)(w * sc + 0.5));
+        if ((rc = sam3__preprocess_to(c, rgb, w, h, w1, h1, m->proc.image, pix, NULL)) != SAM3_OK) return sam3__end(c, rc);
+        sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
+        c->t.preprocess = sam3__now_ms() - t0;
+        t0 = sam3__now_ms();
+        if ((rc = sam3__sam1_vision(c, pix, c->trk_e)) != SAM3_OK) return sam3__end(c, rc);
+        sam3__grid_pe(c);
+        if (c->opt.tap) {
+            const int g = m->trk.grid, D = m->trk.D;
+            float *cm = sam3__sallocf(c, (size_t)D * g * g); /* (D, g, g) for the tap */
+            int i2, j2;
+            if (!cm) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+            for (i2 = 0; i2 < g * g; i2++)
+                for (j2 = 0; j2 < D; j2++) cm[(size_t)j2 * g * g + i2] = c->trk_pe[(size_t)i2 * D + j2];
+            sam3__tap(c, "sam1.image_pe", cm, 3, D, g, g);
+        }
+        c->t.vision_trunk = sam3__now_ms() - t0;
+        c->t.vision_neck = 0;
+        c->s1_h1 = h1;
+        c->s1_w1 = w1;
+        c->img_w = w;
+        c->img_h = h;
+        c->trk_ready = 1;
+        c->has_image = 1;
+        return sam3__end(c, SAM3_OK);
+    }
     if ((rc = sam3__preprocess(c, rgb, w, h, pix, NULL)) != SAM3_OK) return sam3__end(c, rc);
     sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
     c->t.preprocess = sam3__now_ms() - t0;
@@ -5118,6 +5530,8 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
     memset(out, 0, sizeof(*out));
     m = c->m;
     c->err[0] = 0;
+    if (m->arch != SAM3__ARCH_SAM3)
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_segment: text and box-exemplar prompts need a SAM 3 model; use sam3_segment_points");
     if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment: no image: call sam3_set_image first");
     if (opt) {
         if (opt->score_threshold != 0) o.score_threshold = opt->score_threshold;
@@ -5333,20 +5747,30 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     t0 = sam3__now_ms();
-    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    if (!c->trk_ready && (rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
     nm = t->n_mask_tokens;
     lp = (size_t)16 * g * g;
     sparse = sam3__sallocf(c, (size_t)(pp->n_points + 4) * t->D); /* (ns, D) */
     dense = sam3__sallocf(c, (size_t)t->D * g * g);               /* (D, g, g) */
     all = sam3__sallocf(c, (size_t)nm * lp);                      /* (nm, 4g, 4g) */
     if (!sparse || !dense || !all) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    if ((rc = sam3__trk_prompt_encoder(c, pp, sparse, &ns, dense)) != SAM3_OK) return sam3__end(c, rc);
-    sam3__tap(c, "trk.sparse", sparse, 2, ns, t->D, 0);
-    sam3__tap(c, "trk.dense", dense, 3, t->D, g, g);
+    {
+        /* prompt coordinates in the model's input frame, as the processors map them: SAM 3 squashes
+           the image to the frame, SAM 1 scales it into the top-left of a padded one */
+        float rx = (float)((double)t->image / c->img_w), ry = (float)((double)t->image / c->img_h);
+        if (m->arch == SAM3__ARCH_SAM1) {
+            rx = (float)((double)c->s1_w1 / c->img_w);
+            ry = (float)((double)c->s1_h1 / c->img_h);
+        }
+        if ((rc = sam3__trk_prompt_encoder(c, pp, rx, ry, sparse, &ns, dense)) != SAM3_OK) return sam3__end(c, rc);
+    }
+    /* tap names follow the reference dumps: trk.* (SAM 3 tracker), sam1.* (SAM 1) */
+    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.sparse" : "trk.sparse", sparse, 2, ns, t->D, 0);
+    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.dense" : "trk.dense", dense, 3, t->D, g, g);
     if ((rc = sam3__trk_mask_decoder(c, sparse, ns, dense, all, c->res_iou, &obj)) != SAM3_OK) return sam3__end(c, rc);
-    sam3__tap(c, "trk.all_masks", all, 3, nm, 4 * g, 4 * g);
-    sam3__tap(c, "trk.all_iou", c->res_iou, 1, nm, 0, 0);
-    sam3__tap(c, "trk.object_score", &obj, 1, 1, 0, 0);
+    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.all_masks" : "trk.all_masks", all, 3, nm, 4 * g, 4 * g);
+    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.all_iou" : "trk.all_iou", c->res_iou, 1, nm, 0, 0);
+    if (t->obj_token) sam3__tap(c, "trk.object_score", &obj, 1, 1, 0, 0);
     /* selection, as the reference: multimask -> tokens 1..; single -> token 0, unless its
        stability (|logits > d| / |logits > -d|) is below the threshold: then the best of 1.. */
     first = 1;
@@ -5375,16 +5799,43 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     memmove(c->res_iou, c->res_iou + first, (size_t)n_out * sizeof(float));
     sam3__tap(c, "out.masks", c->res_low, 3, n_out, 4 * g, 4 * g);
     sam3__tap(c, "out.iou", c->res_iou, 1, n_out, 0, 0);
-    sam3__tap(c, "out.object_score", &obj, 1, 1, 0, 0);
+    if (t->obj_token) sam3__tap(c, "out.object_score", &obj, 1, 1, 0, 0);
     if (!o.no_masks) {
         /* bilinear resize of the logits straight to the image size, then > threshold */
         sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
         sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
         if (!ty || !tx) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-        sam3__lerp_table(4 * g, H, ty);
-        sam3__lerp_table(4 * g, W, tx);
-        for (i = 0; i < n_out; i++)
-            sam3__resize_threshold(c, c->res_low + (size_t)i * lp, 4 * g, 4 * g, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)i * plane);
+        if (m->arch == SAM3__ARCH_SAM1) {
+            /* SamProcessor.post_process_masks: logits up to the padded frame, crop the image's part,
+               down to the image size, > threshold (no sigmoid) */
+            const int S = t->image, h1 = c->s1_h1, w1 = c->s1_w1;
+            sam3__lerp *uy = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
+            sam3__lerp *ux = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
+            float *crop = sam3__sallocf(c, (size_t)h1 * w1); /* (h1, w1) logits in the image's part of the frame */
+            int k;
+            if (!uy || !ux || !crop) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+            sam3__lerp_table(4 * g, S, uy);
+            sam3__lerp_table(4 * g, S, ux);
+            sam3__lerp_table(h1, H, ty);
+            sam3__lerp_table(w1, W, tx);
+            for (i = 0; i < n_out; i++) {
+                const float *lg = c->res_low + (size_t)i * lp;
+                for (k = 0; k < h1; k++) {
+                    const float *a = lg + (size_t)uy[k].i0 * 4 * g, *b = lg + (size_t)uy[k].i1 * 4 * g;
+                    int q;
+                    for (q = 0; q < w1; q++)
+                        crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
+                                                   uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
+                }
+                sam3__resize_threshold(c, crop, h1, w1, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)i * plane);
+            }
+        } else {
+            sam3__lerp_table(4 * g, H, ty);
+            sam3__lerp_table(4 * g, W, tx);
+            for (i = 0; i < n_out; i++)
+                sam3__resize_threshold(c, c->res_low + (size_t)i * lp, 4 * g, 4 * g, ty, tx, H, W, o.mask_threshold,
+                                       c->res_mask + (size_t)i * plane);
+        }
         out->masks = c->res_mask;
     }
     out->n_masks = n_out;
@@ -5393,6 +5844,7 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     for (i = 1; i < n_out; i++)
         if (c->res_iou[i] > c->res_iou[out->best]) out->best = i;
     out->object_score = obj;
+    out->has_object_score = t->obj_token;
     out->low_res_logits = c->res_low;
     out->low_res_width = out->low_res_height = 4 * g;
     out->width = W;

@@ -7,6 +7,10 @@ Builds tiny random checkpoints in a temporary directory and converts them, plus 
 full-size fake checkpoint (the released 1797-tensor manifest as a sparse, all-zero bf16
 file: 1.7 GB apparent, ~0 on disk) whose f32 output (3.4 GB) is written, checked and
 deleted.  That test is skipped when the temporary directory has less than 8 GB free.
+SAM 1 (HF SamModel, arch "sam1"): the ViT-B/L/H manifests against sam1.md's tensor and
+parameter counts, tiny checkpoints (tied Fourier matrix under one name, both names, or only
+the prompt-encoder name; f16/bf16; shards), the ViT-B manifest as a sparse file (375 MB of
+output), and the failure cases (missing, unexpected, mis-shaped, config and processor errors).
 The last line is "N passed, N failed"; the exit status is non-zero on any failure.
 """
 import ast
@@ -565,6 +569,253 @@ def random_checkpoint_tool():
     out = os.path.join(d, "o.sam3")
     rc, so, se = run_convert(d, out, "--verify", "--quiet")
     check(rc == 0 and "verify: OK" in so, se)
+
+
+# ----------------------------------------------------------------------------------------
+# (h) SAM 1 (HF SamModel, config.json model_type "sam")
+# ----------------------------------------------------------------------------------------
+
+SAM1_TINY_JSON = {  # every width small; windowed blocks need padding (grid 6, window 4)
+    "model_type": "sam",
+    "vision_config": {"model_type": "sam_vision_model", "hidden_size": 24, "output_channels": 16,
+                      "num_hidden_layers": 3, "num_attention_heads": 2, "image_size": 96,
+                      "patch_size": 16, "window_size": 4, "global_attn_indexes": [1],
+                      "num_pos_feats": 8, "mlp_dim": None, "mlp_ratio": 2.0},
+    "prompt_encoder_config": {"hidden_size": 16, "image_size": 96, "patch_size": 16,
+                              "mask_input_channels": 8},
+    "mask_decoder_config": {"hidden_size": 16, "mlp_dim": 24, "num_attention_heads": 2,
+                            "iou_head_hidden_dim": 12},
+}
+SAM1_TINY_PP = {"do_convert_rgb": True, "do_normalize": True, "do_pad": True, "do_rescale": True,
+                "do_resize": True, "image_mean": [0.485, 0.456, 0.406],
+                "image_processor_type": "SamImageProcessor", "image_std": [0.229, 0.224, 0.225],
+                "pad_size": {"height": 96, "width": 96}, "processor_class": "SamProcessor",
+                "resample": 2, "rescale_factor": 0.00392156862745098, "size": {"longest_edge": 96}}
+SAM1_VIT = {"B": ({}, 315, 93_735_728), "L": ({"hidden_size": 1024, "num_hidden_layers": 24,
+                                              "num_attention_heads": 16, "global_attn_indexes": [5, 11, 17, 23]},
+                                             483, 312_343_088),
+            "H": ({"hidden_size": 1280, "num_hidden_layers": 32, "num_attention_heads": 16,
+                   "global_attn_indexes": [7, 15, 23, 31]}, 595, 641_090_864)}
+
+
+def sam1_src(name, items, cfg_json=SAM1_TINY_JSON, pp=SAM1_TINY_PP):
+    d = tmpdir(name)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg_json, f)
+    if pp is not None:
+        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+            json.dump(pp, f)
+    if items is not None:
+        mrc.write_safetensors(os.path.join(d, "model.safetensors"), items)
+    return d
+
+
+def sam1_items(cfg_json=SAM1_TINY_JSON, **kw):
+    """tiny_items for SAM 1, without the prompt-encoder copy of the Fourier matrix (as HF 5.17's
+    save_pretrained writes it)."""
+    return [it for it in tiny_items(cfg_json, **kw) if it[0] != convert.SAM1_FOURIER_COPY]
+
+
+def nparams(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+@test
+def sam1_manifest_vit_b_l_h():
+    """Tensor and parameter counts of sam1.md section 10/11 (checked there against HF 5.17)."""
+    for vit, (vc, n_names, n_params) in SAM1_VIT.items():
+        cfg = convert.fill_config({"model_type": "sam", "vision_config": vc})
+        m = convert.manifest(cfg)
+        keep = [(n, s) for n, s, r, _ in m if r == "keep"]
+        got = sum(nparams(s) for _, s in keep)
+        check((len(m), len(keep), got) == (n_names, n_names - 1, n_params),
+              f"ViT-{vit}: {len(m)} names, {len(keep)} kept, {got:,} params; expected "
+              f"{n_names}, {n_names - 1}, {n_params:,}")
+        check(len(set(n for n, _, _, _ in m)) == len(m), f"ViT-{vit}: duplicate names")
+    m = convert.manifest(convert.default_config("sam"))
+    sh = {n: s for n, s, _, _ in m}
+    by = lambda p: sum(nparams(s) for n, s, r, _ in m if r == "keep" and n.startswith(p))  # noqa: E731
+    check((by("vision_encoder."), by("prompt_encoder."), by("mask_decoder."), by("shared_image")) ==
+          (89_670_912, 6_220, 4_058_340, 256), "per-stage params differ from sam1.md section 11")
+    check(by("vision_encoder.layers.0.") == 7_091_328 and by("vision_encoder.layers.2.") == 7_104_128, "block params")
+    check(by("vision_encoder.patch_embed.") == 590_592 and by("vision_encoder.neck.") == 787_456, "patch/neck")
+    check(by("mask_decoder.transformer.") == 3_291_264 and by("mask_decoder.iou_prediction_head.") == 132_612,
+          "decoder breakdown")
+    check(sh["vision_encoder.layers.1.attn.rel_pos_h"] == (27, 64) and
+          sh["vision_encoder.layers.11.attn.rel_pos_w"] == (127, 64), "rel_pos shapes")
+    check(sh["mask_decoder.upscale_conv1.weight"] == (256, 64, 2, 2) and
+          sh["mask_decoder.transformer.layers.1.cross_attn_image_to_token.out_proj.weight"] == (256, 128),
+          "decoder shapes")
+    check(m[0][0] == convert.SAM1_FOURIER and m[1][0] == "vision_encoder.pos_embed", "state-dict order")
+    # configuration switches change the manifest as HF's modules do
+    c = convert.fill_config({"model_type": "sam", "vision_config": {
+        "qkv_bias": False, "use_abs_pos": False, "use_rel_pos": False, "mlp_dim": 1000}})
+    names = {n for n, _, _, _ in convert.manifest(c)}
+    check("vision_encoder.pos_embed" not in names and "vision_encoder.layers.0.attn.qkv.bias" not in names and
+          not any("rel_pos" in n for n in names), "switches")
+    check(dict((n, s) for n, s, _, _ in convert.manifest(c))["vision_encoder.layers.3.mlp.lin1.weight"] ==
+          (1000, 768), "explicit mlp_dim")
+    c = convert.fill_config({"model_type": "sam", "vision_config": {"window_size": 0}})
+    check(all(s == (127, 64) for n, s, _, _ in convert.manifest(c) if "rel_pos" in n), "window_size 0: all global")
+
+
+@test
+def sam1_tiny_converts():
+    items = sam1_items()
+    d = sam1_src("sam1_tiny", items)
+    out = os.path.join(d, "o.sam3")
+    rc, so, se = run_convert(d, out, "--verify")
+    check(rc == 0 and "verify: OK" in so, so + se)
+    f = sam3file.read(out)
+    cfg = convert.fill_config(SAM1_TINY_JSON)
+    want = [n for n, _, r, _ in convert.manifest(cfg) if r == "keep"]
+    check(f.order == want, "names/order differ from the manifest's kept tensors")
+    check(f.order[0] == "shared_image_embedding.positional_embedding", "Fourier matrix name")
+    src = {it[0]: it[3] for it in items}
+    for n in f.order:
+        check(np.array_equal(f.get(n), src[n]), f"{n} values")
+    c = f.config
+    check(c["arch"] == "sam1" and "Apache" in c["file.license"], "arch/licence")
+    check((c["sam1.vision.hidden_size"], c["sam1.vision.mlp_dim"], c["sam1.vision.window_size"],
+           c["sam1.vision.global_attn_indexes"], c["sam1.vision.qkv_bias"], c["sam1.vision.num_pos_feats"],
+           c["sam1.vision.layer_norm_eps"], c["sam1.vision.hidden_act"]) ==
+          (24, 48, 4, [1], 1, 8, 1e-6, "gelu"), "vision keys")
+    check((c["sam1.prompt_encoder.image_size"], c["sam1.prompt_encoder.mask_input_channels"],
+           c["sam1.prompt_encoder.num_point_embeddings"], c["sam1.mask_decoder.mlp_dim"],
+           c["sam1.mask_decoder.iou_head_depth"], c["sam1.mask_decoder.iou_head_hidden_dim"],
+           c["sam1.mask_decoder.layer_norm_eps"], c["sam1.mask_decoder.hidden_act"]) ==
+          (96, 8, 4, 24, 3, 12, 1e-6, "relu"), "prompt/decoder keys")
+    check((c["processor.longest_edge"], c["processor.pad_size"], c["processor.image_mean"],
+           c["processor.rescale_factor"]) == (96, 96, [0.485, 0.456, 0.406], 1 / 255), "processor keys")
+    check(not any(k.startswith(("tokenizer.", "tracker.", "vision.", "text.")) for k in c), "SAM 3 keys in a SAM 1 file")
+    for k in c:
+        check(len(k) <= sam3file.KEY_MAX, f"key {k} too long")
+        check(k in convert.__doc__, f"config key {k} is not in convert.py's docstring")
+    # the tied copy: both names with equal bits -> one written; only the copy -> written under the main name
+    fourier = src[convert.SAM1_FOURIER]
+    both = items[:1] + [[convert.SAM1_FOURIER_COPY, "F32", fourier.shape, fourier]] + items[1:]
+    d2 = sam1_src("sam1_both", both)
+    rc, so, se = run_convert(d2, os.path.join(d2, "o.sam3"), "--verify")
+    check(rc == 0 and f"dropped {convert.SAM1_FOURIER_COPY}" in so, so + se)
+    check(sam3file.read(os.path.join(d2, "o.sam3")).order == want, "both names: output names")
+    only = [[convert.SAM1_FOURIER_COPY, "F32", fourier.shape, fourier]] + items[1:]
+    d3 = sam1_src("sam1_copy", only)
+    rc, so, se = run_convert(d3, os.path.join(d3, "o.sam3"), "--verify", "--quiet")
+    check(rc == 0 and "tied copy" in se, so + se)
+    f3 = sam3file.read(os.path.join(d3, "o.sam3"))
+    check(f3.order == want and np.array_equal(f3.get(convert.SAM1_FOURIER), fourier), "copy-only file")
+    # no preprocessor_config.json: SamImageProcessor's defaults (1024), which this 96-pixel model cannot use
+    expect_failure(sam1_src("sam1_nopp", items, pp=None), "pad_size 1024 differs from vision_config.image_size 96")
+
+
+@test
+def sam1_input_dtypes_and_shards():
+    ref = {it[0]: it[3] for it in sam1_items(values="grid")}
+    for dt in ("F16", "BF16"):
+        d = sam1_src("sam1_" + dt, sam1_items(dtype=dt, values="grid"))
+        out = os.path.join(d, "o.sam3")
+        rc, so, se = run_convert(d, out, "--quiet")
+        check(rc == 0, se)
+        f = sam3file.read(out)
+        for n in f.order:
+            check(np.array_equal(f.get(n), ref[n]), f"{dt}: {n}")
+    d = sam1_src("sam1_sharded", None)
+    write_sharded(d, sam1_items(), 3)
+    rc, so, se = run_convert(d, os.path.join(d, "o.sam3"), "--verify", "--quiet")
+    check(rc == 0 and "verify: OK" in so, se)
+
+
+@test
+def sam1_vit_b_full_size_sparse():
+    """The ViT-B manifest as a sparse all-zero bf16 file (188 MB apparent) -> 375 MB of f32."""
+    free = shutil.disk_usage(TMP).free
+    if free < 2e9:
+        raise Skip(f"needs ~0.6 GB of scratch disk, {TMP} has {free / 1e9:.1f} GB free")
+    cfg = convert.default_config("sam")
+    marked = {"mask_decoder.iou_token.weight": -2.0, "vision_encoder.layers.11.attn.rel_pos_h": 0.5}
+    items = [(n, "BF16", s, (np.full(s, marked[n], np.float32) if n in marked else None))
+             for n, s, _, _ in convert.manifest(cfg) if n != convert.SAM1_FOURIER_COPY]
+    d = sam1_src("sam1_full", None, cfg_json={"model_type": "sam"}, pp=None)
+    mrc.write_safetensors(os.path.join(d, "model.safetensors"), items)
+    out = os.path.join(d, "o.sam3")
+    rc, so, se = run_convert(d, out, "--quiet")
+    check(rc == 0, se)
+    check("314 tensors (93,735,728 f32 params)" in so, so)
+    f = sam3file.read(out)
+    check(f.order == [n for n, _, _, _ in items], "names")
+    check(float(f.get("mask_decoder.iou_token.weight")[0, 9]) == -2.0 and
+          float(f.get("vision_encoder.layers.11.attn.rel_pos_h")[126, 63]) == 0.5, "marked values")
+    c = f.config
+    check((c["sam1.vision.hidden_size"], c["sam1.vision.mlp_dim"], c["sam1.vision.global_attn_indexes"],
+           c["processor.longest_edge"], c["processor.pad_size"], c["processor.image_std"]) ==
+          (768, 3072, [2, 5, 8, 11], 1024, 1024, [0.229, 0.224, 0.225]), "default config keys")
+    del f
+    shutil.rmtree(d)
+
+
+@test
+def sam1_fail_missing_unexpected_shape():
+    items = sam1_items()
+    n = "mask_decoder.transformer.layers.1.cross_attn_image_to_token.out_proj.bias"
+    expect_failure(sam1_src("sam1_missing", [it for it in items if it[0] != n]), "missing tensor " + n)
+    expect_failure(sam1_src("sam1_missing_pe", items[1:]),
+                   "missing tensor shared_image_embedding.positional_embedding")
+    bad = items + [["vision_encoder.layer_norm.weight", "F32", (24,), np.zeros(24, np.float32)]]
+    expect_failure(sam1_src("sam1_unexpected", bad), "unexpected tensor vision_encoder.layer_norm.weight")
+    # a SAM 3 tensor name in a SAM 1 file
+    bad = items + [["tracker_model.prompt_encoder.point_embed.weight", "F32", (4, 16), np.zeros((4, 16), np.float32)]]
+    expect_failure(sam1_src("sam1_unexpected2", bad), "unexpected tensor tracker_model.prompt_encoder.point_embed.weight")
+    for name, shape, want in (("vision_encoder.layers.0.attn.rel_pos_h", (11, 12), "[7, 12]"),  # global-size table in a windowed block
+                              ("vision_encoder.layers.1.attn.rel_pos_w", (7, 12), "[11, 12]"),
+                              ("mask_decoder.upscale_conv1.weight", (4, 16, 2, 2), "[16, 4, 2, 2]"),
+                              ("vision_encoder.pos_embed", (1, 7, 7, 24), "[1, 6, 6, 24]")):
+        its = sam1_items()
+        for it in its:
+            if it[0] == name:
+                it[2], it[3] = shape, np.zeros(shape, np.float32)
+        expect_failure(sam1_src("sam1_shape", its), name, f"shape {list(shape)}", "expected " + want)
+    # the tied copy present with different bits
+    its = sam1_items()
+    its.append([convert.SAM1_FOURIER_COPY, "F32", its[0][2], its[0][3] + 1])
+    expect_failure(sam1_src("sam1_fourier", its), "prompt_encoder.shared_embedding.positional_embedding differs")
+
+
+@test
+def sam1_fail_config_and_processor():
+    items = sam1_items()
+
+    def cj(**sub):
+        c = json.loads(json.dumps(SAM1_TINY_JSON))
+        for path, v in sub.items():
+            sec, key = path.split("__")
+            c[sec][key] = v
+        return c
+    expect_failure(sam1_src("sam1_c1", items, cfg_json=cj(vision_config__output_channels=32)),
+                   "widths must be equal", "vision_config.output_channels = 32")
+    expect_failure(sam1_src("sam1_c2", items, cfg_json=cj(prompt_encoder_config__patch_size=8)),
+                   "differs from the ViT token grid 6")
+    expect_failure(sam1_src("sam1_c3", items, cfg_json=cj(vision_config__qkv_bias="yes")),
+                   "vision_config.qkv_bias", "wrong type")
+    expect_failure(sam1_src("sam1_c4", items, cfg_json=cj(vision_config__mlp_dim=4.5)),
+                   "vision_config.mlp_dim = 4.5")
+    expect_failure(sam1_src("sam1_c5", items, cfg_json=cj(vision_config__global_attn_indexes=[3])),
+                   "global_attn_indexes has 3")
+    expect_failure(sam1_src("sam1_c6", items, cfg_json=cj(mask_decoder_config__num_attention_heads=3)),
+                   "mask_decoder_config.hidden_size = 16 must be a multiple")
+    for pp_change, words in (({"do_pad": False}, ("do_pad = false",)),
+                             ({"resample": 3}, ("resample = 3",)),
+                             ({"size": {"height": 96, "width": 96}}, ("need {\"longest_edge\": N}",)),
+                             ({"pad_size": {"height": 96, "width": 64}}, ("pad_size", "square")),
+                             ({"pad_size": {"height": 128, "width": 128}}, ("pad_size 128 differs",)),
+                             ({"size": {"longest_edge": 100}}, ("longest_edge 100 is larger",)),
+                             ({"image_std": [0.2, 0.3]}, ("image_std",))):
+        expect_failure(sam1_src("sam1_pp", items, pp=dict(SAM1_TINY_PP, **pp_change)), *words)
+    # scalar mean (HF accepts one number for all channels) and another rescale factor are copied
+    d = sam1_src("sam1_pp_ok", items, pp=dict(SAM1_TINY_PP, image_mean=0.5, rescale_factor=0.5))
+    rc, _, se = run_convert(d, os.path.join(d, "o.sam3"), "--quiet")
+    check(rc == 0, se)
+    c = sam3file.read(os.path.join(d, "o.sam3")).config
+    check(c["processor.image_mean"] == [0.5, 0.5, 0.5] and c["processor.rescale_factor"] == 0.5, "processor values")
 
 
 # ----------------------------------------------------------------------------------------

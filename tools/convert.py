@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""Convert a Hugging Face SAM 3 checkpoint to a .sam3 file for sam3.h.
+"""Convert a Hugging Face SAM 3 (or SAM 1) checkpoint to a .sam3 file for sam3.h.
 
     /usr/bin/python3 tools/convert.py SRC_DIR OUT.sam3 [--dtype f32] [--verify] [--quiet]
 
 SRC_DIR holds what the Hugging Face hub gives for facebook/sam3: config.json,
 model.safetensors (or model.safetensors.index.json + shards), vocab.json, merges.txt
-and optionally preprocessor_config.json.  json + numpy only.
+and optionally preprocessor_config.json.  Or, for the original Segment Anything
+(facebook/sam-vit-base|large|huge, HF SamModel, config.json model_type "sam"):
+config.json, model.safetensors (or shards) and optionally preprocessor_config.json;
+no tokenizer files.  See "SAM 1" at the end.  json + numpy only.
 
 Input
 -----
@@ -90,6 +93,57 @@ Config keys (type in brackets):
   tracker.mask_decoder.stability_delta, tracker.mask_decoder.stability_thresh [f64]
   (the last three are HF's dynamic_multimask_via_stability, dynamic_multimask_stability_delta
   and dynamic_multimask_stability_thresh, shortened to fit the 47-byte key limit)
+
+SAM 1 (config.json model_type "sam", HF SamModel; arch "sam1")
+-----
+config.json: vision_config (SamVisionConfig), prompt_encoder_config (SamPromptEncoderConfig),
+mask_decoder_config (SamMaskDecoderConfig); absent fields take the transformers 5.17 class
+defaults, i.e. ViT-B (SamConfig() is facebook/sam-vit-base).  vision_config.mlp_dim null or
+absent means int(hidden_size * mlp_ratio) (mlp_ratio default 4.0), as HF computes it.
+The config must describe a model HF can run: prompt_encoder hidden_size = 2 * num_pos_feats =
+vision output_channels = mask_decoder hidden_size, and the prompt encoder's image_size //
+patch_size equal to the ViT token grid; otherwise it is an error.
+
+Tensors: the HF SamModel state-dict names verbatim (no prefix), in state-dict order:
+shared_image_embedding.positional_embedding, vision_encoder.* (pos_embed if use_abs_pos,
+patch_embed, layers.{i}.{layer_norm1, attn.rel_pos_h/w if use_rel_pos, attn.qkv (bias if
+qkv_bias), attn.proj, layer_norm2, mlp.lin1/lin2}, neck.conv1/layer_norm1/conv2/layer_norm2),
+prompt_encoder.*, mask_decoder.*.  The relative-position tables have 2S-1 rows, S = window_size
+for windowed blocks and the token grid for global blocks (and for every block when
+window_size is 0).  For ViT-B sam1_manifest lists 315 names; 314 are written (93,735,728
+params).  The random-Fourier matrix is one tensor under two names (HF ties them):
+shared_image_embedding.positional_embedding is written;
+prompt_encoder.shared_embedding.positional_embedding is "drop" (checked, not written).  A file
+holding only the prompt-encoder name (HF loads that too) has it written under the
+shared_image_embedding name; a file holding both with different values is an error (HF would
+silently keep two different matrices).
+
+Config keys (type in brackets):
+  arch [str] = "sam1"; file.converter, file.source, file.license [str]
+  sam1.vision.hidden_size, sam1.vision.output_channels, sam1.vision.num_hidden_layers,
+  sam1.vision.num_attention_heads, sam1.vision.num_channels, sam1.vision.image_size,
+  sam1.vision.patch_size, sam1.vision.window_size, sam1.vision.mlp_dim,
+  sam1.vision.num_pos_feats [i64]; sam1.vision.global_attn_indexes [i64[]];
+  sam1.vision.qkv_bias, sam1.vision.use_abs_pos, sam1.vision.use_rel_pos [i64 0/1];
+  sam1.vision.layer_norm_eps [f64]; sam1.vision.hidden_act [str]
+  sam1.prompt_encoder.hidden_size, sam1.prompt_encoder.image_size,
+  sam1.prompt_encoder.patch_size, sam1.prompt_encoder.mask_input_channels,
+  sam1.prompt_encoder.num_point_embeddings [i64]; sam1.prompt_encoder.layer_norm_eps [f64];
+  sam1.prompt_encoder.hidden_act [str]
+  sam1.mask_decoder.hidden_size, sam1.mask_decoder.num_hidden_layers,
+  sam1.mask_decoder.num_attention_heads, sam1.mask_decoder.mlp_dim,
+  sam1.mask_decoder.attention_downsample_rate, sam1.mask_decoder.num_multimask_outputs,
+  sam1.mask_decoder.iou_head_depth, sam1.mask_decoder.iou_head_hidden_dim [i64];
+  sam1.mask_decoder.layer_norm_eps [f64]; sam1.mask_decoder.hidden_act [str]
+  processor.longest_edge, processor.pad_size [i64]; processor.image_mean,
+  processor.image_std [f64[3]]; processor.rescale_factor [f64]
+  (preprocessor_config.json size.longest_edge, pad_size {height = width}, image_mean, image_std,
+  rescale_factor; else SamImageProcessor's defaults 1024, 1024, ImageNet mean/std, 1/255.
+  do_resize / do_rescale / do_normalize / do_pad false and a resample other than 2 (bilinear)
+  are errors, and so is a pad_size other than vision image_size: SamModel accepts only
+  image_size x image_size pixel_values.)
+Constants HF hard-codes (not keys): the neck and upscale LN2d eps 1e-6, layer_norm_final_attn
+eps 1e-5, the mask threshold 0.0 of post_process_masks.
 """
 import argparse
 import json
@@ -163,6 +217,26 @@ PROCESSOR_DEFAULTS = dict(image_size=1008, image_mean=[0.5, 0.5, 0.5], image_std
                           rescale_factor=1.0 / 255.0)
 MAX_TEXT_LENGTH = 32  # what Sam3Processor pads to
 
+SAM1_LICENSE = ("Contains Meta's Segment Anything (SAM 1) model weights, which Meta released under the "
+                "Apache License 2.0; this file carries them under that licence.")
+SAM1_VISION_DEFAULTS = dict(  # SamVisionConfig (mlp_dim: None -> int(hidden_size * mlp_ratio))
+    hidden_size=768, output_channels=256, num_hidden_layers=12, num_attention_heads=12,
+    num_channels=3, image_size=1024, patch_size=16, hidden_act="gelu", layer_norm_eps=1e-6,
+    qkv_bias=True, mlp_ratio=4.0, use_abs_pos=True, use_rel_pos=True, window_size=14,
+    global_attn_indexes=[2, 5, 8, 11], num_pos_feats=128)
+SAM1_PROMPT_ENCODER_DEFAULTS = dict(  # SamPromptEncoderConfig
+    hidden_size=256, image_size=1024, patch_size=16, mask_input_channels=16, num_point_embeddings=4,
+    hidden_act="gelu", layer_norm_eps=1e-6)
+SAM1_MASK_DECODER_DEFAULTS = dict(  # SamMaskDecoderConfig
+    hidden_size=256, hidden_act="relu", mlp_dim=2048, num_hidden_layers=2, num_attention_heads=8,
+    attention_downsample_rate=2, num_multimask_outputs=3, iou_head_depth=3, iou_head_hidden_dim=256,
+    layer_norm_eps=1e-6)
+SAM1_PROCESSOR_DEFAULTS = dict(  # SamImageProcessor
+    longest_edge=1024, pad_size=1024, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225],
+    rescale_factor=1.0 / 255.0)
+SAM1_FOURIER = "shared_image_embedding.positional_embedding"
+SAM1_FOURIER_COPY = "prompt_encoder.shared_embedding.positional_embedding"
+
 
 def _square(v, where):
     """image_size / patch_size may be an int or an [h, w] pair; only square is supported."""
@@ -235,6 +309,8 @@ def fill_config(cj):
     if not isinstance(cj, dict):
         fail("config.json: not a JSON object")
     mt = cj.get("model_type")
+    if mt == "sam":
+        return fill_config_sam1(cj)
     if mt == "sam3_video":
         det = _sub(cj, "detector_config", "")
         trk = _sub(cj, "tracker_config", "")
@@ -247,7 +323,7 @@ def fill_config(cj):
     elif mt == "sam3":
         det, trk, dw = cj, None, ""
     else:
-        fail(f"config.json: model_type {mt!r} is not supported (expected 'sam3_video' or 'sam3')")
+        fail(f"config.json: model_type {mt!r} is not supported (expected 'sam3_video', 'sam3' or 'sam')")
 
     cfg = {"model_type": mt, "prefix": DETECTOR_PREFIX if mt == "sam3_video" else ""}
     cfg["vit"], cfg["neck"] = _vision(_sub(det, "vision_config", dw), dw + "vision_config.")
@@ -292,6 +368,75 @@ def fill_config(cj):
 
 def default_config(model_type="sam3_video"):
     return fill_config({"model_type": model_type})
+
+
+def fill_config_sam1(cj):
+    """SamConfig config.json dict -> {"model_type": "sam", "vision", "prompt_encoder", "mask_decoder"}."""
+    vc = _sub(cj, "vision_config", "")
+    mlp = vc.get("mlp_dim")
+    v = _fill(SAM1_VISION_DEFAULTS, vc, "vision_config")
+    if mlp is None:  # SamVisionConfig: mlp_dim = int(hidden_size * mlp_ratio) when None
+        mlp = int(v["hidden_size"] * v["mlp_ratio"])
+    elif type(mlp) is not int:
+        fail(f"config: vision_config.mlp_dim = {mlp!r} has the wrong type (need an integer or null)")
+    v["mlp_dim"] = mlp
+    cfg = {"model_type": "sam", "prefix": "", "vision": v,
+           "prompt_encoder": _fill(SAM1_PROMPT_ENCODER_DEFAULTS, _sub(cj, "prompt_encoder_config", ""),
+                                   "prompt_encoder_config"),
+           "mask_decoder": _fill(SAM1_MASK_DECODER_DEFAULTS, _sub(cj, "mask_decoder_config", ""),
+                                 "mask_decoder_config")}
+    _check_config_sam1(cfg)
+    return cfg
+
+
+def _check_config_sam1(cfg):
+    v, pe, md = cfg["vision"], cfg["prompt_encoder"], cfg["mask_decoder"]
+
+    def pos(sec, d, *keys):
+        for k in keys:
+            if d[k] <= 0:
+                fail(f"config: {sec}.{k} = {d[k]} must be positive")
+
+    pos("vision_config", v, "hidden_size", "output_channels", "num_hidden_layers", "num_attention_heads",
+        "num_channels", "image_size", "patch_size", "mlp_dim", "num_pos_feats")
+    if v["window_size"] < 0:
+        fail(f"config: vision_config.window_size = {v['window_size']} must be >= 0 (0: every block global)")
+    if v["hidden_size"] % v["num_attention_heads"]:
+        fail(f"config: vision_config.hidden_size = {v['hidden_size']} is not a multiple of "
+             f"num_attention_heads = {v['num_attention_heads']}")
+    if v["image_size"] % v["patch_size"]:
+        fail(f"config: vision_config.image_size = {v['image_size']} is not a multiple of "
+             f"patch_size {v['patch_size']}")
+    for i in v["global_attn_indexes"]:
+        if not 0 <= i < v["num_hidden_layers"]:
+            fail(f"config: vision_config.global_attn_indexes has {i}, outside 0..{v['num_hidden_layers'] - 1}")
+    pos("prompt_encoder_config", pe, "hidden_size", "image_size", "patch_size", "mask_input_channels",
+        "num_point_embeddings")
+    if pe["mask_input_channels"] % 4:
+        fail(f"config: prompt_encoder_config.mask_input_channels = {pe['mask_input_channels']} "
+             "is not a multiple of 4")
+    if pe["num_point_embeddings"] < 4:
+        fail(f"config: prompt_encoder_config.num_point_embeddings = {pe['num_point_embeddings']}: "
+             "SamPromptEncoder uses point_embed.0..3 (negative, positive, box corners)")
+    pos("mask_decoder_config", md, *[k for k in md if type(md[k]) is int])
+    h = md["hidden_size"]
+    if h % 8 or h % md["num_attention_heads"] or (h // md["attention_downsample_rate"]) % md["num_attention_heads"]:
+        fail(f"config: mask_decoder_config.hidden_size = {h} must be a multiple of 8 and of "
+             f"num_attention_heads = {md['num_attention_heads']}, and so must hidden_size // "
+             f"attention_downsample_rate = {h // md['attention_downsample_rate']} (of the heads)")
+    if md["iou_head_depth"] < 2:
+        fail("config: mask_decoder_config.iou_head_depth must be >= 2")
+    # HF builds such models but cannot run them: catch it here rather than in sam3.h.
+    widths = {"prompt_encoder_config.hidden_size": pe["hidden_size"],
+              "2 * vision_config.num_pos_feats": 2 * v["num_pos_feats"],
+              "vision_config.output_channels": v["output_channels"],
+              "mask_decoder_config.hidden_size": h}
+    if len(set(widths.values())) != 1:
+        fail("config: these widths must be equal: " + ", ".join(f"{k} = {x}" for k, x in widths.items()))
+    g = v["image_size"] // v["patch_size"]
+    if pe["image_size"] // pe["patch_size"] != g:
+        fail(f"config: prompt_encoder_config image_size // patch_size = "
+             f"{pe['image_size']} // {pe['patch_size']} differs from the ViT token grid {g}")
 
 
 def _check_config(cfg):
@@ -638,8 +783,84 @@ def _tracker(m, cfg):
     _neck(m, "tracker_neck.", cfg["vit"]["hidden_size"], cfg["neck"])
 
 
+def _sam1_attention(m, p, hidden, internal):
+    """SamAttention: q/k/v hidden -> internal, out_proj internal -> hidden."""
+    for x in "qkv":
+        m.linear(f"{p}.{x}_proj", internal, hidden)
+    m.linear(p + ".out_proj", hidden, internal)
+
+
+def sam1_manifest(cfg):
+    """HF SamModel's state dict, derived from the config: [(name, shape, role, kind)]."""
+    v, pe, md = cfg["vision"], cfg["prompt_encoder"], cfg["mask_decoder"]
+    m = _Manifest()
+    m.add(SAM1_FOURIER, [2, v["num_pos_feats"]], "fourier")
+
+    C, g, L = v["hidden_size"], v["image_size"] // v["patch_size"], v["num_hidden_layers"]
+    hd, mlp, q = C // v["num_attention_heads"], v["mlp_dim"], "vision_encoder."
+    if v["use_abs_pos"]:
+        m.add(q + "pos_embed", [1, g, g, C], "embed")
+    m.conv(q + "patch_embed.projection", C, v["num_channels"], v["patch_size"])
+    for i in range(L):
+        r = f"{q}layers.{i}."
+        m.norm(r + "layer_norm1", C)
+        if v["use_rel_pos"]:
+            S = g if (i in v["global_attn_indexes"] or v["window_size"] == 0) else v["window_size"]
+            m.add(r + "attn.rel_pos_h", [2 * S - 1, hd], "embed")
+            m.add(r + "attn.rel_pos_w", [2 * S - 1, hd], "embed")
+        m.linear(r + "attn.qkv", 3 * C, C, bias=v["qkv_bias"])
+        m.linear(r + "attn.proj", C, C)
+        m.norm(r + "layer_norm2", C)
+        m.linear(r + "mlp.lin1", mlp, C)
+        m.linear(r + "mlp.lin2", C, mlp)
+    O = v["output_channels"]
+    m.add(q + "neck.conv1.weight", [O, C, 1, 1], "conv")
+    m.norm(q + "neck.layer_norm1", O)
+    m.add(q + "neck.conv2.weight", [O, O, 3, 3], "conv")
+    m.norm(q + "neck.layer_norm2", O)
+
+    P, mic, r = pe["hidden_size"], pe["mask_input_channels"], "prompt_encoder."
+    m.add(SAM1_FOURIER_COPY, [2, v["num_pos_feats"]], "fourier", "drop")
+    m.conv(r + "mask_embed.conv1", mic // 4, 1, 2)
+    m.conv(r + "mask_embed.conv2", mic, mic // 4, 2)
+    m.conv(r + "mask_embed.conv3", P, mic, 1)
+    m.norm(r + "mask_embed.layer_norm1", mic // 4)
+    m.norm(r + "mask_embed.layer_norm2", mic)
+    m.add(r + "no_mask_embed.weight", [1, P], "embed")
+    for j in range(pe["num_point_embeddings"]):
+        m.add(f"{r}point_embed.{j}.weight", [1, P], "embed")
+    m.add(r + "not_a_point_embed.weight", [1, P], "embed")
+
+    h = md["hidden_size"]
+    inner, ntok, r = h // md["attention_downsample_rate"], md["num_multimask_outputs"] + 1, "mask_decoder."
+    m.add(r + "iou_token.weight", [1, h], "embed")
+    m.add(r + "mask_tokens.weight", [ntok, h], "embed")
+    for i in range(md["num_hidden_layers"]):
+        s = f"{r}transformer.layers.{i}."
+        _sam1_attention(m, s + "self_attn", h, h)
+        m.norm(s + "layer_norm1", h)
+        _sam1_attention(m, s + "cross_attn_token_to_image", h, inner)
+        m.norm(s + "layer_norm2", h)
+        m.linear(s + "mlp.lin1", md["mlp_dim"], h)
+        m.linear(s + "mlp.lin2", h, md["mlp_dim"])
+        m.norm(s + "layer_norm3", h)
+        m.norm(s + "layer_norm4", h)
+        _sam1_attention(m, s + "cross_attn_image_to_token", h, inner)
+    _sam1_attention(m, r + "transformer.final_attn_token_to_image", h, inner)
+    m.norm(r + "transformer.layer_norm_final_attn", h)
+    m.conv_t(r + "upscale_conv1", h, h // 4, 2)
+    m.conv_t(r + "upscale_conv2", h // 4, h // 8, 2)
+    m.norm(r + "upscale_layer_norm", h // 4)
+    for k in range(ntok):
+        m.feed_forward(f"{r}output_hypernetworks_mlps.{k}", h, h, h // 8, 3)
+    m.feed_forward(r + "iou_prediction_head", h, md["iou_head_hidden_dim"], ntok, md["iou_head_depth"])
+    return m.items
+
+
 def manifest(cfg):
     """Every tensor the checkpoint may hold, in state-dict order: [(name, shape, role, kind)]."""
+    if cfg["model_type"] == "sam":
+        return sam1_manifest(cfg)
     m = _Manifest()
     _detector(m, cfg)
     if cfg["tracker"] is not None:
@@ -939,6 +1160,8 @@ def plan(src):
     if not os.path.isfile(cpath):
         fail(f"{src}: config.json is missing")
     cfg = fill_config(_load_json(cpath))
+    if cfg["model_type"] == "sam":
+        return plan_sam1(src, cfg)
     tensors, files = read_checkpoint(src)
     prefixed = any(n.startswith(DETECTOR_PREFIX) for n in tensors)
     notes = []
@@ -952,25 +1175,9 @@ def plan(src):
     proc, proc_src = read_processor(src)
 
     expected = manifest(cfg)
-    names = {e[0] for e in expected}
-    unexpected = sorted(n for n in tensors if n not in names)
-    if unexpected:
-        more = f" (and {len(unexpected) - 5} more)" if len(unexpected) > 5 else ""
-        fail(f"unexpected tensor {unexpected[0]}" + (f"; also {', '.join(unexpected[1:5])}{more}"
-                                                     if len(unexpected) > 1 else ""))
-    missing = [e[0] for e in expected if e[2] == "keep" and e[0] not in tensors]
-    if missing:
-        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
-        fail(f"missing tensor {missing[0]}" + (f"; also {', '.join(missing[1:5])}{more}"
-                                               if len(missing) > 1 else ""))
-    for name, shape, role, _ in expected:
-        if name in tensors and tensors[name].shape != shape:
-            fail(f"tensor {name}: shape {list(tensors[name].shape)}, expected {list(shape)} from config.json")
-    a = "tracker_model.shared_image_embedding.positional_embedding"
-    b = "tracker_model.prompt_encoder.shared_embedding.positional_embedding"
-    if a in tensors and b in tensors:
-        if not np.array_equal(tensors[a].f32().view(np.uint32), tensors[b].f32().view(np.uint32)):
-            fail(f"{b} differs from {a}; they should be identical copies")
+    check_tensors(expected, tensors)
+    check_copies(tensors, "tracker_model.shared_image_embedding.positional_embedding",
+                 "tracker_model.prompt_encoder.shared_embedding.positional_embedding")
     tv, vs = tok["vocab_size"], cfg["text"]["vocab_size"]
     if tv > vs:
         fail(f"vocab.json has {tv} tokens but text_config.vocab_size is {vs}")
@@ -993,6 +1200,130 @@ def plan(src):
     out.append(("tokenizer.vocab.bytes", tok["bytes"]))
     out.append(("tokenizer.vocab.offsets", tok["offsets"]))
     out.append(("tokenizer.merges", tok["merges"]))
+    return config, out, dropped, notes
+
+
+def check_tensors(expected, tensors):
+    """Names and shapes of the checkpoint against the manifest: nothing unexpected, no kept
+    tensor missing, every shape as the config says."""
+    names = {e[0] for e in expected}
+    unexpected = sorted(n for n in tensors if n not in names)
+    if unexpected:
+        more = f" (and {len(unexpected) - 5} more)" if len(unexpected) > 5 else ""
+        fail(f"unexpected tensor {unexpected[0]}" + (f"; also {', '.join(unexpected[1:5])}{more}"
+                                                     if len(unexpected) > 1 else ""))
+    missing = [e[0] for e in expected if e[2] == "keep" and e[0] not in tensors]
+    if missing:
+        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        fail(f"missing tensor {missing[0]}" + (f"; also {', '.join(missing[1:5])}{more}"
+                                               if len(missing) > 1 else ""))
+    for name, shape, role, _ in expected:
+        if name in tensors and tensors[name].shape != shape:
+            fail(f"tensor {name}: shape {list(tensors[name].shape)}, expected {list(shape)} from config.json")
+
+
+def check_copies(tensors, a, b):
+    """Two names of one tied tensor must hold the same bits when both are present."""
+    if a in tensors and b in tensors and tensors[a] is not tensors[b]:
+        if not np.array_equal(tensors[a].f32().view(np.uint32), tensors[b].f32().view(np.uint32)):
+            fail(f"{b} differs from {a}; they should be identical copies")
+
+
+def read_processor_sam1(src, cfg):
+    """processor.* values for SAM 1 from preprocessor_config.json, else SamImageProcessor's defaults."""
+    p = os.path.join(src, "preprocessor_config.json")
+    out = dict(SAM1_PROCESSOR_DEFAULTS)
+    label = "preprocessor_config.json"
+    if os.path.isfile(p):
+        pp = _load_json(p)
+        if not isinstance(pp, dict):
+            fail("preprocessor_config.json: not a JSON object")
+        pp = pp.get("image_processor", pp) if isinstance(pp.get("image_processor"), dict) else pp
+        for flag in ("do_resize", "do_rescale", "do_normalize", "do_pad"):
+            if pp.get(flag) is False:
+                fail(f"preprocessor_config.json: {flag} = false is not supported")
+        rs = pp.get("resample", 2)
+        if type(rs) is int and rs != 2:
+            fail(f"preprocessor_config.json: resample = {rs} is not supported (only 2, bilinear)")
+        size = pp.get("size", {"longest_edge": out["longest_edge"]})
+        if not (isinstance(size, dict) and type(size.get("longest_edge")) is int and size["longest_edge"] > 0):
+            fail(f"preprocessor_config.json: size {size!r}: need {{\"longest_edge\": N}}")
+        out["longest_edge"] = size["longest_edge"]
+        pad = pp.get("pad_size", out["pad_size"])
+        if isinstance(pad, dict) and "height" in pad and "width" in pad and pad["height"] == pad["width"]:
+            pad = pad["height"]
+        if type(pad) is not int or pad <= 0:
+            fail(f"preprocessor_config.json: pad_size {pp.get('pad_size')!r}: need a square "
+                 "{height, width}")
+        out["pad_size"] = pad
+        for k in ("image_mean", "image_std"):
+            v = pp.get(k, out[k])
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                v = [v] * 3
+            if not (isinstance(v, list) and len(v) == 3 and
+                    all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
+                fail(f"preprocessor_config.json: {k} = {v!r}: need 3 numbers")
+            out[k] = [float(x) for x in v]
+        rf = pp.get("rescale_factor", out["rescale_factor"])
+        if not isinstance(rf, (int, float)) or isinstance(rf, bool):
+            fail(f"preprocessor_config.json: rescale_factor = {rf!r}: need a number")
+        out["rescale_factor"] = float(rf)
+    else:
+        label = "SamImageProcessor defaults (no preprocessor_config.json)"
+    S = cfg["vision"]["image_size"]
+    if out["pad_size"] != S:
+        fail(f"{label}: pad_size {out['pad_size']} differs from vision_config.image_size {S} "
+             "(SamModel accepts only image_size x image_size pixel_values)")
+    if out["longest_edge"] > out["pad_size"]:
+        fail(f"{label}: size.longest_edge {out['longest_edge']} is larger than pad_size {out['pad_size']}")
+    return out, ("preprocessor_config.json" if os.path.isfile(p) else "defaults")
+
+
+def sam1_config(cfg, proc, source):
+    c = {"arch": "sam1", "file.converter": CONVERTER, "file.source": source, "file.license": SAM1_LICENSE}
+    v, pe, md = cfg["vision"], cfg["prompt_encoder"], cfg["mask_decoder"]
+    for k in ("hidden_size", "output_channels", "num_hidden_layers", "num_attention_heads", "num_channels",
+              "image_size", "patch_size", "window_size", "mlp_dim", "num_pos_feats", "global_attn_indexes",
+              "qkv_bias", "use_abs_pos", "use_rel_pos", "layer_norm_eps", "hidden_act"):
+        c["sam1.vision." + k] = int(v[k]) if isinstance(v[k], bool) else v[k]
+    for k in ("hidden_size", "image_size", "patch_size", "mask_input_channels", "num_point_embeddings",
+              "layer_norm_eps", "hidden_act"):
+        c["sam1.prompt_encoder." + k] = pe[k]
+    for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "mlp_dim",
+              "attention_downsample_rate", "num_multimask_outputs", "iou_head_depth",
+              "iou_head_hidden_dim", "layer_norm_eps", "hidden_act"):
+        c["sam1.mask_decoder." + k] = md[k]
+    for k in ("longest_edge", "pad_size", "image_mean", "image_std", "rescale_factor"):
+        c["processor." + k] = proc[k]
+    return c
+
+
+def plan_sam1(src, cfg):
+    """plan() for a HF SamModel checkpoint (config.json model_type "sam")."""
+    tensors, files = read_checkpoint(src)
+    n_src = len(tensors)
+    proc, proc_src = read_processor_sam1(src, cfg)
+    notes = []
+    expected = manifest(cfg)
+    if SAM1_FOURIER not in tensors and SAM1_FOURIER_COPY in tensors:
+        # HF fills both tied names from either one; we write the matrix under the first name.
+        tensors = dict(tensors)
+        tensors[SAM1_FOURIER] = tensors[SAM1_FOURIER_COPY]
+        notes.append(f"{SAM1_FOURIER} is absent: writing {SAM1_FOURIER_COPY} (the tied copy) under that name")
+    check_tensors(expected, tensors)
+    check_copies(tensors, SAM1_FOURIER, SAM1_FOURIER_COPY)
+    dts = sorted({tensors[e[0]].dtype for e in expected if e[0] in tensors})
+    source = (f"sam checkpoint: {', '.join(files)} ({n_src} tensors, {'/'.join(dts)}); "
+              f"processor: {proc_src}")
+    config = sam1_config(cfg, proc, source)
+    out, dropped = [], []
+    for name, shape, role, _ in expected:
+        if name not in tensors:
+            continue
+        if role == "keep":
+            out.append((name, tensors[name]))
+        elif tensors[name] is not tensors.get(SAM1_FOURIER):
+            dropped.append((name, tensors[name]))
     return config, out, dropped, notes
 
 
