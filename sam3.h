@@ -6,26 +6,42 @@
    Link with OpenBLAS and libm:   cc app.c -O2 -fopenmp -lopenblas -lm
 
 QUICK START
-   (the same code is examples/embed_min.c, compiled by `make test`, so this cannot rot)
+   A complete program (examples/embed_min.c holds the same lines, and `make test` checks that, so
+   this cannot rot). Build: cc app.c -O2 -fopenmp -I/usr/include/stb -lopenblas -lm
+   Run:   ./app weights/sam3.sam3 photo.jpg "yellow school bus"
 
       #define SAM3_IMPLEMENTATION
       #include "sam3.h"
+      #define STB_IMAGE_IMPLEMENTATION
+      #include "stb_image.h"  // any way of getting RGB, RGBA or gray pixels will do
+      #include <stdio.h>
 
-      sam3_model *model;  sam3_ctx *ctx;  sam3_segmentation seg;
-      sam3_prompt prompt = {0};
-      if (sam3_load("weights/sam3.sam3", NULL, &model) != SAM3_OK) return 1;
-      if (sam3_ctx_new(model, NULL, &ctx) != SAM3_OK) return 1;
-      if (sam3_set_image(ctx, rgb, width, height, width * 3, SAM3_RGB8) != SAM3_OK) {
-          fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;
+      int main(int argc, char **argv) {
+          sam3_model *model;  sam3_ctx *ctx;  sam3_segmentation seg;
+          sam3_prompt prompt = {0};
+          int width, height, channels, i;
+          unsigned char *rgb;
+          if (argc != 4 || !(rgb = stbi_load(argv[2], &width, &height, &channels, 3))) return 2;
+          if (sam3_load(argv[1], NULL, &model) != SAM3_OK) return 1;
+          if (sam3_ctx_new(model, NULL, &ctx) != SAM3_OK) return 1;
+          if (sam3_set_image(ctx, rgb, width, height, width * 3, SAM3_RGB8) != SAM3_OK) {
+              fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;   // the slow part
+          }
+          prompt.text = argv[3];                                   // e.g. "yellow school bus"
+          if (sam3_segment(ctx, &prompt, NULL, &seg) < 0) {
+              fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;
+          }
+          for (i = 0; i < seg.n; i++) {   // mask: seg.width*seg.height bytes, 1 = object
+              const sam3_instance *in = &seg.instances[i];
+              printf("%.2f  box %.0f,%.0f,%.0f,%.0f  %lld pixels, image centre %s\n", in->score,
+                     in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area,
+                     in->mask[(height / 2) * width + width / 2] ? "inside" : "outside");
+          }
+          sam3_ctx_free(ctx);
+          sam3_free(model);
+          stbi_image_free(rgb);
+          return 0;
       }
-      prompt.text = "yellow school bus";
-      if (sam3_segment(ctx, &prompt, NULL, &seg) >= 0) {
-          for (int i = 0; i < seg.n; i++)   // mask: seg.width*seg.height bytes, 1 = object
-              printf("%.2f  box %.0f,%.0f,%.0f,%.0f\n", seg.instances[i].score, seg.instances[i].box[0],
-                     seg.instances[i].box[1], seg.instances[i].box[2], seg.instances[i].box[3]);
-      }
-      sam3_ctx_free(ctx);
-      sam3_free(model);
 
 DOCUMENTATION
 
@@ -194,7 +210,8 @@ typedef struct sam3_ctx_options {
     int blas_threads; /* > 0: openblas_set_num_threads(blas_threads), process-global */
     int (*abort_fn)(void *user); /* polled between blocks; non-zero aborts with SAM3_ERR_ABORTED */
     void *abort_user;
-    void (*progress_fn)(void *user, const char *stage, int step, int n_steps);
+    void (*progress_fn)(void *user, const char *stage, int step, int n_steps); /* called before step `step`
+                              (0-based) of n_steps of the stages "vision trunk" (per block) and "vision neck" */
     void *progress_user;
     sam3_tap_fn tap; /* debugging: see sam3_tap_fn */
     void *tap_user;
@@ -287,7 +304,7 @@ typedef struct sam3_prompt {
 typedef struct sam3_segment_options {
     float score_threshold; /* keep instances with score > this; 0 = default 0.5 (Meta's processor;
                               Hugging Face's post-processor uses 0.3); negative keeps every query */
-    float mask_threshold;  /* mask probability threshold; 0 = default 0.5 */
+    float mask_threshold;  /* mask probability threshold; 0 = default 0.5 (a negative value sets every pixel) */
     int no_masks;          /* 1: skip the full-size masks (scores and boxes only) */
     int low_res;           /* 1: also return each instance's mask logits at the decoder resolution */
     int semantic;          /* 1: also return the semantic map */
@@ -341,8 +358,9 @@ typedef struct sam3_points_prompt {
     const sam3_point *points; /* n_points clicks, or NULL */
     int n_points;             /* 0..SAM3_MAX_POINTS */
     const float *box;         /* x0, y0, x1, y1 in image pixels, or NULL */
-    const float *mask_logits; /* a previous result's low_res_logits plane to refine, or NULL */
-    int mask_width, mask_height; /* its size: must be the result's low_res_width x low_res_height */
+    const float *mask_logits; /* a logit mask to refine, usually a previous result's low_res_logits plane, or NULL */
+    int mask_width, mask_height; /* its size: low_res_width x low_res_height, or (SAM 3 only) any size,
+                                    resized as the reference does (antialiased bilinear) */
 } sam3_points_prompt;
 
 typedef struct sam3_points_options {
@@ -365,7 +383,8 @@ typedef struct sam3_points_result {
     int width, height;           /* the image's */
 } sam3_points_result;
 
-/* Segments the one object the clicks/box/mask point at, with the model's interactive head (a
+/* Segments the one object the clicks/box/mask point at (an empty prompt is allowed: the model then
+   picks what it sees as the main object, as the reference does), with the model's interactive head (a
    second FPN neck, prompt encoder and two-way mask decoder on the cached ViT features: the first
    call after sam3_set_image runs that neck, every later click costs only the small decoder).
    SAM3_ERR_UNSUPPORTED when the file has no interactive head (a plain Sam3Model checkpoint).
@@ -4030,7 +4049,8 @@ static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 typedef struct sam3__aa_weights {
     int prec, taps;  /* fixed-point precision; taps per output (max) */
     int *xmin, *n;   /* (out) first input index and tap count */
-    int32_t *w;      /* (out, taps) */
+    int32_t *w;      /* (out, taps) quantised */
+    double *wd;      /* (out, taps) before quantisation (the float antialiased resize uses these) */
 } sam3__aa_weights;
 
 static sam3_result sam3__aa_weights_make(sam3_ctx *c, int in, int out, sam3__aa_weights *aw) {
@@ -4041,7 +4061,7 @@ static sam3_result sam3__aa_weights_make(sam3_ctx *c, int in, int out, sam3__aa_
     aw->xmin = (int *)sam3__salloc(c, (size_t)out * sizeof(int));
     aw->n = (int *)sam3__salloc(c, (size_t)out * sizeof(int));
     aw->w = (int32_t *)sam3__salloc(c, (size_t)out * taps * sizeof(int32_t));
-    wd = (double *)sam3__salloc(c, (size_t)out * taps * sizeof(double));
+    wd = aw->wd = (double *)sam3__salloc(c, (size_t)out * taps * sizeof(double));
     if (!aw->xmin || !aw->n || !aw->w || !wd) return SAM3_ERR_OUT_OF_MEMORY;
     for (i = 0; i < out; i++) {
         double ctr = scale * (i + 0.5), total = 0;
@@ -4073,6 +4093,33 @@ static sam3_result sam3__aa_weights_make(sam3_ctx *c, int in, int out, sam3__aa_
 }
 
 static unsigned char sam3__clip_u8(int32_t v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+/* Antialiased bilinear resize of a float map (F.interpolate(bilinear, antialias=True,
+   align_corners=False)): the same separable triangle weights as the uint8 kernel, unquantised,
+   width first. in (ih, iw) -> out (oh, ow). */
+static sam3_result sam3__aa_resize_f32(sam3_ctx *c, const float *in, int ih, int iw, float *out, int oh, int ow) {
+    sam3__mark mk = sam3__mark_get(c);
+    sam3__aa_weights ax, ay;
+    float *mid = sam3__sallocf(c, (size_t)ih * ow); /* (ih, ow) */
+    int y, x, j;
+    sam3_result rc;
+    if (!mid) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__aa_weights_make(c, iw, ow, &ax)) != SAM3_OK || (rc = sam3__aa_weights_make(c, ih, oh, &ay)) != SAM3_OK) return rc;
+    for (y = 0; y < ih; y++)
+        for (x = 0; x < ow; x++) {
+            float acc = 0;
+            for (j = 0; j < ax.n[x]; j++) acc += (float)ax.wd[(size_t)x * ax.taps + j] * in[(size_t)y * iw + ax.xmin[x] + j];
+            mid[(size_t)y * ow + x] = acc;
+        }
+    for (y = 0; y < oh; y++)
+        for (x = 0; x < ow; x++) {
+            float acc = 0;
+            for (j = 0; j < ay.n[y]; j++) acc += (float)ay.wd[(size_t)y * ay.taps + j] * mid[(size_t)(ay.xmin[y] + j) * ow + x];
+            out[(size_t)y * ow + x] = acc;
+        }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
 
 /* Reads the caller's pixels as planar RGB uint8 (3, h, w): gray is replicated and alpha dropped,
    as PIL's convert("RGB") does. */
@@ -5134,8 +5181,17 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
         const int mi = t->mask_in_ch, H = 4 * g;
         float *a = sam3__sallocf(c, (size_t)(mi / 4) * 2 * g * 2 * g); /* (mi/4, 2g, 2g) */
         float *b = sam3__sallocf(c, (size_t)mi * g * g);               /* (mi, g, g) */
+        const float *mask = pp->mask_logits;
         if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
-        sam3__conv2x2s2(pp->mask_logits, 1, H, H, &w->mask_conv1, mi / 4, a);
+        if (pp->mask_width != H || pp->mask_height != H) {
+            /* the tracker resizes other mask sizes with antialiased bilinear (SAM 1 refuses them) */
+            float *r = sam3__sallocf(c, (size_t)H * H); /* (4g, 4g) */
+            sam3_result rc;
+            if (!r) return SAM3_ERR_OUT_OF_MEMORY;
+            if ((rc = sam3__aa_resize_f32(c, pp->mask_logits, pp->mask_height, pp->mask_width, r, H, H)) != SAM3_OK) return rc;
+            mask = r;
+        }
+        sam3__conv2x2s2(mask, 1, H, H, &w->mask_conv1, mi / 4, a);
         sam3__layernorm2d(c, a, mi / 4, (size_t)4 * g * g, &w->mask_ln1, t->pe_ln_eps);
         sam3__gelu(c, a, (size_t)(mi / 4) * 4 * g * g);
         sam3__conv2x2s2(a, mi / 4, 2 * g, 2 * g, &w->mask_conv2, mi, b);
@@ -5402,6 +5458,7 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     m = c->m;
     c->has_image = 0;
     c->trk_ready = 0;
+    c->t.preprocess = c->t.vision_trunk = c->t.vision_neck = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
     if (!pixels) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: pixels is NULL");
@@ -5553,6 +5610,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
         if (b->label != 0 && b->label != 1)
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i, b->label);
     }
+    c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
     text = pr->text && pr->text[0] ? pr->text : nb ? "visual" : NULL;
     if (!text) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: empty prompt: give a text, boxes, or both");
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
@@ -5728,8 +5786,6 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     if (pp->n_points < 0 || pp->n_points > SAM3_MAX_POINTS)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: %d points, expected 0..%d (SAM3_MAX_POINTS)", pp->n_points, SAM3_MAX_POINTS);
     if (pp->n_points && !pp->points) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: n_points = %d but points is NULL", pp->n_points);
-    if (!pp->n_points && !pp->box && !pp->mask_logits)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: empty prompt: give clicks, a box or a mask");
     for (i = 0; i < pp->n_points; i++) {
         if (!sam3__finite(pp->points[i].x) || !sam3__finite(pp->points[i].y))
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has a NaN or infinite coordinate", i);
@@ -5741,8 +5797,11 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
         for (i = 0; i < 4; i++)
             if (!sam3__finite(pp->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
     g = t->grid;
-    if (pp->mask_logits && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits must be %dx%d (a previous result's low_res_logits), got %dx%d",
+    if (pp->mask_logits && (pp->mask_width < 1 || pp->mask_height < 1 || pp->mask_width > SAM3_MAX_IMAGE_DIM || pp->mask_height > SAM3_MAX_IMAGE_DIM))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits size %dx%d outside 1x1..%dx%d", pp->mask_width,
+                          pp->mask_height, SAM3_MAX_IMAGE_DIM, SAM3_MAX_IMAGE_DIM);
+    if (pp->mask_logits && m->arch == SAM3__ARCH_SAM1 && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: SAM 1 takes mask_logits of exactly %dx%d (a previous result's low_res_logits), got %dx%d",
                           4 * g, 4 * g, pp->mask_width, pp->mask_height);
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
