@@ -8,7 +8,8 @@ CFLAGS   ?= -O3 $(ARCH) -g
 WARN     := -Wall -Wextra -pedantic
 OPENMP   ?= 1
 PYTHON   ?= /usr/bin/python3
-STB_INC  ?= -I/usr/include/stb
+# stb headers as system headers: stb_easy_font.h is not -Wextra clean, and its warnings are not ours
+STB_INC  ?= -isystem /usr/include/stb
 BUILD    ?= build
 DEB_PKGS := gcc g++ make libopenblas-dev libopenblas0-openmp libstb-dev python3-numpy
 # OpenBLAS: Debian's default libopenblas is the pthread build, whose idle threads spin while our
@@ -31,9 +32,10 @@ TINY_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(TINY))
 SAM1_TINY := sam1_a sam1_b
 SAM1_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(SAM1_TINY))
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp
+EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 SHARED    ?= ../shared
 
-.PHONY: all deps test demo convert bench asan ubsan clean debug
+.PHONY: all deps examples test demo convert bench asan ubsan clean debug
 
 # The command-line tool.
 all: $(BUILD)/sam3
@@ -51,6 +53,14 @@ $(BUILD):
 
 $(BUILD)/sam3: examples/sam3_cli.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c $(LIBS)
+
+# The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
+# camera_loop.c runs one context per thread on RGBA frames with deadlines.
+examples: $(EXAMPLES)
+$(BUILD)/embed_min: examples/embed_min.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -I. $(STB_INC) -o $@ examples/embed_min.c $(LIBS)
+$(BUILD)/camera_loop: examples/camera_loop.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -I. -pthread -o $@ examples/camera_loop.c $(LIBS)
 
 # Tiny random-weight models converted from the committed reference checkpoints.
 $(BUILD)/%.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
@@ -75,7 +85,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
 
 # Everything hermetic: no network, no GPU.
-test: deps all $(TESTS) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
+test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
 	@$(PYTHON) tests/test_convert.py
 	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
 	@$(BUILD)/test_format $(TINY_SAM3)
@@ -83,6 +93,18 @@ test: deps all $(TESTS) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
 	@$(BUILD)/test_parity $(TINY) $(SAM1_TINY)
+	@PYTHON=$(PYTHON) sh tests/test_examples.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
+	@$(PYTHON) tests/test_quickstart.py sam3.h examples/embed_min.c
+
+# Segment the bundled image with the tiny model into out/demo/ (results.json, mask PNGs,
+# overlay.png). Its weights are random numbers, so the masks are meaningless: the demo shows that
+# everything runs and what the output looks like. With real weights:
+#   build/sam3 segment -m weights/sam3.sam3 -i photo.jpg -t "yellow school bus" -o out/bus
+demo: deps all $(BUILD)/tiny_a.sam3
+	$(BUILD)/sam3 segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png -t "a cat" --box 20,15,90,70 \
+	    --threshold 0.25 -o out/demo
+	@echo "make demo: wrote out/demo/ (random-weight model: the masks are meaningless; see README.md)"
 
 # Convert the real checkpoint in weights/ (see weights/README.md).
 convert:

@@ -1,15 +1,44 @@
 /* sam3 - command-line front end of sam3.h.
 
-   build/sam3 info -m FILE
-   build/sam3 --help | --version
+   build/sam3 segment -m FILE -i IMAGE [-t TEXT]... [--box x0,y0,x1,y1[,neg]]... -o OUTDIR
+   build/sam3 tokenize -m FILE TEXT
+   build/sam3 info -m FILE [--tensors]
+   build/sam3 bench -m FILE
+   build/sam3 --help | --version          (COMMAND --help for each command)
 
-   Exit codes: 0 success, 1 runtime failure, 2 usage error; one line on stderr names the problem. */
+   Exit codes: 0 success, 1 runtime failure, 2 usage error; one line on stderr names the problem.
+   Images are read with stb_image and written with stb_image_write, scores drawn with
+   stb_easy_font (Debian: libstb-dev, headers in /usr/include/stb). */
+#define _POSIX_C_SOURCE 200809L /* fileno, isatty, mkdir under -std=c99 */
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 
+#define STB_IMAGE_IMPLEMENTATION
+#include "stb_image.h"
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include "stb_image_write.h"
+#include "stb_easy_font.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#if defined(_WIN32)
+#include <direct.h>
+#include <io.h>
+#define cli_mkdir(path) _mkdir(path)
+#define cli_isatty(f) _isatty(_fileno(f))
+#else
+#include <unistd.h>
+#define cli_mkdir(path) mkdir(path, 0777)
+#define cli_isatty(f) isatty(fileno(f))
+#endif
+#ifndef S_ISDIR
+#define S_ISDIR(mode) (((mode)&S_IFMT) == S_IFDIR)
+#endif
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/resource.h>
 #endif
@@ -18,18 +47,52 @@
 #define CLI_FAIL 1
 #define CLI_USAGE 2
 
-static int g_quiet;
-
-static void cli_log(void *user, int level, const char *msg) {
-    (void)user;
-    if (level == SAM3_LOG_ERROR || !g_quiet) fprintf(stderr, "sam3: %s\n", msg);
-}
-
 static int usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "sam3%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     fprintf(stderr, fmt, arg ? arg : "");
-    fprintf(stderr, " (try 'sam3 %s--help')\n", cmd ? cmd : "");
+    fprintf(stderr, " (try 'sam3 %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
     return CLI_USAGE;
+}
+
+/* Load errors are kept, to be printed on one line with the command and file name; notes go to
+   stderr unless quiet. */
+typedef struct load_log {
+    char error[512];
+    int quiet;
+} load_log;
+
+static void on_load_log(void *user, int level, const char *msg) {
+    load_log *l = (load_log *)user;
+    if (level == SAM3_LOG_ERROR) {
+        if (!strncmp(msg, "sam3_load: ", 11)) msg += 11;
+        if (!l->error[0]) snprintf(l->error, sizeof(l->error), "%s", msg);
+    } else if (!l->quiet) {
+        fprintf(stderr, "sam3: %s\n", msg);
+    }
+}
+
+/* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file
+   or directory"). Returns 1 on success. */
+static int load_model(const char *cmd, const char *path, int quiet, sam3_model **out) {
+    sam3_load_options lo = sam3_load_options_default();
+    load_log ll;
+    sam3_result r;
+    FILE *f = fopen(path, "rb");
+    *out = NULL;
+    if (!f) {
+        fprintf(stderr, "sam3 %s: cannot open model '%s': %s\n", cmd, path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    memset(&ll, 0, sizeof(ll));
+    ll.quiet = quiet;
+    lo.log = on_load_log;
+    lo.log_user = &ll;
+    if ((r = sam3_load(path, &lo, out)) != SAM3_OK) {
+        fprintf(stderr, "sam3 %s: cannot load model '%s': %s\n", cmd, path, ll.error[0] ? ll.error : sam3_result_string(r));
+        return 0;
+    }
+    return 1;
 }
 
 static const char *MAIN_HELP =
@@ -38,6 +101,7 @@ static const char *MAIN_HELP =
     "Meta SAM 3 segmentation in plain C (sam3.h " SAM3_VERSION_STRING ").\n"
     "\n"
     "commands:\n"
+    "  segment   find every instance of a text and/or box prompt: masks, boxes, scores, overlay\n"
     "  info      print a .sam3 file's config, tensor count, dtypes and size\n"
     "  tokenize  print the CLIP token ids of a text prompt\n"
     "  bench     time every stage (medians) and report GFLOP/s and peak memory\n"
@@ -58,9 +122,7 @@ static const char *DTYPES[5] = {"f32", "f16", "bf16", "i32", "u8"};
 static int cmd_info(int argc, char **argv) {
     const char *path = NULL;
     int i, list = 0, n, counts[8] = {0};
-    sam3_load_options lo = sam3_load_options_default();
     sam3_model *m;
-    sam3_result rc;
     uint64_t total = 0;
     char val[1024];
     for (i = 0; i < argc; i++) {
@@ -77,12 +139,7 @@ static int cmd_info(int argc, char **argv) {
         }
     }
     if (!path) return usage_error("info", "missing -m FILE%s", NULL);
-    lo.log = cli_log;
-    rc = sam3_load(path, &lo, &m);
-    if (rc != SAM3_OK) {
-        fprintf(stderr, "sam3 info: cannot load '%s': %s\n", path, sam3_result_string(rc));
-        return CLI_FAIL;
-    }
+    if (!load_model("info", path, 0, &m)) return CLI_FAIL;
     printf("file: %s (%llu bytes)\n", path, (unsigned long long)sam3_model_file_size(m));
     printf("config:\n");
     n = sam3_model_config_count(m);
@@ -122,7 +179,6 @@ static int cmd_tokenize(int argc, char **argv) {
     const char *path = NULL, *text = NULL;
     int i, n = 0;
     int32_t ids[4096];
-    sam3_load_options lo = sam3_load_options_default();
     sam3_model *m;
     sam3_result rc;
     for (i = 0; i < argc; i++) {
@@ -142,11 +198,7 @@ static int cmd_tokenize(int argc, char **argv) {
     }
     if (!path) return usage_error("tokenize", "missing -m FILE%s", NULL);
     if (!text) return usage_error("tokenize", "missing TEXT%s", NULL);
-    lo.log = cli_log;
-    if ((rc = sam3_load(path, &lo, &m)) != SAM3_OK) {
-        fprintf(stderr, "sam3 tokenize: cannot load '%s': %s\n", path, sam3_result_string(rc));
-        return CLI_FAIL;
-    }
+    if (!load_model("tokenize", path, 0, &m)) return CLI_FAIL;
     rc = sam3_tokenize(m, text, ids, 4096, &n);
     if (rc < 0) {
         fprintf(stderr, "sam3 tokenize: %s\n", sam3_result_string(rc));
@@ -360,6 +412,748 @@ static int cmd_bench(int argc, char **argv) {
     return CLI_OK;
 }
 
+/* ================================================================================================
+   segment
+   ============================================================================================= */
+
+static const char *SEGMENT_HELP =
+    "usage: sam3 segment -m FILE -i IMAGE [-t TEXT]... [--box x0,y0,x1,y1[,neg]]... -o OUTDIR [options]\n"
+    "\n"
+    "Finds every instance of a concept (a text, exemplar boxes, or both) in IMAGE and writes to OUTDIR:\n"
+    "  results.json   {\"image\", \"width\", \"height\", \"prompt\", \"boxes\", \"presence\", \"instances\":\n"
+    "                 [{\"score\", \"box\": [x0,y0,x1,y1], \"area\", \"query\", \"mask\": \"mask_000.png\"}, ...]}\n"
+    "                 instances best score first; boxes in image pixels, not clamped to the image\n"
+    "  mask_NNN.png   one 8-bit PNG per instance, the image's size: 255 = object, 0 = background\n"
+    "  overlay.png    the image with each instance's mask, box and score in its own colour\n"
+    "results.json is written last. With several -t, the image is encoded once and each prompt gets\n"
+    "its own directory OUTDIR/NN_SLUG/ with those files (NN = 00, 01, ... in command-line order,\n"
+    "SLUG = the text in lower-case letters, digits and '_'). Boxes go with every text; boxes\n"
+    "without -t are a visual prompt (\"prompt\": null).\n"
+    "\n"
+    "  -m, --model FILE            the .sam3 file\n"
+    "  -i, --image IMAGE           JPEG, PNG, BMP, TGA, PSD, GIF (first frame), HDR or PNM; grey,\n"
+    "                              grey+alpha, RGB or RGBA (alpha is ignored)\n"
+    "  -t, --text TEXT             the concept, e.g. \"yellow school bus\"; repeat for several prompts\n"
+    "  -b, --box x0,y0,x1,y1[,L]   an exemplar box in image pixels, x0 < x1, y0 < y1; L is pos (the\n"
+    "                              default) or neg (also 1 or 0); repeat for several boxes\n"
+    "  --threshold T               keep instances scoring above T, 0..1 (default 0.5; 0 keeps all)\n"
+    "  --mask-threshold M          mask probability threshold, 0..1 (default 0.5)\n"
+    "  -o, --output OUTDIR         output directory, created if missing; our files in it are replaced\n"
+    "  --threads N                 threads (default: all cores)\n"
+    "  --blas-threads B            BLAS's own threads (default 1: sam3 splits every product over its\n"
+    "                              threads, so one thread pool does the work; 0 leaves BLAS as it is)\n"
+    "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
+    "\n"
+    "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
+    "or image, a file that could not be written, ...), 2 bad command line.\n";
+
+#define SEG_MAX_PROMPTS 64
+
+typedef struct seg_args {
+    const char *model, *image, *outdir;
+    const char *texts[SEG_MAX_PROMPTS]; /* (n_texts) */
+    int n_texts;
+    sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
+    int n_boxes;
+    float threshold, mask_threshold;
+    int threads, blas_threads, quiet;
+} seg_args;
+
+/* Option with a value: "-x V", "--long V" or "--long=V". Returns 1 and sets *val (moving *i past
+   the value) when argv[*i] is this option, 0 when it is not, -1 when its value is missing. */
+static int opt_value(int argc, char **argv, int *i, const char *short_name, const char *long_name, const char **val) {
+    const char *arg = argv[*i];
+    size_t n = strlen(long_name);
+    if (!strncmp(arg, long_name, n) && arg[n] == '=') {
+        *val = arg + n + 1;
+        return 1;
+    }
+    if (strcmp(arg, long_name) && (!short_name || strcmp(arg, short_name))) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+static int parse_float(const char *s, float *out) {
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v) || fabs(v) > 1e30) return 0;
+    *out = (float)v;
+    return 1;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (end == s || *end || errno == ERANGE || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* "x0,y0,x1,y1" or "x0,y0,x1,y1,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or
+   what is wrong. */
+static const char *parse_box(const char *s, sam3_box *b) {
+    char buf[256], *field[6], *p;
+    float v[4];
+    int n = 0, k;
+    if (strlen(s) >= sizeof(buf)) return "too long";
+    strcpy(buf, s);
+    field[n++] = buf;
+    for (p = buf; *p; p++)
+        if (*p == ',') {
+            *p = 0;
+            if (n == 6) return "expected x0,y0,x1,y1[,pos|neg]";
+            field[n++] = p + 1;
+        }
+    if (n != 4 && n != 5) return "expected x0,y0,x1,y1[,pos|neg]";
+    for (k = 0; k < 4; k++)
+        if (!parse_float(field[k], &v[k])) return "coordinates must be numbers: x0,y0,x1,y1[,pos|neg]";
+    b->x0 = v[0], b->y0 = v[1], b->x1 = v[2], b->y1 = v[3];
+    b->label = 1;
+    if (n == 5) {
+        if (!strcmp(field[4], "pos") || !strcmp(field[4], "positive") || !strcmp(field[4], "1")) b->label = 1;
+        else if (!strcmp(field[4], "neg") || !strcmp(field[4], "negative") || !strcmp(field[4], "0")) b->label = 0;
+        else return "the label must be pos or neg (or 1 or 0)";
+    }
+    if (!(b->x0 < b->x1) || !(b->y0 < b->y1)) return "needs x0 < x1 and y0 < y1";
+    return NULL;
+}
+
+/* Returns CLI_OK with the arguments in *a, CLI_OK with *help set after printing the help, or
+   CLI_USAGE after printing what is wrong. */
+static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
+    int i, r;
+    const char *v;
+    memset(a, 0, sizeof(*a));
+    a->threshold = 0.5f;
+    a->mask_threshold = 0.5f;
+    a->blas_threads = 1;
+    *help = 0;
+    for (i = 0; i < argc; i++) {
+        const char *opt = argv[i];
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+            fputs(SEGMENT_HELP, stdout);
+            *help = 1;
+            return CLI_OK;
+        }
+        if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) {
+            a->quiet = 1;
+            continue;
+        }
+        v = NULL;
+        if ((r = opt_value(argc, argv, &i, "-m", "--model", &v)) > 0) {
+            a->model = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-i", "--image", &v)) > 0) {
+            a->image = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-o", "--output", &v)) > 0) {
+            a->outdir = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-t", "--text", &v)) > 0) {
+            if (a->n_texts == SEG_MAX_PROMPTS) return usage_error("segment", "too many -t prompts (at most 64)%s", NULL);
+            a->texts[a->n_texts++] = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
+            const char *why;
+            if (a->n_boxes == SAM3_MAX_BOXES) return usage_error("segment", "too many boxes%s", NULL);
+            if ((why = parse_box(v, &a->boxes[a->n_boxes])) != NULL) {
+                fprintf(stderr, "sam3 segment: bad box '%s': %s (try 'sam3 segment --help')\n", v, why);
+                return CLI_USAGE;
+            }
+            a->n_boxes++;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--threshold", &v)) > 0) {
+            if (!parse_float(v, &a->threshold) || a->threshold < 0 || a->threshold > 1)
+                return usage_error("segment", "--threshold wants a number from 0 to 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
+            if (!parse_float(v, &a->mask_threshold) || a->mask_threshold < 0 || a->mask_threshold > 1)
+                return usage_error("segment", "--mask-threshold wants a number from 0 to 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--threads", &v)) > 0) {
+            if (!parse_int(v, 1, 4096, &a->threads)) return usage_error("segment", "--threads wants a number >= 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--blas-threads", &v)) > 0) {
+            if (!parse_int(v, 0, 4096, &a->blas_threads)) return usage_error("segment", "--blas-threads wants a number >= 0, got '%s'", v);
+        } else if (r < 0) {
+            return usage_error("segment", "option '%s' needs a value", opt);
+        } else {
+            return usage_error("segment", opt[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", opt);
+        }
+    }
+    if (!a->model) return usage_error("segment", "missing -m FILE (the .sam3 model)%s", NULL);
+    if (!a->image) return usage_error("segment", "missing -i IMAGE%s", NULL);
+    if (!a->outdir || !a->outdir[0]) return usage_error("segment", "missing -o OUTDIR%s", NULL);
+    if (!a->n_texts && !a->n_boxes) return usage_error("segment", "nothing to look for: give -t TEXT and/or --box%s", NULL);
+    for (i = 0; i < a->n_texts; i++)
+        if (!a->texts[i][0] && !a->n_boxes) return usage_error("segment", "empty -t TEXT (give a text or a --box)%s", NULL);
+    return CLI_OK;
+}
+
+/* ---- small helpers: messages, timings, files ---- */
+
+static void seg_error(const char *fmt, ...) {
+    va_list ap;
+    fputs("sam3 segment: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* "850 ms" or "31.2 s"; eight rotating buffers, so one printf can show up to eight. */
+static const char *fmt_ms(double ms) {
+    static char buf[8][32];
+    static int next;
+    char *b = buf[next++ & 7];
+    if (ms < 10000) snprintf(b, 32, "%.0f ms", ms);
+    else snprintf(b, 32, "%.1f s", ms / 1000);
+    return b;
+}
+
+/* mkdir -p. 0 on success, else -1 with errno set. */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    size_t i, n = strlen(path);
+    struct stat st;
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (i = 1; i <= n; i++) {
+        char c = buf[i];
+        if (c != '/' && c != '\\' && c != 0) continue;
+        buf[i] = 0;
+        if (cli_mkdir(buf) != 0 && errno != EEXIST) return -1;
+        buf[i] = c;
+    }
+    if (stat(path, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes n bytes to path. 0 on success; else -1 with errno set, and no file is left behind. */
+static int write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    int ok, err;
+    if (!f) return -1;
+    ok = fwrite(data, 1, n, f) == n;
+    err = errno;
+    if (fclose(f) != 0 && ok) ok = 0, err = errno;
+    if (!ok) {
+        remove(path);
+        errno = err ? err : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_png(const char *path, const unsigned char *pixels, int w, int h, int channels) {
+    int len = 0, rc;
+    unsigned char *png = stbi_write_png_to_mem(pixels, w * channels, w, h, channels, &len);
+    if (!png) {
+        errno = ENOMEM;
+        return -1;
+    }
+    rc = write_file(path, png, (size_t)len);
+    STBIW_FREE(png);
+    return rc;
+}
+
+/* A growing text buffer for results.json. */
+typedef struct text_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} text_buf;
+
+static void tb_printf(text_buf *b, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (b->oom) return;
+    for (;;) {
+        size_t room = b->cap - b->len;
+        va_start(ap, fmt);
+        n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)n < room) break;
+        {
+            size_t cap = (b->cap + (size_t)n + 1) * 2;
+            char *p = (char *)realloc(b->p, cap);
+            if (!p) {
+                b->oom = 1;
+                return;
+            }
+            b->p = p;
+            b->cap = cap;
+        }
+    }
+    b->len += (size_t)n;
+}
+
+/* A JSON string literal in pure ASCII: UTF-8 becomes \uXXXX (surrogate pairs above U+FFFF),
+   invalid UTF-8 bytes become U+FFFD, control characters are escaped. */
+static void tb_json_string(text_buf *b, const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    tb_printf(b, "\"");
+    while (*p) {
+        unsigned long cp = *p;
+        int extra = 0, k;
+        if (cp < 0x80) {
+            if (cp == '"' || cp == '\\') tb_printf(b, "\\%c", (int)cp);
+            else if (cp == '\n') tb_printf(b, "\\n");
+            else if (cp == '\t') tb_printf(b, "\\t");
+            else if (cp == '\r') tb_printf(b, "\\r");
+            else if (cp < 0x20 || cp == 0x7f) tb_printf(b, "\\u%04lx", cp);
+            else tb_printf(b, "%c", (int)cp);
+            p++;
+            continue;
+        }
+        if (cp >= 0xc2 && cp <= 0xdf) extra = 1, cp &= 0x1f;
+        else if (cp >= 0xe0 && cp <= 0xef) extra = 2, cp &= 0x0f;
+        else if (cp >= 0xf0 && cp <= 0xf4) extra = 3, cp &= 0x07;
+        for (k = 1; k <= extra; k++) {
+            if ((p[k] & 0xc0) != 0x80) break;
+            cp = (cp << 6) | (p[k] & 0x3f);
+        }
+        if (!extra || k <= extra || (extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff)) {
+            tb_printf(b, "\\ufffd"); /* one replacement per bad byte */
+            p++;
+            continue;
+        }
+        if (cp >= 0x10000) tb_printf(b, "\\u%04lx\\u%04lx", 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
+        else tb_printf(b, "\\u%04lx", cp);
+        p += extra + 1;
+    }
+    tb_printf(b, "\"");
+}
+
+static void tb_json_number(text_buf *b, double v) {
+    if (isfinite(v)) tb_printf(b, "%.6g", v);
+    else tb_printf(b, "null");
+}
+
+/* ---- the overlay ---- */
+
+static const unsigned char PALETTE[12][3] = {{230, 25, 75},  {60, 180, 75},   {255, 225, 25}, {0, 130, 200},
+                                             {245, 130, 48}, {145, 30, 180},  {70, 240, 240}, {240, 50, 230},
+                                             {210, 245, 60}, {250, 190, 212}, {0, 128, 128},  {170, 110, 40}};
+
+/* Fills [x0,x1) x [y0,y1), clipped to the image. */
+static void fill_rect(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, const unsigned char *col) {
+    int x, y;
+    x0 = x0 < 0 ? 0 : x0, y0 = y0 < 0 ? 0 : y0;
+    x1 = x1 > w ? w : x1, y1 = y1 > h ? h : y1;
+    for (y = y0; y < y1; y++)
+        for (x = x0; x < x1; x++) memcpy(rgb + 3 * ((size_t)y * w + x), col, 3);
+}
+
+/* stb_easy_font text at (x, y), each font pixel drawn as scale x scale; returns its size. When
+   draw is 0, only measures. */
+static void draw_text(unsigned char *rgb, int w, int h, int x, int y, int scale, const char *text, const unsigned char *col,
+                      int draw, int *tw, int *th) {
+    float vb[4096]; /* quads of 4 vertices: x, y, z, colour (16 bytes each) */
+    char str[64];
+    int q, nq;
+    snprintf(str, sizeof(str), "%s", text);
+    nq = stb_easy_font_print(0, 0, str, NULL, vb, (int)sizeof(vb));
+    *tw = *th = 0;
+    for (q = 0; q < nq; q++) {
+        const float *v0 = vb + 16 * q, *v2 = vb + 16 * q + 8; /* opposite corners */
+        int x0 = (int)v0[0], y0 = (int)v0[1], x1 = (int)v2[0], y1 = (int)v2[1];
+        if (x1 > *tw) *tw = x1;
+        if (y1 > *th) *th = y1;
+        if (draw) fill_rect(rgb, w, h, x + x0 * scale, y + y0 * scale, x + x1 * scale, y + y1 * scale, col);
+    }
+    *tw *= scale;
+    *th *= scale;
+}
+
+static int clamp_int(double v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
+
+/* Each instance's mask tinted in its colour with a solid outline, then its box and score label. */
+static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentation *seg, const int *order) {
+    int k, x, y, s = (w < h ? w : h) / 300;
+    s = s < 1 ? 1 : s;
+    for (k = 0; k < seg->n; k++) {
+        const uint8_t *m = seg->instances[order[k]].mask;
+        const unsigned char *col = PALETTE[k % 12];
+        if (!m) continue;
+        for (y = 0; y < h; y++)
+            for (x = 0; x < w; x++) {
+                size_t i = (size_t)y * w + x;
+                unsigned char *p = rgb + 3 * i;
+                int c, edge;
+                if (!m[i]) continue;
+                edge = (x > 0 && !m[i - 1]) || (x + 1 < w && !m[i + 1]) || (y > 0 && !m[i - w]) || (y + 1 < h && !m[i + w]);
+                for (c = 0; c < 3; c++) p[c] = edge ? col[c] : (unsigned char)((p[c] + col[c] + 1) / 2);
+            }
+    }
+    for (k = 0; k < seg->n; k++) {
+        const sam3_instance *in = &seg->instances[order[k]];
+        const unsigned char *col = PALETTE[k % 12];
+        const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255};
+        int x0, y0, x1, y1, tw, th, lw, lh, lx, ly;
+        char label[32];
+        if (!isfinite(in->box[0]) || !isfinite(in->box[1]) || !isfinite(in->box[2]) || !isfinite(in->box[3])) continue;
+        x0 = clamp_int(floor(in->box[0]), 0, w - 1), y0 = clamp_int(floor(in->box[1]), 0, h - 1);
+        x1 = clamp_int(floor(in->box[2]), 0, w - 1), y1 = clamp_int(floor(in->box[3]), 0, h - 1);
+        fill_rect(rgb, w, h, x0, y0, x1 + 1, y0 + s, col);
+        fill_rect(rgb, w, h, x0, y1 + 1 - s, x1 + 1, y1 + 1, col);
+        fill_rect(rgb, w, h, x0, y0, x0 + s, y1 + 1, col);
+        fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
+        snprintf(label, sizeof(label), "%.2f", in->score);
+        draw_text(rgb, w, h, 0, 0, s, label, col, 0, &tw, &th);
+        lw = tw + 3 * s, lh = th + 2 * s; /* label: the text with a margin, above the box if it fits */
+        lx = x0 + lw > w ? (w - lw > 0 ? w - lw : 0) : x0;
+        ly = y0 - lh >= 0 ? y0 - lh : y0;
+        fill_rect(rgb, w, h, lx, ly, lx + lw, ly + lh, col);
+        draw_text(rgb, w, h, lx + 2 * s, ly + s, s, label, 3 * col[1] + 2 * col[0] + col[2] > 900 ? black : white, 1, &tw, &th);
+    }
+}
+
+/* ---- reading the image ---- */
+
+typedef struct cli_image {
+    unsigned char *pixels; /* (h, w, channels) as stb_image gives them, grey+alpha reduced to grey */
+    int w, h, channels;    /* channels 1, 3 or 4 */
+    sam3_pixel_format format;
+} cli_image;
+
+static int read_image(const char *path, cli_image *img) {
+    FILE *f = fopen(path, "rb");
+    int n = 0;
+    if (!f) {
+        seg_error("cannot open image '%s': %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    img->pixels = stbi_load_from_file(f, &img->w, &img->h, &n, 0);
+    fclose(f);
+    if (!img->pixels) {
+        seg_error("cannot read image '%s': corrupt, truncated or not a supported format (stb_image: %s)", path,
+                  stbi_failure_reason() ? stbi_failure_reason() : "?");
+        return CLI_FAIL;
+    }
+    if (n == 2) { /* grey + alpha: keep the grey */
+        size_t i, np = (size_t)img->w * img->h;
+        for (i = 0; i < np; i++) img->pixels[i] = img->pixels[2 * i];
+        n = 1;
+    }
+    img->channels = n;
+    img->format = n == 1 ? SAM3_GRAY8 : n == 3 ? SAM3_RGB8 : SAM3_RGBA8;
+    return CLI_OK;
+}
+
+/* ---- progress on stderr ---- */
+
+typedef struct cli_progress {
+    int tty;        /* stderr is a terminal: one status line, rewritten */
+    double t_start; /* the image encoder started */
+    double t_last;  /* last line printed (not a terminal: at most one every 5 s) */
+    int width;      /* characters of the status line now on the terminal */
+} cli_progress;
+
+static void on_progress(void *user, const char *stage, int step, int n_steps) {
+    cli_progress *p = (cli_progress *)user;
+    double now = sam3__now_ms();
+    char line[200];
+    int n;
+    if (!p->tty && now - p->t_last < 5000) return;
+    p->t_last = now;
+    n = snprintf(line, sizeof(line), "sam3: image encoder: %s %d/%d, %.1f s", stage, step + 1, n_steps, (now - p->t_start) / 1000);
+    if (p->tty) {
+        fprintf(stderr, "\r%s%*s", line, p->width > n ? p->width - n : 0, "");
+        p->width = n;
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+}
+
+static void progress_clear(cli_progress *p) {
+    if (p->tty && p->width) fprintf(stderr, "\r%*s\r", p->width, "");
+    p->width = 0;
+}
+
+/* ---- one prompt's output ---- */
+
+typedef struct by_score {
+    float score;
+    int index;
+} by_score;
+
+static int cmp_by_score(const void *a, const void *b) {
+    const by_score *x = (const by_score *)a, *y = (const by_score *)b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->index - y->index;
+}
+
+/* "Yellow school-bus!" -> "yellow_school_bus"; "boxes" when nothing is left. */
+static void make_slug(const char *text, char *out, size_t cap) {
+    size_t n = 0;
+    int gap = 0;
+    for (; text && *text && n + 2 < cap && n < 40; text++) {
+        char c = *text;
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+            if (gap && n) out[n++] = '_';
+            out[n++] = c;
+            gap = 0;
+        } else {
+            gap = 1;
+        }
+    }
+    out[n] = 0;
+    if (!n) snprintf(out, cap, "%s", text && *text ? "prompt" : "boxes");
+}
+
+static int join_path(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) {
+        seg_error("path too long: '%s/%s'", dir, name);
+        return 0;
+    }
+    return 1;
+}
+
+/* Writes mask_NNN.png, overlay.png and then results.json into dir. overlay: w*h*3 scratch. */
+static int write_outputs(const char *dir, const seg_args *a, const char *text, const cli_image *img, const unsigned char *rgb,
+                         unsigned char *overlay, const sam3_segmentation *seg) {
+    char path[4096], name[64];
+    int k, rc = CLI_FAIL;
+    size_t i, np = (size_t)img->w * img->h;
+    unsigned char *png = (unsigned char *)malloc(np);
+    by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n + 1));
+    int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n + 1));
+    text_buf js;
+    memset(&js, 0, sizeof(js));
+    if (!png || !order || !idx) {
+        seg_error("out of memory");
+        goto done;
+    }
+    for (k = 0; k < seg->n; k++) order[k].score = seg->instances[k].score, order[k].index = k;
+    qsort(order, (size_t)seg->n, sizeof(by_score), cmp_by_score);
+    for (k = 0; k < seg->n; k++) idx[k] = order[k].index;
+
+    for (k = 0; k < seg->n; k++) {
+        const uint8_t *m = seg->instances[idx[k]].mask;
+        for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0;
+        snprintf(name, sizeof(name), "mask_%03d.png", k);
+        if (!join_path(path, sizeof(path), dir, name)) goto done;
+        if (write_png(path, png, img->w, img->h, 1) != 0) {
+            seg_error("cannot write '%s': %s", path, strerror(errno));
+            goto done;
+        }
+    }
+    for (k = seg->n;; k++) { /* masks left over from an earlier run with more instances */
+        snprintf(name, sizeof(name), "mask_%03d.png", k);
+        if (!join_path(path, sizeof(path), dir, name) || remove(path) != 0) break;
+    }
+
+    memcpy(overlay, rgb, np * 3);
+    draw_overlay(overlay, img->w, img->h, seg, idx);
+    if (!join_path(path, sizeof(path), dir, "overlay.png")) goto done;
+    if (write_png(path, overlay, img->w, img->h, 3) != 0) {
+        seg_error("cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+
+    tb_printf(&js, "{\n  \"image\": ");
+    tb_json_string(&js, a->image);
+    tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"prompt\": ", img->w, img->h);
+    if (text) tb_json_string(&js, text);
+    else tb_printf(&js, "null");
+    tb_printf(&js, ",\n  \"boxes\": [");
+    for (k = 0; k < a->n_boxes; k++) {
+        const sam3_box *b = &a->boxes[k];
+        tb_printf(&js, "%s{\"box\": [", k ? ", " : "");
+        tb_json_number(&js, b->x0), tb_printf(&js, ", "), tb_json_number(&js, b->y0), tb_printf(&js, ", ");
+        tb_json_number(&js, b->x1), tb_printf(&js, ", "), tb_json_number(&js, b->y1);
+        tb_printf(&js, "], \"label\": \"%s\"}", b->label ? "pos" : "neg");
+    }
+    tb_printf(&js, "],\n  \"threshold\": ");
+    tb_json_number(&js, a->threshold);
+    tb_printf(&js, ",\n  \"mask_threshold\": ");
+    tb_json_number(&js, a->mask_threshold);
+    tb_printf(&js, ",\n  \"presence\": ");
+    tb_json_number(&js, seg->presence);
+    tb_printf(&js, ",\n  \"instances\": [");
+    for (k = 0; k < seg->n; k++) {
+        const sam3_instance *in = &seg->instances[idx[k]];
+        int c;
+        tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
+        tb_json_number(&js, in->score);
+        tb_printf(&js, ", \"box\": [");
+        for (c = 0; c < 4; c++) {
+            if (c) tb_printf(&js, ", ");
+            tb_json_number(&js, in->box[c]);
+        }
+        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
+    }
+    tb_printf(&js, "%s]\n}\n", seg->n ? "\n  " : "");
+    if (js.oom) {
+        seg_error("out of memory");
+        goto done;
+    }
+    if (!join_path(path, sizeof(path), dir, "results.json")) goto done;
+    if (write_file(path, js.p, js.len) != 0) {
+        seg_error("cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    rc = CLI_OK;
+done:
+    free(js.p);
+    free(png);
+    free(order);
+    free(idx);
+    return rc;
+}
+
+/* ---- the command ---- */
+
+static void print_prompt_name(FILE *f, const char *text, int n_boxes) {
+    if (text && text[0]) fprintf(f, "\"%s\"%s", text, n_boxes ? " + " : "");
+    if (n_boxes) fprintf(f, "%d box%s", n_boxes, n_boxes > 1 ? "es" : "");
+}
+
+static int run_segment(const seg_args *a) {
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_segment_options so = sam3_segment_options_default();
+    sam3_model *model = NULL;
+    sam3_ctx *ctx = NULL;
+    cli_image img;
+    cli_progress prog;
+    unsigned char *rgb = NULL, *overlay = NULL;
+    int rc = CLI_FAIL, k, n_prompts = a->n_texts ? a->n_texts : 1;
+    double t0;
+    sam3_result r;
+
+    memset(&img, 0, sizeof(img));
+    memset(&prog, 0, sizeof(prog));
+    if (make_dirs(a->outdir) != 0) {
+        seg_error("cannot create output directory '%s': %s", a->outdir, strerror(errno));
+        return CLI_FAIL;
+    }
+
+    t0 = sam3__now_ms();
+    if (!load_model("segment", a->model, a->quiet, &model)) return CLI_FAIL;
+    if (!a->quiet)
+        fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", a->model, sam3_model_file_size(model) / 1e6, fmt_ms(sam3__now_ms() - t0));
+
+    t0 = sam3__now_ms();
+    if (read_image(a->image, &img) != CLI_OK) goto done;
+    rgb = (unsigned char *)malloc((size_t)img.w * img.h * 3);
+    overlay = (unsigned char *)malloc((size_t)img.w * img.h * 3);
+    if (!rgb || !overlay) {
+        seg_error("out of memory for a %dx%d image", img.w, img.h);
+        goto done;
+    }
+    {
+        size_t i, np = (size_t)img.w * img.h;
+        int c, n = img.channels;
+        for (i = 0; i < np; i++)
+            for (c = 0; c < 3; c++) rgb[3 * i + c] = img.pixels[n * i + (n == 1 ? 0 : c)];
+    }
+    if (!a->quiet)
+        fprintf(stderr, "sam3: image %s: %dx%d, %s, read in %s\n", a->image, img.w, img.h,
+                img.channels == 1 ? "grey" : img.channels == 3 ? "RGB" : "RGBA", fmt_ms(sam3__now_ms() - t0));
+
+    co.n_threads = a->threads;
+    co.blas_threads = a->blas_threads;
+    if (!a->quiet) {
+        co.progress_fn = on_progress;
+        co.progress_user = &prog;
+        prog.tty = cli_isatty(stderr);
+    }
+    if ((r = sam3_ctx_new(model, &co, &ctx)) != SAM3_OK) {
+        seg_error("cannot create a context: %s", sam3_result_string(r));
+        goto done;
+    }
+    prog.t_start = prog.t_last = sam3__now_ms();
+    r = sam3_set_image(ctx, img.pixels, img.w, img.h, img.w * img.channels, img.format);
+    progress_clear(&prog);
+    if (r != SAM3_OK) {
+        seg_error("image encoder failed on '%s': %s", a->image, sam3_ctx_last_error(ctx));
+        goto done;
+    }
+    if (!a->quiet) {
+        sam3_timings t = sam3_ctx_timings(ctx);
+        fprintf(stderr, "sam3: image encoder: %s (resize %s, ViT trunk %s, neck %s)\n",
+                fmt_ms(t.preprocess + t.vision_trunk + t.vision_neck), fmt_ms(t.preprocess), fmt_ms(t.vision_trunk), fmt_ms(t.vision_neck));
+    }
+
+    /* The library reads a threshold of 0 as "default"; every probability is above -1. */
+    so.score_threshold = a->threshold > 0 ? a->threshold : -1.0f;
+    so.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f;
+    for (k = 0; k < n_prompts; k++) {
+        const char *text = a->n_texts ? a->texts[k] : NULL;
+        sam3_prompt pr;
+        sam3_segmentation seg;
+        char dir[4096], slug[64];
+        memset(&pr, 0, sizeof(pr));
+        pr.text = text;
+        pr.boxes = a->n_boxes ? a->boxes : NULL;
+        pr.n_boxes = a->n_boxes;
+        t0 = sam3__now_ms();
+        r = sam3_segment(ctx, &pr, &so, &seg);
+        if (r < 0) {
+            fprintf(stderr, "sam3 segment: prompt ");
+            print_prompt_name(stderr, text, a->n_boxes);
+            fprintf(stderr, " failed: %s\n", sam3_ctx_last_error(ctx));
+            goto done;
+        }
+        if (!a->quiet) {
+            sam3_timings t = sam3_ctx_timings(ctx);
+            fprintf(stderr, "sam3: ");
+            print_prompt_name(stderr, text, a->n_boxes);
+            fprintf(stderr, ": %d instance%s (presence %.2f) in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n",
+                    seg.n, seg.n == 1 ? "" : "s", seg.presence, fmt_ms(sam3__now_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
+                    fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
+            if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
+        }
+        if (n_prompts == 1) {
+            snprintf(dir, sizeof(dir), "%s", a->outdir);
+        } else {
+            int n;
+            make_slug(text, slug, sizeof(slug));
+            n = snprintf(dir, sizeof(dir), "%s/%02d_%s", a->outdir, k, slug);
+            if (n < 0 || (size_t)n >= sizeof(dir)) {
+                seg_error("output path too long under '%s'", a->outdir);
+                goto done;
+            }
+            if (make_dirs(dir) != 0) {
+                seg_error("cannot create output directory '%s': %s", dir, strerror(errno));
+                goto done;
+            }
+        }
+        t0 = sam3__now_ms();
+        if (write_outputs(dir, a, text, &img, rgb, overlay, &seg) != CLI_OK) goto done;
+        if (!a->quiet)
+            fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", dir, seg.n, seg.n == 1 ? "" : "s",
+                    fmt_ms(sam3__now_ms() - t0));
+    }
+    rc = CLI_OK;
+done:
+    sam3_ctx_free(ctx);
+    sam3_free(model);
+    stbi_image_free(img.pixels);
+    free(rgb);
+    free(overlay);
+    return rc;
+}
+
+static int cmd_segment(int argc, char **argv) {
+    seg_args a;
+    int help, rc = parse_segment_args(argc, argv, &a, &help);
+    if (rc != CLI_OK || help) return rc;
+    return run_segment(&a);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(MAIN_HELP, stderr);
@@ -373,6 +1167,7 @@ int main(int argc, char **argv) {
         printf("sam3 %s (file format %d)\n", sam3_version_string(), SAM3_FILE_FORMAT_VERSION);
         return CLI_OK;
     }
+    if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc - 2, argv + 2);

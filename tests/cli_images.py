@@ -1,0 +1,146 @@
+"""Helpers of tests/test_cli.sh: write test images, check `sam3 segment` output. numpy + stdlib only.
+
+    cli_images.py make DIR            writes the input images the CLI test uses into DIR
+    cli_images.py check OUTDIR W H    checks OUTDIR/results.json against the mask and overlay PNGs;
+                                      prints the instance count, or what is wrong (exit 1)
+"""
+import json
+import os
+import struct
+import sys
+import zlib
+
+import numpy as np
+
+
+def png_bytes(pixels):
+    """8-bit PNG of an (h, w) or (h, w, c) uint8 array, c = 1..4."""
+    a = np.asarray(pixels, dtype=np.uint8)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    h, w, c = a.shape
+    colour_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
+    raw = b"".join(b"\0" + a[y].tobytes() for y in range(h))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def read_png(path):
+    """(h, w, c) uint8 array of an 8-bit, non-interlaced PNG (what stb_image_write produces)."""
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    pos, idat = 8, b""
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, colour_type, _, _, interlace = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    if depth != 8 or interlace:
+        raise ValueError(f"{path}: depth {depth}, interlace {interlace}")
+    c = {0: 1, 4: 2, 2: 3, 6: 4}[colour_type]
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(h, 1 + w * c)
+    out = np.zeros((h, w * c), dtype=np.int32)
+    for y in range(h):
+        f, row = raw[y, 0], raw[y, 1:].astype(np.int32)
+        up = out[y - 1] if y else np.zeros(w * c, dtype=np.int32)
+        if f == 0:
+            out[y] = row
+        elif f == 1:  # sub: a running sum along the row, per channel
+            out[y] = (np.cumsum(row.reshape(w, c), axis=0) & 255).reshape(-1)
+        elif f == 2:
+            out[y] = (row + up) & 255
+        else:  # average, paeth: byte by byte, in plain Python ints (faster than numpy scalars)
+            r, u, cur = row.tolist(), up.tolist(), [0] * (w * c)
+            for x in range(w * c):
+                left = cur[x - c] if x >= c else 0
+                upleft = u[x - c] if x >= c else 0
+                if f == 3:
+                    p = (left + u[x]) // 2
+                else:
+                    pa, pb, pc = abs(u[x] - upleft), abs(left - upleft), abs(left + u[x] - 2 * upleft)
+                    p = left if pa <= pb and pa <= pc else u[x] if pb <= pc else upleft
+                cur[x] = (r[x] + p) & 255
+            out[y] = cur
+    return out.astype(np.uint8).reshape(h, w, c)
+
+
+def bmp_bytes(rgb):
+    """24-bit bottom-up BMP."""
+    h, w, _ = rgb.shape
+    stride = (w * 3 + 3) & ~3
+    rows = b"".join(rgb[y, :, ::-1].tobytes().ljust(stride, b"\0") for y in range(h - 1, -1, -1))
+    header = struct.pack("<2sIHHI", b"BM", 54 + len(rows), 0, 0, 54)
+    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, len(rows), 2835, 2835, 0, 0)
+    return header + info + rows
+
+
+def tga_bytes(rgba):
+    """Uncompressed 32-bit top-down TGA."""
+    h, w, _ = rgba.shape
+    header = struct.pack("<BBBHHBHHHHBB", 0, 0, 2, 0, 0, 0, 0, 0, w, h, 32, 0x28)
+    return header + rgba[:, :, [2, 1, 0, 3]].tobytes()
+
+
+def make(d):
+    h, w = 61, 97  # odd sizes on purpose
+    y, x = np.mgrid[0:h, 0:w]
+    rgb = np.stack([x * 255 // w, y * 255 // h, (x + y) % 256], axis=2).astype(np.uint8)
+    rgb[20:40, 30:60] = (250, 220, 30)
+    grey = rgb.mean(axis=2).astype(np.uint8)
+    alpha = np.where(x > w // 2, 255, 0).astype(np.uint8)
+    files = {
+        "rgb.png": png_bytes(rgb),
+        "grey.png": png_bytes(grey),
+        "grey_alpha.png": png_bytes(np.stack([grey, alpha], axis=2)),
+        "rgba.png": png_bytes(np.concatenate([rgb, alpha[:, :, None]], axis=2)),
+        "rgb.bmp": bmp_bytes(rgb),
+        "rgba.tga": tga_bytes(np.concatenate([rgb, alpha[:, :, None]], axis=2)),
+        "truncated.png": png_bytes(rgb)[:60],
+        "not_an_image.png": b"hello, I am text\n",
+    }
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
+def check(outdir, w, h):
+    with open(os.path.join(outdir, "results.json"), encoding="ascii") as f:
+        r = json.load(f)
+    assert r["width"] == w and r["height"] == h, f"size {r['width']}x{r['height']}, expected {w}x{h}"
+    names = sorted(n for n in os.listdir(outdir) if n.startswith("mask_") and n.endswith(".png"))
+    inst = r["instances"]
+    assert len(names) == len(inst), f"{len(inst)} instances but {len(names)} mask files"
+    prev = 2.0
+    for k, i in enumerate(inst):
+        assert i["mask"] == f"mask_{k:03d}.png", f"instance {k}: mask {i['mask']}"
+        assert 0 <= i["score"] <= 1 and i["score"] <= prev, f"instance {k}: score {i['score']} (not sorted?)"
+        prev = i["score"]
+        assert len(i["box"]) == 4 and all(isinstance(v, (int, float)) for v in i["box"]), f"instance {k}: box {i['box']}"
+        m = read_png(os.path.join(outdir, i["mask"]))
+        assert m.shape == (h, w, 1), f"{i['mask']}: shape {m.shape}"
+        assert set(np.unique(m)) <= {0, 255}, f"{i['mask']}: values other than 0 and 255"
+        assert int((m == 255).sum()) == i["area"], f"{i['mask']}: {(m == 255).sum()} pixels set, area {i['area']}"
+    ov = read_png(os.path.join(outdir, "overlay.png"))
+    assert ov.shape == (h, w, 3), f"overlay.png: shape {ov.shape}"
+    return len(inst)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "make":
+        make(sys.argv[2])
+    elif len(sys.argv) == 5 and sys.argv[1] == "check":
+        try:
+            print(check(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+        except (AssertionError, OSError, ValueError, KeyError, TypeError) as e:
+            print(f"{sys.argv[2]}: {e}")
+            sys.exit(1)
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,163 @@
+#!/bin/sh
+# Tests the command-line tool (examples/sam3_cli.c) on the tiny model: exit codes 0/1/2 with one
+# line on stderr naming the problem, the files `sam3 segment` writes (results.json parses, one
+# mask PNG per instance, at the image's size, area = pixels set), grey/RGBA/BMP/TGA input,
+# --quiet, several prompts, JSON escaping, and write failures.
+#   tests/test_cli.sh [BUILD_DIR]      (default build; needs BUILD_DIR/sam3 and BUILD_DIR/tiny_a.sam3)
+# Prints "test_cli: N passed, N failed" last; exits non-zero on failure.
+B=${1:-build}
+PY=${PYTHON:-/usr/bin/python3}
+# OpenMP threads that spin while waiting make every run ~100x slower when the machine is busy
+# with other work (measured: 2 s instead of 20 ms per tiny-model run); tests need not spin.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+SAM3=$B/sam3
+MODEL=$B/tiny_a.sam3
+IMAGE=tests/data/tiny_a/image.png
+T=$B/test_cli
+rm -rf "$T" && mkdir -p "$T/in" || exit 1
+"$PY" tests/cli_images.py make "$T/in" || exit 1
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# run WANT_RC NAME ARGS...: runs sam3 ARGS, checks the exit code; stdout/stderr in $T/out, $T/err
+run() {
+    want=$1
+    name=$2
+    shift 2
+    "$SAM3" "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$name: exit $got, expected $want; stderr: $(head -c 300 "$T/err")"; fi
+    return 0
+}
+
+# fails WANT_RC WORD NAME ARGS...: a failing run with -q prints exactly one line on stderr,
+# "sam3 ...: ...", containing WORD (case-insensitive)
+fails() {
+    want=$1
+    word=$2
+    name=$3
+    shift 3
+    run "$want" "$name" "$@"
+    if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q '^sam3' "$T/err" && grep -qi -- "$word" "$T/err"; then
+        ok
+    else
+        bad "$name: wanted one line on stderr mentioning '$word', got: $(cat "$T/err")"
+    fi
+}
+
+# outputs NAME DIR W H [MIN_INSTANCES]: DIR holds a consistent result set for a WxH image
+outputs() {
+    if n=$("$PY" tests/cli_images.py check "$2" "$3" "$4" 2>&1); then
+        if [ "$n" -ge "${5:-0}" ]; then ok; else bad "$1: $n instances, expected at least $5"; fi
+    else
+        bad "$1: $n"
+    fi
+}
+
+SEG="segment -m $MODEL"
+
+# --- success ---
+run 0 "text prompt" $SEG -i "$IMAGE" -t "a cat" -o "$T/text"
+outputs "text prompt" "$T/text" 150 100
+grep -q "image encoder" "$T/err" && ok || bad "progress: no 'image encoder' line on stderr"
+grep -q "instances\? .*text .*DETR encoder .*decoder .*masks" "$T/err" && ok || bad "progress: no per-stage timings: $(cat "$T/err")"
+
+run 0 "text + boxes, threshold 0 keeps every query" $SEG -i "$IMAGE" -t "a cat" --box 10,10,80,60 \
+    --box=90,20,140,90,neg --threshold 0 --mask-threshold 0.4 -o "$T/all"
+outputs "threshold 0" "$T/all" 150 100 12
+"$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["prompt"]=="a cat" and len(r["boxes"])==2 and r["boxes"][1]["label"]=="neg", r' \
+    "$T/all/results.json" && ok || bad "results.json: prompt and boxes not recorded"
+
+run 0 "boxes only (visual prompt)" $SEG -i "$IMAGE" --box 10,10,80,60,pos --box 20,20,40,40,1 --box 50,50,60,60,0 --threshold 0.01 -o "$T/boxes"
+outputs "boxes only" "$T/boxes" 150 100 1
+"$PY" -c 'import json,sys; assert json.load(open(sys.argv[1]))["prompt"] is None' "$T/boxes/results.json" && ok || bad "boxes only: prompt is not null"
+
+run 0 "rerun into the same directory with fewer instances" $SEG -i "$IMAGE" -t "a cat" --threshold 0.99 -q -o "$T/all"
+outputs "stale masks removed" "$T/all" 150 100
+
+run 0 "--quiet" $SEG -i "$IMAGE" -t "a cat" -q -o "$T/quiet"
+[ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "--quiet printed: $(cat "$T/out" "$T/err")"
+outputs "--quiet" "$T/quiet" 150 100
+
+run 0 "--threads 1 --blas-threads 0" $SEG -i "$IMAGE" -t "a cat" --threads 1 --blas-threads 0 -q -o "$T/threads"
+cmp -s "$T/threads/results.json" "$T/text/results.json" && ok || bad "--threads 1 changed results.json"
+
+# several prompts: one directory each, NN_SLUG
+run 0 "several -t" $SEG -i "$IMAGE" -t "a cat" -t "Yellow school-bus!" -t "a cat" --threshold 0.2 -o "$T/multi"
+for d in 00_a_cat 01_yellow_school_bus 02_a_cat; do outputs "several -t: $d" "$T/multi/$d" 150 100; done
+[ "$(grep -c 'instance' "$T/err")" -eq 3 ] && ok || bad "several -t: expected 3 prompt lines on stderr: $(cat "$T/err")"
+grep -q '"prompt": "Yellow school-bus!"' "$T/multi/01_yellow_school_bus/results.json" && ok || bad "several -t: prompt 1 not in its results.json"
+cmp -s "$T/multi/00_a_cat/results.json" "$T/multi/02_a_cat/results.json" && ok || bad "several -t: the same prompt twice differs"
+
+# image formats: grey, grey+alpha, RGB, RGBA (PNG), BMP, TGA; odd size 97x61
+for f in grey.png grey_alpha.png rgb.png rgba.png rgb.bmp rgba.tga; do
+    run 0 "input $f" $SEG -i "$T/in/$f" -t "a cat" --threshold 0.2 -q -o "$T/fmt_$f"
+    outputs "input $f" "$T/fmt_$f" 97 61
+done
+
+# JSON escaping: quotes, backslash, control characters, non-ASCII and invalid UTF-8, in the
+# prompt and in the image path
+weird="$T/in/we\"ird \\ name é.png"
+cp "$T/in/rgb.png" "$weird"
+prompt=$(printf 'a "quoted" \\ back\tslash\nnew line, caf\303\251 \342\230\225 \360\237\220\261 bad \377 end\001')
+run 0 "JSON escaping" $SEG -i "$weird" -t "$prompt" -q -o "$T/json"
+"$PY" - "$T/json/results.json" "$weird" <<'EOF' && ok || bad "JSON escaping: results.json does not parse or round-trip"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+r = json.loads(raw.decode("ascii"))
+assert r["image"] == sys.argv[2], r["image"]
+assert r["prompt"] == 'a "quoted" \\ back\tslash\nnew line, caf\u00e9 \u2615 \U0001f431 bad \ufffd end\x01', repr(r["prompt"])
+EOF
+
+# help and version
+for c in segment info tokenize bench; do
+    run 0 "$c --help" "$c" --help
+    grep -q "usage: sam3 $c" "$T/out" && ok || bad "$c --help: no usage line"
+done
+run 0 "--help" --help
+run 0 "--version" --version
+grep -q "^sam3 [0-9]" "$T/out" && ok || bad "--version: $(cat "$T/out")"
+
+# --- runtime failures: exit 1 ---
+fails 1 "no such file" "missing model" segment -m "$T/missing.sam3" -i "$IMAGE" -t cat -q -o "$T/x1"
+fails 1 "not a .sam3 file" "not a .sam3 file" segment -m README.md -i "$IMAGE" -t cat -q -o "$T/x1"
+head -c 1000 "$MODEL" >"$T/truncated.sam3"
+fails 1 "model" "truncated .sam3" segment -m "$T/truncated.sam3" -i "$IMAGE" -t cat -q -o "$T/x1"
+fails 1 "no such file" "missing image" $SEG -i "$T/in/missing.png" -t cat -q -o "$T/x1"
+fails 1 "truncated" "truncated PNG" $SEG -i "$T/in/truncated.png" -t cat -q -o "$T/x1"
+fails 1 "not a supported format" "text file as image" $SEG -i "$T/in/not_an_image.png" -t cat -q -o "$T/x1"
+fails 1 "image" "directory as image" $SEG -i "$T" -t cat -q -o "$T/x1" # fopen of a directory may succeed; stb then fails
+touch "$T/a_file"
+fails 1 "output directory" "output under a file" $SEG -i "$IMAGE" -t cat -q -o "$T/a_file/out"
+mkdir -p "$T/blocked/results.json"
+fails 1 "results.json" "results.json cannot be written" $SEG -i "$IMAGE" -t cat -q -o "$T/blocked"
+mkdir -p "$T/blocked2/mask_000.png"
+fails 1 "mask_000.png" "mask PNG cannot be written" $SEG -i "$IMAGE" -t cat --threshold 0 -q -o "$T/blocked2"
+[ ! -e "$T/blocked2/results.json" ] && ok || bad "a failed run left a results.json behind"
+fails 1 "no such file" "info: missing model" info -m "$T/missing.sam3"
+
+# --- usage errors: exit 2 ---
+for box in 1,2,3 a,b,c,d 1,2,3,4,maybe 5,5,1,1 1,2,3,4,5,6 "" 1,,3,4 nan,1,2,3 1e40,0,1,1; do
+    fails 2 "box" "bad box '$box'" $SEG -i "$IMAGE" --box "$box" -q -o "$T/x"
+done
+fails 2 "unknown option" "unknown option" $SEG -i "$IMAGE" -t cat --frobnicate -o "$T/x"
+fails 2 "needs a value" "option without its value" $SEG -i "$IMAGE" -t cat -o
+fails 2 "-o" "missing -o" $SEG -i "$IMAGE" -t cat
+fails 2 "-i" "missing -i" $SEG -t cat -o "$T/x"
+fails 2 "-m" "missing -m" segment -i "$IMAGE" -t cat -o "$T/x"
+fails 2 "nothing to look for" "no prompt" $SEG -i "$IMAGE" -o "$T/x"
+fails 2 "empty" "empty text, no box" $SEG -i "$IMAGE" -t "" -o "$T/x"
+fails 2 "threshold" "threshold out of range" $SEG -i "$IMAGE" -t cat --threshold 1.5 -o "$T/x"
+fails 2 "threshold" "threshold not a number" $SEG -i "$IMAGE" -t cat --threshold abc -o "$T/x"
+fails 2 "mask-threshold" "mask threshold out of range" $SEG -i "$IMAGE" -t cat --mask-threshold -1 -o "$T/x"
+fails 2 "threads" "--threads 0" $SEG -i "$IMAGE" -t cat --threads 0 -o "$T/x"
+fails 2 "unexpected argument" "stray argument" $SEG -i "$IMAGE" -t cat -o "$T/x" stray
+fails 2 "unknown command" "unknown command" frobnicate
+run 2 "no command" # prints the help on stderr
+[ ! -e "$T/x" ] && ok || bad "a usage error created the output directory"
+
+echo "test_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
