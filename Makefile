@@ -110,6 +110,26 @@ demo: deps all $(BUILD)/tiny_a.sam3
 convert:
 	$(PYTHON) tools/convert.py weights weights/sam3.sam3
 
+# Per-stage timings (`sam3 bench`: medians, peak RSS, GFLOP/s) of $(BENCH_MODEL): weights/sam3.sam3
+# when present, else a full-size SAM 3 with seeded random weights (same shapes, so the same speed)
+# made once into $(BUILD)/bench/ (~7 GB of disk, a few minutes; not cleaned up automatically;
+# vocabulary from $(SHARED)/clip, or a synthetic one without it). BENCH_SAM1=FILE also benches a
+# converted SAM 1 file; BENCH_ARGS passes options (e.g. BENCH_ARGS="--threads 4 --runs 5").
+BENCH_MODEL ?= $(firstword $(wildcard weights/sam3.sam3) $(BUILD)/bench/sam3.sam3)
+BENCH_SAM1  ?=
+BENCH_ARGS  ?=
+bench: deps all $(BENCH_MODEL) $(BENCH_SAM1)
+	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/^[^:]*: *//'), $$(nproc) cores; $$(date '+%Y-%m-%d %H:%M:%S %z')"
+	$(BUILD)/sam3 bench -m $(BENCH_MODEL) $(BENCH_ARGS)
+	$(if $(BENCH_SAM1),$(BUILD)/sam3 bench -m $(BENCH_SAM1) $(BENCH_ARGS))
+$(BUILD)/bench/src/model.safetensors:
+	@mkdir -p $(BUILD)/bench && rm -rf $(BUILD)/bench/src.tmp
+	$(PYTHON) tools/make_random_checkpoint.py $(BUILD)/bench/src.tmp \
+	    --vocab $(if $(wildcard $(SHARED)/clip/vocab.json),$(SHARED)/clip,synthetic)
+	rm -rf $(BUILD)/bench/src && mv $(BUILD)/bench/src.tmp $(BUILD)/bench/src
+$(BUILD)/bench/sam3.sam3: $(BUILD)/bench/src/model.safetensors tools/convert.py tools/sam3file.py
+	$(PYTHON) tools/convert.py --quiet $(BUILD)/bench/src $@.tmp && mv $@.tmp $@
+
 # Debug build of the CLI with sanitizers.
 debug:
 	$(MAKE) BUILD=build/debug CFLAGS="-O0 -g -fsanitize=address,undefined" all

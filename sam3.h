@@ -221,6 +221,8 @@ typedef struct sam3_ctx_options {
 typedef struct sam3_timings {
     double preprocess, vision_trunk, vision_neck; /* sam3_set_image */
     double text, geometry, detr_encoder, detr_decoder, mask_decoder, postprocess; /* sam3_segment */
+    double interactive_neck; /* sam3_segment_points: the interactive neck (first call after an image; SAM 3) */
+    double points;           /* sam3_segment_points: prompt encoder, mask decoder and post-processing */
 } sam3_timings;
 
 /* ================================================================================================
@@ -246,7 +248,10 @@ SAM3DEF void sam3_free(sam3_model *model); /* NULL is a no-op */
 SAM3DEF int sam3_model_config_int(const sam3_model *model, const char *key, int64_t *out);
 SAM3DEF int sam3_model_config_float(const sam3_model *model, const char *key, double *out);
 SAM3DEF const char *sam3_model_config_string(const sam3_model *model, const char *key); /* NUL-terminated copy owned by the model */
-SAM3DEF int sam3_model_image_size(const sam3_model *model); /* square input side, e.g. 1008 */
+SAM3DEF int sam3_model_image_size(const sam3_model *model); /* square input side, e.g. 1008 (SAM 1: 1024) */
+SAM3DEF const char *sam3_model_arch(const sam3_model *model);  /* "sam3" or "sam1" */
+SAM3DEF int sam3_model_has_text(const sam3_model *model);      /* 1: sam3_segment / sam3_tokenize work (SAM 3) */
+SAM3DEF int sam3_model_has_points(const sam3_model *model);    /* 1: sam3_segment_points works (an interactive head) */
 SAM3DEF size_t sam3_model_file_size(const sam3_model *model);
 
 /* Introspection of the file's tables (for tools such as `sam3 info`). Strings are owned by the model. */
@@ -373,7 +378,8 @@ typedef struct sam3_points_options {
 typedef struct sam3_points_result {
     int n_masks;                 /* 3 (or the model's multimask count), or 1 with single_mask */
     const uint8_t *masks;        /* n_masks planes of width*height bytes, 1 = object; NULL with no_masks */
-    const float *iou;            /* (n_masks) predicted IoU of each mask, in [0,1] */
+    const float *iou;            /* (n_masks) predicted IoU of each mask: in [0,1] for SAM 3; SAM 1's head has
+                                    no sigmoid, so its values are raw regressions and may fall outside */
     int best;                    /* index of the mask with the highest predicted IoU */
     float object_score;          /* logit that an object is there at all (> 0: yes) */
     int has_object_score;        /* 0 for SAM 1 models, which have no such head (object_score is then 0) */
@@ -3362,6 +3368,9 @@ SAM3DEF const char *sam3_model_config_string(const sam3_model *m, const char *ke
     return NULL;
 }
 SAM3DEF int sam3_model_image_size(const sam3_model *m) { return m ? m->proc.image : 0; }
+SAM3DEF const char *sam3_model_arch(const sam3_model *m) { return !m ? NULL : m->arch == SAM3__ARCH_SAM1 ? "sam1" : "sam3"; }
+SAM3DEF int sam3_model_has_text(const sam3_model *m) { return m && m->arch == SAM3__ARCH_SAM3; }
+SAM3DEF int sam3_model_has_points(const sam3_model *m) { return m && m->trk.present; }
 SAM3DEF size_t sam3_model_file_size(const sam3_model *m) { return m ? m->size : 0; }
 
 SAM3DEF int sam3_model_tensor_count(const sam3_model *m) { return m ? (int)m->file.n_tensors : 0; }
@@ -3719,6 +3728,140 @@ static void sam3__softmax_row(float *r, int n) {
     for (j = 0; j < n; j++) r[j] *= inv;
 }
 
+#if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
+/* Attention without BLAS: per (head, block of rows) task, scores for 4 query rows at a time from
+   a pre-transposed K (register tiles of 4 rows x 32 keys, one pass over the head dim), softmax
+   without the normalising pass, then P.V for the same 4 rows (tiles of 4 rows x 16 dims), scaled
+   by 1/sum at the end. Nothing is packed per call and the score rows stay in cache; with OpenBLAS
+   the per-block calls spent more time packing K and V than multiplying (small head dims). */
+#define SAM3__FAST_ATTENTION 1
+typedef float sam3__v16 __attribute__((vector_size(64)));
+static sam3__v16 sam3__v16_load(const float *p) {
+    sam3__v16 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+/* s (nr, nk) = scale * q (nr, hd; stride ldq) . kt (hd, nk), nr <= 4 */
+static void sam3__qk_rows(const float *q, int ldq, int nr, const float *kt, int nk, int hd, float scale, float *s) {
+    int j, d, r;
+    float b[4];
+    for (j = 0; j + 32 <= nk; j += 32) {
+        sam3__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+        for (d = 0; d < hd; d++) {
+            const float *kr = kt + (size_t)d * nk + j;
+            sam3__v16 k0 = sam3__v16_load(kr), k1 = sam3__v16_load(kr + 16);
+            for (r = 0; r < 4; r++) b[r] = r < nr ? q[(size_t)r * ldq + d] : 0.0f;
+            a0 += b[0] * k0; c0 += b[0] * k1;
+            a1 += b[1] * k0; c1 += b[1] * k1;
+            a2 += b[2] * k0; c2 += b[2] * k1;
+            a3 += b[3] * k0; c3 += b[3] * k1;
+        }
+        a0 *= scale; c0 *= scale; a1 *= scale; c1 *= scale; a2 *= scale; c2 *= scale; a3 *= scale; c3 *= scale;
+        memcpy(s + j, &a0, 64); memcpy(s + j + 16, &c0, 64);
+        if (nr > 1) { memcpy(s + (size_t)nk + j, &a1, 64); memcpy(s + (size_t)nk + j + 16, &c1, 64); }
+        if (nr > 2) { memcpy(s + 2 * (size_t)nk + j, &a2, 64); memcpy(s + 2 * (size_t)nk + j + 16, &c2, 64); }
+        if (nr > 3) { memcpy(s + 3 * (size_t)nk + j, &a3, 64); memcpy(s + 3 * (size_t)nk + j + 16, &c3, 64); }
+    }
+    for (; j < nk; j++)
+        for (r = 0; r < nr; r++) {
+            float acc = 0;
+            for (d = 0; d < hd; d++) acc += q[(size_t)r * ldq + d] * kt[(size_t)d * nk + j];
+            s[(size_t)r * nk + j] = acc * scale;
+        }
+}
+/* o (nr, hd; stride ldo) = p (nr, nk) . v (nk, hd; stride ldv), row r scaled by inv[r], nr <= 4 */
+static void sam3__pv_rows(const float *p, int nk, int nr, const float *v, int ldv, int hd, const float *inv, float *o, int ldo) {
+    int c0, j, r, d;
+    for (c0 = 0; c0 + 16 <= hd; c0 += 16) {
+        sam3__v16 a[4] = {{0}, {0}, {0}, {0}};
+        for (j = 0; j < nk; j++) {
+            sam3__v16 vv = sam3__v16_load(v + (size_t)j * ldv + c0);
+            for (r = 0; r < 4; r++) a[r] += (r < nr ? p[(size_t)r * nk + j] : 0.0f) * vv;
+        }
+        for (r = 0; r < nr; r++) {
+            a[r] *= inv[r];
+            memcpy(o + (size_t)r * ldo + c0, &a[r], 64);
+        }
+    }
+    for (d = c0; d < hd; d++)
+        for (r = 0; r < nr; r++) {
+            float acc = 0;
+            for (j = 0; j < nk; j++) acc += p[(size_t)r * nk + j] * v[(size_t)j * ldv + d];
+            o[(size_t)r * ldo + d] = acc * inv[r];
+        }
+}
+/* Softmax of a row without the final division; returns 1/sum. */
+static float sam3__softmax_unnorm(float *r, int n) {
+    float mx = -FLT_MAX, sum = 0;
+    int j;
+    SAM3__OMP(simd reduction(max:mx))
+    for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    SAM3__OMP(simd reduction(+:sum))
+    for (j = 0; j < n; j++) {
+        r[j] = sam3__fexp(r[j] - mx);
+        sum += r[j];
+    }
+    return 1.0f / sum;
+}
+static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
+                                        const float *v, int ldv, float *out, int ldo, const float *bias, int causal, const float *relh,
+                                        const float *relw, int rel_s) {
+    sam3__mark mk = sam3__mark_get(c);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int rows = 32, nblk = (nq + rows - 1) / rows;
+    float *kt = sam3__sallocf(c, (size_t)nh * hd * nk);     /* (nh, hd, nk) keys transposed per head */
+    float *sbuf = sam3__sallocf(c, (size_t)c->nt * 4 * nk); /* (threads, 4, nk) score rows */
+    int task, h;
+    if (!kt || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (h = 0; h < nh * hd; h++) {
+        const float *src = k + (h / hd) * hd + h % hd;
+        float *dst = kt + (size_t)h * nk;
+        int j;
+        for (j = 0; j < nk; j++) dst[j] = src[(size_t)j * ldk];
+    }
+    /* head-major tasks: threads working at the same time share one head's K and V in cache */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
+    for (task = 0; task < nh * nblk; task++) {
+        const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
+#ifdef _OPENMP
+        float *s = sbuf + (size_t)omp_get_thread_num() * 4 * nk;
+#else
+        float *s = sbuf;
+#endif
+        int i0;
+        for (i0 = r0; i0 < r1; i0 += 4) {
+            const int nr = SAM3__MIN(4, r1 - i0);
+            float inv[4];
+            int r;
+            sam3__qk_rows(q + (size_t)i0 * ldq + (size_t)hh * hd, ldq, nr, kt + (size_t)hh * hd * nk, nk, hd, scale, s);
+            for (r = 0; r < nr; r++) {
+                float *row = s + (size_t)r * nk;
+                const size_t qi = (size_t)hh * nq + i0 + r;
+                int lim = nk;
+                if (bias) {
+                    const float *b = bias + qi * nk;
+                    int j;
+                    for (j = 0; j < nk; j++) row[j] += b[j];
+                }
+                if (relh) {
+                    const float *rh = relh + qi * rel_s, *rw = relw + qi * rel_s;
+                    int ky, kx;
+                    for (ky = 0; ky < rel_s; ky++)
+                        for (kx = 0; kx < rel_s; kx++) row[ky * rel_s + kx] += rh[ky] + rw[kx];
+                }
+                if (causal) lim = SAM3__MIN(i0 + r + 1, nk);
+                inv[r] = sam3__softmax_unnorm(row, lim);
+                if (lim < nk) memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
+            }
+            sam3__pv_rows(s, nk, nr, v + (size_t)hh * hd, ldv, hd, inv, out + (size_t)i0 * ldo + (size_t)hh * hd, ldo);
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+#endif
+
 /* Multi-head scaled dot-product attention over projected q, k, v (no masks: padding is dropped
    before it gets here, which the spec shows is exact). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
    hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once: one head and a block
@@ -3730,6 +3873,11 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
                                        const float *relh, const float *relw, int rel_s) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
+#ifdef SAM3__FAST_ATTENTION
+    /* (out may alias q: each task reads the query block it later overwrites, nothing else) */
+    (void)mk;
+    return sam3__attention_fast(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, bias, causal, relh, relw, rel_s);
+#endif
     /* split: (head, block of rows) tasks over our threads, each with its own score block and a
        single-threaded BLAS; else one head at a time with the BLAS's own threads. */
     const int split = c->split && c->nt > 1;
@@ -5804,9 +5952,12 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: SAM 1 takes mask_logits of exactly %dx%d (a previous result's low_res_logits), got %dx%d",
                           4 * g, 4 * g, pp->mask_width, pp->mask_height);
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
+    c->t.interactive_neck = c->t.points = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     t0 = sam3__now_ms();
     if (!c->trk_ready && (rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    c->t.interactive_neck = sam3__now_ms() - t0;
+    t0 = sam3__now_ms();
     nm = t->n_mask_tokens;
     lp = (size_t)16 * g * g;
     sparse = sam3__sallocf(c, (size_t)(pp->n_points + 4) * t->D); /* (ns, D) */
@@ -5908,7 +6059,7 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     out->low_res_width = out->low_res_height = 4 * g;
     out->width = W;
     out->height = H;
-    c->t.mask_decoder = sam3__now_ms() - t0;
+    c->t.points = sam3__now_ms() - t0;
     return sam3__end(c, SAM3_OK);
 }
 

@@ -1,6 +1,7 @@
 /* sam3 - command-line front end of sam3.h.
 
    build/sam3 segment -m FILE -i IMAGE [-t TEXT]... [--box x0,y0,x1,y1[,neg]]... -o OUTDIR
+   build/sam3 points -m FILE -i IMAGE [--point x,y[,neg]]... [--box x0,y0,x1,y1] [--mask PNG] -o OUTDIR
    build/sam3 tokenize -m FILE TEXT
    build/sam3 info -m FILE [--tensors]
    build/sam3 bench -m FILE
@@ -95,6 +96,12 @@ static int load_model(const char *cmd, const char *path, int quiet, sam3_model *
     return 1;
 }
 
+/* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */
+static int model_is_sam1(const sam3_model *m) {
+    const char *arch = sam3_model_config_string(m, "arch");
+    return arch && !strcmp(arch, "sam1");
+}
+
 static const char *MAIN_HELP =
     "usage: sam3 COMMAND [OPTIONS]\n"
     "\n"
@@ -102,6 +109,7 @@ static const char *MAIN_HELP =
     "\n"
     "commands:\n"
     "  segment   find every instance of a text and/or box prompt: masks, boxes, scores, overlay\n"
+    "  points    segment the one object that clicks and/or a box point at (SAM 3 and SAM 1 files)\n"
     "  info      print a .sam3 file's config, tensor count, dtypes and size\n"
     "  tokenize  print the CLIP token ids of a text prompt\n"
     "  bench     time every stage (medians) and report GFLOP/s and peak memory\n"
@@ -199,6 +207,11 @@ static int cmd_tokenize(int argc, char **argv) {
     if (!path) return usage_error("tokenize", "missing -m FILE%s", NULL);
     if (!text) return usage_error("tokenize", "missing TEXT%s", NULL);
     if (!load_model("tokenize", path, 0, &m)) return CLI_FAIL;
+    if (model_is_sam1(m)) {
+        fprintf(stderr, "sam3 tokenize: '%s' is a SAM 1 model, which has no text encoder or tokenizer\n", path);
+        sam3_free(m);
+        return CLI_FAIL;
+    }
     rc = sam3_tokenize(m, text, ids, 4096, &n);
     if (rc < 0) {
         fprintf(stderr, "sam3 tokenize: %s\n", sam3_result_string(rc));
@@ -217,14 +230,18 @@ static const char *BENCH_HELP =
     "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH]\n"
     "\n"
     "Times, as medians over R runs (default 3): load (open + validate + map), the image encoder\n"
-    "(ViT trunk, neck), the text encoder, the detector and masks for one prompt, and a new prompt on\n"
-    "the cached image; then peak RSS, and the encoder's GFLOP/s next to a large sgemm's GFLOP/s\n"
-    "measured in the same run. The image is synthetic (default 1280x960).\n"
+    "(ViT trunk, neck), the text encoder, the detector and masks for one prompt, a new prompt on the\n"
+    "cached image, the first click after an image (it runs the interactive head's own neck) and a\n"
+    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, and\n"
+    "the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same run. A SAM 1 file\n"
+    "has no text encoder or detector: its image encoder (ViT + neck) and clicks are timed. The image\n"
+    "is synthetic (default 1280x960); each click is at a new place.\n"
     "  -m, --model FILE  the .sam3 file\n"
     "  --threads N       threads (default: all cores)\n"
     "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
     "                    so one thread pool does all the work; 0 leaves BLAS as it is)\n"
-    "  --runs R          repetitions (default 3)\n";
+    "  --runs R          repetitions (default 3)\n"
+    "  --size WxH        the synthetic image's size\n";
 
 static double bench_now(void) { return sam3__now_ms(); }
 static int cmp_double(const void *a, const void *b) {
@@ -240,39 +257,40 @@ static int64_t cfgi(const sam3_model *m, const char *key) {
     sam3_model_config_int(m, key, &v);
     return v;
 }
-/* Multiply-adds x 2 of the image encoder (GEMMs, convs and attention products), from the config. */
+/* A config array ("[2,5,8,11]") into v; returns its length (at most cap), 0 if absent. */
+static int cfg_array(const sam3_model *m, const char *key, double *v, int cap) {
+    char val[512];
+    int i, n = 0, k = sam3_model_config_count(m);
+    for (i = 0; i < k; i++) {
+        const char *q0 = sam3_model_config_entry(m, i, val, sizeof(val));
+        char *q = val;
+        if (!q0 || strcmp(q0, key)) continue;
+        if (*q == '[') q++;
+        while (*q && *q != ']' && n < cap) {
+            char *e;
+            double x = strtod(q, &e);
+            if (e == q) break;
+            v[n++] = x;
+            q = e;
+            if (*q == ',') q++;
+        }
+        break;
+    }
+    return n;
+}
+/* Multiply-adds x 2 of the SAM 3 image encoder (GEMMs, convs and attention products), from the config. */
 static double vision_gflop(const sam3_model *m) {
     double C = (double)cfgi(m, "vision.hidden_size"), Ih = (double)cfgi(m, "vision.intermediate_size");
     double p = (double)cfgi(m, "vision.patch_size"), D = (double)cfgi(m, "neck.fpn_hidden_size");
     int64_t g = cfgi(m, "vision.image_size") / cfgi(m, "vision.patch_size"), ws = cfgi(m, "vision.window_size");
     int64_t L = cfgi(m, "vision.num_hidden_layers"), nwy = (g + ws - 1) / ws, l;
     double N = (double)(g * g), nwin = (double)(nwy * nwy * ws * ws), f = 2 * N * C * 3 * p * p;
-    double scales[8];
-    int n = 0, j;
-    int64_t glob[64];
+    double scales[8], gi[64];
+    int n = cfg_array(m, "neck.scale_factors", scales, 8), ng = cfg_array(m, "vision.global_attn_indexes", gi, 64), j;
+    char glob[64];
     memset(glob, 0, sizeof(glob));
-    {
-        char val[512];
-        int i, k = sam3_model_config_count(m);
-        for (i = 0; i < k; i++) {
-            const char *key = sam3_model_config_entry(m, i, val, sizeof(val));
-            if (!strcmp(key, "vision.global_attn_indexes")) {
-                char *q = val + 1;
-                while (*q && *q != ']') {
-                    long x = strtol(q, &q, 10);
-                    if (x >= 0 && x < 64) glob[x] = 1;
-                    if (*q == ',') q++;
-                }
-            }
-            if (!strcmp(key, "neck.scale_factors")) {
-                char *q = val + 1;
-                while (*q && *q != ']' && n < 8) {
-                    scales[n++] = strtod(q, &q);
-                    if (*q == ',') q++;
-                }
-            }
-        }
-    }
+    for (j = 0; j < ng; j++)
+        if (gi[j] >= 0 && gi[j] < 64) glob[(int)gi[j]] = 1;
     for (l = 0; l < L; l++) {
         double nt = glob[l < 64 ? l : 63] ? N : nwin;
         f += 8 * nt * C * C + 4 * N * C * Ih + (glob[l < 64 ? l : 63] ? 4 * N * N * C : 4 * (nt / (ws * ws)) * (double)(ws * ws) * (ws * ws) * C);
@@ -285,15 +303,49 @@ static double vision_gflop(const sam3_model *m) {
     }
     return f / 1e9;
 }
+/* The same for SAM 1's image encoder, as spec sam1.md section 12 (972 GFLOP for ViT-B at 1024):
+   patch embed 2*N*3p^2*D; a windowed block 8*Np*D^2 (qkv + proj on the zero-padded windows) +
+   4*N*D*mlp + nw*4*ws^4*D (attention) + nw*4*ws^3*D (relative positions); a global block
+   8*N*D^2 + 4*N*D*mlp + 4*N^2*D + 4*N*G*D; the neck 2*N*D*out + 2*N*out^2*9. */
+static double sam1_vision_gflop(const sam3_model *m) {
+    double D = (double)cfgi(m, "sam1.vision.hidden_size"), mlp = (double)cfgi(m, "sam1.vision.mlp_dim");
+    double out = (double)cfgi(m, "sam1.vision.output_channels"), p = (double)cfgi(m, "sam1.vision.patch_size");
+    int64_t G = cfgi(m, "sam1.vision.image_size") / cfgi(m, "sam1.vision.patch_size"), ws = cfgi(m, "sam1.vision.window_size");
+    int64_t L = cfgi(m, "sam1.vision.num_hidden_layers"), l;
+    int rel = cfgi(m, "sam1.vision.use_rel_pos") != 0, ng, j;
+    double N = (double)(G * G), f = 2 * N * 3 * p * p * D, gi[64];
+    char glob[64];
+    memset(glob, 0, sizeof(glob));
+    ng = cfg_array(m, "sam1.vision.global_attn_indexes", gi, 64);
+    for (j = 0; j < ng; j++)
+        if (gi[j] >= 0 && gi[j] < 64) glob[(int)gi[j]] = 1;
+    for (l = 0; l < L; l++) {
+        if (ws > 0 && !glob[l < 64 ? l : 63]) {
+            double nw = (double)(((G + ws - 1) / ws) * ((G + ws - 1) / ws)), w2 = (double)(ws * ws);
+            f += 8 * nw * w2 * D * D + 4 * N * D * mlp + nw * 4 * w2 * w2 * D + (rel ? nw * 4 * w2 * (double)ws * D : 0);
+        } else {
+            f += 8 * N * D * D + 4 * N * D * mlp + 4 * N * N * D + (rel ? 4 * N * (double)G * D : 0);
+        }
+    }
+    f += 2 * N * D * out + 2 * N * out * out * 9;
+    return f / 1e9;
+}
+
+static void bench_line(const char *what, double ms) {
+    if (ms < 0) printf("  %-40s %10s\n", what, "n/a");
+    else printf("  %-40s %10.1f ms\n", what, ms);
+}
 
 static int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
-    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1;
+    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1, sam1, rc_cli = CLI_FAIL;
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
     sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_load_options lo = sam3_load_options_default();
+    load_log ll;
     sam3_result rc;
-    double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, t0, sg_ms[3], gf;
+    double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, *t_click, t_first = -1, t0, sg_ms[3], gf;
     unsigned char *img;
     for (i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -318,39 +370,50 @@ static int cmd_bench(int argc, char **argv) {
         }
     }
     if (!path) return usage_error("bench", "missing -m FILE%s", NULL);
-    t_load = (double *)calloc((size_t)runs * 7, sizeof(double));
+    t_load = (double *)calloc((size_t)runs * 8, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
-    if (!t_load || !img) return CLI_FAIL;
-    t_trunk = t_load + runs; t_neck = t_trunk + runs; t_pre = t_neck + runs; t_text = t_pre + runs; t_det = t_text + runs; t_new = t_det + runs;
+    if (!t_load || !img) {
+        fprintf(stderr, "sam3 bench: out of memory\n");
+        free(t_load);
+        free(img);
+        return CLI_FAIL;
+    }
+    t_trunk = t_load + runs; t_neck = t_trunk + runs; t_pre = t_neck + runs; t_text = t_pre + runs; t_det = t_text + runs;
+    t_new = t_det + runs; t_click = t_new + runs;
     for (i = 0; i < W * H * 3; i++) img[i] = (unsigned char)((i % (W * 3)) * 255 / (W * 3) ^ (i / (W * 3)) % 256);
+    memset(&ll, 0, sizeof(ll));
+    ll.quiet = 1;
+    lo.log = on_load_log;
+    lo.log_user = &ll;
     for (i = 0; i < runs; i++) {
         t0 = bench_now();
-        rc = sam3_load(path, NULL, &m);
+        rc = sam3_load(path, &lo, &m);
         t_load[i] = bench_now() - t0;
         if (rc != SAM3_OK) {
-            fprintf(stderr, "sam3 bench: cannot load '%s': %s\n", path, sam3_result_string(rc));
-            return CLI_FAIL;
+            fprintf(stderr, "sam3 bench: cannot load model '%s': %s\n", path, ll.error[0] ? ll.error : sam3_result_string(rc));
+            goto done;
         }
-        if (i + 1 < runs) sam3_free(m);
+        if (i + 1 < runs) sam3_free(m), m = NULL;
     }
+    sam1 = model_is_sam1(m);
     co.n_threads = threads;
     co.blas_threads = blas_threads;
     if ((rc = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
-        fprintf(stderr, "sam3 bench: %s\n", sam3_result_string(rc));
-        return CLI_FAIL;
+        fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
+        goto done;
     }
     for (i = 0; i < runs; i++) {
         sam3_timings t;
         if ((rc = sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8)) != SAM3_OK) {
             fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            return CLI_FAIL;
+            goto done;
         }
         t = sam3_ctx_timings(c);
         t_pre[i] = t.preprocess;
-        t_trunk[i] = t.vision_trunk;
+        t_trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
         t_neck[i] = t.vision_neck;
     }
-    for (i = 0; i < runs; i++) {
+    for (i = 0; i < runs && !sam1; i++) {
         char text[64];
         sam3_prompt pr;
         sam3_segmentation seg;
@@ -368,13 +431,48 @@ static int cmd_bench(int argc, char **argv) {
         t_new[i] = bench_now() - t0;
         if (rc < 0) {
             fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            return CLI_FAIL;
+            goto done;
+        }
+    }
+    {
+        /* clicks: the first after the image runs the interactive neck (SAM 3), then one click at a
+           new place each run, three candidate masks at the image's size each time */
+        sam3_point pt;
+        sam3_points_prompt pp;
+        sam3_points_result res;
+        memset(&pp, 0, sizeof(pp));
+        pp.points = &pt;
+        pp.n_points = 1;
+        pt.x = 0.5f * W, pt.y = 0.5f * H, pt.label = 1;
+        t0 = bench_now();
+        rc = sam3_segment_points(c, &pp, NULL, &res);
+        t_first = bench_now() - t0;
+        if (rc == SAM3_ERR_UNSUPPORTED) t_first = -1;
+        for (i = 0; i < runs && rc != SAM3_ERR_UNSUPPORTED; i++) {
+            if (rc < 0) {
+                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+                goto done;
+            }
+            pt.x = (float)(W * (0.15 + 0.7 * ((i * 7 + 3) % 11) / 10.0));
+            pt.y = (float)(H * (0.15 + 0.7 * ((i * 5 + 1) % 7) / 6.0));
+            t0 = bench_now();
+            rc = sam3_segment_points(c, &pp, NULL, &res);
+            t_click[i] = bench_now() - t0;
+        }
+        if (rc < 0 && rc != SAM3_ERR_UNSUPPORTED) {
+            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+            goto done;
         }
     }
     {
         /* same-run sgemm reference: 2048^3, best of 3 */
         int n = 2048, k;
         float *a = (float *)malloc(sizeof(float) * n * n), *b = (float *)malloc(sizeof(float) * n * n), *cc = (float *)malloc(sizeof(float) * n * n);
+        if (!a || !b || !cc) {
+            fprintf(stderr, "sam3 bench: out of memory\n");
+            free(a), free(b), free(cc);
+            goto done;
+        }
         for (k = 0; k < n * n; k++) a[k] = b[k] = (float)(k % 17) * 0.01f;
         for (k = 0; k < 3; k++) {
             t0 = bench_now();
@@ -383,7 +481,7 @@ static int cmd_bench(int argc, char **argv) {
         }
         free(a); free(b); free(cc);
     }
-    gf = vision_gflop(m);
+    gf = sam1 ? sam1_vision_gflop(m) : vision_gflop(m);
     {
         double tl = median(t_load, runs), tp = median(t_pre, runs), tt = median(t_trunk, runs), tn = median(t_neck, runs);
         double sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9 / (median(sg_ms, 3) / 1000.0), enc = gf / ((tt + tn) / 1000.0);
@@ -392,24 +490,34 @@ static int cmd_bench(int argc, char **argv) {
         struct rusage ru;
         if (getrusage(RUSAGE_SELF, &ru) == 0) rss_kb = ru.ru_maxrss;
 #endif
-        printf("sam3 bench: %s, image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s\n", path, W, H, runs, runs > 1 ? "s (medians)" : "",
-               threads ? "" : "all = ", threads ? threads : c->nt, blas_threads, c->split ? " (products split by sam3)" : "");
-        printf("  %-34s %10.1f ms\n", "load (open + validate + map)", tl);
-        printf("  %-34s %10.1f ms\n", "preprocess (resize + normalise)", tp);
-        printf("  %-34s %10.1f ms\n", "image encoder: ViT trunk", tt);
-        printf("  %-34s %10.1f ms\n", "image encoder: neck", tn);
-        printf("  %-34s %10.1f ms\n", "text encoder (new prompt)", median(t_text, runs));
-        printf("  %-34s %10.1f ms\n", "detector + masks (one prompt)", median(t_det, runs));
-        printf("  %-34s %10.1f ms\n", "new prompt on the cached image", median(t_new, runs));
-        printf("  %-34s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
-        printf("  %-34s %10.1f GFLOP/s (%.0f GFLOP)\n", "image encoder", enc, gf);
-        printf("  %-34s %10.1f GFLOP/s (%.0f%% reached by the encoder)\n", "sgemm 2048^3, same run", sg, 100.0 * enc / sg);
+        printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s\n", path, sam1 ? "SAM 1" : "SAM 3", W, H, runs,
+               runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : c->nt, blas_threads,
+               c->split ? " (products split by sam3)" : "");
+        bench_line("load (open + validate + map)", tl);
+        if (sam1) {
+            bench_line("preprocess (resize + normalise + pad)", tp);
+            bench_line("image encoder: ViT + neck", tt);
+        } else {
+            bench_line("preprocess (resize + normalise)", tp);
+            bench_line("image encoder: ViT trunk", tt);
+            bench_line("image encoder: neck", tn);
+            bench_line("text encoder (new prompt)", median(t_text, runs));
+            bench_line("detector + masks (one prompt)", median(t_det, runs));
+            bench_line("new prompt on the cached image", median(t_new, runs));
+        }
+        bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", t_first);
+        bench_line("click on the cached image", t_first < 0 ? -1 : median(t_click, runs));
+        printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
+        printf("  %-40s %10.1f GFLOP/s (%.4g GFLOP)\n", "image encoder", enc, gf);
+        printf("  %-40s %10.1f GFLOP/s (%.0f%% reached by the encoder)\n", "sgemm 2048^3, same run", sg, 100.0 * enc / sg);
     }
+    rc_cli = CLI_OK;
+done:
     sam3_ctx_free(c);
     sam3_free(m);
     free(t_load);
     free(img);
-    return CLI_OK;
+    return rc_cli;
 }
 
 /* ================================================================================================
@@ -589,9 +697,12 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
 
 /* ---- small helpers: messages, timings, files ---- */
 
-static void seg_error(const char *fmt, ...) {
+static const char *cli_cmd = "segment"; /* the running command, for cli_error */
+
+/* One line on stderr: "sam3 COMMAND: ...". */
+static void cli_error(const char *fmt, ...) {
     va_list ap;
-    fputs("sam3 segment: ", stderr);
+    fprintf(stderr, "sam3 %s: ", cli_cmd);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -778,23 +889,38 @@ static void draw_text(unsigned char *rgb, int w, int h, int x, int y, int scale,
 static int clamp_int(double v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
 
 /* Each instance's mask tinted in its colour with a solid outline, then its box and score label. */
+/* A mask (w*h bytes, non-zero = set) tinted half-way to col, with a solid one-pixel outline. */
+static void tint_mask(unsigned char *rgb, int w, int h, const uint8_t *m, const unsigned char *col) {
+    int x, y;
+    for (y = 0; y < h; y++)
+        for (x = 0; x < w; x++) {
+            size_t i = (size_t)y * w + x;
+            unsigned char *p = rgb + 3 * i;
+            int c, edge;
+            if (!m[i]) continue;
+            edge = (x > 0 && !m[i - 1]) || (x + 1 < w && !m[i + 1]) || (y > 0 && !m[i - w]) || (y + 1 < h && !m[i + w]);
+            for (c = 0; c < 3; c++) p[c] = edge ? col[c] : (unsigned char)((p[c] + col[c] + 1) / 2);
+        }
+}
+
+/* Line width of the overlay's drawings: 1 pixel per 300 of the shorter side, at least 1. */
+static int line_scale(int w, int h) {
+    int s = (w < h ? w : h) / 300;
+    return s < 1 ? 1 : s;
+}
+
+/* The outline of the pixels x0..x1, y0..y1 (inclusive, inside the image), s pixels wide, inwards. */
+static void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, int s, const unsigned char *col) {
+    fill_rect(rgb, w, h, x0, y0, x1 + 1, y0 + s, col);
+    fill_rect(rgb, w, h, x0, y1 + 1 - s, x1 + 1, y1 + 1, col);
+    fill_rect(rgb, w, h, x0, y0, x0 + s, y1 + 1, col);
+    fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
+}
+
 static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentation *seg, const int *order) {
-    int k, x, y, s = (w < h ? w : h) / 300;
-    s = s < 1 ? 1 : s;
-    for (k = 0; k < seg->n; k++) {
-        const uint8_t *m = seg->instances[order[k]].mask;
-        const unsigned char *col = PALETTE[k % 12];
-        if (!m) continue;
-        for (y = 0; y < h; y++)
-            for (x = 0; x < w; x++) {
-                size_t i = (size_t)y * w + x;
-                unsigned char *p = rgb + 3 * i;
-                int c, edge;
-                if (!m[i]) continue;
-                edge = (x > 0 && !m[i - 1]) || (x + 1 < w && !m[i + 1]) || (y > 0 && !m[i - w]) || (y + 1 < h && !m[i + w]);
-                for (c = 0; c < 3; c++) p[c] = edge ? col[c] : (unsigned char)((p[c] + col[c] + 1) / 2);
-            }
-    }
+    int k, s = line_scale(w, h);
+    for (k = 0; k < seg->n; k++)
+        if (seg->instances[order[k]].mask) tint_mask(rgb, w, h, seg->instances[order[k]].mask, PALETTE[k % 12]);
     for (k = 0; k < seg->n; k++) {
         const sam3_instance *in = &seg->instances[order[k]];
         const unsigned char *col = PALETTE[k % 12];
@@ -804,10 +930,7 @@ static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentati
         if (!isfinite(in->box[0]) || !isfinite(in->box[1]) || !isfinite(in->box[2]) || !isfinite(in->box[3])) continue;
         x0 = clamp_int(floor(in->box[0]), 0, w - 1), y0 = clamp_int(floor(in->box[1]), 0, h - 1);
         x1 = clamp_int(floor(in->box[2]), 0, w - 1), y1 = clamp_int(floor(in->box[3]), 0, h - 1);
-        fill_rect(rgb, w, h, x0, y0, x1 + 1, y0 + s, col);
-        fill_rect(rgb, w, h, x0, y1 + 1 - s, x1 + 1, y1 + 1, col);
-        fill_rect(rgb, w, h, x0, y0, x0 + s, y1 + 1, col);
-        fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
+        draw_box(rgb, w, h, x0, y0, x1, y1, s, col);
         snprintf(label, sizeof(label), "%.2f", in->score);
         draw_text(rgb, w, h, 0, 0, s, label, col, 0, &tw, &th);
         lw = tw + 3 * s, lh = th + 2 * s; /* label: the text with a margin, above the box if it fits */
@@ -830,13 +953,13 @@ static int read_image(const char *path, cli_image *img) {
     FILE *f = fopen(path, "rb");
     int n = 0;
     if (!f) {
-        seg_error("cannot open image '%s': %s", path, strerror(errno));
+        cli_error("cannot open image '%s': %s", path, strerror(errno));
         return CLI_FAIL;
     }
     img->pixels = stbi_load_from_file(f, &img->w, &img->h, &n, 0);
     fclose(f);
     if (!img->pixels) {
-        seg_error("cannot read image '%s': corrupt, truncated or not a supported format (stb_image: %s)", path,
+        cli_error("cannot read image '%s': corrupt, truncated or not a supported format (stb_image: %s)", path,
                   stbi_failure_reason() ? stbi_failure_reason() : "?");
         return CLI_FAIL;
     }
@@ -915,7 +1038,7 @@ static void make_slug(const char *text, char *out, size_t cap) {
 static int join_path(char *out, size_t cap, const char *dir, const char *name) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= cap) {
-        seg_error("path too long: '%s/%s'", dir, name);
+        cli_error("path too long: '%s/%s'", dir, name);
         return 0;
     }
     return 1;
@@ -933,7 +1056,7 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
     text_buf js;
     memset(&js, 0, sizeof(js));
     if (!png || !order || !idx) {
-        seg_error("out of memory");
+        cli_error("out of memory");
         goto done;
     }
     for (k = 0; k < seg->n; k++) order[k].score = seg->instances[k].score, order[k].index = k;
@@ -946,7 +1069,7 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
         snprintf(name, sizeof(name), "mask_%03d.png", k);
         if (!join_path(path, sizeof(path), dir, name)) goto done;
         if (write_png(path, png, img->w, img->h, 1) != 0) {
-            seg_error("cannot write '%s': %s", path, strerror(errno));
+            cli_error("cannot write '%s': %s", path, strerror(errno));
             goto done;
         }
     }
@@ -959,7 +1082,7 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
     draw_overlay(overlay, img->w, img->h, seg, idx);
     if (!join_path(path, sizeof(path), dir, "overlay.png")) goto done;
     if (write_png(path, overlay, img->w, img->h, 3) != 0) {
-        seg_error("cannot write '%s': %s", path, strerror(errno));
+        cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;
     }
 
@@ -997,12 +1120,12 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
     }
     tb_printf(&js, "%s]\n}\n", seg->n ? "\n  " : "");
     if (js.oom) {
-        seg_error("out of memory");
+        cli_error("out of memory");
         goto done;
     }
     if (!join_path(path, sizeof(path), dir, "results.json")) goto done;
     if (write_file(path, js.p, js.len) != 0) {
-        seg_error("cannot write '%s': %s", path, strerror(errno));
+        cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;
     }
     rc = CLI_OK;
@@ -1021,71 +1144,111 @@ static void print_prompt_name(FILE *f, const char *text, int n_boxes) {
     if (n_boxes) fprintf(f, "%d box%s", n_boxes, n_boxes > 1 ? "es" : "");
 }
 
-static int run_segment(const seg_args *a) {
-    sam3_ctx_options co = sam3_ctx_options_default();
-    sam3_segment_options so = sam3_segment_options_default();
-    sam3_model *model = NULL;
-    sam3_ctx *ctx = NULL;
+/* What segment and points share: the model, the image (as read and as RGB for the overlay), a
+   context holding the encoded image, and the progress state. */
+typedef struct cli_session {
+    sam3_model *model;
+    sam3_ctx *ctx;
     cli_image img;
+    unsigned char *rgb;     /* (h, w, 3) the image as RGB */
+    unsigned char *overlay; /* (h, w, 3) scratch for overlay.png */
     cli_progress prog;
-    unsigned char *rgb = NULL, *overlay = NULL;
+    int quiet;
+} cli_session;
+
+static void session_free(cli_session *s) {
+    sam3_ctx_free(s->ctx);
+    sam3_free(s->model);
+    stbi_image_free(s->img.pixels);
+    free(s->rgb);
+    free(s->overlay);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Creates outdir and loads the model (CLI_OK or CLI_FAIL after one line on stderr). */
+static int session_load(cli_session *s, const char *outdir, const char *model, int quiet) {
+    double t0;
+    memset(s, 0, sizeof(*s));
+    s->quiet = quiet;
+    if (make_dirs(outdir) != 0) {
+        cli_error("cannot create output directory '%s': %s", outdir, strerror(errno));
+        return CLI_FAIL;
+    }
+    t0 = sam3__now_ms();
+    if (!load_model(cli_cmd, model, quiet, &s->model)) return CLI_FAIL;
+    if (!quiet) fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", model, sam3_model_file_size(s->model) / 1e6, fmt_ms(sam3__now_ms() - t0));
+    return CLI_OK;
+}
+
+/* Makes the context (if not yet made) and runs the image encoder on the image file. */
+static int session_encode(cli_session *s, const char *image, int threads, int blas_threads) {
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_result r;
+    double t0 = sam3__now_ms();
+    size_t i, np;
+    int c, n;
+    if (read_image(image, &s->img) != CLI_OK) return CLI_FAIL;
+    np = (size_t)s->img.w * s->img.h;
+    s->rgb = (unsigned char *)malloc(np * 3);
+    s->overlay = (unsigned char *)malloc(np * 3);
+    if (!s->rgb || !s->overlay) {
+        cli_error("out of memory for a %dx%d image", s->img.w, s->img.h);
+        return CLI_FAIL;
+    }
+    n = s->img.channels;
+    for (i = 0; i < np; i++)
+        for (c = 0; c < 3; c++) s->rgb[3 * i + c] = s->img.pixels[n * i + (n == 1 ? 0 : c)];
+    if (!s->quiet)
+        fprintf(stderr, "sam3: image %s: %dx%d, %s, read in %s\n", image, s->img.w, s->img.h,
+                n == 1 ? "grey" : n == 3 ? "RGB" : "RGBA", fmt_ms(sam3__now_ms() - t0));
+    co.n_threads = threads;
+    co.blas_threads = blas_threads;
+    if (!s->quiet) {
+        co.progress_fn = on_progress;
+        co.progress_user = &s->prog;
+        s->prog.tty = cli_isatty(stderr);
+    }
+    if (!s->ctx && (r = sam3_ctx_new(s->model, &co, &s->ctx)) != SAM3_OK) {
+        cli_error("cannot create a context: %s", sam3_result_string(r));
+        return CLI_FAIL;
+    }
+    s->prog.t_start = s->prog.t_last = sam3__now_ms();
+    r = sam3_set_image(s->ctx, s->img.pixels, s->img.w, s->img.h, s->img.w * n, s->img.format);
+    progress_clear(&s->prog);
+    if (r != SAM3_OK) {
+        cli_error("image encoder failed on '%s': %s", image, sam3_ctx_last_error(s->ctx));
+        return CLI_FAIL;
+    }
+    if (!s->quiet) {
+        sam3_timings t = sam3_ctx_timings(s->ctx);
+        if (model_is_sam1(s->model)) /* SAM 1's neck runs inside the trunk's timing */
+            fprintf(stderr, "sam3: image encoder: %s (resize %s, ViT + neck %s)\n", fmt_ms(t.preprocess + t.vision_trunk),
+                    fmt_ms(t.preprocess), fmt_ms(t.vision_trunk));
+        else
+            fprintf(stderr, "sam3: image encoder: %s (resize %s, ViT trunk %s, neck %s)\n", fmt_ms(t.preprocess + t.vision_trunk + t.vision_neck),
+                    fmt_ms(t.preprocess), fmt_ms(t.vision_trunk), fmt_ms(t.vision_neck));
+    }
+    return CLI_OK;
+}
+
+static int run_segment(const seg_args *a) {
+    sam3_segment_options so = sam3_segment_options_default();
+    cli_session ss;
+    sam3_ctx *ctx;
+    const cli_image *im;
     int rc = CLI_FAIL, k, n_prompts = a->n_texts ? a->n_texts : 1;
     double t0;
     sam3_result r;
 
-    memset(&img, 0, sizeof(img));
-    memset(&prog, 0, sizeof(prog));
-    if (make_dirs(a->outdir) != 0) {
-        seg_error("cannot create output directory '%s': %s", a->outdir, strerror(errno));
-        return CLI_FAIL;
-    }
-
-    t0 = sam3__now_ms();
-    if (!load_model("segment", a->model, a->quiet, &model)) return CLI_FAIL;
-    if (!a->quiet)
-        fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", a->model, sam3_model_file_size(model) / 1e6, fmt_ms(sam3__now_ms() - t0));
-
-    t0 = sam3__now_ms();
-    if (read_image(a->image, &img) != CLI_OK) goto done;
-    rgb = (unsigned char *)malloc((size_t)img.w * img.h * 3);
-    overlay = (unsigned char *)malloc((size_t)img.w * img.h * 3);
-    if (!rgb || !overlay) {
-        seg_error("out of memory for a %dx%d image", img.w, img.h);
+    cli_cmd = "segment";
+    if (session_load(&ss, a->outdir, a->model, a->quiet) != CLI_OK) goto done;
+    if (model_is_sam1(ss.model)) {
+        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->model);
         goto done;
     }
-    {
-        size_t i, np = (size_t)img.w * img.h;
-        int c, n = img.channels;
-        for (i = 0; i < np; i++)
-            for (c = 0; c < 3; c++) rgb[3 * i + c] = img.pixels[n * i + (n == 1 ? 0 : c)];
-    }
-    if (!a->quiet)
-        fprintf(stderr, "sam3: image %s: %dx%d, %s, read in %s\n", a->image, img.w, img.h,
-                img.channels == 1 ? "grey" : img.channels == 3 ? "RGB" : "RGBA", fmt_ms(sam3__now_ms() - t0));
-
-    co.n_threads = a->threads;
-    co.blas_threads = a->blas_threads;
-    if (!a->quiet) {
-        co.progress_fn = on_progress;
-        co.progress_user = &prog;
-        prog.tty = cli_isatty(stderr);
-    }
-    if ((r = sam3_ctx_new(model, &co, &ctx)) != SAM3_OK) {
-        seg_error("cannot create a context: %s", sam3_result_string(r));
-        goto done;
-    }
-    prog.t_start = prog.t_last = sam3__now_ms();
-    r = sam3_set_image(ctx, img.pixels, img.w, img.h, img.w * img.channels, img.format);
-    progress_clear(&prog);
-    if (r != SAM3_OK) {
-        seg_error("image encoder failed on '%s': %s", a->image, sam3_ctx_last_error(ctx));
-        goto done;
-    }
-    if (!a->quiet) {
-        sam3_timings t = sam3_ctx_timings(ctx);
-        fprintf(stderr, "sam3: image encoder: %s (resize %s, ViT trunk %s, neck %s)\n",
-                fmt_ms(t.preprocess + t.vision_trunk + t.vision_neck), fmt_ms(t.preprocess), fmt_ms(t.vision_trunk), fmt_ms(t.vision_neck));
-    }
+    if (session_encode(&ss, a->image, a->threads, a->blas_threads) != CLI_OK) goto done;
+    ctx = ss.ctx;
+    im = &ss.img;
 
     /* The library reads a threshold of 0 as "default"; every probability is above -1. */
     so.score_threshold = a->threshold > 0 ? a->threshold : -1.0f;
@@ -1123,27 +1286,23 @@ static int run_segment(const seg_args *a) {
             make_slug(text, slug, sizeof(slug));
             n = snprintf(dir, sizeof(dir), "%s/%02d_%s", a->outdir, k, slug);
             if (n < 0 || (size_t)n >= sizeof(dir)) {
-                seg_error("output path too long under '%s'", a->outdir);
+                cli_error("output path too long under '%s'", a->outdir);
                 goto done;
             }
             if (make_dirs(dir) != 0) {
-                seg_error("cannot create output directory '%s': %s", dir, strerror(errno));
+                cli_error("cannot create output directory '%s': %s", dir, strerror(errno));
                 goto done;
             }
         }
         t0 = sam3__now_ms();
-        if (write_outputs(dir, a, text, &img, rgb, overlay, &seg) != CLI_OK) goto done;
+        if (write_outputs(dir, a, text, im, ss.rgb, ss.overlay, &seg) != CLI_OK) goto done;
         if (!a->quiet)
             fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", dir, seg.n, seg.n == 1 ? "" : "s",
                     fmt_ms(sam3__now_ms() - t0));
     }
     rc = CLI_OK;
 done:
-    sam3_ctx_free(ctx);
-    sam3_free(model);
-    stbi_image_free(img.pixels);
-    free(rgb);
-    free(overlay);
+    session_free(&ss);
     return rc;
 }
 
@@ -1152,6 +1311,367 @@ static int cmd_segment(int argc, char **argv) {
     int help, rc = parse_segment_args(argc, argv, &a, &help);
     if (rc != CLI_OK || help) return rc;
     return run_segment(&a);
+}
+
+/* ================================================================================================
+   points
+   ============================================================================================= */
+
+static const char *POINTS_HELP =
+    "usage: sam3 points -m FILE -i IMAGE [--point x,y[,neg]]... [--box x0,y0,x1,y1] [--mask PNG] -o OUTDIR [options]\n"
+    "\n"
+    "Segments the one object that clicks, a box and/or a rough mask point at, with the model's\n"
+    "interactive head (SAM 3 files that carry it, and SAM 1 files), and writes to OUTDIR:\n"
+    "  results.json   {\"image\", \"width\", \"height\", \"points\": [[x, y, label], ...], \"box\": [x0, y0,\n"
+    "                 x1, y1] or null, \"mask_prompt\": the --mask file or null, \"object_score\": a logit,\n"
+    "                 > 0 when the model sees an object (null for SAM 1, which has no such head),\n"
+    "                 \"best\": the index of the mask with the highest predicted IoU, \"masks\":\n"
+    "                 [{\"iou\", \"area\", \"mask\": \"mask_000.png\"}, ...]}; labels 1 = object, 0 = background\n"
+    "  mask_NNN.png   one 8-bit PNG per mask, the image's size: 255 = object, 0 = background\n"
+    "  overlay.png    the image with the best mask, the box (yellow) and the clicks (green: object,\n"
+    "                 red: background; white rim)\n"
+    "results.json is written last. By default the model gives 3 candidate masks (an ambiguous click\n"
+    "may mean a part, the object or a group), in the model's order; --single asks for one.\n"
+    "\n"
+    "  -m, --model FILE            the .sam3 file\n"
+    "  -i, --image IMAGE           JPEG, PNG, BMP, TGA, PSD, GIF (first frame), HDR or PNM; grey,\n"
+    "                              grey+alpha, RGB or RGBA (alpha is ignored)\n"
+    "  -p, --point x,y[,L]         a click in image pixels; L is pos (on the object, the default) or neg\n"
+    "                              (background), also 1 or 0; repeat for several clicks (at most 64)\n"
+    "  -b, --box x0,y0,x1,y1       a box around the object in image pixels, x0 < x1, y0 < y1 (one)\n"
+    "  --mask PNG                  a rough mask to refine, e.g. an earlier mask_NNN.png: any image\n"
+    "                              stb_image reads, taken as grey; pixels above 127 become logit +8\n"
+    "                              (object), the others -8. A SAM 3 model takes any size (resized); a\n"
+    "                              SAM 1 model only its low-resolution mask size (256x256 at 1024 input)\n"
+    "  --single                    one mask (the reference's choice) instead of the candidates\n"
+    "  --mask-threshold T          logit above which a pixel is the object (default 0: probability 0.5)\n"
+    "  -o, --output OUTDIR         output directory, created if missing; our files in it are replaced\n"
+    "  --threads N                 threads (default: all cores)\n"
+    "  --blas-threads B            BLAS's own threads (default 1; 0 leaves BLAS as it is)\n"
+    "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
+    "\n"
+    "Give at least one --point, --box or --mask. Progress and timings go to stderr. Exit status:\n"
+    "0 done, 1 failed (unreadable model, image or mask, a model without an interactive head, a file\n"
+    "that could not be written, ...), 2 bad command line.\n";
+
+typedef struct pts_args {
+    const char *model, *image, *outdir, *mask;
+    sam3_point points[SAM3_MAX_POINTS]; /* (n_points) */
+    int n_points;
+    int has_box;
+    float box[4]; /* x0, y0, x1, y1 */
+    int single;
+    float mask_threshold;
+    int threads, blas_threads, quiet;
+} pts_args;
+
+/* "x,y" or "x,y,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or what is wrong. */
+static const char *parse_point(const char *s, sam3_point *pt) {
+    char buf[256], *field[3], *p;
+    int n = 0;
+    if (strlen(s) >= sizeof(buf)) return "too long";
+    strcpy(buf, s);
+    field[n++] = buf;
+    for (p = buf; *p; p++)
+        if (*p == ',') {
+            *p = 0;
+            if (n == 3) return "expected x,y[,pos|neg]";
+            field[n++] = p + 1;
+        }
+    if (n < 2) return "expected x,y[,pos|neg]";
+    if (!parse_float(field[0], &pt->x) || !parse_float(field[1], &pt->y)) return "coordinates must be numbers: x,y[,pos|neg]";
+    pt->label = 1;
+    if (n == 3) {
+        if (!strcmp(field[2], "pos") || !strcmp(field[2], "positive") || !strcmp(field[2], "1")) pt->label = 1;
+        else if (!strcmp(field[2], "neg") || !strcmp(field[2], "negative") || !strcmp(field[2], "0")) pt->label = 0;
+        else return "the label must be pos or neg (or 1 or 0)";
+    }
+    return NULL;
+}
+
+static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
+    int i, r;
+    const char *v, *why;
+    memset(a, 0, sizeof(*a));
+    a->blas_threads = 1;
+    *help = 0;
+    for (i = 0; i < argc; i++) {
+        const char *opt = argv[i];
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+            fputs(POINTS_HELP, stdout);
+            *help = 1;
+            return CLI_OK;
+        }
+        if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) {
+            a->quiet = 1;
+            continue;
+        }
+        if (!strcmp(opt, "--single")) {
+            a->single = 1;
+            continue;
+        }
+        v = NULL;
+        if ((r = opt_value(argc, argv, &i, "-m", "--model", &v)) > 0) {
+            a->model = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-i", "--image", &v)) > 0) {
+            a->image = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-o", "--output", &v)) > 0) {
+            a->outdir = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-p", "--point", &v)) > 0) {
+            if (a->n_points == SAM3_MAX_POINTS) return usage_error("points", "too many --point clicks (at most 64)%s", NULL);
+            if ((why = parse_point(v, &a->points[a->n_points])) != NULL) {
+                fprintf(stderr, "sam3 points: bad point '%s': %s (try 'sam3 points --help')\n", v, why);
+                return CLI_USAGE;
+            }
+            a->n_points++;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
+            sam3_box b;
+            const char *c;
+            int commas = 0;
+            if (a->has_box) return usage_error("points", "only one --box: the interactive head takes one box per object%s", NULL);
+            for (c = v; *c; c++) commas += *c == ',';
+            why = commas == 4 ? "expected x0,y0,x1,y1 (a box prompt has no label)" : parse_box(v, &b);
+            if (why) {
+                fprintf(stderr, "sam3 points: bad box '%s': %s (try 'sam3 points --help')\n", v, why);
+                return CLI_USAGE;
+            }
+            a->box[0] = b.x0, a->box[1] = b.y0, a->box[2] = b.x1, a->box[3] = b.y1;
+            a->has_box = 1;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) > 0) {
+            if (a->mask) return usage_error("points", "only one --mask%s", NULL);
+            if (!v[0]) return usage_error("points", "--mask needs a file name%s", NULL);
+            a->mask = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
+            if (!parse_float(v, &a->mask_threshold)) return usage_error("points", "--mask-threshold wants a number (a logit), got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--threads", &v)) > 0) {
+            if (!parse_int(v, 1, 4096, &a->threads)) return usage_error("points", "--threads wants a number >= 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--blas-threads", &v)) > 0) {
+            if (!parse_int(v, 0, 4096, &a->blas_threads)) return usage_error("points", "--blas-threads wants a number >= 0, got '%s'", v);
+        } else if (r < 0) {
+            return usage_error("points", "option '%s' needs a value", opt);
+        } else {
+            return usage_error("points", opt[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", opt);
+        }
+    }
+    if (!a->model) return usage_error("points", "missing -m FILE (the .sam3 model)%s", NULL);
+    if (!a->image) return usage_error("points", "missing -i IMAGE%s", NULL);
+    if (!a->outdir || !a->outdir[0]) return usage_error("points", "missing -o OUTDIR%s", NULL);
+    if (!a->n_points && !a->has_box && !a->mask) return usage_error("points", "nothing to segment: give --point, --box and/or --mask%s", NULL);
+    return CLI_OK;
+}
+
+/* Reads a mask prompt image as grey and turns it into logits: > 127 -> +8, else -8. */
+static int read_mask_prompt(const char *path, float **logits, int *w, int *h) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *px;
+    size_t i, np;
+    int n = 0;
+    *logits = NULL;
+    if (!f) {
+        cli_error("cannot open mask '%s': %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    px = stbi_load_from_file(f, w, h, &n, 1);
+    fclose(f);
+    if (!px) {
+        cli_error("cannot read mask '%s': corrupt, truncated or not a supported format (stb_image: %s)", path,
+                  stbi_failure_reason() ? stbi_failure_reason() : "?");
+        return CLI_FAIL;
+    }
+    np = (size_t)*w * *h;
+    *logits = (float *)malloc(np * sizeof(float));
+    if (!*logits) {
+        stbi_image_free(px);
+        cli_error("out of memory for a %dx%d mask", *w, *h);
+        return CLI_FAIL;
+    }
+    for (i = 0; i < np; i++) (*logits)[i] = px[i] > 127 ? 8.0f : -8.0f;
+    stbi_image_free(px);
+    return CLI_OK;
+}
+
+/* A filled disc of radius r (pixels) centred on pixel (cx, cy), clipped to the image. */
+static void fill_disc(unsigned char *rgb, int w, int h, int cx, int cy, int r, const unsigned char *col) {
+    int x, y;
+    for (y = cy - r; y <= cy + r; y++)
+        for (x = cx - r; x <= cx + r; x++)
+            if (x >= 0 && y >= 0 && x < w && y < h && (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r + r)
+                memcpy(rgb + 3 * ((size_t)y * w + x), col, 3);
+}
+
+/* The best mask tinted blue, the box in yellow, then each click as a green (object) or red
+   (background) dot with a white rim. */
+static void draw_points_overlay(unsigned char *rgb, int w, int h, const uint8_t *mask, const pts_args *a) {
+    static const unsigned char blue[3] = {0, 130, 200}, yellow[3] = {255, 225, 25}, white[3] = {255, 255, 255},
+                               green[3] = {40, 200, 60}, red[3] = {230, 30, 40};
+    int k, s = line_scale(w, h);
+    if (mask) tint_mask(rgb, w, h, mask, blue);
+    if (a->has_box)
+        draw_box(rgb, w, h, clamp_int(floor(a->box[0]), 0, w - 1), clamp_int(floor(a->box[1]), 0, h - 1),
+                 clamp_int(floor(a->box[2]), 0, w - 1), clamp_int(floor(a->box[3]), 0, h - 1), s, yellow);
+    for (k = 0; k < a->n_points; k++) {
+        const sam3_point *p = &a->points[k];
+        int cx = clamp_int(floor(p->x), -1000000, 1000000), cy = clamp_int(floor(p->y), -1000000, 1000000);
+        fill_disc(rgb, w, h, cx, cy, 3 * s + 2, white);
+        fill_disc(rgb, w, h, cx, cy, 2 * s + 1, p->label ? green : red);
+    }
+}
+
+/* Writes mask_NNN.png, overlay.png and then results.json into dir. */
+static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_points_result *res) {
+    char path[4096], name[64];
+    int k, rc = CLI_FAIL, w = ss->img.w, h = ss->img.h;
+    size_t i, np = (size_t)w * h;
+    unsigned char *png = (unsigned char *)malloc(np);
+    int64_t *area = (int64_t *)calloc((size_t)res->n_masks + 1, sizeof(int64_t));
+    text_buf js;
+    memset(&js, 0, sizeof(js));
+    if (!png || !area) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (k = 0; k < res->n_masks; k++) {
+        const uint8_t *m = res->masks + (size_t)k * np;
+        for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0, area[k] += m[i] != 0;
+        snprintf(name, sizeof(name), "mask_%03d.png", k);
+        if (!join_path(path, sizeof(path), a->outdir, name)) goto done;
+        if (write_png(path, png, w, h, 1) != 0) {
+            cli_error("cannot write '%s': %s", path, strerror(errno));
+            goto done;
+        }
+    }
+    for (k = res->n_masks;; k++) { /* masks left over from an earlier run with more masks */
+        snprintf(name, sizeof(name), "mask_%03d.png", k);
+        if (!join_path(path, sizeof(path), a->outdir, name) || remove(path) != 0) break;
+    }
+
+    memcpy(ss->overlay, ss->rgb, np * 3);
+    draw_points_overlay(ss->overlay, w, h, res->n_masks ? res->masks + (size_t)res->best * np : NULL, a);
+    if (!join_path(path, sizeof(path), a->outdir, "overlay.png")) goto done;
+    if (write_png(path, ss->overlay, w, h, 3) != 0) {
+        cli_error("cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+
+    tb_printf(&js, "{\n  \"image\": ");
+    tb_json_string(&js, a->image);
+    tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"points\": [", w, h);
+    for (k = 0; k < a->n_points; k++) {
+        tb_printf(&js, "%s[", k ? ", " : "");
+        tb_json_number(&js, a->points[k].x), tb_printf(&js, ", "), tb_json_number(&js, a->points[k].y);
+        tb_printf(&js, ", %d]", a->points[k].label);
+    }
+    tb_printf(&js, "],\n  \"box\": ");
+    if (a->has_box) {
+        for (k = 0; k < 4; k++) tb_printf(&js, k ? ", " : "["), tb_json_number(&js, a->box[k]);
+        tb_printf(&js, "]");
+    } else {
+        tb_printf(&js, "null");
+    }
+    tb_printf(&js, ",\n  \"mask_prompt\": ");
+    if (a->mask) tb_json_string(&js, a->mask);
+    else tb_printf(&js, "null");
+    tb_printf(&js, ",\n  \"single\": %s,\n  \"mask_threshold\": ", a->single ? "true" : "false");
+    tb_json_number(&js, a->mask_threshold);
+    tb_printf(&js, ",\n  \"object_score\": ");
+    if (res->has_object_score) tb_json_number(&js, res->object_score);
+    else tb_printf(&js, "null");
+    tb_printf(&js, ",\n  \"best\": %d,\n  \"masks\": [", res->best);
+    for (k = 0; k < res->n_masks; k++) {
+        tb_printf(&js, "%s\n    {\"iou\": ", k ? "," : "");
+        tb_json_number(&js, res->iou[k]);
+        tb_printf(&js, ", \"area\": %lld, \"mask\": \"mask_%03d.png\"}", (long long)area[k], k);
+    }
+    tb_printf(&js, "%s]\n}\n", res->n_masks ? "\n  " : "");
+    if (js.oom) {
+        cli_error("out of memory");
+        goto done;
+    }
+    if (!join_path(path, sizeof(path), a->outdir, "results.json")) goto done;
+    if (write_file(path, js.p, js.len) != 0) {
+        cli_error("cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    rc = CLI_OK;
+done:
+    free(js.p);
+    free(png);
+    free(area);
+    return rc;
+}
+
+static int run_points(const pts_args *a) {
+    sam3_points_options po;
+    sam3_points_prompt pp;
+    sam3_points_result res;
+    cli_session ss;
+    float *mask = NULL;
+    int rc = CLI_FAIL, mw = 0, mh = 0, k;
+    double t0;
+    sam3_result r;
+
+    cli_cmd = "points";
+    if (session_load(&ss, a->outdir, a->model, a->quiet) != CLI_OK) goto done;
+    if (a->mask && read_mask_prompt(a->mask, &mask, &mw, &mh) != CLI_OK) goto done;
+    if (!model_is_sam1(ss.model) && cfgi(ss.model, "tracker.present") == 0) { /* before the slow image encoder */
+        cli_error("'%s' has no interactive head (a detector-only SAM 3 file): use 'sam3 segment'", a->model);
+        goto done;
+    }
+    if (mask && model_is_sam1(ss.model)) { /* the library would say so too, but after the image encoder */
+        int64_t ps = cfgi(ss.model, "sam1.prompt_encoder.patch_size"), side = ps > 0 ? 4 * (cfgi(ss.model, "sam1.prompt_encoder.image_size") / ps) : 0;
+        if (side > 0 && (mw != side || mh != side)) {
+            cli_error("a SAM 1 model takes a --mask of exactly %lldx%lld (its low-resolution mask size), got %dx%d in '%s'", (long long)side,
+                      (long long)side, mw, mh, a->mask);
+            goto done;
+        }
+    }
+    if (session_encode(&ss, a->image, a->threads, a->blas_threads) != CLI_OK) goto done;
+    if (!a->quiet)
+        for (k = 0; k < a->n_points; k++)
+            if (a->points[k].x < 0 || a->points[k].y < 0 || a->points[k].x > ss.img.w || a->points[k].y > ss.img.h)
+                fprintf(stderr, "sam3: note: point %g,%g is outside the %dx%d image\n", a->points[k].x, a->points[k].y, ss.img.w, ss.img.h);
+
+    memset(&pp, 0, sizeof(pp));
+    pp.points = a->n_points ? a->points : NULL;
+    pp.n_points = a->n_points;
+    pp.box = a->has_box ? a->box : NULL;
+    pp.mask_logits = mask;
+    pp.mask_width = mw;
+    pp.mask_height = mh;
+    memset(&po, 0, sizeof(po));
+    po.single_mask = a->single;
+    po.mask_threshold = a->mask_threshold;
+    t0 = sam3__now_ms();
+    r = sam3_segment_points(ss.ctx, &pp, &po, &res);
+    if (r < 0) {
+        const char *msg = sam3_ctx_last_error(ss.ctx);
+        if (!strncmp(msg, "sam3_segment_points: ", 21)) msg += 21;
+        cli_error("%s", msg[0] ? msg : sam3_result_string(r));
+        goto done;
+    }
+    if (!a->quiet) {
+        fprintf(stderr, "sam3: %d mask%s, best %d (predicted IoU %.3f", res.n_masks, res.n_masks == 1 ? "" : "s", res.best, res.iou[res.best]);
+        if (res.has_object_score) fprintf(stderr, ", object score %.2f", res.object_score);
+        fprintf(stderr, ") in %s (%sprompt encoder, mask decoder, masks)\n", fmt_ms(sam3__now_ms() - t0),
+                model_is_sam1(ss.model) ? "" : "interactive neck, ");
+    }
+    t0 = sam3__now_ms();
+    if (write_points_outputs(a, &ss, &res) != CLI_OK) goto done;
+    if (!a->quiet)
+        fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", a->outdir, res.n_masks, res.n_masks == 1 ? "" : "s",
+                fmt_ms(sam3__now_ms() - t0));
+    rc = CLI_OK;
+done:
+    session_free(&ss);
+    free(mask);
+    return rc;
+}
+
+static int cmd_points(int argc, char **argv) {
+    pts_args a;
+    int help, rc = parse_points_args(argc, argv, &a, &help);
+    if (rc != CLI_OK || help) return rc;
+    return run_points(&a);
 }
 
 int main(int argc, char **argv) {
@@ -1168,6 +1688,7 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "points")) return cmd_points(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc - 2, argv + 2);

@@ -3,9 +3,17 @@
     cli_images.py make DIR            writes the input images the CLI test uses into DIR
     cli_images.py check OUTDIR W H    checks OUTDIR/results.json against the mask and overlay PNGs;
                                       prints the instance count, or what is wrong (exit 1)
+    cli_images.py points OUTDIR W H N_MASKS sam3|sam1
+                                      the same for `sam3 points` output: N_MASKS masks, best = the
+                                      highest predicted IoU, object_score a number (sam3) or null (sam1)
+    cli_images.py detector_only SRC DST
+                                      copies a checkpoint directory (released sam3_video layout)
+                                      without its tracker tensors and with unprefixed detector names:
+                                      a Sam3Model file without an interactive head, once converted
 """
 import json
 import os
+import shutil
 import struct
 import sys
 import zlib
@@ -106,6 +114,10 @@ def make(d):
         "truncated.png": png_bytes(rgb)[:60],
         "not_an_image.png": b"hello, I am text\n",
     }
+    disc = ((x - 48) ** 2 + (y - 30) ** 2 < 15 ** 2).astype(np.uint8) * 255
+    files["mask_97x61.png"] = png_bytes(disc)  # a mask prompt at another size than the image
+    yy, xx = np.mgrid[0:32, 0:32]
+    files["mask_32.png"] = png_bytes(((xx - 16) ** 2 + (yy - 12) ** 2 < 64).astype(np.uint8) * 255)  # SAM 1 low-res size
     for name, data in files.items():
         with open(os.path.join(d, name), "wb") as f:
             f.write(data)
@@ -133,9 +145,71 @@ def check(outdir, w, h):
     return len(inst)
 
 
+def check_points(outdir, w, h, n_masks, arch):
+    with open(os.path.join(outdir, "results.json"), encoding="ascii") as f:
+        r = json.load(f)
+    assert r["width"] == w and r["height"] == h, f"size {r['width']}x{r['height']}, expected {w}x{h}"
+    masks = r["masks"]
+    assert len(masks) == n_masks, f"{len(masks)} masks, expected {n_masks}"
+    names = sorted(n for n in os.listdir(outdir) if n.startswith("mask_") and n.endswith(".png"))
+    assert names == [f"mask_{k:03d}.png" for k in range(n_masks)], f"mask files {names}"
+    ious = [m["iou"] for m in masks]
+    assert all(isinstance(v, (int, float)) for v in ious), f"iou {ious}"
+    if arch == "sam3":  # SAM 1's IoU head is a plain regression, not a probability
+        assert all(0 <= v <= 1 for v in ious), f"iou {ious}"
+    assert 0 <= r["best"] < n_masks and ious[r["best"]] == max(ious), f"best {r['best']}, iou {ious}"
+    if arch == "sam3":
+        assert isinstance(r["object_score"], (int, float)), f"object_score {r['object_score']}"
+    else:
+        assert r["object_score"] is None, f"object_score {r['object_score']}, expected null"
+    for k, m in enumerate(masks):
+        assert m["mask"] == f"mask_{k:03d}.png", f"mask {k}: {m['mask']}"
+        a = read_png(os.path.join(outdir, m["mask"]))
+        assert a.shape == (h, w, 1), f"{m['mask']}: shape {a.shape}"
+        assert set(np.unique(a)) <= {0, 255}, f"{m['mask']}: values other than 0 and 255"
+        assert int((a == 255).sum()) == m["area"], f"{m['mask']}: {(a == 255).sum()} pixels set, area {m['area']}"
+    ov = read_png(os.path.join(outdir, "overlay.png"))
+    assert ov.shape == (h, w, 3), f"overlay.png: shape {ov.shape}"
+    for x, y, label in r["points"]:  # each click: a dot, green on the object, red on the background
+        if 0 <= x < w and 0 <= y < h:
+            want = [40, 200, 60] if label == 1 else [230, 30, 40]
+            assert list(ov[int(y), int(x)]) == want, f"overlay at click {x},{y}: {list(ov[int(y), int(x)])}, expected {want}"
+    return n_masks
+
+
+def detector_only(src, dst):
+    os.makedirs(dst, exist_ok=True)
+    data = open(os.path.join(src, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body, out_header, chunks, pos = data[8 + n:], {}, [], 0
+    for name, t in header.items():
+        if name == "__metadata__" or not name.startswith("detector_model."):
+            continue
+        b, e = t["data_offsets"]
+        out_header[name[len("detector_model."):]] = {"dtype": t["dtype"], "shape": t["shape"], "data_offsets": [pos, pos + e - b]}
+        chunks.append(body[b:e])
+        pos += e - b
+    hj = json.dumps(out_header).encode()
+    hj += b" " * (-len(hj) % 8)
+    with open(os.path.join(dst, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(hj)) + hj + b"".join(chunks))
+    for name in ("config.json", "preprocessor_config.json", "vocab.json", "merges.txt"):
+        if os.path.exists(os.path.join(src, name)):
+            shutil.copy(os.path.join(src, name), dst)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "make":
         make(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "detector_only":
+        detector_only(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 7 and sys.argv[1] == "points":
+        try:
+            print(check_points(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]))
+        except (AssertionError, OSError, ValueError, KeyError, TypeError) as e:
+            print(f"{sys.argv[2]}: {e}")
+            sys.exit(1)
     elif len(sys.argv) == 5 and sys.argv[1] == "check":
         try:
             print(check(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

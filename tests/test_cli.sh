@@ -1,9 +1,11 @@
 #!/bin/sh
-# Tests the command-line tool (examples/sam3_cli.c) on the tiny model: exit codes 0/1/2 with one
+# Tests the command-line tool (examples/sam3_cli.c) on the tiny models: exit codes 0/1/2 with one
 # line on stderr naming the problem, the files `sam3 segment` writes (results.json parses, one
 # mask PNG per instance, at the image's size, area = pixels set), grey/RGBA/BMP/TGA input,
-# --quiet, several prompts, JSON escaping, and write failures.
-#   tests/test_cli.sh [BUILD_DIR]      (default build; needs BUILD_DIR/sam3 and BUILD_DIR/tiny_a.sam3)
+# --quiet, several prompts, JSON escaping, and write failures; `sam3 points` on a SAM 3 and a SAM 1
+# file (clicks, box, mask prompt, --single, the same checks on its files); `sam3 bench` on both.
+#   tests/test_cli.sh [BUILD_DIR]      (default build; needs BUILD_DIR/sam3, BUILD_DIR/tiny_a.sam3
+#                                       and BUILD_DIR/sam1_a.sam3)
 # Prints "test_cli: N passed, N failed" last; exits non-zero on failure.
 B=${1:-build}
 PY=${PYTHON:-/usr/bin/python3}
@@ -113,7 +115,7 @@ assert r["prompt"] == 'a "quoted" \\ back\tslash\nnew line, caf\u00e9 \u2615 \U0
 EOF
 
 # help and version
-for c in segment info tokenize bench; do
+for c in segment points info tokenize bench; do
     run 0 "$c --help" "$c" --help
     grep -q "usage: sam3 $c" "$T/out" && ok || bad "$c --help: no usage line"
 done
@@ -158,6 +160,89 @@ fails 2 "unexpected argument" "stray argument" $SEG -i "$IMAGE" -t cat -o "$T/x"
 fails 2 "unknown command" "unknown command" frobnicate
 run 2 "no command" # prints the help on stderr
 [ ! -e "$T/x" ] && ok || bad "a usage error created the output directory"
+
+# --- points: the interactive head, on a SAM 3 file and a SAM 1 file ---
+# points_ok NAME DIR W H N_MASKS sam3|sam1: DIR holds a consistent `sam3 points` result set
+points_ok() {
+    if n=$("$PY" tests/cli_images.py points "$2" "$3" "$4" "$5" "$6" 2>&1); then ok; else bad "$1: $n"; fi
+}
+# field NAME FILE EXPR: the Python expression EXPR holds for r = FILE's JSON
+field() {
+    "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); assert eval(sys.argv[2]), r' "$2" "$3" 2>/dev/null && ok || bad "$1: $3 does not hold in $2"
+}
+S1=$B/sam1_a.sam3
+S1IMAGE=tests/data/sam1_a/image.png
+PTS="points -m $MODEL"
+
+run 0 "points: two clicks" $PTS -i "$IMAGE" --point 75,50 --point=20,20,neg -o "$T/pts"
+points_ok "points: two clicks" "$T/pts" 150 100 3 sam3
+field "points: clicks recorded" "$T/pts/results.json" 'r["points"] == [[75, 50, 1], [20, 20, 0]] and r["box"] is None and r["mask_prompt"] is None and r["single"] is False'
+grep -q "image encoder" "$T/err" && grep -q "3 masks, best" "$T/err" && ok || bad "points: progress lines: $(cat "$T/err")"
+run 0 "points: same clicks, --threads 1" $PTS -i "$IMAGE" -p 75,50,pos -p 20,20,0 --threads 1 -q -o "$T/pts_t1"
+cmp -s "$T/pts/results.json" "$T/pts_t1/results.json" && cmp -s "$T/pts/mask_001.png" "$T/pts_t1/mask_001.png" && ok ||
+    bad "points: --threads 1 or the label words changed the result"
+[ ! -s "$T/err" ] && ok || bad "points --quiet printed: $(cat "$T/err")"
+run 0 "points: --single into the same directory" $PTS -i "$IMAGE" -p 75,50 --single -q -o "$T/pts_t1"
+points_ok "points: --single (stale masks removed)" "$T/pts_t1" 150 100 1 sam3
+run 0 "points: box only" $PTS -i "$IMAGE" --box 10,10,80,60 -q -o "$T/pts_box"
+points_ok "points: box only" "$T/pts_box" 150 100 3 sam3
+field "points: box recorded" "$T/pts_box/results.json" 'r["box"] == [10, 10, 80, 60] and r["points"] == []'
+run 0 "points: --mask of another size + click" $PTS -i "$IMAGE" --mask "$T/in/mask_97x61.png" -p 75,50 --mask-threshold -0.5 -q -o "$T/pts_mask"
+points_ok "points: --mask" "$T/pts_mask" 150 100 3 sam3
+field "points: mask prompt recorded" "$T/pts_mask/results.json" 'r["mask_prompt"].endswith("mask_97x61.png") and r["mask_threshold"] == -0.5'
+run 0 "points: an earlier mask as the prompt" $PTS -i "$IMAGE" --mask "$T/pts/mask_001.png" -q -o "$T/pts_mask2"
+points_ok "points: earlier mask" "$T/pts_mask2" 150 100 3 sam3
+run 0 "points: odd-size grey image" $PTS -i "$T/in/grey.png" -p 40,30 -p 90,5,neg -q -o "$T/pts_grey"
+points_ok "points: odd-size grey image" "$T/pts_grey" 97 61 3 sam3
+
+run 0 "points SAM 1: click" points -m "$S1" -i "$S1IMAGE" --point 75,50 -o "$T/s1"
+points_ok "points SAM 1: click" "$T/s1" 150 100 3 sam1
+grep -q "ViT + neck" "$T/err" && ok || bad "points SAM 1: no 'ViT + neck' timing: $(cat "$T/err")"
+run 0 "points SAM 1: box + clicks, --single" points -m "$S1" -i "$S1IMAGE" --box 10,10,100,80 -p 50,40 -p 5,5,neg --single -q -o "$T/s1_single"
+points_ok "points SAM 1: --single" "$T/s1_single" 150 100 1 sam1
+run 0 "points SAM 1: --mask at the low-res size" points -m "$S1" -i "$S1IMAGE" --mask "$T/in/mask_32.png" -q -o "$T/s1_mask"
+points_ok "points SAM 1: --mask" "$T/s1_mask" 150 100 3 sam1
+fails 1 "32x32" "points SAM 1: --mask of another size" points -m "$S1" -i "$S1IMAGE" --mask "$T/in/mask_97x61.png" -q -o "$T/x2"
+fails 1 "SAM 1" "segment on a SAM 1 file" segment -m "$S1" -i "$S1IMAGE" -t cat -q -o "$T/x2"
+fails 1 "SAM 1" "tokenize on a SAM 1 file" tokenize -m "$S1" "a cat"
+
+# a SAM 3 file without the interactive head (the detector's tensors only)
+if "$PY" tests/cli_images.py detector_only tests/data/tiny_a "$T/det_src" && "$PY" tools/convert.py --quiet "$T/det_src" "$T/det.sam3" >/dev/null 2>&1; then
+    fails 1 "interactive head" "points on a detector-only file" points -m "$T/det.sam3" -i "$IMAGE" -p 5,5 -q -o "$T/x2"
+    run 0 "bench on a detector-only file" bench -m "$T/det.sam3" --runs 1 --size 40x30
+    grep -q "click on the cached image  *n/a" "$T/out" && ok || bad "bench without an interactive head: clicks not n/a: $(cat "$T/out")"
+else
+    bad "could not make a detector-only file"
+fi
+
+fails 1 "no such file" "points: missing image" $PTS -i "$T/in/missing.png" -p 1,1 -q -o "$T/x2"
+fails 1 "not a supported format" "points: text file as image" $PTS -i "$T/in/not_an_image.png" -p 1,1 -q -o "$T/x2"
+fails 1 "no such file" "points: missing mask" $PTS -i "$IMAGE" --mask "$T/in/missing.png" -q -o "$T/x2"
+fails 1 "mask" "points: text file as mask" $PTS -i "$IMAGE" --mask "$T/in/not_an_image.png" -q -o "$T/x2"
+fails 1 "no such file" "points: missing model" points -m "$T/missing.sam3" -i "$IMAGE" -p 1,1 -q -o "$T/x2"
+mkdir -p "$T/blocked3/results.json"
+fails 1 "results.json" "points: results.json cannot be written" $PTS -i "$IMAGE" -p 1,1 -q -o "$T/blocked3"
+for p in 1 a,b 1,2,maybe 1,2,3,4 "" 1,,2 nan,1 1e40,1 ,; do
+    fails 2 "point" "points: bad point '$p'" $PTS -i "$IMAGE" --point "$p" -q -o "$T/x3"
+done
+fails 2 "no label" "points: box with a label" $PTS -i "$IMAGE" --box 1,2,30,40,neg -o "$T/x3"
+fails 2 "box" "points: box x0 > x1" $PTS -i "$IMAGE" --box 50,5,10,40 -o "$T/x3"
+fails 2 "one --box" "points: two boxes" $PTS -i "$IMAGE" --box 1,2,30,40 --box 1,2,30,40 -o "$T/x3"
+fails 2 "nothing to segment" "points: no prompt" $PTS -i "$IMAGE" -o "$T/x3"
+fails 2 "-o" "points: missing -o" $PTS -i "$IMAGE" -p 1,1
+fails 2 "-i" "points: missing -i" $PTS -p 1,1 -o "$T/x3"
+fails 2 "mask-threshold" "points: bad --mask-threshold" $PTS -i "$IMAGE" -p 1,1 --mask-threshold abc -o "$T/x3"
+fails 2 "needs a value" "points: --mask without its value" $PTS -i "$IMAGE" -p 1,1 --mask
+fails 2 "unknown option" "points: unknown option" $PTS -i "$IMAGE" -p 1,1 --multimask -o "$T/x3"
+[ ! -e "$T/x3" ] && ok || bad "a points usage error created the output directory"
+
+# --- bench: SAM 3 (text, detector, clicks) and SAM 1 (encoder, clicks) ---
+run 0 "bench SAM 3" bench -m "$MODEL" --runs 2 --size 64x48
+grep -q "first click (runs the interactive neck) *[0-9.]* ms" "$T/out" && grep -q "click on the cached image *[0-9.]* ms" "$T/out" &&
+    grep -q "text encoder" "$T/out" && ok || bad "bench SAM 3: $(cat "$T/out")"
+run 0 "bench SAM 1" bench -m "$S1" --runs 2 --size 64x48
+grep -q "(SAM 1)" "$T/out" && grep -q "ViT + neck *[0-9.]* ms" "$T/out" && grep -q "click on the cached image *[0-9.]* ms" "$T/out" &&
+    ! grep -q "text encoder" "$T/out" && grep -q "0.02215 GFLOP" "$T/out" && ok || bad "bench SAM 1: $(cat "$T/out")"
 
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
