@@ -35,7 +35,7 @@ TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 SHARED    ?= ../shared
 
-.PHONY: all deps examples test demo convert bench asan ubsan clean debug
+.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-corpus clean debug
 
 # The command-line tool.
 all: $(BUILD)/sam3
@@ -84,18 +84,115 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -c -DTU_FN=sam3_test_static_b -o $(BUILD)/tcs_b_cpp.o tests/test_compile_static.c
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
 
-# Everything hermetic: no network, no GPU.
-test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
-	@$(PYTHON) tests/test_convert.py
+# ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
+ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay
+FUZZ_SEEDS := $(BUILD)/fuzz_seeds/micro.sam3
+FUZZ_KEPT  := $(BUILD)/fuzz_kept/.unpacked
+$(BUILD)/test_robust: tests/test_robust.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_robust.c $(LIBS)
+$(BUILD)/test_threads: tests/test_threads.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -pthread -o $@ tests/test_threads.c $(LIBS)
+# The fuzz target with a main() that runs each given file (or directory of files) once: any compiler.
+$(BUILD)/fuzz_replay: tests/fuzz_load.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_load.c $(LIBS)
+# Small seed files for the fuzzer (complete micro SAM 3 and SAM 1 models, cut tables), by script.
+$(FUZZ_SEEDS): tests/make_fuzz_seeds.py tools/convert.py tools/sam3file.py tools/make_random_checkpoint.py | $(BUILD)
+	$(PYTHON) tests/make_fuzz_seeds.py $(BUILD)/fuzz_seeds
+# The committed corpus (what the fuzzer found that the seeds do not cover, and every input that
+# ever crashed), unpacked from tests/fuzz/corpus.tar.xz.
+$(FUZZ_KEPT): tests/fuzz/corpus.tar.xz tests/fuzz_corpus.py | $(BUILD)
+	@$(PYTHON) tests/fuzz_corpus.py unpack tests/fuzz/corpus.tar.xz $(BUILD)/fuzz_kept && touch $@
+
+# The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
+# `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
+test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3 $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
 	@$(BUILD)/test_format $(TINY_SAM3)
 	@$(PYTHON) tests/make_tokenizer_file.py $(SHARED)/clip $(BUILD)/tok_clip.sam3
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
-	@$(BUILD)/test_parity $(TINY) $(SAM1_TINY)
+	@for n in $(TINY) $(SAM1_TINY); do $(BUILD)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; done
+	@OMP_WAIT_POLICY=passive $(BUILD)/test_robust $(BUILD)/tiny_a.sam3
+	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3
+	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3 3 1 2
+	@OMP_WAIT_POLICY=passive $(BUILD)/fuzz_replay $(BUILD)/fuzz_seeds $(BUILD)/fuzz_kept
 	@PYTHON=$(PYTHON) sh tests/test_examples.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
+
+# Everything hermetic: no network, no GPU.
+test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
+	@$(PYTHON) tests/test_convert.py
+	@$(PYTHON) tests/test_convert_robust.py
+	@$(MAKE) --no-print-directory test-c
 	@$(PYTHON) tests/test_quickstart.py sam3.h examples/embed_min.c
+
+# test-c built with AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow, which
+# gcc's -fsanitize=undefined leaves out), every report fatal, in $(BUILD)/asan; ubsan: UBSan alone.
+SAN_CFLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fno-sanitize-recover=all
+asan: deps
+	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan \
+	    CFLAGS="$(SAN_CFLAGS) -fsanitize=address,undefined,float-cast-overflow" test-c
+ubsan: deps
+	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan \
+	    CFLAGS="$(SAN_CFLAGS) -fsanitize=undefined,float-cast-overflow" test-c
+
+# ThreadSanitizer on tests/test_threads.c (contexts on one shared model from several pthreads),
+# built with -DSAM3_NO_BLAS and without OpenMP: then every thread is one of the test's own, so TSan
+# needs no suppressions (libgomp's and OpenBLAS's thread pools are not TSan-instrumented: their
+# synchronisation is invisible to it and would show as false races). `make test` runs the same test
+# with OpenMP and OpenBLAS.
+tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
+	$(CC) -std=c99 $(WARN) -O2 -g -fsanitize=thread -DSAM3_NO_BLAS -pthread -o $(BUILD)/test_threads_tsan tests/test_threads.c -lm
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test_threads_tsan $(BUILD)/fuzz_seeds/micro.sam3 8 2
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test_threads_tsan $(BUILD)/tiny_b.sam3 3 1
+
+# valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
+# buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
+# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks), then test_robust's quick mode.
+# Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
+# without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            --show-leak-kinds=definite,indirect
+VG_BUILD := $(BUILD)/valgrind
+valgrind: deps
+	@$(MAKE) --no-print-directory deps DEB_PKGS=valgrind
+	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/sam3 $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
+	    -t "a cat" -t dog --box 20,15,90,70 --box 5,5,30,40,neg --threshold 0 --threads 1 -q -o $(VG_BUILD)/out_segment
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 points -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
+	    -p 40,30 -p 90,60,neg --box 20,15,90,70 --threads 1 -q -o $(VG_BUILD)/out_points
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 -q
+
+# libFuzzer on the loader and everything a loaded file reaches (tests/fuzz_load.c), with clang:
+# FUZZ_TIME seconds on FUZZ_JOBS processes from the seeds and the committed corpus. New inputs go
+# to $(BUILD)/fuzz/corpus, crashes to $(BUILD)/fuzz/crashes/ (then: add a case to tests/test_format.c,
+# fix, `make fuzz-corpus`, commit tests/fuzz/corpus.tar.xz).
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 600
+FUZZ_JOBS ?= 2
+FUZZ_OPTS := -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/sam3.dict
+$(BUILD)/fuzz_load: tests/fuzz_load.c sam3.h | $(BUILD)
+	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -DSAM3_NO_BLAS -o $@ tests/fuzz_load.c -lm
+fuzz: $(FUZZ_SEEDS) $(FUZZ_KEPT)
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev"
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_load
+	@mkdir -p $(BUILD)/fuzz/corpus $(BUILD)/fuzz/crashes
+	$(BUILD)/fuzz_load $(FUZZ_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/fuzz/crashes/ $(BUILD)/fuzz/corpus $(BUILD)/fuzz_seeds $(BUILD)/fuzz_kept/corpus \
+	    $(BUILD)/fuzz_kept/crashes
+	@if ls $(BUILD)/fuzz/crashes | grep -q .; then echo "make fuzz: crashes in $(BUILD)/fuzz/crashes/"; exit 1; fi
+# Minimises the committed corpus plus what `make fuzz` found (keeping only inputs that add coverage
+# beyond the seeds) and every crash reproducer into tests/fuzz/corpus.tar.xz.
+fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_load
+	rm -rf $(BUILD)/fuzz/min && mkdir -p $(BUILD)/fuzz/min/corpus $(BUILD)/fuzz/min/crashes $(BUILD)/fuzz/corpus $(BUILD)/fuzz/crashes
+	cp $(BUILD)/fuzz_seeds/* $(BUILD)/fuzz/min/corpus/
+	$(BUILD)/fuzz_load $(FUZZ_OPTS) -merge=1 $(BUILD)/fuzz/min/corpus $(BUILD)/fuzz_kept/corpus $(BUILD)/fuzz/corpus
+	cd $(BUILD)/fuzz_seeds && for f in *; do rm -f ../fuzz/min/corpus/$$f; done
+	cp $(BUILD)/fuzz_kept/crashes/* $(BUILD)/fuzz/crashes/* $(BUILD)/fuzz/min/crashes/ 2>/dev/null || true
+	$(PYTHON) tests/fuzz_corpus.py pack $(BUILD)/fuzz/min tests/fuzz/corpus.tar.xz
 
 # Segment the bundled image with the tiny model into out/demo/ (results.json, mask PNGs,
 # overlay.png). Its weights are random numbers, so the masks are meaningless: the demo shows that

@@ -77,6 +77,12 @@ DOCUMENTATION
    openblas_set_num_threads() and is process-global. Running several contexts concurrently needs a
    BLAS that is safe for concurrent calls (Debian's OpenBLAS pthread build is, since 0.3.7, but its
    threads then compete for cores: set blas_threads = 1 and n_threads per context instead).
+   OpenBLAS's OpenMP build (libopenblas0-openmp) sizes each call by the calling thread's OpenMP
+   setting, which openblas_set_num_threads() changes only on the thread that calls it; so with
+   that build sam3 sets the calling thread's omp_set_num_threads() to the context's count
+   (blas_threads, else n_threads) around each BLAS call made outside its own parallel regions and
+   restores it after. A context thus uses the threads it was given, and computes the same bits, on
+   whatever thread runs it.
 
 4. Errors
    Every call returns a sam3_result: SAM3_OK (0), a positive note (success with a remark, e.g.
@@ -1873,8 +1879,8 @@ static int sam3__bpe_init(sam3__bpe *b, const uint8_t *bytes, size_t n_bytes, co
     }
     for (id = 0; id < n_vocab; id++) {
         int32_t lo = offsets[id], hi = offsets[id + 1], other;
-        if (hi <= lo) {
-            sam3__tok_err(err, err_cap, "tokenizer: token %d is empty or offsets decrease (%d -> %d)", id, lo, hi);
+        if (hi <= lo || (size_t)hi > n_bytes) { /* lo >= 0 by induction from offsets[0] == 0 */
+            sam3__tok_err(err, err_cap, "tokenizer: token %d is empty, or its offsets decrease or pass the bytes (%d -> %d)", id, lo, hi);
             return -1;
         }
         h = sam3__tok_hash_bytes(bytes + lo, (size_t)(hi - lo)) & b->vocab_mask;
@@ -2622,11 +2628,11 @@ static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
     t->obj_token = t->iou_sigmoid = t->box_pad = t->empty_pad = 1;
     t->mlp_depth = t->layers;
     for (i = 0; i < 3; i++) {
-        t->scale_x2[i] = (int)(arr[i] * 2);
-        if (t->scale_x2[i] != 8 >> i) {
+        if (arr[i] * 2 != (double)(8 >> i)) { /* compared as a double: (int) of NaN/huge is UB */
             sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker.neck.scale_factors must start 4, 2, 1");
             return;
         }
+        t->scale_x2[i] = 8 >> i;
         t->side[i] = m->vit.grid * t->scale_x2[i] / 2;
     }
     t->present = 1;
@@ -2667,7 +2673,7 @@ static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
     if (!v->is_global) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
     for (i = 0; i < v->layers; i++) v->is_global[i] = v->window == 0; /* HF: window 0 = every block global */
     for (i = 0; i < n; i++) {
-        if (!(arr[i] >= 0 && arr[i] < v->layers)) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "sam1.vision.global_attn_indexes: %g out of range", arr[i]); return; }
+        if (!(arr[i] >= 0 && arr[i] < v->layers && arr[i] == floor(arr[i]))) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "sam1.vision.global_attn_indexes: %g out of range", arr[i]); return; }
         v->is_global[(int)arr[i]] = 1;
     }
     v->longest_edge = (int)sam3__cfg_i(L, "processor.longest_edge", 1, 65536);
@@ -2785,7 +2791,7 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     v->is_global = (unsigned char *)sam3__acalloc(&m->a, (size_t)v->layers, 1);
     if (!v->is_global) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
     for (i = 0; i < n; i++) {
-        if (!(arr[i] >= 0 && arr[i] < v->layers)) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision.global_attn_indexes: %g out of range", arr[i]); return; }
+        if (!(arr[i] >= 0 && arr[i] < v->layers && arr[i] == floor(arr[i]))) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision.global_attn_indexes: %g out of range", arr[i]); return; }
         v->is_global[(int)arr[i]] = 1;
     }
 
@@ -2796,8 +2802,10 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     nk->n_levels = n;
     nk->n_kept = n - 1;
     for (i = 0; i < n; i++) {
-        int s2 = (int)(arr[i] * 2);
-        if (!(s2 == 8 || s2 == 4 || s2 == 2 || s2 == 1) || (double)s2 != arr[i] * 2) {
+        /* compared as a double: (int) of an out-of-range or NaN double is undefined behaviour */
+        const double x2 = arr[i] * 2;
+        const int s2 = x2 == 8 ? 8 : x2 == 4 ? 4 : x2 == 2 ? 2 : x2 == 1 ? 1 : 0;
+        if (!s2) {
             sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck.scale_factors: %g not one of 4, 2, 1, 0.5", arr[i]);
             return;
         }
@@ -3321,9 +3329,12 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
         return SAM3_ERR_IO;
     }
-    if (fseek(fp, 0, SEEK_END) != 0 || (end = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+    /* the one-byte read: a directory opens and seeks on Linux (its "size" is 2^63 - 1) but cannot
+       be read, and must not be allocated for */
+    if (fseek(fp, 0, SEEK_END) != 0 || (end = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
+        (end > 0 && (fgetc(fp) == EOF || fseek(fp, 0, SEEK_SET) != 0))) {
         fclose(fp);
-        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot size '%s'", path);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot read '%s' (not a regular file?)", path);
         return SAM3_ERR_IO;
     }
     size = (size_t)end;
@@ -3430,6 +3441,7 @@ struct sam3_ctx {
     sam3_ctx_options opt;
     int nt;    /* threads for our own loops */
     int split; /* BLAS is single-threaded: we split products over our threads (sam3__gemm) */
+    int omp_blas; /* OpenBLAS's OpenMP build: each call is sized by the calling thread's OpenMP setting */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -3565,8 +3577,9 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
 
 /* ==== sam3: kernels ==== */
 /* Row-major C = alpha * op(A) * op(B) + beta * C, one BLAS call. */
-static void sam3__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                        float beta, float *C, int ldc) {
+static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                        const float *B, int ldb, float beta, float *C, int ldc) {
+    (void)c;
     if (M <= 0 || N <= 0) return;
 #if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -3585,6 +3598,19 @@ static void sam3__sgemm(int ta, int tb, int M, int N, int K, float alpha, const 
         }
     }
 #else
+#if defined(_OPENMP) && defined(OPENBLAS_VERSION)
+    if (c->omp_blas && !omp_in_parallel()) {
+        /* OpenBLAS's OpenMP build sizes a call by the calling thread's omp_get_max_threads(), an
+           OpenMP per-thread setting (openblas_set_num_threads changes it only on the thread that
+           calls it): pin it to the context's count for the call, so a context uses the threads it
+           was given and computes the same bits on whatever thread runs it. */
+        const int prev = omp_get_max_threads(), want = c->opt.blas_threads > 0 ? c->opt.blas_threads : c->nt;
+        if (prev != want) omp_set_num_threads(want);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (prev != want) omp_set_num_threads(prev);
+        return;
+    }
+#endif
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
@@ -3599,7 +3625,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     int pm, pn, t, best = 0;
     double cost = 0;
     if (!c->split || c->nt <= 1 || (double)M * N * K < 4e6) {
-        sam3__sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     /* pick pm x pn = nt (pm a divisor) making tiles closest to square, which minimises the
@@ -3618,7 +3644,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         }
     }
     if (!best) {
-        sam3__sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     pm = best;
@@ -3630,7 +3656,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         int n0 = (int)((int64_t)N * j / pn), n1 = (int)((int64_t)N * (j + 1) / pn);
         const float *a = ta ? A + m0 : A + (size_t)m0 * lda;
         const float *b = tb ? B + (size_t)n0 * ldb : B + n0;
-        sam3__sgemm(ta, tb, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta, C + (size_t)m0 * ldc + n0, ldc);
+        sam3__sgemm(c, ta, tb, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta, C + (size_t)m0 * ldc + n0, ldc);
     }
 }
 
@@ -3664,6 +3690,7 @@ static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, f
 }
 static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d, const sam3__norm *w, float eps) {
     int i;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < n; i++) sam3__ln_row(x + (size_t)i * d, y + (size_t)i * d, d, w, eps);
 }
@@ -3672,10 +3699,12 @@ static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d,
    the exponent bits. Within 2 ulp of expf, and branch-free so the loops calling it vectorize
    (libm's expf and erff do not, and the model takes ~4.4 G exps and ~0.8 G erfs per image). */
 static float sam3__fexp(float x) {
-    float n, r, p, s;
+    float n, r, p, s, z;
     uint32_t bits;
     x = x < -87.33654f ? -87.33654f : x;
     x = x > 88.72283f ? 88.72283f : x;
+    z = x - x;             /* 0, or NaN for a NaN x: added to the result, so NaN stays NaN */
+    x = x == x ? x : 0.0f; /* and the int conversion below never sees a NaN (undefined behaviour) */
     n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln2), 1.5*2^23 trick */
     r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
@@ -3688,7 +3717,7 @@ static float sam3__fexp(float x) {
     p = p * r * r + r + 1.0f;
     bits = (uint32_t)((int32_t)n + 127) << 23;
     memcpy(&s, &bits, sizeof(s));
-    return p * s;
+    return p * s + z;
 }
 /* erf(x) by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), branch-free. */
 static float sam3__ferf(float x) {
@@ -3701,16 +3730,19 @@ static float sam3__ferf(float x) {
 /* Exact (erf) GELU, in place. */
 static void sam3__gelu(sam3_ctx *c, float *x, size_t n) {
     ptrdiff_t i;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)n; i++) x[i] = 0.5f * x[i] * (1.0f + sam3__ferf(x[i] * 0.70710678118654752f));
 }
 static void sam3__relu(sam3_ctx *c, float *x, size_t n) {
     ptrdiff_t i;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)n; i++) x[i] = x[i] > 0 ? x[i] : 0;
 }
 static void sam3__vadd(sam3_ctx *c, float *y, const float *x, size_t n) {
     ptrdiff_t i;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)n; i++) y[i] += x[i];
 }
@@ -3736,11 +3768,8 @@ static void sam3__softmax_row(float *r, int n) {
    the per-block calls spent more time packing K and V than multiplying (small head dims). */
 #define SAM3__FAST_ATTENTION 1
 typedef float sam3__v16 __attribute__((vector_size(64)));
-static sam3__v16 sam3__v16_load(const float *p) {
-    sam3__v16 v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
+/* through a pointer: a 64-byte vector returned by value is an ABI warning (-Wpsabi) without AVX-512 */
+static void sam3__v16_load(sam3__v16 *v, const float *p) { memcpy(v, p, sizeof(*v)); }
 /* s (nr, nk) = scale * q (nr, hd; stride ldq) . kt (hd, nk), nr <= 4 */
 static void sam3__qk_rows(const float *q, int ldq, int nr, const float *kt, int nk, int hd, float scale, float *s) {
     int j, d, r;
@@ -3749,7 +3778,9 @@ static void sam3__qk_rows(const float *q, int ldq, int nr, const float *kt, int 
         sam3__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
         for (d = 0; d < hd; d++) {
             const float *kr = kt + (size_t)d * nk + j;
-            sam3__v16 k0 = sam3__v16_load(kr), k1 = sam3__v16_load(kr + 16);
+            sam3__v16 k0, k1;
+            sam3__v16_load(&k0, kr);
+            sam3__v16_load(&k1, kr + 16);
             for (r = 0; r < 4; r++) b[r] = r < nr ? q[(size_t)r * ldq + d] : 0.0f;
             a0 += b[0] * k0; c0 += b[0] * k1;
             a1 += b[1] * k0; c1 += b[1] * k1;
@@ -3775,7 +3806,8 @@ static void sam3__pv_rows(const float *p, int nk, int nr, const float *v, int ld
     for (c0 = 0; c0 + 16 <= hd; c0 += 16) {
         sam3__v16 a[4] = {{0}, {0}, {0}, {0}};
         for (j = 0; j < nk; j++) {
-            sam3__v16 vv = sam3__v16_load(v + (size_t)j * ldv + c0);
+            sam3__v16 vv;
+            sam3__v16_load(&vv, v + (size_t)j * ldv + c0);
             for (r = 0; r < 4; r++) a[r] += (r < nr ? p[(size_t)r * nk + j] : 0.0f) * vv;
         }
         for (r = 0; r < nr; r++) {
@@ -3896,7 +3928,7 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
 #else
         float *s = sbuf;
 #endif
-        sam3__sgemm(0, 1, nr, nk, hd, scale, q + (size_t)r0 * ldq + h * hd, ldq, k + h * hd, ldk, 0.0f, s, nk);
+        sam3__sgemm(c, 0, 1, nr, nk, hd, scale, q + (size_t)r0 * ldq + h * hd, ldq, k + h * hd, ldk, 0.0f, s, nk);
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if(!split))
         for (i = 0; i < nr; i++) {
             float *row = s + (size_t)i * nk;
@@ -3921,7 +3953,7 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
                 sam3__softmax_row(row, nk);
             }
         }
-        sam3__sgemm(0, 0, nr, hd, nk, 1.0f, s, nk, v + h * hd, ldv, 0.0f, out + (size_t)r0 * ldo + h * hd, ldo);
+        sam3__sgemm(c, 0, 0, nr, hd, nk, 1.0f, s, nk, v + h * hd, ldv, 0.0f, out + (size_t)r0 * ldo + h * hd, ldo);
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -4035,6 +4067,7 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
 /* GroupNorm(groups) over (C, HW) with biased variance, then per-channel affine; in place. */
 static void sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const sam3__norm *w, float eps) {
     int g, cg = C / groups;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (g = 0; g < groups; g++) {
         float *p = x + (size_t)g * cg * hw;
@@ -4140,6 +4173,7 @@ static sam3_result sam3__mlp3(sam3_ctx *c, const float *x, int n, int in, const 
 /* LayerNorm2d (channels_first): normalise each pixel of a (C, hw) map over its C channels. */
 static void sam3__layernorm2d(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps) {
     ptrdiff_t p;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (p = 0; p < (ptrdiff_t)hw; p++) {
         double mu = 0, var = 0;
@@ -4273,6 +4307,7 @@ static sam3_result sam3__aa_resize_f32(sam3_ctx *c, const float *in, int ih, int
    as PIL's convert("RGB") does. */
 static void sam3__to_planar_rgb(sam3_ctx *c, const uint8_t *px, int w, int h, int stride, int bpp, unsigned char *out) {
     int y;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (y = 0; y < h; y++) {
         const uint8_t *row = px + (size_t)y * stride;
@@ -4382,6 +4417,7 @@ static void sam3__rope_table(const sam3__vit_cfg *v, int end, float scale, float
    (pos0 + i) % period. */
 static void sam3__rope_apply(sam3_ctx *c, float *q, float *k, int n, int C, int hd, const float *tab, int period) {
     int i;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < n; i++) {
         const float *cs = tab + (size_t)(i % period) * hd;
@@ -4599,6 +4635,7 @@ static sam3_result sam3__vision_neck(sam3_ctx *c) {
 static void sam3__sam1_relpos(sam3_ctx *c, const float *q, int ldq, int S, int nh, int hd, const float *th, const float *tw, float *relh,
                               float *relw) {
     int t;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < S * S; t++) {
         int y = t / S, x = t % S, h, k, d;
@@ -4778,6 +4815,7 @@ static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n,
     }
     for (l = 0; l < m->text.layers; l++) {
         const sam3__clip_layer_w *w = &m->text_w.layers[l];
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the text encoder (layer %d)", l);
         sam3__layernorm(c, x, h, n, T, &w->ln1, m->text.ln_eps);
         if ((rc = sam3__mha(c, &w->attn, h, h, h, n, n, T, m->text.heads, NULL, 1, y)) != SAM3_OK) return rc;
         sam3__vadd(c, x, y, (size_t)n * T);
@@ -4792,6 +4830,24 @@ static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n,
 }
 
 /* ==== sam3: geometry encoder (Sam3GeometryEncoder) ==== */
+/* The sample indices i in [0, n) of one bin whose coordinate base + (i + 0.5) * step / n can fall in
+   [-1, size]: every other sample is skipped by roi_align's bounds test anyway, so iterating only
+   these gives the same sums (the exact test stays in the loop; the range is widened by more than
+   float rounding can move a sample). Without it an absurd box costs its whole 4096 x 4096 grid per
+   bin (~1 s a box, ~1 min for SAM3_MAX_BOXES of them). */
+static void sam3__roi_range(float base, float step, int n, int size, int *i0, int *i1) {
+    double d = (double)step / n, slack, lo, hi;
+    slack = 2.0 + ((double)fabsf(base) + (double)fabsf(step) + size + 1.0) * 1e-6 / d;
+    lo = (-1.0 - (double)base) / d - 0.5 - slack;
+    hi = ((double)size - (double)base) / d - 0.5 + slack + 1.0;
+    if (!(lo == lo && hi == hi)) { /* NaN base or step: no sample passes the bounds test */
+        *i0 = *i1 = 0;
+        return;
+    }
+    *i0 = lo <= 0 ? 0 : lo >= n ? n : (int)lo;
+    *i1 = hi <= 0 ? 0 : hi >= n ? n : (int)hi;
+}
+
 /* torchvision.ops.roi_align(feat, box, out, spatial_scale=1, sampling_ratio=-1, aligned=False) on a
    token-major map f (H*W, D) for one box already in feature pixels: out (D, r, r) channel-major.
    Adaptive sampling grid ceil(roi/r) per bin; samples outside [-1, size] count as zeros. */
@@ -4803,20 +4859,22 @@ static void sam3__roi_align(const float *f, int H, int W, int D, const float box
     if (!(roi_h > 1.0f)) roi_h = 1.0f;
     bin_w = roi_w / (float)r;
     bin_h = roi_h / (float)r;
-    gw = (int)ceilf(roi_w / (float)r);
-    gh = (int)ceilf(roi_h / (float)r);
+    /* absurd boxes (1e30 px, or inf after normalising) stay bounded; sampling is then coarse.
+       Clamped in float: converting an out-of-range float to int is undefined behaviour. */
+    gw = ceilf(roi_w / (float)r) < 4096.0f ? (int)ceilf(roi_w / (float)r) : 4096;
+    gh = ceilf(roi_h / (float)r) < 4096.0f ? (int)ceilf(roi_h / (float)r) : 4096;
     if (gw < 1) gw = 1;
     if (gh < 1) gh = 1;
-    if (gw > 4096) gw = 4096; /* absurd boxes (1e30 px) stay bounded; sampling is then coarse */
-    if (gh > 4096) gh = 4096;
     cnt = (float)SAM3__MAX(gw * gh, 1);
     memset(out, 0, sizeof(float) * (size_t)D * r * r);
     for (ph = 0; ph < r; ph++)
         for (pw = 0; pw < r; pw++) {
-            int iy, ix;
-            for (iy = 0; iy < gh; iy++) {
+            int iy, ix, iy0, iy1, ix0, ix1;
+            sam3__roi_range(y1 + (float)ph * bin_h, bin_h, gh, H, &iy0, &iy1);
+            sam3__roi_range(x1 + (float)pw * bin_w, bin_w, gw, W, &ix0, &ix1);
+            for (iy = iy0; iy < iy1; iy++) {
                 float y = y1 + (float)ph * bin_h + ((float)iy + 0.5f) * bin_h / (float)gh;
-                for (ix = 0; ix < gw; ix++) {
+                for (ix = ix0; ix < ix1; ix++) {
                     float x = x1 + (float)pw * bin_w + ((float)ix + 0.5f) * bin_w / (float)gw;
                     float yy = y, xx = x, ly, lx, hy, hx;
                     int y0, x0, y1i, x1i;
@@ -5138,6 +5196,7 @@ static sam3_result sam3__dot_product_scoring(sam3_ctx *c, const float *queries, 
 static void sam3__nearest_add(sam3_ctx *c, const float *x, int C, int ih, int iw, float *y, int oh, int ow) {
     int ch;
     const float sy = (float)ih / (float)oh, sx = (float)iw / (float)ow;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (ch = 0; ch < C; ch++) {
         int r, q;
@@ -5218,6 +5277,7 @@ static long sam3__resize_threshold(sam3_ctx *c, const float *p, int ih, int iw, 
                                    float thr, uint8_t *mask) {
     long area = 0;
     int r;
+    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) reduction(+:area))
     for (r = 0; r < oh; r++) {
         const float *a = p + (size_t)ty[r].i0 * iw, *b = p + (size_t)ty[r].i1 * iw;
@@ -5252,6 +5312,7 @@ static sam3_result sam3__tracker_features(sam3_ctx *c) {
     if (c->trk_ready) return SAM3_OK;
     if (!l0 || !l1) return SAM3_ERR_OUT_OF_MEMORY;
     if ((rc = sam3__fpn_layer(c, &w->fpn[0], t->scale_x2[0], t->side[0], c->vit_out, l0)) != SAM3_OK) return rc;
+    if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the interactive neck");
     if ((rc = sam3__fpn_layer(c, &w->fpn[1], t->scale_x2[1], t->side[1], c->vit_out, l1)) != SAM3_OK) return rc;
     if ((rc = sam3__fpn_layer(c, &w->fpn[2], t->scale_x2[2], t->side[2], c->vit_out, c->trk_e)) != SAM3_OK) return rc;
     sam3__tap(c, "trk.fpn.0", l0, 3, D, 4 * g, 4 * g);
@@ -5526,6 +5587,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     /* OpenBLAS's OpenMP build runs single-threaded inside our parallel regions; its pthread build
        does when limited to one thread */
     c->split = openblas_get_parallel() == 2 || openblas_get_num_threads() == 1;
+    c->omp_blas = openblas_get_parallel() == 2;
 #else
     c->split = c->opt.blas_threads == 1;
 #endif
@@ -5957,6 +6019,7 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     t0 = sam3__now_ms();
     if (!c->trk_ready && (rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
     c->t.interactive_neck = sam3__now_ms() - t0;
+    if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before the mask decoder"));
     t0 = sam3__now_ms();
     nm = t->n_mask_tokens;
     lp = (size_t)16 * g * g;

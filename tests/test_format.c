@@ -189,6 +189,55 @@ static void run(const char *path) {
     e = config_entry(&b, "vision.global_attn_indexes");
     blob_free(&b);
     if (e) CASE("array past the string table", wr64(b.p + e + 56, (uint64_t)1 << 50), SAM3_ERR_CORRUPT_FILE, "outside the string table");
+    /* Found by the fuzzer (tests/fuzz_load.c); each once undefined behaviour or an out-of-bounds
+       read, now a clean error. Float config values that reach an int conversion: */
+    if (e) {
+        uint64_t ai = rd64(orig + HDR_ST) + rd64(orig + e + 56);
+        if (rd32(orig + e + 48) == 4) /* i64 array: rewrite its first entry as a fraction */
+            CASE("global_attn_indexes entry 1.5", (wr32(b.p + e + 48, 5), wr64(b.p + ai, 0x3FF8000000000000ull)), SAM3_ERR_CORRUPT_FILE,
+                 "global_attn_indexes");
+    }
+    b = copy_of(orig, size);
+    e = config_entry(&b, "neck.scale_factors");
+    blob_free(&b);
+    if (e && rd32(orig + e + 48) == 5) {
+        uint64_t ai = rd64(orig + HDR_ST) + rd64(orig + e + 56);
+        CASE("neck.scale_factors entry NaN", wr64(b.p + ai, 0x7FF8000000000000ull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+        CASE("neck.scale_factors entry 1e300", wr64(b.p + ai, 0x7E37E43C8800759Cull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+        CASE("neck.scale_factors entry -inf", wr64(b.p + ai, 0xFFF0000000000000ull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+        CASE("neck.scale_factors entry 4.2", wr64(b.p + ai, 0x4010CCCCCCCCCCCDull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+    }
+    b = copy_of(orig, size);
+    e = config_entry(&b, "tracker.neck.scale_factors");
+    blob_free(&b);
+    if (e && rd32(orig + e + 48) == 5) {
+        uint64_t ai = rd64(orig + HDR_ST) + rd64(orig + e + 56);
+        CASE("tracker.neck.scale_factors entry NaN", wr64(b.p + ai, 0x7FF8000000000000ull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+        CASE("tracker.neck.scale_factors entry 1e300", wr64(b.p + ai, 0x7E37E43C8800759Cull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+        CASE("tracker.neck.scale_factors entry 4.2", wr64(b.p + ai, 0x4010CCCCCCCCCCCDull), SAM3_ERR_UNSUPPORTED, "scale_factors");
+    }
+    /* tokenizer tables: an offset in the middle pointing far past the byte table (token 0 would
+       be hashed over 2 GB before token 1's decreasing offsets were seen) */
+    b = copy_of(orig, size);
+    e = tensor_entry(&b, "tokenizer.vocab.offsets");
+    blob_free(&b);
+    if (e) {
+        uint64_t d = rd64(orig + e + 48);
+        CASE("tokenizer offset past the byte table", wr32(b.p + d + 4, 0x7FFFFFF0u), SAM3_ERR_CORRUPT_FILE, "tokenizer");
+        CASE("tokenizer offsets[1] = n_bytes + 1", wr32(b.p + d + 4, (uint32_t)rd32(orig + d + 4 * rd64(orig + e + 16) - 4) + 1),
+             SAM3_ERR_CORRUPT_FILE, "tokenizer");
+        CASE("tokenizer offset negative", wr32(b.p + d + 8, 0xFFFFFFF0u), SAM3_ERR_CORRUPT_FILE, "tokenizer");
+    }
+    b = copy_of(orig, size);
+    e = tensor_entry(&b, "tokenizer.merges");
+    blob_free(&b);
+    if (e && rd64(orig + e + 16) > 0) {
+        uint64_t d = rd64(orig + e + 48);
+        CASE("tokenizer merge id past the vocab", wr32(b.p + d, 0x7FFFFFFFu), SAM3_ERR_CORRUPT_FILE, "merge");
+        CASE("tokenizer merge id -1", wr32(b.p + d + 8, 0xFFFFFFFFu), SAM3_ERR_CORRUPT_FILE, "merge");
+    }
+    CASE("no tensors at all", wr32(b.p + HDR_N_T, 0), SAM3_ERR_MISSING_TENSOR, "missing");
+    CASE("no config entries", wr32(b.p + HDR_N_CFG, 0), SAM3_ERR_CORRUPT_FILE, "arch");
     {
         /* a borrowed blob must be 4-byte aligned to use its floats in place */
         unsigned char *raw = (unsigned char *)malloc(size + 8);

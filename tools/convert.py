@@ -950,7 +950,7 @@ def read_safetensors(path):
         b, end = offs
         if not 0 <= b <= end <= data_len:
             fail(f"{label}: tensor {name}: data_offsets {offs} lie outside the {data_len} data bytes")
-        need = int(np.prod(shape, dtype=np.int64)) * ST_DTYPES[dt][1]
+        need = math.prod(shape) * ST_DTYPES[dt][1]  # Python ints: a hostile shape cannot overflow
         if end - b != need:
             fail(f"{label}: tensor {name}: data_offsets {offs} span {end - b} bytes but "
                  f"{dt} {shape} needs {need}")
