@@ -476,6 +476,24 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt 
 #define SAM3__ALIGN 64
 #define SAM3__PI 3.14159265358979323846
 
+/* The fast exp/erf must inline into the loops calling them, or those loops do not vectorize
+   (GCC left sam3__fexp out of line: a third of the attention time). */
+#if defined(__GNUC__) || defined(__clang__)
+#define SAM3__INLINE __attribute__((always_inline)) inline
+#elif defined(_MSC_VER)
+#define SAM3__INLINE __forceinline
+#else
+#define SAM3__INLINE inline
+#endif
+/* ISO modes (-std=c99) turn GCC's floating-point contraction off, so a += b * c in the attention
+   kernels would be a multiply and an add instead of one FMA (clang contracts within an expression
+   by default). Only for leaf kernels: GCC does not inline across differing optimize options. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SAM3__CONTRACT __attribute__((optimize("fp-contract=fast")))
+#else
+#define SAM3__CONTRACT
+#endif
+
 /* OpenMP pragmas through one macro, so the code compiles to plain loops without -fopenmp. */
 #ifdef _OPENMP
 #define SAM3__STR_(x) #x
@@ -3698,7 +3716,7 @@ static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d,
 /* exp(x), Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, 2^n from
    the exponent bits. Within 2 ulp of expf, and branch-free so the loops calling it vectorize
    (libm's expf and erff do not, and the model takes ~4.4 G exps and ~0.8 G erfs per image). */
-static float sam3__fexp(float x) {
+static SAM3__INLINE float sam3__fexp(float x) {
     float n, r, p, s, z;
     uint32_t bits;
     x = x < -87.33654f ? -87.33654f : x;
@@ -3720,7 +3738,7 @@ static float sam3__fexp(float x) {
     return p * s + z;
 }
 /* erf(x) by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), branch-free. */
-static float sam3__ferf(float x) {
+static SAM3__INLINE float sam3__ferf(float x) {
     float ax = x < 0 ? -x : x, t = 1.0f / (1.0f + 0.3275911f * ax), y;
     y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
     y = 1.0f - y * sam3__fexp(-ax * ax);
@@ -3761,69 +3779,96 @@ static void sam3__softmax_row(float *r, int n) {
 }
 
 #if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
-/* Attention without BLAS: per (head, block of rows) task, scores for 4 query rows at a time from
-   a pre-transposed K (register tiles of 4 rows x 32 keys, one pass over the head dim), softmax
-   without the normalising pass, then P.V for the same 4 rows (tiles of 4 rows x 16 dims), scaled
-   by 1/sum at the end. Nothing is packed per call and the score rows stay in cache; with OpenBLAS
-   the per-block calls spent more time packing K and V than multiplying (small head dims). */
+/* Attention without BLAS. Per (head, block of query rows) task: scores for MR query rows at a
+   time from a once-transposed, zero-padded K (register tiles of MR rows x 2 vectors of keys, one
+   pass over the head dim), softmax without the normalising pass, then P.V for the same rows
+   (tiles of MR rows x 2 vectors of the head dim), scaled by 1/sum at the end. Nothing is packed
+   per call but the MR query rows, and the score rows stay in cache. Per-block BLAS calls spend
+   their time packing K and V for head dims of 16..64 and reached ~78 GFLOP/s on 2 Zen 4 cores;
+   this reaches ~2x that (.dev-free check: SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
 #define SAM3__FAST_ATTENTION 1
-typedef float sam3__v16 __attribute__((vector_size(64)));
+#if defined(__AVX512F__)
+#define SAM3__VW 16 /* floats per vector */
+#define SAM3__MR 8  /* query rows per register tile: MR x 2 accumulators + 3 live = 19 of 32 registers */
+#else
+#define SAM3__VW 8
+#define SAM3__MR 4  /* 8 + 3 of 16 registers */
+#endif
+typedef float sam3__vf __attribute__((vector_size(SAM3__VW * sizeof(float))));
 /* through a pointer: a 64-byte vector returned by value is an ABI warning (-Wpsabi) without AVX-512 */
-static void sam3__v16_load(sam3__v16 *v, const float *p) { memcpy(v, p, sizeof(*v)); }
-/* s (nr, nk) = scale * q (nr, hd; stride ldq) . kt (hd, nk), nr <= 4 */
-static void sam3__qk_rows(const float *q, int ldq, int nr, const float *kt, int nk, int hd, float scale, float *s) {
+static void sam3__vf_load(sam3__vf *v, const float *p) { memcpy(v, p, sizeof(*v)); }
+static const sam3__vf sam3__vf_zero = {0};
+/* s (MR, nkp) = scale * q . kt, where qp (hd, MR) holds the MR query rows transposed (zeros for
+   missing rows) and kt (hd, nkp) the keys, nkp a multiple of 2 VW. */
+static SAM3__CONTRACT void sam3__qk_tile(const float *qp, const float *kt, int nkp, int hd, float scale, float *s) {
     int j, d, r;
-    float b[4];
-    for (j = 0; j + 32 <= nk; j += 32) {
-        sam3__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+    for (j = 0; j < nkp; j += 2 * SAM3__VW) {
+        sam3__vf a[SAM3__MR][2];
+        for (r = 0; r < SAM3__MR; r++) a[r][0] = a[r][1] = sam3__vf_zero;
         for (d = 0; d < hd; d++) {
-            const float *kr = kt + (size_t)d * nk + j;
-            sam3__v16 k0, k1;
-            sam3__v16_load(&k0, kr);
-            sam3__v16_load(&k1, kr + 16);
-            for (r = 0; r < 4; r++) b[r] = r < nr ? q[(size_t)r * ldq + d] : 0.0f;
-            a0 += b[0] * k0; c0 += b[0] * k1;
-            a1 += b[1] * k0; c1 += b[1] * k1;
-            a2 += b[2] * k0; c2 += b[2] * k1;
-            a3 += b[3] * k0; c3 += b[3] * k1;
+            const float *kr = kt + (size_t)d * nkp + j, *qd = qp + (size_t)d * SAM3__MR;
+            sam3__vf k0, k1;
+            sam3__vf_load(&k0, kr);
+            sam3__vf_load(&k1, kr + SAM3__VW);
+            for (r = 0; r < SAM3__MR; r++) {
+                a[r][0] += qd[r] * k0;
+                a[r][1] += qd[r] * k1;
+            }
         }
-        a0 *= scale; c0 *= scale; a1 *= scale; c1 *= scale; a2 *= scale; c2 *= scale; a3 *= scale; c3 *= scale;
-        memcpy(s + j, &a0, 64); memcpy(s + j + 16, &c0, 64);
-        if (nr > 1) { memcpy(s + (size_t)nk + j, &a1, 64); memcpy(s + (size_t)nk + j + 16, &c1, 64); }
-        if (nr > 2) { memcpy(s + 2 * (size_t)nk + j, &a2, 64); memcpy(s + 2 * (size_t)nk + j + 16, &c2, 64); }
-        if (nr > 3) { memcpy(s + 3 * (size_t)nk + j, &a3, 64); memcpy(s + 3 * (size_t)nk + j + 16, &c3, 64); }
+        for (r = 0; r < SAM3__MR; r++) {
+            a[r][0] *= scale;
+            a[r][1] *= scale;
+            memcpy(s + (size_t)r * nkp + j, &a[r][0], sizeof(sam3__vf));
+            memcpy(s + (size_t)r * nkp + j + SAM3__VW, &a[r][1], sizeof(sam3__vf));
+        }
     }
-    for (; j < nk; j++)
-        for (r = 0; r < nr; r++) {
-            float acc = 0;
-            for (d = 0; d < hd; d++) acc += q[(size_t)r * ldq + d] * kt[(size_t)d * nk + j];
-            s[(size_t)r * nk + j] = acc * scale;
-        }
 }
-/* o (nr, hd; stride ldo) = p (nr, nk) . v (nk, hd; stride ldv), row r scaled by inv[r], nr <= 4 */
-static void sam3__pv_rows(const float *p, int nk, int nr, const float *v, int ldv, int hd, const float *inv, float *o, int ldo) {
-    int c0, j, r, d;
-    for (c0 = 0; c0 + 16 <= hd; c0 += 16) {
-        sam3__v16 a[4] = {{0}, {0}, {0}, {0}};
+/* o (nr, hd; stride ldo) = p (MR, ps) . v (nk, hd; stride ldv) over the first nk columns of p,
+   row r scaled by inv[r]; rows of p past nr are finite (zeros or a real row) and not stored. */
+static SAM3__CONTRACT void sam3__pv_tile(const float *p, int ps, int nk, int nr, const float *v, int ldv, int hd, const float *inv, float *o, int ldo) {
+    int c0 = 0, j, r, d;
+    for (; c0 + 2 * SAM3__VW <= hd; c0 += 2 * SAM3__VW) {
+        sam3__vf a[SAM3__MR][2];
+        for (r = 0; r < SAM3__MR; r++) a[r][0] = a[r][1] = sam3__vf_zero;
         for (j = 0; j < nk; j++) {
-            sam3__v16 vv;
-            sam3__v16_load(&vv, v + (size_t)j * ldv + c0);
-            for (r = 0; r < 4; r++) a[r] += (r < nr ? p[(size_t)r * nk + j] : 0.0f) * vv;
+            sam3__vf v0, v1;
+            sam3__vf_load(&v0, v + (size_t)j * ldv + c0);
+            sam3__vf_load(&v1, v + (size_t)j * ldv + c0 + SAM3__VW);
+            for (r = 0; r < SAM3__MR; r++) {
+                const float pr = p[(size_t)r * ps + j];
+                a[r][0] += pr * v0;
+                a[r][1] += pr * v1;
+            }
+        }
+        for (r = 0; r < nr; r++) {
+            a[r][0] *= inv[r];
+            a[r][1] *= inv[r];
+            memcpy(o + (size_t)r * ldo + c0, &a[r][0], sizeof(sam3__vf));
+            memcpy(o + (size_t)r * ldo + c0 + SAM3__VW, &a[r][1], sizeof(sam3__vf));
+        }
+    }
+    for (; c0 + SAM3__VW <= hd; c0 += SAM3__VW) {
+        sam3__vf a[SAM3__MR];
+        for (r = 0; r < SAM3__MR; r++) a[r] = sam3__vf_zero;
+        for (j = 0; j < nk; j++) {
+            sam3__vf v0;
+            sam3__vf_load(&v0, v + (size_t)j * ldv + c0);
+            for (r = 0; r < SAM3__MR; r++) a[r] += p[(size_t)r * ps + j] * v0;
         }
         for (r = 0; r < nr; r++) {
             a[r] *= inv[r];
-            memcpy(o + (size_t)r * ldo + c0, &a[r], 64);
+            memcpy(o + (size_t)r * ldo + c0, &a[r], sizeof(sam3__vf));
         }
     }
     for (d = c0; d < hd; d++)
         for (r = 0; r < nr; r++) {
             float acc = 0;
-            for (j = 0; j < nk; j++) acc += p[(size_t)r * nk + j] * v[(size_t)j * ldv + d];
+            for (j = 0; j < nk; j++) acc += p[(size_t)r * ps + j] * v[(size_t)j * ldv + d];
             o[(size_t)r * ldo + d] = acc * inv[r];
         }
 }
 /* Softmax of a row without the final division; returns 1/sum. */
-static float sam3__softmax_unnorm(float *r, int n) {
+static SAM3__CONTRACT float sam3__softmax_unnorm(float *r, int n) {
     float mx = -FLT_MAX, sum = 0;
     int j;
     SAM3__OMP(simd reduction(max:mx))
@@ -3840,35 +3885,49 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
                                         const float *relw, int rel_s) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
-    const int rows = 32, nblk = (nq + rows - 1) / rows;
-    float *kt = sam3__sallocf(c, (size_t)nh * hd * nk);     /* (nh, hd, nk) keys transposed per head */
-    float *sbuf = sam3__sallocf(c, (size_t)c->nt * 4 * nk); /* (threads, 4, nk) score rows */
+    const int rows = 4 * SAM3__MR, nblk = (nq + rows - 1) / rows;
+    const int nkp = (nk + 2 * SAM3__VW - 1) / (2 * SAM3__VW) * (2 * SAM3__VW);
+    const size_t per_thr = (size_t)SAM3__MR * nkp + (size_t)hd * SAM3__MR;
+    float *kt = sam3__sallocf(c, (size_t)nh * hd * nkp); /* (nh, hd, nkp) keys transposed per head, zero-padded */
+    float *vp = sam3__sallocf(c, (size_t)nh * nk * hd);  /* (nh, nk, hd) values per head, contiguous */
+    float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr); /* per thread: (MR, nkp) scores, (hd, MR) query tile */
     int task, h;
-    if (!kt || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    /* both copies cost O(nk hd) against O(nq nk hd) of work; a strided V (rows 1-4 KB apart) made
+       the P.V loop wait on the TLB */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (h = 0; h < nh * hd; h++) {
         const float *src = k + (h / hd) * hd + h % hd;
-        float *dst = kt + (size_t)h * nk;
+        float *dst = kt + (size_t)h * nkp;
         int j;
         for (j = 0; j < nk; j++) dst[j] = src[(size_t)j * ldk];
+        for (; j < nkp; j++) dst[j] = 0;
+    }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (h = 0; h < nh; h++) {
+        int j;
+        for (j = 0; j < nk; j++) memcpy(vp + ((size_t)h * nk + j) * hd, v + (size_t)j * ldv + (size_t)h * hd, (size_t)hd * sizeof(float));
     }
     /* head-major tasks: threads working at the same time share one head's K and V in cache */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
     for (task = 0; task < nh * nblk; task++) {
         const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
 #ifdef _OPENMP
-        float *s = sbuf + (size_t)omp_get_thread_num() * 4 * nk;
+        float *s = sbuf + (size_t)omp_get_thread_num() * per_thr;
 #else
         float *s = sbuf;
 #endif
+        float *qp = s + (size_t)SAM3__MR * nkp;
         int i0;
-        for (i0 = r0; i0 < r1; i0 += 4) {
-            const int nr = SAM3__MIN(4, r1 - i0);
-            float inv[4];
-            int r;
-            sam3__qk_rows(q + (size_t)i0 * ldq + (size_t)hh * hd, ldq, nr, kt + (size_t)hh * hd * nk, nk, hd, scale, s);
+        for (i0 = r0; i0 < r1; i0 += SAM3__MR) {
+            const int nr = SAM3__MIN(SAM3__MR, r1 - i0);
+            float inv[SAM3__MR];
+            int r, d;
+            for (d = 0; d < hd; d++)
+                for (r = 0; r < SAM3__MR; r++) qp[(size_t)d * SAM3__MR + r] = r < nr ? q[(size_t)(i0 + r) * ldq + (size_t)hh * hd + d] : 0.0f;
+            sam3__qk_tile(qp, kt + (size_t)hh * hd * nkp, nkp, hd, scale, s);
             for (r = 0; r < nr; r++) {
-                float *row = s + (size_t)r * nk;
+                float *row = s + (size_t)r * nkp;
                 const size_t qi = (size_t)hh * nq + i0 + r;
                 int lim = nk;
                 if (bias) {
@@ -3886,7 +3945,8 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
                 inv[r] = sam3__softmax_unnorm(row, lim);
                 if (lim < nk) memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
             }
-            sam3__pv_rows(s, nk, nr, v + (size_t)hh * hd, ldv, hd, inv, out + (size_t)i0 * ldo + (size_t)hh * hd, ldo);
+            /* rows past nr hold the zero query's scores: finite, never stored */
+            sam3__pv_tile(s, nkp, nk, nr, vp + (size_t)hh * nk * hd, hd, hd, inv, out + (size_t)i0 * ldo + (size_t)hh * hd, ldo);
         }
     }
     sam3__release(c, mk);
