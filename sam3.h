@@ -4532,6 +4532,47 @@ static sam3_result sam3__vit_embeddings(sam3_ctx *c, const float *pix, float *x)
     return SAM3_OK;
 }
 
+/* Window partition fused with the block's first LayerNorm, shared by the SAM 3 and SAM 1 ViTs:
+   h gets window (wy, wx) row-major, tokens row-major inside each window, ws = g for a global
+   block (then the order is the grid's). The reference pads after the norm, so padded tokens are
+   zero rows. x (g*g, C) -> h (nwy*nwy*ws*ws, C). */
+static void sam3__window_layernorm(sam3_ctx *c, const float *x, int g, int ws, int C, const sam3__norm *ln, float eps, float *h) {
+    const int nwy = (g + ws - 1) / ws, wt = ws * ws, n = nwy * nwy * wt;
+    int u;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (u = 0; u < n; u++) {
+        int win = u / wt, t = u % wt;
+        int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
+        if (gy < g && gx < g) sam3__ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, ln, eps);
+        else memset(h + (size_t)u * C, 0, (size_t)C * sizeof(float));
+    }
+}
+/* The inverse: x (g*g, C) += the window-ordered rows of src, padding dropped. */
+static void sam3__window_add(sam3_ctx *c, float *x, const float *src, int g, int ws, int C) {
+    const int nwy = (g + ws - 1) / ws, wt = ws * ws, n = nwy * nwy * wt;
+    int u;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (u = 0; u < n; u++) {
+        int win = u / wt, t = u % wt, j;
+        int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
+        if (gy < g && gx < g) {
+            float *dst = x + ((size_t)gy * g + gx) * C;
+            const float *r = src + (size_t)u * C;
+            for (j = 0; j < C; j++) dst[j] += r[j];
+        }
+    }
+}
+/* The second half of a ViT block: x += fc2(GELU(fc1(LayerNorm(x)))). h (N, C) and mlp
+   (N, inter) are scratch. */
+static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const sam3__norm *ln, float eps, const sam3__lin *fc1,
+                          const sam3__lin *fc2, float *h, float *mlp) {
+    sam3__layernorm(c, x, h, N, C, ln, eps);
+    sam3__linear(c, h, N, C, fc1, inter, mlp);
+    sam3__gelu(c, mlp, (size_t)N * inter);
+    sam3__linear(c, mlp, N, inter, fc2, C, h);
+    sam3__vadd(c, x, h, (size_t)N * C);
+}
+
 /* Sam3ViTLayer: pre-norm block, windowed (with zero padding to a multiple of the window, padded
    tokens attending as ordinary keys, as the reference does) or global RoPE attention, then the
    exact-GELU MLP. x: (N, C) token-major, updated in place. */
@@ -4542,22 +4583,11 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     const int ws = v->window, nwy = (g + ws - 1) / ws, wt = ws * ws;
     const int global = v->is_global[li];
     const int n = global ? N : nwy * nwy * wt; /* tokens attended over, padding included */
-    int u, wi;
+    int wi;
     sam3_result rc;
 
-    if (global) {
-        sam3__layernorm(c, x, h, N, C, &w->ln1, v->ln_eps);
-    } else {
-        /* Window order: window (wy, wx) row-major, tokens row-major inside each window. The
-           reference pads after the norm, so padded tokens are zero rows (q, k, v = biases). */
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-        for (u = 0; u < n; u++) {
-            int win = u / wt, t = u % wt;
-            int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
-            if (gy < g && gx < g) sam3__ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, &w->ln1, v->ln_eps);
-            else memset(h + (size_t)u * C, 0, (size_t)C * sizeof(float));
-        }
-    }
+    /* padded tokens are zero rows after the norm: their q, k, v are the biases */
+    sam3__window_layernorm(c, x, g, global ? g : ws, C, &w->ln1, v->ln_eps, h);
     sam3__linear(c, h, n, C, &w->attn.q, C, q);
     sam3__linear(c, h, n, C, &w->attn.k, C, k);
     sam3__linear(c, h, n, C, &w->attn.v, C, vv);
@@ -4571,25 +4601,9 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         }
     }
     sam3__linear(c, h, n, C, &w->attn.o, C, q);
-    if (global) {
-        sam3__vadd(c, x, q, (size_t)N * C);
-    } else {
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-        for (u = 0; u < n; u++) {
-            int win = u / wt, t = u % wt, j;
-            int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
-            if (gy < g && gx < g) {
-                float *dst = x + ((size_t)gy * g + gx) * C;
-                const float *src = q + (size_t)u * C;
-                for (j = 0; j < C; j++) dst[j] += src[j];
-            }
-        }
-    }
-    sam3__layernorm(c, x, h, N, C, &w->ln2, v->ln_eps);
-    sam3__linear(c, h, N, C, &w->fc1, v->inter, mlp);
-    sam3__gelu(c, mlp, (size_t)N * v->inter);
-    sam3__linear(c, mlp, N, v->inter, &w->fc2, C, q);
-    sam3__vadd(c, x, q, (size_t)N * C);
+    if (global) sam3__vadd(c, x, q, (size_t)N * C);
+    else sam3__window_add(c, x, q, g, ws, C);
+    sam3__vit_mlp(c, x, N, C, v->inter, &w->ln2, v->ln_eps, &w->fc1, &w->fc2, h, mlp);
     return SAM3_OK;
 }
 
@@ -4732,17 +4746,11 @@ static sam3_result sam3__sam1_layer(sam3_ctx *c, int li, float *x, float *h, flo
     const int ws = global ? g : v->window, nwy = (g + ws - 1) / ws, wt = ws * ws, n = global ? N : nwy * nwy * wt;
     sam3__mark mk = sam3__mark_get(c);
     float *relh = NULL, *relw = NULL;
-    int u, wi;
+    int wi;
     sam3_result rc;
     if (v->use_rel && (!(relh = sam3__sallocf(c, (size_t)nh * wt * ws)) || !(relw = sam3__sallocf(c, (size_t)nh * wt * ws))))
         return SAM3_ERR_OUT_OF_MEMORY;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (u = 0; u < n; u++) {
-        int win = u / wt, t = u % wt;
-        int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
-        if (gy < g && gx < g) sam3__ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, &w->ln1, v->ln_eps);
-        else memset(h + (size_t)u * C, 0, (size_t)C * sizeof(float));
-    }
+    sam3__window_layernorm(c, x, g, ws, C, &w->ln1, v->ln_eps, h);
     sam3__linear(c, h, n, C, &w->qkv, 3 * C, qkv);
     for (wi = 0; wi < n / wt; wi++) {
         const float *q = qkv + (size_t)wi * wt * 3 * C;
@@ -4752,21 +4760,8 @@ static sam3_result sam3__sam1_layer(sam3_ctx *c, int li, float *x, float *h, flo
             return rc;
     }
     sam3__linear(c, a, n, C, &w->proj, C, h);
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (u = 0; u < n; u++) {
-        int win = u / wt, t = u % wt, j;
-        int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
-        if (gy < g && gx < g) {
-            float *dst = x + ((size_t)gy * g + gx) * C;
-            const float *src = h + (size_t)u * C;
-            for (j = 0; j < C; j++) dst[j] += src[j];
-        }
-    }
-    sam3__layernorm(c, x, h, N, C, &w->ln2, v->ln_eps);
-    sam3__linear(c, h, N, C, &w->fc1, v->mlp, mlp);
-    sam3__gelu(c, mlp, (size_t)N * v->mlp);
-    sam3__linear(c, mlp, N, v->mlp, &w->fc2, C, h);
-    sam3__vadd(c, x, h, (size_t)N * C);
+    sam3__window_add(c, x, h, g, ws, C);
+    sam3__vit_mlp(c, x, N, C, v->mlp, &w->ln2, v->ln_eps, &w->fc1, &w->fc2, h, mlp);
     sam3__release(c, mk);
     return SAM3_OK;
 }
