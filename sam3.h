@@ -3604,7 +3604,7 @@ static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, 
 #elif defined(SAM3_NO_BLAS)
     {
         int i;
-        SAM3__OMP(parallel for schedule(static))
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (i = 0; i < M; i++) {
             int j, k;
             for (j = 0; j < N; j++) {
