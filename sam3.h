@@ -3933,13 +3933,13 @@ static void sam3__softmax_row(float *r, int n) {
 }
 
 #if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
-/* Attention without BLAS. Per (head, block of query rows) task: scores for MR query rows at a
-   time from a once-transposed, zero-padded K (register tiles of MR rows x 2 vectors of keys, one
-   pass over the head dim), softmax without the normalising pass, then P.V for the same rows
-   (tiles of MR rows x 2 vectors of the head dim), scaled by 1/sum at the end. Nothing is packed
-   per call but the MR query rows, and the score rows stay in cache. Per-block BLAS calls spend
+/* Attention without BLAS. Per (head, block of 4 MR query rows) task: scores from K packed once
+   into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors of keys, one pass
+   over the head dim), softmax without the normalising pass, then P.V for the same rows (tiles of
+   MR rows x 2 vectors of the head dim, summed by blocks of keys), scaled by 1/sum at the end. Only
+   the query rows are packed per task, and the score rows stay in L2. Per-block BLAS calls spend
    their time packing K and V for head dims of 16..64 and reached ~78 GFLOP/s on 2 Zen 4 cores;
-   this reaches ~2x that (.dev-free check: SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
+   this reaches 2.5x that (SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
 #define SAM3__FAST_ATTENTION 1
 #if defined(__AVX512F__)
 #define SAM3__VW 16 /* floats per vector */
