@@ -4361,26 +4361,61 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
 }
 
 /* GroupNorm(groups) over (C, HW) with biased variance, then per-channel affine; in place. */
-static void sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const sam3__norm *w, float eps) {
-    int g, cg = C / groups;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (g = 0; g < groups; g++) {
-        float *p = x + (size_t)g * cg * hw;
-        size_t n = (size_t)cg * hw, i;
-        double mu = 0, var = 0;
-        int ch;
-        for (i = 0; i < n; i++) mu += p[i];
-        mu /= (double)n;
-        for (i = 0; i < n; i++) var += ((double)p[i] - mu) * ((double)p[i] - mu);
-        var /= (double)n;
-        for (ch = 0; ch < cg; ch++) {
-            float inv = (float)(1.0 / sqrt(var + eps)), fmu = (float)mu;
-            float a = w->w[g * cg + ch], b = w->b[g * cg + ch];
-            float *q = p + (size_t)ch * hw;
-            for (i = 0; i < hw; i++) q[i] = (q[i] - fmu) * inv * a + b;
+/* GroupNorm over x (C, hw) channel-major, in place, then ReLU when relu is set (the pixel
+   decoder always follows it with one). Statistics in double from (group, block) partial sums, so
+   all threads share the work: one task per group kept 8 of 16 threads busy, each adding 2.7 M
+   values one after another. */
+static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const sam3__norm *w, float eps, int relu) {
+    const int cg = C / groups;
+    const size_t n = (size_t)cg * hw, BL = 16384, nbk = (n + BL - 1) / BL, nbh = (hw + BL - 1) / BL;
+    sam3__mark mk = sam3__mark_get(c);
+    double *part = (double *)sam3__salloc(c, (size_t)groups * nbk * sizeof(double)); /* (groups, nbk) partial sums */
+    double *mu = (double *)sam3__salloc(c, (size_t)groups * 2 * sizeof(double));    /* (groups) means, (groups) 1/std */
+    ptrdiff_t t;
+    int g, pass;
+    if (!part || !mu) return SAM3_ERR_OUT_OF_MEMORY;
+    for (pass = 0; pass < 2; pass++) { /* sums, then squared deviations from the mean */
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (t = 0; t < (ptrdiff_t)(groups * nbk); t++) {
+            const size_t gi = (size_t)t / nbk, i0 = (size_t)t % nbk * BL, i1 = SAM3__MIN(n, i0 + BL);
+            const float *p = x + gi * n;
+            const double m = pass ? mu[gi] : 0.0;
+            double acc = 0;
+            size_t i;
+            if (pass) {
+                SAM3__OMP(simd reduction(+:acc))
+                for (i = i0; i < i1; i++) acc += ((double)p[i] - m) * ((double)p[i] - m);
+            } else {
+                SAM3__OMP(simd reduction(+:acc))
+                for (i = i0; i < i1; i++) acc += p[i];
+            }
+            part[t] = acc;
+        }
+        for (g = 0; g < groups; g++) {
+            double acc = 0;
+            size_t k;
+            for (k = 0; k < nbk; k++) acc += part[(size_t)g * nbk + k];
+            if (pass) mu[groups + g] = 1.0 / sqrt(acc / (double)n + eps);
+            else mu[g] = acc / (double)n;
         }
     }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < (ptrdiff_t)((size_t)C * nbh); t++) {
+        const int ch = (int)((size_t)t / nbh), gi = ch / cg;
+        const size_t i0 = (size_t)t % nbh * BL, i1 = SAM3__MIN(hw, i0 + BL);
+        const float inv = (float)mu[groups + gi], fmu = (float)mu[gi], a = w->w[ch], b = w->b[ch];
+        float *q = x + (size_t)ch * hw;
+        size_t i;
+        if (relu)
+            for (i = i0; i < i1; i++) {
+                const float v = (q[i] - fmu) * inv * a + b;
+                q[i] = v > 0 ? v : 0;
+            }
+        else
+            for (i = i0; i < i1; i++) q[i] = (q[i] - fmu) * inv * a + b;
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
 }
 
 /* Interleaved sine code S(v) of Sam3SinePositionEmbedding with nf features:
@@ -5534,8 +5569,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
         memcpy(up, c->fpn[level], (size_t)D * os * os * sizeof(float));
         sam3__nearest_add(c, x, D, side, side, up, os, os);
         if ((rc = sam3__conv3x3(c, up, D, os, os, &w->conv[k], D, x)) != SAM3_OK) return rc;
-        sam3__groupnorm(c, x, D, (size_t)os * os, 8, &w->gn[k], 1e-5f);
-        sam3__relu(c, x, (size_t)D * os * os);
+        if ((rc = sam3__groupnorm(c, x, D, (size_t)os * os, 8, &w->gn[k], 1e-5f, 1)) != SAM3_OK) return rc;
         side = os;
     }
     SAM3_ASSERT(side == S0);
