@@ -3858,8 +3858,7 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
    By chunks of 256, each prefetching the chunk 4 KB ahead: the loop body is long (~35
    instructions a vector), so the out-of-order window holds only a few of its loads, and on a
    buffer that lives in L3 or DRAM (fc1's output, 98 MB at full size) the pass ran at a third of
-   its in-cache speed without the prefetch (2.7 vs 0.9 ns an element on Zen 4; 17% of a ViT
-   block on the 16-core Xeon, a separate bias pass included). */
+   its in-cache speed without the prefetch (2.7 vs 0.9 ns an element on Zen 4, scalar code). */
 static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const float *b) {
     const size_t n = rows * (size_t)d, nb = (n + 255) / 256;
     ptrdiff_t blk;
