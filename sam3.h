@@ -2609,6 +2609,28 @@ static int sam3__check_heads(sam3__loader *L, const char *what, int dim, int hea
     return L->rc == SAM3_OK;
 }
 
+/* The prompt encoder and mask decoder keys that the SAM 3 interactive head ("tracker") and SAM 1
+   ("sam1") share, in the order both read them. */
+static void sam3__load_head_config(sam3__loader *L, const char *pre, sam3__trk_cfg *t) {
+    const int64_t BIG = 1 << 20;
+    char k[96];
+#define SAM3__HKEY(name) (snprintf(k, sizeof(k), "%s.%s", pre, name), k)
+    t->D = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.hidden_size"), 1, BIG);
+    t->image = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.image_size"), 1, 65536);
+    t->grid = t->image / (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.patch_size"), 1, 65536);
+    t->mask_in_ch = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.mask_input_channels"), 4, BIG);
+    t->n_point_emb = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.num_point_embeddings"), 4, SAM3__MAX_FFN);
+    t->pe_ln_eps = (float)sam3__cfg_f(L, SAM3__HKEY("prompt_encoder.layer_norm_eps"), 0, 1);
+    t->mlp_dim = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.mlp_dim"), 1, BIG);
+    t->layers = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.num_hidden_layers"), 1, 64);
+    t->heads = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.num_attention_heads"), 1, 4096);
+    t->down = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.attention_downsample_rate"), 1, 4096);
+    t->n_mask_tokens = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.num_multimask_outputs"), 1, SAM3__MAX_FFN - 1) + 1;
+    t->iou_depth = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.iou_head_depth"), 2, SAM3__MAX_FFN + 1);
+    t->iou_hidden = (int)sam3__cfg_i(L, SAM3__HKEY("mask_decoder.iou_head_hidden_dim"), 1, BIG);
+#undef SAM3__HKEY
+}
+
 /* The interactive head is optional (a plain Sam3Model checkpoint has none). */
 static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
     sam3__trk_cfg *t = &m->trk;
@@ -2619,19 +2641,7 @@ static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
     if (L->rc != SAM3_OK || !pc || pc->type != SAM3__T_I64 || pc->i == 0) return;
     t->fpn = (int)sam3__cfg_i(L, "tracker.neck.fpn_hidden_size", 1, BIG);
     n = sam3__cfg_array(L, "tracker.neck.scale_factors", arr, SAM3__MAX_LEVELS);
-    t->D = (int)sam3__cfg_i(L, "tracker.prompt_encoder.hidden_size", 1, BIG);
-    t->image = (int)sam3__cfg_i(L, "tracker.prompt_encoder.image_size", 1, 65536);
-    t->grid = t->image / (int)sam3__cfg_i(L, "tracker.prompt_encoder.patch_size", 1, 65536);
-    t->mask_in_ch = (int)sam3__cfg_i(L, "tracker.prompt_encoder.mask_input_channels", 4, BIG);
-    t->n_point_emb = (int)sam3__cfg_i(L, "tracker.prompt_encoder.num_point_embeddings", 4, SAM3__MAX_FFN);
-    t->pe_ln_eps = (float)sam3__cfg_f(L, "tracker.prompt_encoder.layer_norm_eps", 0, 1);
-    t->mlp_dim = (int)sam3__cfg_i(L, "tracker.mask_decoder.mlp_dim", 1, BIG);
-    t->layers = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_hidden_layers", 1, 64);
-    t->heads = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_attention_heads", 1, 4096);
-    t->down = (int)sam3__cfg_i(L, "tracker.mask_decoder.attention_downsample_rate", 1, 4096);
-    t->n_mask_tokens = (int)sam3__cfg_i(L, "tracker.mask_decoder.num_multimask_outputs", 1, SAM3__MAX_FFN - 1) + 1;
-    t->iou_depth = (int)sam3__cfg_i(L, "tracker.mask_decoder.iou_head_depth", 2, SAM3__MAX_FFN + 1);
-    t->iou_hidden = (int)sam3__cfg_i(L, "tracker.mask_decoder.iou_head_hidden_dim", 1, BIG);
+    sam3__load_head_config(L, "tracker", t);
     t->dynamic = (int)sam3__cfg_i(L, "tracker.mask_decoder.dynamic_multimask", 0, 1);
     t->stab_delta = (float)sam3__cfg_f(L, "tracker.mask_decoder.stability_delta", -1e30, 1e30);
     t->stab_thresh = (float)sam3__cfg_f(L, "tracker.mask_decoder.stability_thresh", -1e30, 1e30);
@@ -2718,19 +2728,7 @@ static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
         return;
     }
     m->proc.image = v->pad_size;
-    t->D = (int)sam3__cfg_i(L, "sam1.prompt_encoder.hidden_size", 1, BIG);
-    t->image = (int)sam3__cfg_i(L, "sam1.prompt_encoder.image_size", 1, 65536);
-    t->grid = t->image / (int)sam3__cfg_i(L, "sam1.prompt_encoder.patch_size", 1, 65536);
-    t->mask_in_ch = (int)sam3__cfg_i(L, "sam1.prompt_encoder.mask_input_channels", 4, BIG);
-    t->n_point_emb = (int)sam3__cfg_i(L, "sam1.prompt_encoder.num_point_embeddings", 4, SAM3__MAX_FFN);
-    t->pe_ln_eps = (float)sam3__cfg_f(L, "sam1.prompt_encoder.layer_norm_eps", 0, 1);
-    t->mlp_dim = (int)sam3__cfg_i(L, "sam1.mask_decoder.mlp_dim", 1, BIG);
-    t->layers = (int)sam3__cfg_i(L, "sam1.mask_decoder.num_hidden_layers", 1, 64);
-    t->heads = (int)sam3__cfg_i(L, "sam1.mask_decoder.num_attention_heads", 1, 4096);
-    t->down = (int)sam3__cfg_i(L, "sam1.mask_decoder.attention_downsample_rate", 1, 4096);
-    t->n_mask_tokens = (int)sam3__cfg_i(L, "sam1.mask_decoder.num_multimask_outputs", 1, SAM3__MAX_FFN - 1) + 1;
-    t->iou_depth = (int)sam3__cfg_i(L, "sam1.mask_decoder.iou_head_depth", 2, SAM3__MAX_FFN + 1);
-    t->iou_hidden = (int)sam3__cfg_i(L, "sam1.mask_decoder.iou_head_hidden_dim", 1, BIG);
+    sam3__load_head_config(L, "sam1", t);
     t->tw_eps = (float)sam3__cfg_f(L, "sam1.mask_decoder.layer_norm_eps", 0, 1);
     if (L->rc != SAM3_OK) return;
     if ((int)sam3__cfg_i(L, "sam1.mask_decoder.hidden_size", 1, BIG) != t->D || v->out_ch != t->D)
