@@ -2603,6 +2603,19 @@ static void sam3__get_mlp(sam3__loader *L, const char *prefix, sam3__lin *out, i
     }
 }
 
+/* The attentions and norms of two-way transformer layer i under prefix (SAM 1 and the tracker
+   differ in the prefix, the output projection's name and the MLP, which the callers load). */
+static void sam3__get_twoway_layer(sam3__loader *L, const char *prefix, int i, int D, int di, const char *oname, sam3__twoway_layer_w *lw) {
+    char p[256];
+    snprintf(p, sizeof(p), "%s.%d.self_attn", prefix, i); lw->self_attn = sam3__get_attn_ex(L, p, D, D, oname);
+    snprintf(p, sizeof(p), "%s.%d.cross_attn_token_to_image", prefix, i); lw->t2i = sam3__get_attn_ex(L, p, D, di, oname);
+    snprintf(p, sizeof(p), "%s.%d.cross_attn_image_to_token", prefix, i); lw->i2t = sam3__get_attn_ex(L, p, D, di, oname);
+    snprintf(p, sizeof(p), "%s.%d.layer_norm1", prefix, i); lw->ln1 = sam3__get_norm(L, p, D);
+    snprintf(p, sizeof(p), "%s.%d.layer_norm2", prefix, i); lw->ln2 = sam3__get_norm(L, p, D);
+    snprintf(p, sizeof(p), "%s.%d.layer_norm3", prefix, i); lw->ln3 = sam3__get_norm(L, p, D);
+    snprintf(p, sizeof(p), "%s.%d.layer_norm4", prefix, i); lw->ln4 = sam3__get_norm(L, p, D);
+}
+
 static int sam3__check_heads(sam3__loader *L, const char *what, int dim, int heads) {
     if (L->rc == SAM3_OK && (heads <= 0 || dim % heads != 0))
         sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "%s: hidden size %d is not divisible by %d heads", what, dim, heads);
@@ -2956,13 +2969,7 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
     sam3__nm(L, "mask_decoder.mask_tokens.weight"); h->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, D, 0, 0);
     for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
         sam3__twoway_layer_w *lw = &h->layers[i];
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, D, D, "out_proj");
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.cross_attn_token_to_image", i); lw->t2i = sam3__get_attn_ex(L, p, D, di, "out_proj");
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.cross_attn_image_to_token", i); lw->i2t = sam3__get_attn_ex(L, p, D, di, "out_proj");
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, D);
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, D);
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, D);
-        snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.layer_norm4", i); lw->ln4 = sam3__get_norm(L, p, D);
+        sam3__get_twoway_layer(L, "mask_decoder.transformer.layers", i, D, di, "out_proj", lw);
         memset(&lw->mlp, 0, sizeof(lw->mlp));
         snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.mlp.lin1", i); lw->mlp.in = sam3__get_lin(L, p, t->mlp_dim, D);
         snprintf(p, sizeof(p), "mask_decoder.transformer.layers.%d.mlp.lin2", i); lw->mlp.out = sam3__get_lin(L, p, D, t->mlp_dim);
@@ -3168,13 +3175,7 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         sam3__nm(L, "tracker_model.mask_decoder.mask_tokens.weight"); w->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, TD, 0, 0);
         for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
             sam3__twoway_layer_w *lw = &w->layers[i];
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, TD, "o_proj");
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_token_to_image", i); lw->t2i = sam3__get_attn_ex(L, p, TD, di, "o_proj");
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.cross_attn_image_to_token", i); lw->i2t = sam3__get_attn_ex(L, p, TD, di, "o_proj");
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, TD);
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, TD);
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, TD);
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.layer_norm4", i); lw->ln4 = sam3__get_norm(L, p, TD);
+            sam3__get_twoway_layer(L, "tracker_model.mask_decoder.transformer.layers", i, TD, di, "o_proj", lw);
             /* the reference gives the block MLP as many layers as there are blocks (HF quirk) */
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.mlp", i); lw->mlp = sam3__get_ffn(L, p, t->mlp_depth, TD, t->mlp_dim, TD);
         }
