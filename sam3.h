@@ -3644,10 +3644,13 @@ static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, 
    the product is cut into a grid of about n_threads tiles computed in one OpenMP region, so a
    single thread pool does all the work: two pools (OpenBLAS pthreads spinning between calls
    while our OpenMP loops run) cost 6x on 16 cores (measured, README). */
+static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc);
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc) {
     int pm, pn, t, best = 0;
     double cost = 0;
+    if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     if (!c->split || c->nt <= 1 || (double)M * N * K < 4e6) {
         sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -3853,6 +3856,74 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
 }
 #endif
 
+/* C (M, N) = alpha A (M, K) B^T + beta C, B (N, K), for M <= 32 rows: a few tokens through a
+   weight matrix, as the text encoder's 3 to 32 tokens through 1.2 GB of weights a prompt. A BLAS
+   packs each weight panel for those few rows (three passes over 1.2 GB); this reads each weight
+   row once, two at a time against up to 8 rows of A from L1 / L2, so it runs at the memory rate
+   (the text encoder on 2 Zen 4 threads: 113 -> 63 ms). Returns 0 for the shapes it leaves to sgemm. */
+#define SAM3__SMALL_M 32
+#ifdef SAM3__VX
+static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, const float *A, int lda, const float *b0, const float *b1,
+                                               float beta, float *C, int ldc, int two) {
+    sam3__vx a0[8], a1[8];
+    int m, k;
+    for (m = 0; m < R; m++) a0[m] = a1[m] = sam3__vx_set1(0.0f);
+    for (k = 0; k + SAM3__VX <= K; k += SAM3__VX) {
+        const sam3__vx w0 = sam3__vx_load(b0 + k), w1 = sam3__vx_load(b1 + k);
+        for (m = 0; m < R; m++) {
+            const sam3__vx x = sam3__vx_load(A + (size_t)m * lda + k);
+            a0[m] = sam3__vx_fmadd(x, w0, a0[m]);
+            a1[m] = sam3__vx_fmadd(x, w1, a1[m]);
+        }
+    }
+    for (m = 0; m < R; m++) {
+        const float *x = A + (size_t)m * lda;
+        float s0 = sam3__vx_hsum(a0[m]), s1 = sam3__vx_hsum(a1[m]);
+        int kk;
+        for (kk = k; kk < K; kk++) {
+            s0 += x[kk] * b0[kk];
+            s1 += x[kk] * b1[kk];
+        }
+        C[(size_t)m * ldc] = alpha * s0 + (beta == 0 ? 0.0f : beta * C[(size_t)m * ldc]);
+        if (two) C[(size_t)m * ldc + 1] = alpha * s1 + (beta == 0 ? 0.0f : beta * C[(size_t)m * ldc + 1]);
+    }
+}
+static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc) {
+    int jp;
+    if (ta || !tb || M > SAM3__SMALL_M || M <= 0 || N <= 0 || K < 4 * SAM3__VX) return 0;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)M * N * K > 2e5))
+    for (jp = 0; jp < (N + 1) / 2; jp++) {
+        const int j = 2 * jp, two = j + 1 < N;
+        const float *b0 = B + (size_t)j * ldb, *b1 = two ? b0 + ldb : b0;
+        int m0;
+        /* constant row counts, so the accumulators stay in registers */
+        for (m0 = 0; m0 < M; m0 += 8) {
+            const float *a = A + (size_t)m0 * lda;
+            float *cc = C + (size_t)m0 * ldc + j;
+            switch (SAM3__MIN(8, M - m0)) {
+            case 1: sam3__gemm_small_rows(1, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            case 2: sam3__gemm_small_rows(2, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            case 3: sam3__gemm_small_rows(3, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            case 4: sam3__gemm_small_rows(4, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            case 5: sam3__gemm_small_rows(5, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            case 6: sam3__gemm_small_rows(6, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            case 7: sam3__gemm_small_rows(7, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            default: sam3__gemm_small_rows(8, K, alpha, a, lda, b0, b1, beta, cc, ldc, two); break;
+            }
+        }
+    }
+    return 1;
+}
+#else
+static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc) {
+    (void)c, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+    return 0;
+}
+#endif
+
 /* Exact (erf) GELU of x + b, in place: x (rows, d), b (d) or NULL (then any rows x d split).
    By chunks of 256, each prefetching the chunk 4 KB ahead: the loop body is long (~35
    instructions a vector), so the out-of-order window holds only a few of its loads, and on a
@@ -4047,8 +4118,8 @@ static SAM3__CONTRACT float sam3__softmax_unnorm(float *r, int n) {
 /* nb independent attentions (ViT windows) in one parallel region: batch b reads rows b nq.. of q,
    b nk.. of k and v, and writes rows b nq.. of out; bias, relh and relw only with nb = 1. */
 static sam3_result sam3__attention_fast(sam3_ctx *c, int nb, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
-                                        int ldk, const float *v, int ldv, float *out, int ldo, const float *bias, int causal,
-                                        const float *relh, const float *relw, int rel_s) {
+                                        int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh,
+                                        const float *relw, int rel_s) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = 2 * SAM3__VW, TILES = 4, rows = TILES * SAM3__MR, nblk = (nq + rows - 1) / rows;
@@ -4123,13 +4194,8 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nb, int nq, int nk, int
                     float *row = s + (size_t)r * nkp;
                     const size_t qi = (size_t)hh * nq + r0 + r;
                     int lim = nk;
-                    if (bias) {
-                        const float *bb = bias + qi * nk;
-                        int j;
-                        for (j = 0; j < nk; j++) row[j] += bb[j];
-                    }
                     if (relh) {
-                        /* decomposed relative position (SAM 1): key u = ky * S + kx gets rh[ky] + rw[kx] */
+                        /* decomposed relative position: key u = ky * S + kx gets rh[ky] + rw[kx] */
                         const float *rh = relh + qi * rel_s, *rw = relw + qi * rel_s;
                         int ky, kx;
                         for (ky = 0; ky < rel_s; ky++)
@@ -4160,18 +4226,19 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nb, int nq, int nk, int
 /* Multi-head scaled dot-product attention over projected q, k, v (no masks: padding is dropped
    before it gets here, which the spec shows is exact). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
    hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once: one head and a block
-   of query rows at a time, at most ~16 MB of scratch. bias: (nh, nq, nk) or NULL; causal: query i
-   sees keys 0..i only (CLIP); relh, relw (nh, nq, rel_s) with nk = rel_s^2: SAM 1's decomposed
-   relative-position bias, added unscaled. */
+   of query rows at a time, at most ~16 MB of scratch. causal: query i sees keys 0..i only (CLIP);
+   relh, relw (nh, nq, rel_s) with nk = rel_s^2 or NULL: a bias decomposed by key row and column,
+   bias_h[i, ky * rel_s + kx] = relh[h, i, ky] + relw[h, i, kx], added unscaled (SAM 1's relative
+   positions, the DETR decoder's box bias). */
 static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
-                                       int ldk, const float *v, int ldv, float *out, int ldo, const float *bias, int causal,
-                                       const float *relh, const float *relw, int rel_s) {
+                                       int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh,
+                                       const float *relw, int rel_s) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
 #ifdef SAM3__FAST_ATTENTION
     /* (out may alias q: each task reads the query block it later overwrites, nothing else) */
     (void)mk;
-    return sam3__attention_fast(c, 1, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, bias, causal, relh, relw, rel_s);
+    return sam3__attention_fast(c, 1, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
 #endif
     /* split: (head, block of rows) tasks over our threads, each with its own score block and a
        single-threaded BLAS; else one head at a time with the BLAS's own threads. */
@@ -4195,13 +4262,8 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if(!split))
         for (i = 0; i < nr; i++) {
             float *row = s + (size_t)i * nk;
-            if (bias) {
-                const float *b = bias + ((size_t)h * nq + r0 + i) * nk;
-                int j;
-                for (j = 0; j < nk; j++) row[j] += b[j];
-            }
             if (relh) {
-                /* decomposed relative position (SAM 1): key u = ky * S + kx gets rh[ky] + rw[kx] */
+                /* key u = ky * S + kx gets rh[ky] + rw[kx] */
                 const float *rh = relh + ((size_t)h * nq + r0 + i) * rel_s, *rw = relw + ((size_t)h * nq + r0 + i) * rel_s;
                 int ky, kx;
                 for (ky = 0; ky < rel_s; ky++)
@@ -4222,21 +4284,21 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
     return SAM3_OK;
 }
 static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
-                                   const float *v, int ldv, float *out, int ldo, const float *bias, int causal) {
-    return sam3__attention_rel(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, bias, causal, NULL, NULL, 0);
+                                   const float *v, int ldv, float *out, int ldo, int causal) {
+    return sam3__attention_rel(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, NULL, NULL, 0);
 }
 /* nb attentions over consecutive row blocks (ViT windows): batch b is rows b n.. of q, k, v, out */
 static sam3_result sam3__attention_batch(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, const float *k, const float *v, int ld,
                                          float *out, int ldo) {
 #ifdef SAM3__FAST_ATTENTION
     /* one parallel region for all windows: per-window calls left threads idle at their joins */
-    return sam3__attention_fast(c, nb, n, n, nh, hd, q, ld, k, ld, v, ld, out, ldo, NULL, 0, NULL, NULL, 0);
+    return sam3__attention_fast(c, nb, n, n, nh, hd, q, ld, k, ld, v, ld, out, ldo, 0, NULL, NULL, 0);
 #else
     int b;
     sam3_result rc;
     for (b = 0; b < nb; b++) {
         const size_t o = (size_t)b * n;
-        if ((rc = sam3__attention(c, n, n, nh, hd, q + o * ld, ld, k + o * ld, ld, v + o * ld, ld, out + o * ldo, ldo, NULL, 0)) != SAM3_OK) return rc;
+        if ((rc = sam3__attention(c, n, n, nh, hd, q + o * ld, ld, k + o * ld, ld, v + o * ld, ld, out + o * ldo, ldo, 0)) != SAM3_OK) return rc;
     }
     return SAM3_OK;
 #endif
@@ -4256,67 +4318,173 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
     }
 }
 
-/* 3x3 conv, stride 1, zero padding 1. Instead of a 9x im2col (764 MB at 288x288x256), the input
-   is copied once into a zero-padded (H+2)x(W+2) grid; on that grid every tap is a plain matrix
-   with row stride (H+2)(W+2), so the conv is 9 accumulating GEMMs producing W+2 columns per row,
-   of which the last 2 are discarded. */
+/* 3x3 conv, stride 1, zero padding 1, by Winograd F(4x4, 3x3) (Lavin and Gray, 2016; points 0,
+   +-1, +-2): each 4x4 output tile is A^T [U . (B^T d B)] A with d its 6x6 input tile and U = G g G^T
+   the transformed weights, so the conv becomes 36 products (cout, cin) x (cin, tiles), 2.25
+   multiplies per output and input channel instead of 9. The pixel decoder's 288 x 288 conv was 98
+   GFLOP, ~40% of a prompt. The price is rounding: ~2e-6 relative error (norm) against an f64 direct
+   conv where a direct f32 conv has ~3e-7 (tools: random 256-channel maps); the parity bars are
+   1e-4. Tiles go by chunks of whole tile rows, so the transformed input V and the products M,
+   (36, channels, tiles) each, stay ~10 MB (smaller chunks ran no faster: the products
+   (256, 256) x (256, n) reach ~135 GFLOP/s a Zen 4 thread from n = 144 on). */
+/* U (36, cout, cin) from w (cout, cin, 3, 3), in double: G has thirds and sixths */
+static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u) {
+    static const double G[6][3] = {{0.25, 0, 0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0, 0, 1}};
+    const size_t po = (size_t)cout * cin;
+    int o;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (o = 0; o < cout; o++) {
+        int i, k, j, a;
+        for (i = 0; i < cin; i++) {
+            const float *g = w + ((size_t)o * cin + i) * 9;
+            double t[6][3];
+            for (k = 0; k < 6; k++)
+                for (j = 0; j < 3; j++) t[k][j] = G[k][0] * g[j] + G[k][1] * g[3 + j] + G[k][2] * g[6 + j];
+            for (k = 0; k < 6; k++)
+                for (j = 0; j < 6; j++) {
+                    double s = 0;
+                    for (a = 0; a < 3; a++) s += t[k][a] * G[j][a];
+                    u[(size_t)(k * 6 + j) * po + (size_t)o * cin + i] = (float)s;
+                }
+        }
+    }
+}
+/* One input channel's tile row ty: v[p * vs + t] = (B^T d B)[p / 6][p % 6] of tile t. P and T are
+   (6, 4, ntx + 1) scratch: the tile row's six zero-padded input rows split by column phase, so
+   every transform below runs on contiguous vectors of tiles (column 4 t + f of the padded row is
+   phase f of tile t, and the tile's columns 4, 5 are phases 0, 1 of tile t + 1). */
+static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, int ty, int ntx, float *P, float *T, float *v, size_t vs) {
+    const int n1 = ntx + 1, n = 4 * n1;
+    int i, t, k;
+    for (i = 0; i < 6; i++) {
+        const int r = 4 * ty + i - 1;
+        float *p0 = P + (size_t)i * n, *p1 = p0 + n1, *p2 = p0 + 2 * n1, *p3 = p0 + 3 * n1;
+        if (r < 0 || r >= H) {
+            memset(p0, 0, (size_t)n * sizeof(float));
+            continue;
+        }
+        /* the padded row (T as scratch), then split by phase: a branch-free loop that vectorises */
+        T[0] = 0;
+        memcpy(T + 1, xc + (size_t)r * W, (size_t)W * sizeof(float));
+        memset(T + 1 + W, 0, (size_t)(n - 1 - W) * sizeof(float));
+        for (t = 0; t < n1; t++) {
+            p0[t] = T[4 * t];
+            p1[t] = T[4 * t + 1];
+            p2[t] = T[4 * t + 2];
+            p3[t] = T[4 * t + 3];
+        }
+    }
+    {
+        const float *d0 = P, *d1 = P + n, *d2 = P + 2 * n, *d3 = P + 3 * n, *d4 = P + 4 * n, *d5 = P + 5 * n;
+        for (t = 0; t < n; t++) { /* B^T along the rows */
+            T[t] = 4 * d0[t] - 5 * d2[t] + d4[t];
+            T[n + t] = d3[t] + d4[t] - 4 * (d1[t] + d2[t]);
+            T[2 * n + t] = d4[t] - d3[t] + 4 * (d1[t] - d2[t]);
+            T[3 * n + t] = d4[t] - d2[t] + 2 * (d3[t] - d1[t]);
+            T[4 * n + t] = d4[t] - d2[t] + 2 * (d1[t] - d3[t]);
+            T[5 * n + t] = 4 * d1[t] - 5 * d3[t] + d5[t];
+        }
+    }
+    for (k = 0; k < 6; k++) { /* and along the columns */
+        const float *a = T + (size_t)k * n, *b = a + n1, *cc = a + 2 * n1, *d = a + 3 * n1;
+        float *o = v + (size_t)k * 6 * vs;
+        for (t = 0; t < ntx; t++) {
+            o[t] = 4 * a[t] - 5 * cc[t] + a[t + 1];
+            o[vs + t] = d[t] + a[t + 1] - 4 * (b[t] + cc[t]);
+            o[2 * vs + t] = a[t + 1] - d[t] + 4 * (b[t] - cc[t]);
+            o[3 * vs + t] = a[t + 1] - cc[t] + 2 * (d[t] - b[t]);
+            o[4 * vs + t] = a[t + 1] - cc[t] + 2 * (b[t] - d[t]);
+            o[5 * vs + t] = 4 * b[t] - 5 * d[t] + b[t + 1];
+        }
+    }
+}
+/* One output channel's tile row ty: rows 4 ty.. of yc (H, W) = A^T M A + bias, from the products
+   m[p * ms + t]. S is (4, 6, ntx) scratch, R a row of 4 ntx (the output row when W = 4 ntx). */
+static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, float bias, float *S, float *R, float *yc, int H, int W,
+                                          int ty) {
+    int j, a, t;
+    for (j = 0; j < 6; j++) { /* A^T along the rows */
+        const float *m0 = m + (size_t)j * ms, *m1 = m + (size_t)(6 + j) * ms, *m2 = m + (size_t)(12 + j) * ms;
+        const float *m3 = m + (size_t)(18 + j) * ms, *m4 = m + (size_t)(24 + j) * ms, *m5 = m + (size_t)(30 + j) * ms;
+        float *s0 = S + (size_t)j * ntx, *s1 = s0 + (size_t)6 * ntx, *s2 = s0 + (size_t)12 * ntx, *s3 = s0 + (size_t)18 * ntx;
+        for (t = 0; t < ntx; t++) {
+            const float p1 = m1[t] + m2[t], d1 = m1[t] - m2[t], p2 = m3[t] + m4[t], d2 = m3[t] - m4[t];
+            s0[t] = m0[t] + p1 + p2;
+            s1[t] = d1 + 2 * d2;
+            s2[t] = p1 + 4 * p2;
+            s3[t] = d1 + 8 * d2 + m5[t];
+        }
+    }
+    for (a = 0; a < 4 && 4 * ty + a < H; a++) { /* and along the columns, interleaved into a row */
+        const float *q0 = S + (size_t)a * 6 * ntx, *q1 = q0 + ntx, *q2 = q0 + 2 * ntx, *q3 = q0 + 3 * ntx, *q4 = q0 + 4 * ntx,
+                    *q5 = q0 + 5 * ntx;
+        float *row = yc + (size_t)(4 * ty + a) * W, *o = W == 4 * ntx ? row : R;
+        for (t = 0; t < ntx; t++) {
+            const float p1 = q1[t] + q2[t], d1 = q1[t] - q2[t], p2 = q3[t] + q4[t], d2 = q3[t] - q4[t];
+            o[4 * t] = q0[t] + p1 + p2 + bias;
+            o[4 * t + 1] = d1 + 2 * d2 + bias;
+            o[4 * t + 2] = p1 + 4 * p2 + bias;
+            o[4 * t + 3] = d1 + 8 * d2 + q5[t] + bias;
+        }
+        if (o != row) memcpy(row, R, (size_t)W * sizeof(float));
+    }
+}
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, int W, const sam3__lin *l, int cout, float *y) {
     sam3__mark mk = sam3__mark_get(c);
-    const int Wp = W + 2, Hp = H + 2;
-    const size_t plane = (size_t)Hp * Wp;
-    float *xp = sam3__sallocf(c, (size_t)cin * plane + 2 * (size_t)Wp); /* (cin, H+2, W+2) + tail read by the last taps */
-    float *yp = sam3__sallocf(c, (size_t)cout * H * Wp);                /* (cout, H, W+2) */
-    float *wk = sam3__sallocf(c, (size_t)9 * cout * cin);               /* (9, cout, cin) repacked taps */
-    int ch, o, t;
-    if (!xp || !yp || !wk) return SAM3_ERR_OUT_OF_MEMORY;
-    memset(xp + (size_t)cin * plane, 0, 2 * (size_t)Wp * sizeof(float));
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (ch = 0; ch < cin; ch++) {
-        float *d = xp + (size_t)ch * plane;
-        int r;
-        memset(d, 0, (size_t)Wp * sizeof(float));
-        for (r = 0; r < H; r++) {
-            float *row = d + (size_t)(r + 1) * Wp;
-            row[0] = 0;
-            memcpy(row + 1, x + ((size_t)ch * H + r) * W, (size_t)W * sizeof(float));
-            row[W + 1] = 0;
+    const int ntx = (W + 3) / 4, nty = (H + 3) / 4;
+    /* with our threads splitting the products, each of the 36 goes in nbk column blocks: 36
+       tasks on 16 threads would leave a quarter of them idle in the last round */
+    const int nbk = c->split && c->nt > 1 ? (c->nt + 11) / 12 : 1;
+    const int ntr = SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)), nc = ntr * ntx;
+    const size_t per_thr = (size_t)48 * (ntx + 1) + (size_t)28 * ntx;
+    float *u = sam3__sallocf(c, (size_t)36 * cout * cin);    /* (36, cout, cin) transformed weights */
+    float *v = sam3__sallocf(c, (size_t)36 * cin * nc);      /* (36, cin, nc) transformed input tiles */
+    float *mm = sam3__sallocf(c, (size_t)36 * cout * nc);    /* (36, cout, nc) their products */
+    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx) */
+    int ty0;
+    if (!u || !v || !mm || !tb) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__wino_weights(c, l->w, cout, cin, u);
+    for (ty0 = 0; ty0 < nty; ty0 += ntr) {
+        const int nr = SAM3__MIN(ntr, nty - ty0), ncur = nr * ntx;
+        int task;
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (task = 0; task < cin * nr; task++) {
+            const int ci = task / nr, r = task % nr;
+#ifdef _OPENMP
+            float *P = tb + (size_t)omp_get_thread_num() * per_thr;
+#else
+            float *P = tb;
+#endif
+            sam3__wino_in(x + (size_t)ci * H * W, H, W, ty0 + r, ntx, P, P + (size_t)24 * (ntx + 1), v + (size_t)ci * nc + (size_t)r * ntx,
+                          (size_t)cin * nc);
         }
-        memset(d + (size_t)(H + 1) * Wp, 0, (size_t)Wp * sizeof(float));
-    }
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (o = 0; o < cout; o++) {
-        int i2, tt;
-        for (tt = 0; tt < 9; tt++)
-            for (i2 = 0; i2 < cin; i2++) wk[((size_t)tt * cout + o) * cin + i2] = l->w[((size_t)o * cin + i2) * 9 + tt];
-    }
-    if (c->split && c->nt > 1) {
-        /* By blocks of NB output columns, each thread running all 9 taps on its block: the
-           (cout, NB) sums stay in its L2. Nine products over the whole map (85 MB at 288 x 288)
-           read and wrote it nine times and ran at ~55% of the sgemm rate. */
-        const int NB = 512, ncol = H * Wp, nblk = (ncol + NB - 1) / NB;
-        int blk;
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
-        for (blk = 0; blk < nblk; blk++) {
-            const int n0 = blk * NB, nn = SAM3__MIN(NB, ncol - n0);
-            int tp;
-            for (tp = 0; tp < 9; tp++)
-                sam3__sgemm(c, 0, 0, cout, nn, cin, 1.0f, wk + (size_t)tp * cout * cin, cin, xp + (size_t)(tp / 3) * Wp + tp % 3 + n0, (int)plane,
-                            tp ? 1.0f : 0.0f, yp + n0, ncol);
-        }
-    } else
-        for (t = 0; t < 9; t++) {
-            int ky = t / 3, kx = t % 3;
-            sam3__gemm(c, 0, 0, cout, H * Wp, cin, 1.0f, wk + (size_t)t * cout * cin, cin, xp + (size_t)ky * Wp + kx, (int)plane,
-                       t ? 1.0f : 0.0f, yp, H * Wp);
-        }
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (o = 0; o < cout; o++) {
-        float b = l->b ? l->b[o] : 0.0f;
-        int r, j;
-        for (r = 0; r < H; r++) {
-            const float *src = yp + ((size_t)o * H + r) * Wp;
-            float *dst = y + ((size_t)o * H + r) * W;
-            for (j = 0; j < W; j++) dst[j] = src[j] + b;
+        if (c->split && c->nt > 1) {
+            SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
+            for (task = 0; task < 36 * nbk; task++) {
+                const int p = task / nbk, b = task % nbk, n0 = ncur * b / nbk, n1 = ncur * (b + 1) / nbk;
+                sam3__sgemm(c, 0, 0, cout, n1 - n0, cin, 1.0f, u + (size_t)p * cout * cin, cin, v + (size_t)p * cin * nc + n0, nc, 0.0f,
+                            mm + (size_t)p * cout * nc + n0, nc);
+            }
+        } else
+            for (task = 0; task < 36; task++)
+                sam3__sgemm(c, 0, 0, cout, ncur, cin, 1.0f, u + (size_t)task * cout * cin, cin, v + (size_t)task * cin * nc, nc, 0.0f,
+                            mm + (size_t)task * cout * nc, nc);
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (task = 0; task < cout * nr; task++) {
+            const int o = task / nr, r = task % nr;
+#ifdef _OPENMP
+            float *S = tb + (size_t)omp_get_thread_num() * per_thr;
+#else
+            float *S = tb;
+#endif
+            sam3__wino_out(mm + (size_t)o * nc + (size_t)r * ntx, (size_t)cout * nc, ntx, l->b ? l->b[o] : 0.0f, S, S + (size_t)24 * ntx,
+                           y + (size_t)o * H * W, H, W, ty0 + r);
         }
     }
     sam3__release(c, mk);
@@ -4449,7 +4617,7 @@ static void sam3__sine_pos2d(int H, int W, int D, float *out) {
    project q, k, v (D -> di), attend with nh heads of di/nh, project out (di -> D).
    qin (nq, D), kin and vin (nk, D), out (nq, D); out may alias qin. */
 static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                int nk, int D, int di, int nh, const float *bias, int causal, float *out) {
+                                int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out) {
     sam3__mark mk = sam3__mark_get(c);
     float *q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     float *k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
@@ -4459,15 +4627,15 @@ static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float 
     sam3__linear(c, qin, nq, D, &w->q, di, q);
     sam3__linear(c, kin, nk, D, &w->k, di, k);
     sam3__linear(c, vin, nk, D, &w->v, di, v);
-    if ((rc = sam3__attention(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, bias, causal)) != SAM3_OK) return rc;
+    if ((rc = sam3__attention_rel(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, causal, relh, relw, rel_s)) != SAM3_OK) return rc;
     sam3__linear(c, q, nq, di, &w->o, D, out);
     sam3__release(c, mk);
     return SAM3_OK;
 }
 /* Sam3Attention (and CLIP's attention): width D throughout. */
 static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                             int nk, int D, int nh, const float *bias, int causal, float *out) {
-    return sam3__mha_ex(c, w, qin, kin, vin, nq, nk, D, D, nh, bias, causal, out);
+                             int nk, int D, int nh, int causal, float *out) {
+    return sam3__mha_ex(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, causal, out);
 }
 
 /* Sam3MLP / Sam3DecoderMLP: Linear, activation, Linear (relu = 1: ReLU, else exact GELU).
@@ -4859,7 +5027,7 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     sam3__linear(c, h, n, C, &w->attn.k, C, k);
     sam3__linear(c, h, n, C, &w->attn.v, C, vv);
     sam3__rope_apply(c, q, k, n, C, hd, global ? c->rope_glb : c->rope_win, global ? N : wt);
-    if ((rc = global ? sam3__attention(c, N, N, v->heads, hd, q, C, k, C, vv, C, h, C, NULL, 0)
+    if ((rc = global ? sam3__attention(c, N, N, v->heads, hd, q, C, k, C, vv, C, h, C, 0)
                      : sam3__attention_batch(c, n / wt, wt, v->heads, hd, q, k, vv, C, h, C)) != SAM3_OK)
         return rc;
     sam3__linear(c, h, n, C, &w->attn.o, C, q);
@@ -5017,7 +5185,7 @@ static sam3_result sam3__sam1_layer(sam3_ctx *c, int li, float *x, float *h, flo
     for (wi = 0; wi < n / wt; wi++) {
         const float *q = qkv + (size_t)wi * wt * 3 * C;
         if (relh) sam3__sam1_relpos(c, q, 3 * C, ws, nh, hd, w->rel_h, w->rel_w, relh, relw);
-        if ((rc = sam3__attention_rel(c, wt, wt, nh, hd, q, 3 * C, q + C, 3 * C, q + 2 * C, 3 * C, a + (size_t)wi * wt * C, C, NULL, 0, relh,
+        if ((rc = sam3__attention_rel(c, wt, wt, nh, hd, q, 3 * C, q + C, 3 * C, q + 2 * C, 3 * C, a + (size_t)wi * wt * C, C, 0, relh,
                                       relw, ws)) != SAM3_OK)
             return rc;
     }
@@ -5141,7 +5309,7 @@ static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n,
         const sam3__clip_layer_w *w = &m->text_w.layers[l];
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the text encoder (layer %d)", l);
         sam3__layernorm(c, x, h, n, T, &w->ln1, m->text.ln_eps);
-        if ((rc = sam3__mha(c, &w->attn, h, h, h, n, n, T, m->text.heads, NULL, 1, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha(c, &w->attn, h, h, h, n, n, T, m->text.heads, 1, y)) != SAM3_OK) return rc;
         sam3__vadd(c, x, y, (size_t)n * T);
         sam3__layernorm(c, x, h, n, T, &w->ln2, m->text.ln_eps);
         if ((rc = sam3__mlp2(c, h, n, T, &w->fc1, TI, &w->fc2, T, 0, y)) != SAM3_OK) return rc;
@@ -5237,7 +5405,7 @@ static sam3_result sam3__xlayer(sam3_ctx *c, const sam3__xlayer_w *w, float *x, 
     sam3__layernorm(c, x, h, n, D, &w->ln1, 1e-5f);
     memcpy(qk, h, (size_t)n * D * sizeof(float));
     if (pos) sam3__vadd(c, qk, pos, (size_t)n * D);
-    if ((rc = sam3__mha(c, &w->self_attn, qk, qk, h, n, n, D, heads, NULL, 0, y)) != SAM3_OK) return rc;
+    if ((rc = sam3__mha(c, &w->self_attn, qk, qk, h, n, n, D, heads, 0, y)) != SAM3_OK) return rc;
     sam3__vadd(c, x, y, (size_t)n * D);
     sam3__layernorm(c, x, h, n, D, &w->ln2, 1e-5f);
     if (mem_pos) {
@@ -5245,7 +5413,7 @@ static sam3_result sam3__xlayer(sam3_ctx *c, const sam3__xlayer_w *w, float *x, 
         memcpy(km, mem, (size_t)nm * D * sizeof(float));
         sam3__vadd(c, km, mem_pos, (size_t)nm * D);
     }
-    if ((rc = sam3__mha(c, &w->cross_attn, h, km ? km : mem, mem, n, nm, D, heads, NULL, 0, y)) != SAM3_OK) return rc;
+    if ((rc = sam3__mha(c, &w->cross_attn, h, km ? km : mem, mem, n, nm, D, heads, 0, y)) != SAM3_OK) return rc;
     sam3__vadd(c, x, y, (size_t)n * D);
     sam3__layernorm(c, x, h, n, D, &w->ln3, 1e-5f);
     if ((rc = sam3__mlp2(c, h, n, D, &w->fc1, inter, &w->fc2, D, 1, y)) != SAM3_OK) return rc;
@@ -5339,12 +5507,15 @@ static float sam3__rpb_log(float d) {
     return s * log2f(fabsf(v) + 1.0f) / 3.0f;
 }
 
-/* Box relative-position bias (Sam3DetrDecoder._get_rpb_matrix): bias (nh, Q + 1, H*W) with a zero
-   row for the presence token. ref: (Q, 4) cx, cy, w, h. */
-static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, float *bias) {
+/* Box relative-position bias (Sam3DetrDecoder._get_rpb_matrix) in its two factors: the bias of
+   query q (row 0 the presence token, zero) and head h at key (r, c) is relh[h, q, r] + relw[h, q, c],
+   which the attention adds itself, as the reference's broadcast sum of the y and x terms does. The
+   (nh, Q + 1, H*W) matrix was 33 MB a layer written and read again (~6 ms a layer on 2 threads).
+   ref: (Q, 4) cx, cy, w, h. */
+static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw) {
     const sam3_model *m = c->m;
     const sam3__dec_w *w = &m->dec_w;
-    const int D = m->neck.fpn, nh = m->dec.heads, hw = S * S;
+    const int D = m->neck.fpn, nh = m->dec.heads;
     sam3__mark mk = sam3__mark_get(c);
     float *dx = sam3__sallocf(c, (size_t)Q * S * 2), *dy = sam3__sallocf(c, (size_t)Q * S * 2); /* (Q, S, 2) */
     float *ex = sam3__sallocf(c, (size_t)Q * S * nh), *ey = sam3__sallocf(c, (size_t)Q * S * nh); /* (Q, S, nh) */
@@ -5364,17 +5535,15 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
     }
     if ((rc = sam3__mlp2(c, dx, Q * S, 2, &w->rpb_x[0], D, &w->rpb_x[1], nh, 1, ex)) != SAM3_OK) return rc;
     if ((rc = sam3__mlp2(c, dy, Q * S, 2, &w->rpb_y[0], D, &w->rpb_y[1], nh, 1, ey)) != SAM3_OK) return rc;
-    for (i = 0; i < nh; i++) memset(bias + (size_t)i * (Q + 1) * hw, 0, (size_t)hw * sizeof(float));
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (q = 0; q < Q; q++) {
-        int h, r, cc;
-        for (h = 0; h < nh; h++) {
-            float *row = bias + ((size_t)h * (Q + 1) + 1 + q) * hw;
+    for (i = 0; i < nh; i++) {
+        int r;
+        memset(relh + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
+        memset(relw + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
+        for (q = 0; q < Q; q++)
             for (r = 0; r < S; r++) {
-                float vy = ey[((size_t)q * S + r) * nh + h];
-                for (cc = 0; cc < S; cc++) row[r * S + cc] = vy + ex[((size_t)q * S + cc) * nh + h];
+                relh[((size_t)i * (Q + 1) + 1 + q) * S + r] = ey[((size_t)q * S + r) * nh + i];
+                relw[((size_t)i * (Q + 1) + 1 + q) * S + r] = ex[((size_t)q * S + r) * nh + i];
             }
-        }
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -5401,14 +5570,15 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
     float *y = sam3__sallocf(c, (size_t)(Q + 1) * D);       /* (Q+1, D) */
     float *se = sam3__sallocf(c, (size_t)Q * 2 * D);        /* (Q, 2D) sine box code */
     float *km = sam3__sallocf(c, (size_t)Ng * D);           /* (Ng, D) memory + position */
-    float *bias = sam3__sallocf(c, (size_t)nh * (Q + 1) * Ng); /* (nh, Q+1, Ng) */
+    float *relh = sam3__sallocf(c, (size_t)nh * (Q + 1) * S);  /* (nh, Q+1, S) box bias by key row */
+    float *relw = sam3__sallocf(c, (size_t)nh * (Q + 1) * S);  /* (nh, Q+1, S) and by key column */
     float *delta = sam3__sallocf(c, (size_t)Q * 4);         /* (Q, 4) */
     float *ref = out->boxes;
     float *hist_h = NULL, *hist_ref = NULL, *hist_p = NULL; /* per-layer taps */
     float pres = 0;
     int l, q, i;
     sam3_result rc;
-    if (!h || !qpos || !t || !y || !se || !km || !bias || !delta) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!h || !qpos || !t || !y || !se || !km || !relh || !relw || !delta) return SAM3_ERR_OUT_OF_MEMORY;
     if (c->opt.tap) {
         hist_h = sam3__sallocf(c, (size_t)L * Q * D);
         hist_ref = sam3__sallocf(c, (size_t)L * Q * 4);
@@ -5435,23 +5605,23 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
             sam3__sine(b[3] * (float)(2 * SAM3__PI), nf, o + 3 * nf);
         }
         if ((rc = sam3__mlp2(c, se, Q, 2 * D, &w->ref_head[0], D, &w->ref_head[1], D, 1, qpos + D)) != SAM3_OK) return rc;
-        if ((rc = sam3__box_rpb(c, ref, Q, S, bias)) != SAM3_OK) return rc;
+        if ((rc = sam3__box_rpb(c, ref, Q, S, relh, relw)) != SAM3_OK) return rc;
         /* self-attention: q = k = h + qpos, v = h; post-norm */
         memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
         sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
-        if ((rc = sam3__mha(c, &lw->self_attn, t, t, h, Q + 1, Q + 1, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha(c, &lw->self_attn, t, t, h, Q + 1, Q + 1, D, nh, 0, y)) != SAM3_OK) return rc;
         sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
         sam3__layernorm(c, h, h, Q + 1, D, &lw->self_ln, 1e-5f);
         /* text cross-attention: q = h + qpos, k = v = prompt */
         memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
         sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
-        if ((rc = sam3__mha(c, &lw->text_attn, t, prompt, prompt, Q + 1, np, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha(c, &lw->text_attn, t, prompt, prompt, Q + 1, np, D, nh, 0, y)) != SAM3_OK) return rc;
         sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
         sam3__layernorm(c, h, h, Q + 1, D, &lw->text_ln, 1e-5f);
         /* vision cross-attention with the box bias: k = memory + pos, v = memory */
         memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
         sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
-        if ((rc = sam3__mha(c, &lw->vision_attn, t, km, mem, Q + 1, Ng, D, nh, bias, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_ex(c, &lw->vision_attn, t, km, mem, Q + 1, Ng, D, D, nh, relh, relw, S, 0, y)) != SAM3_OK) return rc;
         sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
         sam3__layernorm(c, h, h, Q + 1, D, &lw->vision_ln, 1e-5f);
         /* MLP */
@@ -5550,12 +5720,14 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     float *x = sam3__sallocf(c, (size_t)D * hw0);   /* (D, side, side) current pixel features */
     float *up = sam3__sallocf(c, (size_t)D * hw0);  /* (D, side, side) */
     float *me = sam3__sallocf(c, (size_t)Q * D);    /* (Q, D) mask embeddings */
+    float *mw = sam3__sallocf(c, (size_t)Q * D);    /* (Q, D) the same through the instance projection */
+    float *mb = sam3__sallocf(c, (size_t)Q);        /* (Q) and its bias */
     int k, side = S, t;
     sam3_result rc;
-    if (!enc || !h || !x || !up || !me) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!enc || !h || !x || !up || !me || !mw || !mb) return SAM3_ERR_OUT_OF_MEMORY;
     memcpy(enc, mem, (size_t)Ng * D * sizeof(float));
     sam3__layernorm(c, enc, h, Ng, D, &w->cross_ln, 1e-5f);
-    if ((rc = sam3__mha(c, &w->cross_attn, h, prompt, prompt, Ng, np, D, m->mask.heads, NULL, 0, h)) != SAM3_OK) return rc;
+    if ((rc = sam3__mha(c, &w->cross_attn, h, prompt, prompt, Ng, np, D, m->mask.heads, 0, h)) != SAM3_OK) return rc;
     sam3__vadd(c, enc, h, (size_t)Ng * D);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < Ng; t++) {
@@ -5571,9 +5743,24 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
         side = os;
     }
     SAM3_ASSERT(side == S0);
-    sam3__conv1x1(c, x, 0, D, (int)hw0, &w->inst_proj, D, up); /* (D, side0, side0) instance embeddings */
     if ((rc = sam3__mlp3(c, queries, Q, D, w->embed, D, D, me)) != SAM3_OK) return rc;
-    sam3__gemm(c, 0, 0, Q, (int)hw0, D, 1.0f, me, D, up, (int)hw0, 0.0f, masks, (int)hw0);
+    /* masks = me . (W_inst x + b) = (me W_inst) x + me . b: the instance projection (a 1x1 conv,
+       11 GFLOP at 288 x 288, and an 85 MB map written and read) folded into the Q embeddings */
+    sam3__gemm(c, 0, 0, Q, D, D, 1.0f, me, D, w->inst_proj.w, D, 0.0f, mw, D);
+    for (k = 0; k < Q; k++) {
+        float s = 0;
+        int j;
+        if (w->inst_proj.b)
+            for (j = 0; j < D; j++) s += me[(size_t)k * D + j] * w->inst_proj.b[j];
+        mb[k] = s;
+    }
+    sam3__gemm(c, 0, 0, Q, (int)hw0, D, 1.0f, mw, D, x, (int)hw0, 0.0f, masks, (int)hw0);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (k = 0; k < Q; k++) {
+        float *r = masks + (size_t)k * hw0;
+        size_t j;
+        for (j = 0; j < hw0; j++) r[j] += mb[k];
+    }
     sam3__conv1x1(c, x, 0, D, (int)hw0, &w->sem_proj, 1, semantic);
     sam3__release(c, mk);
     return SAM3_OK;
@@ -5792,11 +5979,11 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
         const sam3__twoway_layer_w *lw = &w->layers[l];
         /* self-attention; the first block has no position and no residual */
         if (l == 0) {
-            if ((rc = sam3__mha_ex(c, &lw->self_attn, tk, tk, tk, n, n, D, D, nh, NULL, 0, tk)) != SAM3_OK) return rc;
+            if ((rc = sam3__mha_ex(c, &lw->self_attn, tk, tk, tk, n, n, D, D, nh, NULL, NULL, 0, 0, tk)) != SAM3_OK) return rc;
         } else {
             memcpy(q, tk, (size_t)n * D * sizeof(float));
             sam3__vadd(c, q, t0, (size_t)n * D);
-            if ((rc = sam3__mha_ex(c, &lw->self_attn, q, q, tk, n, n, D, D, nh, NULL, 0, y)) != SAM3_OK) return rc;
+            if ((rc = sam3__mha_ex(c, &lw->self_attn, q, q, tk, n, n, D, D, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
             sam3__vadd(c, tk, y, (size_t)n * D);
         }
         sam3__layernorm(c, tk, tk, n, D, &lw->ln1, t->tw_eps);
@@ -5805,7 +5992,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
         sam3__vadd(c, q, t0, (size_t)n * D);
         memcpy(ik, im, (size_t)Ng * D * sizeof(float));
         sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
-        if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
         sam3__layernorm(c, tk, tk, n, D, &lw->ln2, t->tw_eps);
         /* MLP */
@@ -5815,7 +6002,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_ex(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, 0, iy)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_ex(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, NULL, 0, 0, iy)) != SAM3_OK) return rc;
         sam3__vadd(c, im, iy, (size_t)Ng * D);
         sam3__layernorm(c, im, im, Ng, D, &lw->ln4, t->tw_eps);
     }
@@ -5823,7 +6010,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
     sam3__vadd(c, q, t0, (size_t)n * D);
     memcpy(ik, im, (size_t)Ng * D * sizeof(float));
     sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
-    if ((rc = sam3__mha_ex(c, &w->final_attn, q, ik, im, n, Ng, D, di, nh, NULL, 0, y)) != SAM3_OK) return rc;
+    if ((rc = sam3__mha_ex(c, &w->final_attn, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
     sam3__vadd(c, tk, y, (size_t)n * D);
     sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
     /* upscaling with the high-resolution skips */
