@@ -4586,10 +4586,15 @@ static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int 
 
 /* Interleaved sine code S(v) of Sam3SinePositionEmbedding with nf features:
    out[i] = sin(v / T^(2 floor(i/2) / nf)) for even i, cos(...) for odd i. fp32 as the reference. */
-static void sam3__sine(float v, int nf, float *out) {
+/* dim: the nf / 2 + 1 values of dim_t (sam3__sine_dims), or NULL to compute them here */
+static void sam3__sine_dims(int nf, float *dim) {
+    int i;
+    for (i = 0; i < nf; i += 2) dim[i / 2] = (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
+}
+static void sam3__sine(float v, int nf, const float *dim, float *out) {
     int i;
     for (i = 0; i < nf; i += 2) {
-        float dim_t = (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
+        float dim_t = dim ? dim[i / 2] : (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
         float p = v / dim_t;
         out[i] = sinf(p);
         if (i + 1 < nf) out[i + 1] = cosf(p);
@@ -4607,8 +4612,8 @@ static void sam3__sine_pos2d(int H, int W, int D, float *out) {
         for (x = 0; x < W; x++) {
             float xv = (float)(x + 1) / ((float)W + eps) * scale;
             float *o = out + ((size_t)y * W + x) * D;
-            sam3__sine(yv, nf, o);
-            sam3__sine(xv, nf, o + nf);
+            sam3__sine(yv, nf, NULL, o);
+            sam3__sine(xv, nf, NULL, o + nf);
         }
     }
 }
@@ -5453,8 +5458,8 @@ static sam3_result sam3__geometry_encoder(sam3_ctx *c, const float *boxes, const
             for (j = 0; j < D; j++) out[(size_t)i * D + j] += g->pool.b[j];
         }
         /* centre code: [S(cy 2pi), S(cx 2pi), h, w] */
-        sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, pe + (size_t)i * (D + 2));
-        sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, pe + (size_t)i * (D + 2) + nf);
+        sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, NULL, pe + (size_t)i * (D + 2));
+        sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, NULL, pe + (size_t)i * (D + 2) + nf);
         pe[(size_t)i * (D + 2) + D] = b[3];
         pe[(size_t)i * (D + 2) + D + 1] = b[2];
     }
@@ -5517,33 +5522,75 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
     const sam3__dec_w *w = &m->dec_w;
     const int D = m->neck.fpn, nh = m->dec.heads;
     sam3__mark mk = sam3__mark_get(c);
-    float *dx = sam3__sallocf(c, (size_t)Q * S * 2), *dy = sam3__sallocf(c, (size_t)Q * S * 2); /* (Q, S, 2) */
-    float *ex = sam3__sallocf(c, (size_t)Q * S * nh), *ey = sam3__sallocf(c, (size_t)Q * S * nh); /* (Q, S, nh) */
-    int q, i;
-    sam3_result rc;
-    if (!dx || !dy || !ex || !ey) return SAM3_ERR_OUT_OF_MEMORY;
-    for (q = 0; q < Q; q++) {
-        const float *b = ref + 4 * q;
-        float x1 = b[0] - 0.5f * b[2], y1 = b[1] - 0.5f * b[3], x2 = b[0] + 0.5f * b[2], y2 = b[1] + 0.5f * b[3];
-        for (i = 0; i < S; i++) {
-            float co = (float)i / (float)S;
-            dx[((size_t)q * S + i) * 2] = sam3__rpb_log(co - x1);
-            dx[((size_t)q * S + i) * 2 + 1] = sam3__rpb_log(co - x2);
-            dy[((size_t)q * S + i) * 2] = sam3__rpb_log(co - y1);
-            dy[((size_t)q * S + i) * 2 + 1] = sam3__rpb_log(co - y2);
-        }
-    }
-    if ((rc = sam3__mlp2(c, dx, Q * S, 2, &w->rpb_x[0], D, &w->rpb_x[1], nh, 1, ex)) != SAM3_OK) return rc;
-    if ((rc = sam3__mlp2(c, dy, Q * S, 2, &w->rpb_y[0], D, &w->rpb_y[1], nh, 1, ey)) != SAM3_OK) return rc;
+    float *hbuf = sam3__sallocf(c, (size_t)c->nt * D * 16); /* per thread (D, 16) */
+    int i, t;
+    if (!hbuf) return SAM3_ERR_OUT_OF_MEMORY;
     for (i = 0; i < nh; i++) {
-        int r;
         memset(relh + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
         memset(relw + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
-        for (q = 0; q < Q; q++)
-            for (r = 0; r < S; r++) {
-                relh[((size_t)i * (Q + 1) + 1 + q) * S + r] = ey[((size_t)q * S + r) * nh + i];
-                relw[((size_t)i * (Q + 1) + 1 + q) * S + r] = ex[((size_t)q * S + r) * nh + i];
+    }
+    /* The two MLPs (2 -> D -> nh, ReLU) evaluated directly, 16 key rows or columns at a time with
+       their hidden layer in L1: as products of K = 2 and N = nh = 8 (a 15 MB hidden map for
+       each) they ran at a few GFLOP/s. Task: (axis, query); axis 0 is x (key columns), 1 y. */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (t = 0; t < 2 * Q; t++) {
+        const int ax = t / Q, q = t % Q;
+        const sam3__lin *l1 = ax ? &w->rpb_y[0] : &w->rpb_x[0], *l2 = ax ? &w->rpb_y[1] : &w->rpb_x[1];
+        const float *b = ref + 4 * q;
+        const float lo = ax ? b[1] - 0.5f * b[3] : b[0] - 0.5f * b[2], hi = ax ? b[1] + 0.5f * b[3] : b[0] + 0.5f * b[2];
+        float *dst = (ax ? relh : relw) + (size_t)(1 + q) * S; /* head h at + h (Q + 1) S */
+#ifdef _OPENMP
+        float *hid = hbuf + (size_t)omp_get_thread_num() * D * 16; /* (D, 16) hidden layer */
+#else
+        float *hid = hbuf;
+#endif
+        int i0, r, j, hh;
+        for (i0 = 0; i0 < S; i0 += 16) {
+            const int n = SAM3__MIN(16, S - i0);
+            float d0[16], d1[16];
+            for (r = 0; r < 16; r++) {
+                const float co = (float)SAM3__MIN(i0 + r, S - 1) / (float)S;
+                d0[r] = sam3__rpb_log(co - lo);
+                d1[r] = sam3__rpb_log(co - hi);
             }
+            for (j = 0; j < D; j++) {
+                const float wa = l1->w[2 * j], wb = l1->w[2 * j + 1], bj = l1->b ? l1->b[j] : 0.0f;
+                float *hv = hid + (size_t)j * 16;
+#ifdef SAM3__VX
+                int u;
+                for (u = 0; u < 16; u += SAM3__VX) {
+                    const sam3__vx v = sam3__vx_add(sam3__vx_fmadd(sam3__vx_load(d1 + u), sam3__vx_set1(wb), sam3__vx_mul(sam3__vx_load(d0 + u), sam3__vx_set1(wa))),
+                                                    sam3__vx_set1(bj));
+                    sam3__vx_store(hv + u, sam3__vx_max(v, sam3__vx_set1(0.0f)));
+                }
+#else
+                for (r = 0; r < 16; r++) {
+                    const float v = (d0[r] * wa + d1[r] * wb) + bj;
+                    hv[r] = v > 0 ? v : 0.0f;
+                }
+#endif
+            }
+            for (hh = 0; hh < nh; hh++) {
+                const float *w2 = l2->w + (size_t)hh * D, b2 = l2->b ? l2->b[hh] : 0.0f;
+                float acc[16];
+#ifdef SAM3__VX
+                /* explicit vectors: GCC kept acc in memory (~2 GFLOP/s) */
+                sam3__vx av[16 / SAM3__VX];
+                int u;
+                for (u = 0; u < 16 / SAM3__VX; u++) av[u] = sam3__vx_set1(0.0f);
+                for (j = 0; j < D; j++) {
+                    const sam3__vx wv = sam3__vx_set1(w2[j]);
+                    for (u = 0; u < 16 / SAM3__VX; u++) av[u] = sam3__vx_fmadd(wv, sam3__vx_load(hid + (size_t)j * 16 + u * SAM3__VX), av[u]);
+                }
+                for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc + u * SAM3__VX, av[u]);
+#else
+                for (r = 0; r < 16; r++) acc[r] = 0;
+                for (j = 0; j < D; j++)
+                    for (r = 0; r < 16; r++) acc[r] += w2[j] * hid[(size_t)j * 16 + r];
+#endif
+                for (r = 0; r < n; r++) dst[(size_t)hh * (Q + 1) * S + i0 + r] = acc[r] + b2;
+            }
+        }
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -5573,12 +5620,14 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
     float *relh = sam3__sallocf(c, (size_t)nh * (Q + 1) * S);  /* (nh, Q+1, S) box bias by key row */
     float *relw = sam3__sallocf(c, (size_t)nh * (Q + 1) * S);  /* (nh, Q+1, S) and by key column */
     float *delta = sam3__sallocf(c, (size_t)Q * 4);         /* (Q, 4) */
+    float *dims = sam3__sallocf(c, (size_t)nf / 2 + 1);     /* (nf / 2 + 1) sine frequencies */
     float *ref = out->boxes;
     float *hist_h = NULL, *hist_ref = NULL, *hist_p = NULL; /* per-layer taps */
     float pres = 0;
     int l, q, i;
     sam3_result rc;
-    if (!h || !qpos || !t || !y || !se || !km || !relh || !relw || !delta) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!h || !qpos || !t || !y || !se || !km || !relh || !relw || !delta || !dims) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__sine_dims(nf, dims);
     if (c->opt.tap) {
         hist_h = sam3__sallocf(c, (size_t)L * Q * D);
         hist_ref = sam3__sallocf(c, (size_t)L * Q * 4);
@@ -5595,14 +5644,16 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
         const sam3__dec_layer_w *lw = &w->layers[l];
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the DETR decoder");
         if (hist_ref) memcpy(hist_ref + (size_t)l * Q * 4, ref, (size_t)Q * 4 * sizeof(float));
-        /* query position from the current boxes: [S(cy), S(cx), S(w), S(h)] (scale 2 pi) -> MLP */
+        /* query position from the current boxes: [S(cy), S(cx), S(w), S(h)] (scale 2 pi) -> MLP
+           (threaded: 200 queries' 100 k sines a layer were ~10 ms on one thread) */
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (q = 0; q < Q; q++) {
             const float *b = ref + 4 * q;
             float *o = se + (size_t)q * 2 * D;
-            sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, o);
-            sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, o + nf);
-            sam3__sine(b[2] * (float)(2 * SAM3__PI), nf, o + 2 * nf);
-            sam3__sine(b[3] * (float)(2 * SAM3__PI), nf, o + 3 * nf);
+            sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, dims, o);
+            sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, dims, o + nf);
+            sam3__sine(b[2] * (float)(2 * SAM3__PI), nf, dims, o + 2 * nf);
+            sam3__sine(b[3] * (float)(2 * SAM3__PI), nf, dims, o + 3 * nf);
         }
         if ((rc = sam3__mlp2(c, se, Q, 2 * D, &w->ref_head[0], D, &w->ref_head[1], D, 1, qpos + D)) != SAM3_OK) return rc;
         if ((rc = sam3__box_rpb(c, ref, Q, S, relh, relw)) != SAM3_OK) return rc;
@@ -5685,21 +5736,23 @@ static sam3_result sam3__dot_product_scoring(sam3_ctx *c, const float *queries, 
 }
 
 /* ==== sam3: mask decoder (Sam3MaskDecoder) ==== */
-/* Nearest-neighbour resize of a (C, ih, iw) map to (C, oh, ow), as F.interpolate(mode="nearest"),
-   added onto y. */
-static void sam3__nearest_add(sam3_ctx *c, const float *x, int C, int ih, int iw, float *y, int oh, int ow) {
-    int ch;
+/* y = skip + x resized to (C, oh, ow) by nearest neighbour (F.interpolate(mode="nearest")), from
+   x (C, ih, iw): one pass on all threads (a copy of the skip map first was 85 MB on one thread). */
+static void sam3__upsample_add(sam3_ctx *c, const float *x, int C, int ih, int iw, const float *skip, float *y, int oh, int ow) {
+    int t;
     const float sy = (float)ih / (float)oh, sx = (float)iw / (float)ow;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (ch = 0; ch < C; ch++) {
-        int r, q;
-        for (r = 0; r < oh; r++) {
-            int sr = oh == 2 * ih ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), ih - 1);
-            const float *src = x + ((size_t)ch * ih + sr) * iw;
-            float *dst = y + ((size_t)ch * oh + r) * ow;
-            for (q = 0; q < ow; q++) dst[q] += src[ow == 2 * iw ? q >> 1 : SAM3__MIN((int)floorf((float)q * sx), iw - 1)];
-        }
+    for (t = 0; t < C * oh; t++) {
+        const int ch = t / oh, r = t % oh;
+        const int sr = oh == 2 * ih ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), ih - 1);
+        const float *src = x + ((size_t)ch * ih + sr) * iw, *sk = skip + ((size_t)ch * oh + r) * ow;
+        float *dst = y + ((size_t)ch * oh + r) * ow;
+        int q;
+        if (ow == 2 * iw)
+            for (q = 0; q < ow; q++) dst[q] = sk[q] + src[q >> 1];
+        else
+            for (q = 0; q < ow; q++) dst[q] = sk[q] + src[SAM3__MIN((int)floorf((float)q * sx), iw - 1)];
     }
 }
 
@@ -5736,8 +5789,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     }
     for (k = 0; k < m->neck.n_kept - 1; k++) {
         int level = m->neck.n_kept - 2 - k, os = m->neck.side[level];
-        memcpy(up, c->fpn[level], (size_t)D * os * os * sizeof(float));
-        sam3__nearest_add(c, x, D, side, side, up, os, os);
+        sam3__upsample_add(c, x, D, side, side, c->fpn[level], up, os, os);
         if ((rc = sam3__conv3x3(c, up, D, os, os, &w->conv[k], D, x)) != SAM3_OK) return rc;
         if ((rc = sam3__groupnorm(c, x, D, (size_t)os * os, 8, &w->gn[k], 1e-5f, 1)) != SAM3_OK) return rc;
         side = os;
