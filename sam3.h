@@ -3839,6 +3839,29 @@ static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
     p = sam3__vx_fmadd(sam3__vx_mul(p, r), r, sam3__vx_add(r, sam3__vx_set1(1.0f)));
     return sam3__vx_fmadd(p, sam3__vx_pow2n(n), z);
 }
+/* exp(x) for x <= 0 or NaN (the softmax's x - max): the same reduction and polynomial, the
+   exponent applied by vscalef, which also makes the upper clamp and the NaN carry unneeded (max
+   returns its second operand, x, when x is NaN): 0.29 -> 0.24 ns a score for the softmax on Zen 4. */
+#if defined(__AVX512F__)
+static SAM3__INLINE __m512 sam3__vx_exp_neg(__m512 x) {
+    __m512 n, r, p;
+    x = sam3__vx_max(_mm512_set1_ps(-87.33654f), x);
+    n = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+    n = _mm512_mask_roundscale_ps(n, (__mmask16)0xFFFF, n, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_mask_scalef_ps(p, (__mmask16)0xFFFF, p, n);
+}
+#else
+#define sam3__vx_exp_neg sam3__vx_exp
+#endif
 /* GELU(v) = 0.5 v (1 + erf(v / sqrt 2)), erf as sam3__ferf. |u| is clamped at 4, where
    erf(u) is already 1.0f, so exp(-u^2) never comes near the subnormals. */
 static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
@@ -4092,17 +4115,25 @@ static SAM3__CONTRACT float sam3__softmax_unnorm(float *r, int n) {
     int j = 0;
 #ifdef SAM3__VX
     {
-        sam3__vx vm = sam3__vx_set1(-FLT_MAX), vs = sam3__vx_set1(0.0f), vmx;
+        sam3__vx vm = sam3__vx_set1(-FLT_MAX), vs = sam3__vx_set1(0.0f), vs2 = vs, vmx;
         for (; j + SAM3__VX <= n; j += SAM3__VX) vm = sam3__vx_max(vm, sam3__vx_load(r + j));
         mx = sam3__vx_hmax(vm);
         for (; j < n; j++) mx = r[j] > mx ? r[j] : mx;
         vmx = sam3__vx_set1(mx);
-        for (j = 0; j + SAM3__VX <= n; j += SAM3__VX) {
-            const sam3__vx e = sam3__vx_exp(sam3__vx_sub(sam3__vx_load(r + j), vmx));
+        for (j = 0; j + 2 * SAM3__VX <= n; j += 2 * SAM3__VX) { /* two sums: the adds' latency */
+            const sam3__vx e0 = sam3__vx_exp_neg(sam3__vx_sub(sam3__vx_load(r + j), vmx));
+            const sam3__vx e1 = sam3__vx_exp_neg(sam3__vx_sub(sam3__vx_load(r + j + SAM3__VX), vmx));
+            sam3__vx_store(r + j, e0);
+            sam3__vx_store(r + j + SAM3__VX, e1);
+            vs = sam3__vx_add(vs, e0);
+            vs2 = sam3__vx_add(vs2, e1);
+        }
+        for (; j + SAM3__VX <= n; j += SAM3__VX) {
+            const sam3__vx e = sam3__vx_exp_neg(sam3__vx_sub(sam3__vx_load(r + j), vmx));
             sam3__vx_store(r + j, e);
             vs = sam3__vx_add(vs, e);
         }
-        sum = sam3__vx_hsum(vs);
+        sum = sam3__vx_hsum(sam3__vx_add(vs, vs2));
     }
 #else
     SAM3__OMP(simd reduction(max:mx))
