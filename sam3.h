@@ -347,7 +347,8 @@ SAM3DEF sam3_segment_options sam3_segment_options_default(void);
 /* Segments every instance of the prompt's concept in the context's image. The image features are
    reused; a text prompt seen before on this context reuses its features too. Cost on top of
    sam3_set_image: text encoder (first use of a text), geometry encoder (boxes), DETR encoder,
-   DETR decoder, mask decoder, post-processing; see README "Performance".
+   DETR decoder, mask decoder (masks for the kept instances only; skipped when none is kept and
+   no semantic map is asked for), post-processing; see README "Performance".
    Returns SAM3_OK, SAM3_TRUNCATED (text cut to the context; results valid), or an error.
    *out and everything it points to stay valid until the next sam3_set_image / sam3_segment on
    this context or sam3_ctx_free. */
@@ -5789,13 +5790,13 @@ static void sam3__upsample_add(sam3_ctx *c, const float *x, int C, int ih, int i
 
 /* Prompt cross-attention on the encoder memory, the pixel decoder (the memory replaces the last
    kept FPN level; nearest upsampling + skip, 3x3 conv, GroupNorm(8), ReLU per stage), instance and
-   semantic projections, and the query-pixel product. masks (Q, side0, side0) and semantic
-   (side0, side0) are logits. */
-static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float *prompt, int np, const float *queries, float *masks,
-                                      float *semantic) {
+   semantic projections, and the query-pixel product, for nq query rows (all Q, or the ones kept):
+   masks (nq, side0, side0) and semantic (side0, side0, skipped when NULL) are logits. */
+static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float *prompt, int np, const float *queries, int nq,
+                                      float *masks, float *semantic) {
     const sam3_model *m = c->m;
     const sam3__mask_w *w = &m->mask_w;
-    const int D = m->neck.fpn, Q = m->dec.queries, last = m->neck.n_kept - 1, S = m->neck.side[last], Ng = S * S;
+    const int D = m->neck.fpn, Q = nq, last = m->neck.n_kept - 1, S = m->neck.side[last], Ng = S * S;
     const int S0 = m->neck.side[0];
     const size_t hw0 = (size_t)S0 * S0;
     sam3__mark mk = sam3__mark_get(c);
@@ -5826,7 +5827,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
         side = os;
     }
     SAM3_ASSERT(side == S0);
-    if ((rc = sam3__mlp3(c, queries, Q, D, w->embed, D, D, me)) != SAM3_OK) return rc;
+    if (Q > 0 && (rc = sam3__mlp3(c, queries, Q, D, w->embed, D, D, me)) != SAM3_OK) return rc;
     /* masks = me . (W_inst x + b) = (me W_inst) x + me . b: the instance projection (a 1x1 conv,
        11 GFLOP at 288 x 288, and an 85 MB map written and read) folded into the Q embeddings */
     sam3__gemm(c, 0, 0, Q, D, D, 1.0f, me, D, w->inst_proj.w, D, 0.0f, mw, D);
@@ -5844,7 +5845,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
         size_t j;
         for (j = 0; j < hw0; j++) r[j] += mb[k];
     }
-    sam3__conv1x1(c, x, 0, D, (int)hw0, &w->sem_proj, 1, semantic);
+    if (semantic) sam3__conv1x1(c, x, 0, D, (int)hw0, &w->sem_proj, 1, semantic);
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -6390,10 +6391,10 @@ static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MA
 SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
     const sam3_model *m;
     sam3_segment_options o = sam3_segment_options_default();
-    int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k;
-    const float *tfeat = NULL;
+    int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
+    const float *tfeat = NULL, *ml;
     const char *text;
-    float *prompt, *mem, *logits, *masks, *sem, *boxes_n, *geo = NULL, *prob;
+    float *prompt, *mem, *logits, *masks, *sem, *boxes_n, *geo = NULL, *prob, *mq, pres;
     int *labels;
     sam3__dec_out dec;
     double t0;
@@ -6501,11 +6502,25 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
         sam3__tap(c, "out.presence_logits", &dec.presence, 1, 1, 0, 0);
     }
 
+    /* Masks only for the queries kept (all of them when tapping, for the parity dumps), and no
+       pixel decoder at all when nothing needs it: a prompt that matches nothing costs no mask
+       decoder, one that keeps 5 instances computes 5 of the 200 query-pixel products. */
     t0 = sam3__now_ms();
-    masks = sam3__sallocf(c, (size_t)Q * S0 * S0); /* (Q, S0, S0) mask logits */
-    sem = sam3__sallocf(c, (size_t)S0 * S0);       /* (S0, S0) semantic logits */
-    if (!masks || !sem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    if ((rc = sam3__mask_decoder(c, mem, prompt, np, dec.queries, masks, sem)) != SAM3_OK) return sam3__end(c, rc);
+    pres = sam3__sigmoid(dec.presence);
+    all = c->opt.tap != NULL;
+    kept = 0;
+    for (i = 0; i < Q; i++)
+        if (sam3__sigmoid(logits[i]) * pres > o.score_threshold) kept++;
+    nm = all ? Q : (!o.no_masks || o.low_res) ? kept : 0;
+    masks = sam3__sallocf(c, (size_t)nm * S0 * S0);      /* (nm, S0, S0) mask logits */
+    sem = sam3__sallocf(c, (size_t)S0 * S0);             /* (S0, S0) semantic logits */
+    mq = sam3__sallocf(c, (size_t)SAM3__MAX(nm, 1) * D); /* (nm, D) their queries */
+    if (!masks || !sem || !mq) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    for (i = 0, k = 0; i < Q && k < nm; i++)
+        if (all || sam3__sigmoid(logits[i]) * pres > o.score_threshold) memcpy(mq + (size_t)k++ * D, dec.queries + (size_t)i * D, (size_t)D * sizeof(float));
+    if ((nm || all || o.semantic) &&
+        (rc = sam3__mask_decoder(c, mem, prompt, np, mq, nm, masks, all || o.semantic ? sem : NULL)) != SAM3_OK)
+        return sam3__end(c, rc);
     sam3__tap(c, "out.pred_masks", masks, 3, Q, S0, S0);
     sam3__tap(c, "out.semantic_seg", sem, 2, S0, S0, 0);
     c->t.mask_decoder = sam3__now_ms() - t0;
@@ -6514,11 +6529,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
     t0 = sam3__now_ms();
     {
         const int W = c->img_w, H = c->img_h;
-        const float pres = sam3__sigmoid(dec.presence);
         size_t plane = (size_t)W * H, lp = (size_t)S0 * S0;
-        int kept = 0;
-        for (i = 0; i < Q; i++)
-            if (sam3__sigmoid(logits[i]) * pres > o.score_threshold) kept++;
         if (!sam3__grow(c, (void **)&c->res_inst, &c->res_inst_cap, (size_t)SAM3__MAX(kept, 1) * sizeof(sam3_instance)) ||
             (!o.no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)SAM3__MAX(kept, 1) * plane)) ||
             (o.low_res && !sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)SAM3__MAX(kept, 1) * lp * sizeof(float))) ||
@@ -6544,15 +6555,16 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
             in->box[1] = (b[1] - 0.5f * b[3]) * (float)H;
             in->box[2] = (b[0] + 0.5f * b[2]) * (float)W;
             in->box[3] = (b[1] + 0.5f * b[3]) * (float)H;
+            ml = nm ? masks + (size_t)(all ? i : k) * lp : NULL;
             if (!o.no_masks) {
                 /* sigmoid first, then the bilinear resize of probabilities, then the threshold */
-                sam3__sigmoid_n(c, masks + (size_t)i * lp, prob, lp);
+                sam3__sigmoid_n(c, ml, prob, lp);
                 in->mask = c->res_mask + (size_t)k * plane;
                 in->area = sam3__resize_threshold(c, prob, S0, S0, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)k * plane);
                 if (in->area < 0) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
             }
             if (o.low_res) {
-                memcpy(c->res_low + (size_t)k * lp, masks + (size_t)i * lp, lp * sizeof(float));
+                memcpy(c->res_low + (size_t)k * lp, ml, lp * sizeof(float));
                 in->low_res_logits = c->res_low + (size_t)k * lp;
             }
             k++;

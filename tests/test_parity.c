@@ -301,9 +301,38 @@ static double dump_num(const dump *d, const char *key, double dflt) {
     return e->type == SAM3__T_F64 ? e->f : (double)e->i;
 }
 
+static double mask_iou(const uint8_t *a, const uint8_t *b, size_t n);
+/* The same prompt on a context without taps, where only the kept queries get masks and a prompt
+   that keeps nothing skips the pixel decoder: the same instances, low-resolution logits and
+   semantic map as the tapped run (ref, which computed all of them). */
+static void test_untapped(const char *cfg, const char *name, sam3_ctx *c2, const sam3_prompt *pr, const sam3_segment_options *so,
+                          const sam3_segmentation *ref) {
+    sam3_segment_options o2 = *so;
+    sam3_segmentation s2;
+    const size_t lp = (size_t)ref->low_res_width * ref->low_res_height, plane = (size_t)ref->width * ref->height;
+    double worst_rel = 0, worst_iou = 1;
+    int i, same;
+    sam3_result rc = sam3_segment(c2, pr, &o2, &s2);
+    same = rc >= 0 && s2.n == ref->n;
+    for (i = 0; same && i < ref->n; i++) {
+        const sam3_instance *a = &s2.instances[i], *b = &ref->instances[i];
+        double rel = t_relerr(a->low_res_logits, b->low_res_logits, lp), iou = mask_iou(a->mask, b->mask, plane);
+        same = a->query == b->query && a->score == b->score && !memcmp(a->box, b->box, sizeof(a->box));
+        if (rel > worst_rel) worst_rel = rel;
+        if (iou < worst_iou) worst_iou = iou;
+    }
+    printf("  %s %-22s %d kept, low-res logits rel %.2e, worst mask IoU %.5f\n", cfg, "untapped", s2.n, worst_rel, worst_iou);
+    t_check(same, "%s %s: untapped run kept %d instances (tapped %d) or different scores / boxes", cfg, name, s2.n, ref->n);
+    t_check(worst_rel <= 1e-6 && worst_iou >= 0.999, "%s %s: untapped masks differ (logits rel %.3g, IoU %.5f)", cfg, name, worst_rel, worst_iou);
+    o2.score_threshold = 2.0f; /* above any score: nothing kept, only the semantic map */
+    rc = sam3_segment(c2, pr, &o2, &s2);
+    t_check(rc >= 0 && s2.n == 0 && s2.semantic_logits && t_relerr(s2.semantic_logits, ref->semantic_logits, lp) <= 1e-6,
+            "%s %s: nothing kept: %d instances, semantic map %s", cfg, name, rc >= 0 ? s2.n : -1, rc >= 0 && s2.semantic_logits ? "differs" : "missing");
+}
+
 /* One prompt case end to end through sam3_segment, every stage tapped, then the post-processed
    instances against the reference's: same kept queries, scores, boxes, masks (IoU). */
-static void test_case(const char *cfg, const char *dir, const char *name, sam3_model *m, sam3_ctx *c, tapper *tp) {
+static void test_case(const char *cfg, const char *dir, const char *name, sam3_model *m, sam3_ctx *c, sam3_ctx *c2, tapper *tp) {
     char path[512];
     dump d;
     const sam3__tensor *bx, *lb, *keep, *sc, *boxes, *masks, *ids;
@@ -346,6 +375,8 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
     }
     so.score_threshold = (float)dump_num(&d, "post.threshold", 0.3);
     so.mask_threshold = (float)dump_num(&d, "post.mask_threshold", 0.5);
+    so.low_res = 1;
+    so.semantic = 1;
     tp->d = &d;
     tp->seen = 0;
     tp->compare = 1;
@@ -387,6 +418,7 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
         free(b2);
     }
     t_check(tp->seen >= 8, "%s %s: %d stages compared", cfg, name, tp->seen);
+    if (rc >= 0 && c2) test_untapped(cfg, name, c2, &pr, &so, &seg);
     dump_close(&d);
 }
 
@@ -524,7 +556,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         /* all cases on one context and one image, as an application would run several prompts */
         const sam3__tensor *img = dump_get(&vis, "input.image", SAM3__DT_U8);
         sam3_ctx_options co = test_ctx_options();
-        sam3_ctx *c = NULL;
+        sam3_ctx *c = NULL, *c2 = NULL;
         tapper tp;
         memset(&tp, 0, sizeof(tp));
         tp.cfg = cfg;
@@ -533,10 +565,18 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         printf("%s: segmentation\n", cfg);
         if (img && sam3_ctx_new(m, &co, &c) == SAM3_OK &&
             sam3_set_image(c, (const uint8_t *)img->data, (int)img->shape[1], (int)img->shape[0], (int)img->shape[1] * 3, SAM3_RGB8) == SAM3_OK) {
-            for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) test_case(cfg, dir, cases[i], m, c, &tp);
+            sam3_ctx_options co2 = test_ctx_options();
+            if (sam3_ctx_new(m, &co2, &c2) != SAM3_OK ||
+                sam3_set_image(c2, (const uint8_t *)img->data, (int)img->shape[1], (int)img->shape[0], (int)img->shape[1] * 3, SAM3_RGB8) != SAM3_OK) {
+                t_check(0, "%s: untapped context", cfg);
+                sam3_ctx_free(c2);
+                c2 = NULL;
+            }
+            for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) test_case(cfg, dir, cases[i], m, c, c2, &tp);
         } else {
             t_check(0, "%s: image for the cases", cfg);
         }
+        sam3_ctx_free(c2);
         sam3_ctx_free(c);
         dump_close(&vis);
     }
