@@ -3649,19 +3649,23 @@ static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, fl
                             int ldb, float beta, float *C, int ldc);
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc) {
+    /* 3 tiles a thread from 8 threads on: the 16-core hosts are shared, and with one tile a
+       thread every product waited for its slowest core (image encoder, same host, alternating
+       runs: 4.89 -> 4.36 s median at 16 threads; at 2 threads 3 tiles a thread were 2.5 % slower) */
+    const int nt = c->nt, tiles = c->nt * (c->nt >= 8 ? 3 : 1);
     int pm, pn, t, best = 0;
     double cost = 0;
     if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
-    if (!c->split || c->nt <= 1 || (double)M * N * K < 4e6) {
+    if (!c->split || nt <= 1 || (double)M * N * K < 4e6) {
         sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* pick pm x pn = nt (pm a divisor) making tiles closest to square, which minimises the
-       A and B panels each thread packs */
-    for (pm = 1; pm <= c->nt; pm++) {
+    /* pick pm x pn = tiles (pm a divisor) making tiles closest to square, which minimises the A
+       and B panels each thread packs; the tiles are taken as they come */
+    for (pm = 1; pm <= tiles; pm++) {
         double tm, tn, cst;
-        if (c->nt % pm) continue;
-        pn = c->nt / pm;
+        if (tiles % pm) continue;
+        pn = tiles / pm;
         if (pm > M || pn > N) continue;
         tm = (double)M / pm;
         tn = (double)N / pn;
@@ -3676,8 +3680,8 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         return;
     }
     pm = best;
-    pn = c->nt / pm;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    pn = tiles / pm;
+    SAM3__OMP(parallel for num_threads(nt) schedule(dynamic, 1))
     for (t = 0; t < pm * pn; t++) {
         int i = t / pn, j = t % pn;
         int m0 = (int)((int64_t)M * i / pm), m1 = (int)((int64_t)M * (i + 1) / pm);
