@@ -573,14 +573,19 @@ static const char *SEGMENT_HELP =
 
 #define SEG_MAX_PROMPTS 64
 
-typedef struct seg_args {
+/* The options segment and points share: model, image, output directory, threads, quiet. */
+typedef struct common_args {
     const char *model, *image, *outdir;
+    int threads, blas_threads, quiet;
+} common_args;
+
+typedef struct seg_args {
+    common_args c;
     const char *texts[SEG_MAX_PROMPTS]; /* (n_texts) */
     int n_texts;
     sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
     int n_boxes;
     float threshold, mask_threshold;
-    int threads, blas_threads, quiet;
 } seg_args;
 
 /* Option with a value: "-x V", "--long V" or "--long=V". Returns 1 and sets *val (moving *i past
@@ -647,6 +652,38 @@ static const char *parse_box(const char *s, sam3_box *b) {
     return NULL;
 }
 
+/* Takes argv[*i] when it is a shared option: returns 1 (moving *i past its value), 0 when it is
+   not one, CLI_USAGE after printing what is wrong with it. */
+static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, common_args *ca) {
+    const char *opt = argv[*i], *v = NULL;
+    int r;
+    if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) {
+        ca->quiet = 1;
+        return 1;
+    }
+    if ((r = opt_value(argc, argv, i, "-m", "--model", &v)) > 0) {
+        ca->model = v;
+    } else if (r == 0 && (r = opt_value(argc, argv, i, "-i", "--image", &v)) > 0) {
+        ca->image = v;
+    } else if (r == 0 && (r = opt_value(argc, argv, i, "-o", "--output", &v)) > 0) {
+        ca->outdir = v;
+    } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--threads", &v)) > 0) {
+        if (!parse_int(v, 1, 4096, &ca->threads)) r = usage_error(cmd, "--threads wants a number >= 1, got '%s'", v);
+    } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--blas-threads", &v)) > 0) {
+        if (!parse_int(v, 0, 4096, &ca->blas_threads)) r = usage_error(cmd, "--blas-threads wants a number >= 0, got '%s'", v);
+    }
+    if (r < 0) r = usage_error(cmd, "option '%s' needs a value", opt);
+    return r > 1 ? -1 : r;
+}
+
+/* After the options: what every command needs. CLI_OK or CLI_USAGE (printed). */
+static int check_common_args(const char *cmd, const common_args *ca) {
+    if (!ca->model) return usage_error(cmd, "missing -m FILE (the .sam3 model)%s", NULL);
+    if (!ca->image) return usage_error(cmd, "missing -i IMAGE%s", NULL);
+    if (!ca->outdir || !ca->outdir[0]) return usage_error(cmd, "missing -o OUTDIR%s", NULL);
+    return CLI_OK;
+}
+
 /* Returns CLI_OK with the arguments in *a, CLI_OK with *help set after printing the help, or
    CLI_USAGE after printing what is wrong. */
 static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
@@ -655,7 +692,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
     memset(a, 0, sizeof(*a));
     a->threshold = 0.5f;
     a->mask_threshold = 0.5f;
-    a->blas_threads = 1;
+    a->c.blas_threads = 1;
     *help = 0;
     for (i = 0; i < argc; i++) {
         const char *opt = argv[i];
@@ -664,18 +701,12 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
             *help = 1;
             return CLI_OK;
         }
-        if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) {
-            a->quiet = 1;
+        if ((r = parse_common_arg("segment", argc, argv, &i, &a->c)) != 0) {
+            if (r < 0) return CLI_USAGE;
             continue;
         }
         v = NULL;
-        if ((r = opt_value(argc, argv, &i, "-m", "--model", &v)) > 0) {
-            a->model = v;
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-i", "--image", &v)) > 0) {
-            a->image = v;
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-o", "--output", &v)) > 0) {
-            a->outdir = v;
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-t", "--text", &v)) > 0) {
+        if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) > 0) {
             if (a->n_texts == SEG_MAX_PROMPTS) return usage_error("segment", "too many -t prompts (at most 64)%s", NULL);
             a->texts[a->n_texts++] = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
@@ -692,19 +723,13 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
             if (!parse_float(v, &a->mask_threshold) || a->mask_threshold < 0 || a->mask_threshold > 1)
                 return usage_error("segment", "--mask-threshold wants a number from 0 to 1, got '%s'", v);
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--threads", &v)) > 0) {
-            if (!parse_int(v, 1, 4096, &a->threads)) return usage_error("segment", "--threads wants a number >= 1, got '%s'", v);
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--blas-threads", &v)) > 0) {
-            if (!parse_int(v, 0, 4096, &a->blas_threads)) return usage_error("segment", "--blas-threads wants a number >= 0, got '%s'", v);
         } else if (r < 0) {
             return usage_error("segment", "option '%s' needs a value", opt);
         } else {
             return usage_error("segment", opt[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", opt);
         }
     }
-    if (!a->model) return usage_error("segment", "missing -m FILE (the .sam3 model)%s", NULL);
-    if (!a->image) return usage_error("segment", "missing -i IMAGE%s", NULL);
-    if (!a->outdir || !a->outdir[0]) return usage_error("segment", "missing -o OUTDIR%s", NULL);
+    if (check_common_args("segment", &a->c) != CLI_OK) return CLI_USAGE;
     if (!a->n_texts && !a->n_boxes) return usage_error("segment", "nothing to look for: give -t TEXT and/or --box%s", NULL);
     for (i = 0; i < a->n_texts; i++)
         if (!a->texts[i][0] && !a->n_boxes) return usage_error("segment", "empty -t TEXT (give a text or a --box)%s", NULL);
@@ -1103,7 +1128,7 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
     }
 
     tb_printf(&js, "{\n  \"image\": ");
-    tb_json_string(&js, a->image);
+    tb_json_string(&js, a->c.image);
     tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"prompt\": ", img->w, img->h);
     if (text) tb_json_string(&js, text);
     else tb_printf(&js, "null");
@@ -1257,12 +1282,12 @@ static int run_segment(const seg_args *a) {
     sam3_result r;
 
     cli_cmd = "segment";
-    if (session_load(&ss, a->outdir, a->model, a->quiet) != CLI_OK) goto done;
+    if (session_load(&ss, a->c.outdir, a->c.model, a->c.quiet) != CLI_OK) goto done;
     if (model_is_sam1(ss.model)) {
-        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->model);
+        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
-    if (session_encode(&ss, a->image, a->threads, a->blas_threads) != CLI_OK) goto done;
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads) != CLI_OK) goto done;
     ctx = ss.ctx;
     im = &ss.img;
 
@@ -1286,7 +1311,7 @@ static int run_segment(const seg_args *a) {
             fprintf(stderr, " failed: %s\n", sam3_ctx_last_error(ctx));
             goto done;
         }
-        if (!a->quiet) {
+        if (!a->c.quiet) {
             sam3_timings t = sam3_ctx_timings(ctx);
             fprintf(stderr, "sam3: ");
             print_prompt_name(stderr, text, a->n_boxes);
@@ -1296,13 +1321,13 @@ static int run_segment(const seg_args *a) {
             if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
         }
         if (n_prompts == 1) {
-            snprintf(dir, sizeof(dir), "%s", a->outdir);
+            snprintf(dir, sizeof(dir), "%s", a->c.outdir);
         } else {
             int n;
             make_slug(text, slug, sizeof(slug));
-            n = snprintf(dir, sizeof(dir), "%s/%02d_%s", a->outdir, k, slug);
+            n = snprintf(dir, sizeof(dir), "%s/%02d_%s", a->c.outdir, k, slug);
             if (n < 0 || (size_t)n >= sizeof(dir)) {
-                cli_error("output path too long under '%s'", a->outdir);
+                cli_error("output path too long under '%s'", a->c.outdir);
                 goto done;
             }
             if (make_dirs(dir) != 0) {
@@ -1312,7 +1337,7 @@ static int run_segment(const seg_args *a) {
         }
         t0 = sam3__now_ms();
         if (write_outputs(dir, a, text, im, ss.rgb, ss.overlay, &seg) != CLI_OK) goto done;
-        if (!a->quiet)
+        if (!a->c.quiet)
             fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", dir, seg.n, seg.n == 1 ? "" : "s",
                     fmt_ms(sam3__now_ms() - t0));
     }
@@ -1371,14 +1396,14 @@ static const char *POINTS_HELP =
     "that could not be written, ...), 2 bad command line.\n";
 
 typedef struct pts_args {
-    const char *model, *image, *outdir, *mask;
+    common_args c;
+    const char *mask;
     sam3_point points[SAM3_MAX_POINTS]; /* (n_points) */
     int n_points;
     int has_box;
     float box[4]; /* x0, y0, x1, y1 */
     int single;
     float mask_threshold;
-    int threads, blas_threads, quiet;
 } pts_args;
 
 /* "x,y" or "x,y,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or what is wrong. */
@@ -1409,7 +1434,7 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
     int i, r;
     const char *v, *why;
     memset(a, 0, sizeof(*a));
-    a->blas_threads = 1;
+    a->c.blas_threads = 1;
     *help = 0;
     for (i = 0; i < argc; i++) {
         const char *opt = argv[i];
@@ -1418,8 +1443,8 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
             *help = 1;
             return CLI_OK;
         }
-        if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) {
-            a->quiet = 1;
+        if ((r = parse_common_arg("points", argc, argv, &i, &a->c)) != 0) {
+            if (r < 0) return CLI_USAGE;
             continue;
         }
         if (!strcmp(opt, "--single")) {
@@ -1427,13 +1452,7 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
             continue;
         }
         v = NULL;
-        if ((r = opt_value(argc, argv, &i, "-m", "--model", &v)) > 0) {
-            a->model = v;
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-i", "--image", &v)) > 0) {
-            a->image = v;
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-o", "--output", &v)) > 0) {
-            a->outdir = v;
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-p", "--point", &v)) > 0) {
+        if ((r = opt_value(argc, argv, &i, "-p", "--point", &v)) > 0) {
             if (a->n_points == SAM3_MAX_POINTS) return usage_error("points", "too many --point clicks (at most 64)%s", NULL);
             if ((why = parse_point(v, &a->points[a->n_points])) != NULL) {
                 fprintf(stderr, "sam3 points: bad point '%s': %s (try 'sam3 points --help')\n", v, why);
@@ -1459,19 +1478,13 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
             a->mask = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
             if (!parse_float(v, &a->mask_threshold)) return usage_error("points", "--mask-threshold wants a number (a logit), got '%s'", v);
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--threads", &v)) > 0) {
-            if (!parse_int(v, 1, 4096, &a->threads)) return usage_error("points", "--threads wants a number >= 1, got '%s'", v);
-        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--blas-threads", &v)) > 0) {
-            if (!parse_int(v, 0, 4096, &a->blas_threads)) return usage_error("points", "--blas-threads wants a number >= 0, got '%s'", v);
         } else if (r < 0) {
             return usage_error("points", "option '%s' needs a value", opt);
         } else {
             return usage_error("points", opt[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", opt);
         }
     }
-    if (!a->model) return usage_error("points", "missing -m FILE (the .sam3 model)%s", NULL);
-    if (!a->image) return usage_error("points", "missing -i IMAGE%s", NULL);
-    if (!a->outdir || !a->outdir[0]) return usage_error("points", "missing -o OUTDIR%s", NULL);
+    if (check_common_args("points", &a->c) != CLI_OK) return CLI_USAGE;
     if (!a->n_points && !a->has_box && !a->mask) return usage_error("points", "nothing to segment: give --point, --box and/or --mask%s", NULL);
     return CLI_OK;
 }
@@ -1550,7 +1563,7 @@ static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_p
         const uint8_t *m = res->masks + (size_t)k * np;
         for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0, area[k] += m[i] != 0;
         snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!join_path(path, sizeof(path), a->outdir, name)) goto done;
+        if (!join_path(path, sizeof(path), a->c.outdir, name)) goto done;
         if (write_png(path, png, w, h, 1) != 0) {
             cli_error("cannot write '%s': %s", path, strerror(errno));
             goto done;
@@ -1558,19 +1571,19 @@ static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_p
     }
     for (k = res->n_masks;; k++) { /* masks left over from an earlier run with more masks */
         snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!join_path(path, sizeof(path), a->outdir, name) || remove(path) != 0) break;
+        if (!join_path(path, sizeof(path), a->c.outdir, name) || remove(path) != 0) break;
     }
 
     memcpy(ss->overlay, ss->rgb, np * 3);
     draw_points_overlay(ss->overlay, w, h, res->n_masks ? res->masks + (size_t)res->best * np : NULL, a);
-    if (!join_path(path, sizeof(path), a->outdir, "overlay.png")) goto done;
+    if (!join_path(path, sizeof(path), a->c.outdir, "overlay.png")) goto done;
     if (write_png(path, ss->overlay, w, h, 3) != 0) {
         cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;
     }
 
     tb_printf(&js, "{\n  \"image\": ");
-    tb_json_string(&js, a->image);
+    tb_json_string(&js, a->c.image);
     tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"points\": [", w, h);
     for (k = 0; k < a->n_points; k++) {
         tb_printf(&js, "%s[", k ? ", " : "");
@@ -1603,7 +1616,7 @@ static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_p
         cli_error("out of memory");
         goto done;
     }
-    if (!join_path(path, sizeof(path), a->outdir, "results.json")) goto done;
+    if (!join_path(path, sizeof(path), a->c.outdir, "results.json")) goto done;
     if (write_file(path, js.p, js.len) != 0) {
         cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;
@@ -1627,10 +1640,10 @@ static int run_points(const pts_args *a) {
     sam3_result r;
 
     cli_cmd = "points";
-    if (session_load(&ss, a->outdir, a->model, a->quiet) != CLI_OK) goto done;
+    if (session_load(&ss, a->c.outdir, a->c.model, a->c.quiet) != CLI_OK) goto done;
     if (a->mask && read_mask_prompt(a->mask, &mask, &mw, &mh) != CLI_OK) goto done;
     if (!model_is_sam1(ss.model) && cfgi(ss.model, "tracker.present") == 0) { /* before the slow image encoder */
-        cli_error("'%s' has no interactive head (a detector-only SAM 3 file): use 'sam3 segment'", a->model);
+        cli_error("'%s' has no interactive head (a detector-only SAM 3 file): use 'sam3 segment'", a->c.model);
         goto done;
     }
     if (mask && model_is_sam1(ss.model)) { /* the library would say so too, but after the image encoder */
@@ -1641,8 +1654,8 @@ static int run_points(const pts_args *a) {
             goto done;
         }
     }
-    if (session_encode(&ss, a->image, a->threads, a->blas_threads) != CLI_OK) goto done;
-    if (!a->quiet)
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads) != CLI_OK) goto done;
+    if (!a->c.quiet)
         for (k = 0; k < a->n_points; k++)
             if (a->points[k].x < 0 || a->points[k].y < 0 || a->points[k].x > ss.img.w || a->points[k].y > ss.img.h)
                 fprintf(stderr, "sam3: note: point %g,%g is outside the %dx%d image\n", a->points[k].x, a->points[k].y, ss.img.w, ss.img.h);
@@ -1665,7 +1678,7 @@ static int run_points(const pts_args *a) {
         cli_error("%s", msg[0] ? msg : sam3_result_string(r));
         goto done;
     }
-    if (!a->quiet) {
+    if (!a->c.quiet) {
         fprintf(stderr, "sam3: %d mask%s, best %d (predicted IoU %.3f", res.n_masks, res.n_masks == 1 ? "" : "s", res.best, res.iou[res.best]);
         if (res.has_object_score) fprintf(stderr, ", object score %.2f", res.object_score);
         fprintf(stderr, ") in %s (%sprompt encoder, mask decoder, masks)\n", fmt_ms(sam3__now_ms() - t0),
@@ -1673,8 +1686,8 @@ static int run_points(const pts_args *a) {
     }
     t0 = sam3__now_ms();
     if (write_points_outputs(a, &ss, &res) != CLI_OK) goto done;
-    if (!a->quiet)
-        fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", a->outdir, res.n_masks, res.n_masks == 1 ? "" : "s",
+    if (!a->c.quiet)
+        fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", a->c.outdir, res.n_masks, res.n_masks == 1 ? "" : "s",
                 fmt_ms(sam3__now_ms() - t0));
     rc = CLI_OK;
 done:
