@@ -3575,6 +3575,15 @@ static float *sam3__sallocf(sam3_ctx *c, size_t n) {
     }
     return (float *)sam3__salloc(c, b);
 }
+/* Inside a parallel region: this thread's slice of scratch holding per floats a thread. */
+static float *sam3__thread_slice(float *base, size_t per) {
+#ifdef _OPENMP
+    return base + (size_t)omp_get_thread_num() * per;
+#else
+    (void)per;
+    return base;
+#endif
+}
 /* At an entry point, with nothing live: grow the arena to the high-water mark seen so far. */
 static sam3_result sam3__arena_settle(sam3_ctx *c) {
     SAM3_ASSERT(c->live == 0 && !c->chunks);
@@ -3827,12 +3836,9 @@ static SAM3__INLINE float sam3__vx_hsum(sam3__vx v) {
     for (i = 0; i < SAM3__VX; i++) r += t[i];
     return r;
 }
-/* The same steps as sam3__fexp. A NaN input clamps to a finite x and z = x - x carries it. */
-static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
-    const sam3__vx z = sam3__vx_sub(x, x);
-    sam3__vx n, r, p;
-    x = sam3__vx_min(sam3__vx_max(x, sam3__vx_set1(-87.33654f)), sam3__vx_set1(88.72283f));
-    n = sam3__vx_sub(sam3__vx_fmadd(x, sam3__vx_set1(1.44269504088896341f), sam3__vx_set1(12582912.0f)), sam3__vx_set1(12582912.0f));
+/* exp(x - n ln 2) for |x - n ln 2| <= ln 2 / 2, as sam3__fexp's reduction and polynomial */
+static SAM3__INLINE sam3__vx sam3__vx_exp_reduced(sam3__vx x, sam3__vx n) {
+    sam3__vx r, p;
     r = sam3__vx_fnmadd(n, sam3__vx_set1(0.693359375f), x);
     r = sam3__vx_fnmadd(n, sam3__vx_set1(-2.12194440e-4f), r);
     p = sam3__vx_set1(1.9875691500e-4f);
@@ -3841,27 +3847,26 @@ static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
     p = sam3__vx_fmadd(p, r, sam3__vx_set1(4.1665795894e-2f));
     p = sam3__vx_fmadd(p, r, sam3__vx_set1(1.6666665459e-1f));
     p = sam3__vx_fmadd(p, r, sam3__vx_set1(5.0000001201e-1f));
-    p = sam3__vx_fmadd(sam3__vx_mul(p, r), r, sam3__vx_add(r, sam3__vx_set1(1.0f)));
-    return sam3__vx_fmadd(p, sam3__vx_pow2n(n), z);
+    return sam3__vx_fmadd(sam3__vx_mul(p, r), r, sam3__vx_add(r, sam3__vx_set1(1.0f)));
+}
+/* The same steps as sam3__fexp. A NaN input clamps to a finite x and z = x - x carries it. */
+static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
+    const sam3__vx z = sam3__vx_sub(x, x);
+    sam3__vx n;
+    x = sam3__vx_min(sam3__vx_max(x, sam3__vx_set1(-87.33654f)), sam3__vx_set1(88.72283f));
+    n = sam3__vx_sub(sam3__vx_fmadd(x, sam3__vx_set1(1.44269504088896341f), sam3__vx_set1(12582912.0f)), sam3__vx_set1(12582912.0f));
+    return sam3__vx_fmadd(sam3__vx_exp_reduced(x, n), sam3__vx_pow2n(n), z);
 }
 /* exp(x) for x <= 0 or NaN (the softmax's x - max): the same reduction and polynomial, the
    exponent applied by vscalef, which also makes the upper clamp and the NaN carry unneeded (max
    returns its second operand, x, when x is NaN): 0.29 -> 0.24 ns a score for the softmax on Zen 4. */
 #if defined(__AVX512F__)
 static SAM3__INLINE __m512 sam3__vx_exp_neg(__m512 x) {
-    __m512 n, r, p;
+    __m512 n, p;
     x = sam3__vx_max(_mm512_set1_ps(-87.33654f), x);
     n = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
     n = _mm512_mask_roundscale_ps(n, (__mmask16)0xFFFF, n, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    p = sam3__vx_exp_reduced(x, n);
     return _mm512_mask_scalef_ps(p, (__mmask16)0xFFFF, p, n);
 }
 #else
@@ -4170,11 +4175,7 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nb, int nq, int nk, int
        paid a fork and join for each phase of each window. */
     SAM3__OMP(parallel num_threads(c->nt))
     {
-#ifdef _OPENMP
-        float *s = sbuf + (size_t)omp_get_thread_num() * per_thr; /* (rows, nkp) scores */
-#else
-        float *s = sbuf;
-#endif
+        float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, nkp) scores */
         float *qp = s + (size_t)rows * nkp;  /* (TILES, hd, MR) query tiles, transposed */
         float *acc = qp + (size_t)rows * hd; /* (rows, hd) P.V sums */
         int bt;
@@ -4492,11 +4493,7 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, in
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (task = 0; task < cin * nr; task++) {
             const int ci = task / nr, r = task % nr;
-#ifdef _OPENMP
-            float *P = tb + (size_t)omp_get_thread_num() * per_thr;
-#else
-            float *P = tb;
-#endif
+            float *P = sam3__thread_slice(tb, per_thr);
             sam3__wino_in(x + (size_t)ci * H * W, H, W, ty0 + r, ntx, P, P + (size_t)24 * (ntx + 1), v + (size_t)ci * nc + (size_t)r * ntx,
                           (size_t)cin * nc);
         }
@@ -4514,11 +4511,7 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, in
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (task = 0; task < cout * nr; task++) {
             const int o = task / nr, r = task % nr;
-#ifdef _OPENMP
-            float *S = tb + (size_t)omp_get_thread_num() * per_thr;
-#else
-            float *S = tb;
-#endif
+            float *S = sam3__thread_slice(tb, per_thr);
             sam3__wino_out(mm + (size_t)o * nc + (size_t)r * ntx, (size_t)cout * nc, ntx, l->b ? l->b[o] : 0.0f, S, S + (size_t)24 * ntx,
                            y + (size_t)o * H * W, H, W, ty0 + r);
         }
@@ -5629,11 +5622,7 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
         const float *b = ref + 4 * q;
         const float lo = ax ? b[1] - 0.5f * b[3] : b[0] - 0.5f * b[2], hi = ax ? b[1] + 0.5f * b[3] : b[0] + 0.5f * b[2];
         float *dst = (ax ? relh : relw) + (size_t)(1 + q) * S; /* head h at + h (Q + 1) S */
-#ifdef _OPENMP
-        float *hid = hbuf + (size_t)omp_get_thread_num() * D * 16; /* (D, 16) hidden layer */
-#else
-        float *hid = hbuf;
-#endif
+        float *hid = sam3__thread_slice(hbuf, (size_t)D * 16); /* (D, 16) hidden layer */
         int i0, r, j, hh;
         for (i0 = 0; i0 < S; i0 += 16) {
             const int n = SAM3__MIN(16, S - i0);
