@@ -98,7 +98,9 @@ DOCUMENTATION
    SAM3_ASSERT(x)          internal invariant checks (default: assert)
    SAM3_NO_STDIO           no path-based loading (sam3_load_from_memory only)
    SAM3_NO_MMAP            sam3_load reads the file into memory instead of mapping it
-   SAM3_SGEMM(...)         replace the GEMM: row-major cblas_sgemm signature (MKL, BLIS, Accelerate)
+   SAM3_SGEMM(...)         replace the GEMM: row-major cblas_sgemm signature (MKL, BLIS, Accelerate);
+                           the attention kernels and products of <= 32 rows by a weight matrix
+                           stay sam3.h's own (AVX2 / AVX-512 builds)
    SAM3_NO_BLAS            built-in naive sgemm (slow; for tests and tiny targets)
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
 
