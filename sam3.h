@@ -6443,7 +6443,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
     int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
     const float *tfeat = NULL, *ml;
     const char *text;
-    float *prompt, *mem, *logits, *masks, *sem, *boxes_n, *geo = NULL, *prob, *mq, pres;
+    float *prompt, *mem, *logits, *masks, *sem, *boxes_n, *geo = NULL, *prob, *mq, *score, pres;
     int *labels;
     sam3__dec_out dec;
     double t0;
@@ -6557,16 +6557,20 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
     t0 = sam3__now_ms();
     pres = sam3__sigmoid(dec.presence);
     all = c->opt.tap != NULL;
+    score = sam3__sallocf(c, (size_t)Q); /* (Q) sigmoid(logit) * presence */
+    if (!score) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
     kept = 0;
-    for (i = 0; i < Q; i++)
-        if (sam3__sigmoid(logits[i]) * pres > o.score_threshold) kept++;
+    for (i = 0; i < Q; i++) {
+        score[i] = sam3__sigmoid(logits[i]) * pres;
+        kept += score[i] > o.score_threshold;
+    }
     nm = all ? Q : (!o.no_masks || o.low_res) ? kept : 0;
     masks = sam3__sallocf(c, (size_t)nm * S0 * S0);      /* (nm, S0, S0) mask logits */
     sem = sam3__sallocf(c, (size_t)S0 * S0);             /* (S0, S0) semantic logits */
     mq = sam3__sallocf(c, (size_t)SAM3__MAX(nm, 1) * D); /* (nm, D) their queries */
     if (!masks || !sem || !mq) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
     for (i = 0, k = 0; i < Q && k < nm; i++)
-        if (all || sam3__sigmoid(logits[i]) * pres > o.score_threshold) memcpy(mq + (size_t)k++ * D, dec.queries + (size_t)i * D, (size_t)D * sizeof(float));
+        if (all || score[i] > o.score_threshold) memcpy(mq + (size_t)k++ * D, dec.queries + (size_t)i * D, (size_t)D * sizeof(float));
     if ((nm || all || o.semantic) &&
         (rc = sam3__mask_decoder(c, mem, prompt, np, mq, nm, masks, all || o.semantic ? sem : NULL)) != SAM3_OK)
         return sam3__end(c, rc);
@@ -6592,7 +6596,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
         sam3__lerp_table(S0, H, ty);
         sam3__lerp_table(S0, W, tx);
         for (i = 0, k = 0; i < Q; i++) {
-            float sc = sam3__sigmoid(logits[i]) * pres;
+            const float sc = score[i];
             sam3_instance *in;
             const float *b = dec.boxes + 4 * i;
             if (!(sc > o.score_threshold)) continue;
