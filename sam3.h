@@ -3484,6 +3484,8 @@ struct sam3_ctx {
     float *fpn[SAM3__MAX_LEVELS];        /* (D, side, side) kept FPN levels, channel-major */
     float *l2_tok;                       /* (Ng, D) last kept level, token-major */
     float *l2_pos;                       /* (Ng, D) its sine position map, token-major */
+    int enc0_ready;                      /* enc0 holds this image's */
+    float *enc0;                         /* (Ng, D) l2_tok after the DETR encoder's first self-attention */
     float *rope_win;                     /* (window^2, hd/2, 2) cos, sin for windowed blocks */
     float *rope_glb;                     /* (N, hd/2, 2) cos, sin for global blocks */
     /* Interactive head's image state, computed on the first sam3_segment_points after an image */
@@ -5487,16 +5489,16 @@ static void sam3__roi_align(const float *f, int H, int W, int D, const float box
 }
 
 /* Pre-norm layer shared by the geometry and DETR encoders (Sam3GeometryEncoderLayer,
-   Sam3DetrEncoderLayer): self-attention (with `pos` added to queries and keys after the norm when
-   given), cross-attention to `mem` (keys mem + mem_pos when given), ReLU MLP. x (n, D) in place. */
-static sam3_result sam3__xlayer(sam3_ctx *c, const sam3__xlayer_w *w, float *x, int n, const float *pos, const float *mem,
-                                const float *mem_pos, int nm, int heads, int inter) {
+   Sam3DetrEncoderLayer) in its two halves: sam3__xlayer_self, the self-attention (with `pos` added
+   to queries and keys after the norm when given), then sam3__xlayer_cross, the cross-attention to
+   `mem` (keys mem + mem_pos when given) and the ReLU MLP. Split because the DETR encoder's first
+   self-attention reads only the image and is kept per image (sam3__detr_encoder). x (n, D) in place. */
+static sam3_result sam3__xlayer_self(sam3_ctx *c, const sam3__xlayer_w *w, float *x, int n, const float *pos, int heads) {
     const int D = c->m->neck.fpn;
     sam3__mark mk = sam3__mark_get(c);
     float *h = sam3__sallocf(c, (size_t)n * D);  /* (n, D) */
     float *qk = sam3__sallocf(c, (size_t)n * D); /* (n, D) */
     float *y = sam3__sallocf(c, (size_t)n * D);  /* (n, D) */
-    float *km = NULL;                            /* (nm, D) mem + mem_pos */
     sam3_result rc;
     if (!h || !qk || !y) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__layernorm(c, x, h, n, D, &w->ln1, 1e-5f);
@@ -5504,6 +5506,19 @@ static sam3_result sam3__xlayer(sam3_ctx *c, const sam3__xlayer_w *w, float *x, 
     if (pos) sam3__vadd(c, qk, pos, (size_t)n * D);
     if ((rc = sam3__mha(c, &w->self_attn, qk, qk, h, n, n, D, heads, 0, y)) != SAM3_OK) return rc;
     sam3__vadd(c, x, y, (size_t)n * D);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+static sam3_result sam3__xlayer_cross(sam3_ctx *c, const sam3__xlayer_w *w, float *x, int n, const float *mem, const float *mem_pos, int nm,
+                                      int heads, int inter) {
+    const int D = c->m->neck.fpn;
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)n * D); /* (n, D) */
+    float *y = sam3__sallocf(c, (size_t)n * D); /* (n, D) */
+    float *km = NULL;                           /* (nm, D) mem + mem_pos */
+    sam3_result rc;
+    if (!h || !y) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__layernorm(c, x, h, n, D, &w->ln2, 1e-5f);
     if (mem_pos) {
         if (!(km = sam3__sallocf(c, (size_t)nm * D))) return SAM3_ERR_OUT_OF_MEMORY;
@@ -5566,7 +5581,8 @@ static sam3_result sam3__geometry_encoder(sam3_ctx *c, const float *boxes, const
     sam3__linear(c, out, nb + 1, D, &g->final_proj, D, tmp);
     sam3__layernorm(c, tmp, out, nb + 1, D, &g->prompt_ln, 1e-5f);
     for (l = 0; l < m->geo.layers; l++) {
-        if ((rc = sam3__xlayer(c, &g->layers[l], out, nb + 1, NULL, c->l2_tok, c->l2_pos, Ng, m->geo.heads, m->geo.inter)) != SAM3_OK)
+        if ((rc = sam3__xlayer_self(c, &g->layers[l], out, nb + 1, NULL, m->geo.heads)) != SAM3_OK ||
+            (rc = sam3__xlayer_cross(c, &g->layers[l], out, nb + 1, c->l2_tok, c->l2_pos, Ng, m->geo.heads, m->geo.inter)) != SAM3_OK)
             return rc;
     }
     sam3__layernorm(c, out, out, nb + 1, D, &g->out_ln, 1e-5f);
@@ -5577,15 +5593,26 @@ static sam3_result sam3__geometry_encoder(sam3_ctx *c, const float *boxes, const
 /* ==== sam3: DETR encoder (Sam3DetrEncoder) ==== */
 /* Six pre-norm layers over the last FPN level's tokens: self-attention with the sine position
    added to queries and keys after the norm, cross-attention to the prompt, ReLU MLP.
+   The first layer's self-attention sees only the image, so its result is kept in the context on
+   the first prompt after an image and reused by the next ones (1/6 of the encoder's attention).
    mem (Ng, D) in: the level's tokens, out: the encoder memory. */
 static sam3_result sam3__detr_encoder(sam3_ctx *c, float *mem, const float *prompt, int np) {
     const sam3_model *m = c->m;
-    const int last = m->neck.n_kept - 1, Ng = m->neck.side[last] * m->neck.side[last];
+    const int last = m->neck.n_kept - 1, Ng = m->neck.side[last] * m->neck.side[last], D = m->neck.fpn;
     int l;
     sam3_result rc;
     for (l = 0; l < m->enc.layers; l++) {
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the DETR encoder");
-        if ((rc = sam3__xlayer(c, &m->enc_w[l], mem, Ng, c->l2_pos, prompt, NULL, np, m->enc.heads, m->enc.inter)) != SAM3_OK) return rc;
+        if (l == 0 && c->enc0_ready) {
+            memcpy(mem, c->enc0, (size_t)Ng * D * sizeof(float));
+        } else {
+            if ((rc = sam3__xlayer_self(c, &m->enc_w[l], mem, Ng, c->l2_pos, m->enc.heads)) != SAM3_OK) return rc;
+            if (l == 0) {
+                memcpy(c->enc0, mem, (size_t)Ng * D * sizeof(float));
+                c->enc0_ready = 1;
+            }
+        }
+        if ((rc = sam3__xlayer_cross(c, &m->enc_w[l], mem, Ng, prompt, NULL, np, m->enc.heads, m->enc.inter)) != SAM3_OK) return rc;
     }
     return SAM3_OK;
 }
@@ -6204,6 +6231,7 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
     for (j = 0; j < SAM3__MAX_LEVELS; j++) sam3__afree(&c->a, c->fpn[j]);
     sam3__afree(&c->a, c->l2_tok);
     sam3__afree(&c->a, c->l2_pos);
+    sam3__afree(&c->a, c->enc0);
     sam3__afree(&c->a, c->rope_win);
     sam3__afree(&c->a, c->rope_glb);
     sam3__afree(&c->a, c->trk_e);
@@ -6276,6 +6304,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
         int side = m->neck.side[m->neck.n_kept - 1];
         c->l2_tok = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
         c->l2_pos = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
+        c->enc0 = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
         if (ok) sam3__sine_pos2d(side, side, m->neck.fpn, c->l2_pos);
     }
     if (m->trk.present) {
@@ -6333,6 +6362,7 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     m = c->m;
     c->has_image = 0;
     c->trk_ready = 0;
+    c->enc0_ready = 0;
     c->t.preprocess = c->t.vision_trunk = c->t.vision_neck = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;

@@ -330,6 +330,49 @@ static void test_untapped(const char *cfg, const char *name, sam3_ctx *c2, const
             "%s %s: nothing kept: %d instances, semantic map %s", cfg, name, rc >= 0 ? s2.n : -1, rc >= 0 && s2.semantic_logits ? "differs" : "missing");
 }
 
+/* A new image on a context that has segmented another must not reuse the old image's state (the
+   DETR encoder's first self-attention is kept per image): the mirrored image segmented on c2 after
+   the cases equals it segmented on a fresh context, every query's score and low-res mask. */
+static void test_image_switch(const char *cfg, sam3_model *m, sam3_ctx *c2, const sam3__tensor *img) {
+    const int W = (int)img->shape[1], H = (int)img->shape[0];
+    unsigned char *mir = (unsigned char *)malloc((size_t)W * H * 3);
+    sam3_ctx_options co = test_ctx_options();
+    sam3_ctx *c3 = NULL;
+    sam3_segment_options so = sam3_segment_options_default();
+    sam3_segmentation s2, s3;
+    sam3_prompt pr;
+    float *keep = NULL;
+    size_t lp = 0;
+    int x, y, ok = 0, n2 = -1;
+    for (y = 0; y < H; y++)
+        for (x = 0; x < W; x++) memcpy(mir + ((size_t)y * W + x) * 3, (const unsigned char *)img->data + ((size_t)y * W + W - 1 - x) * 3, 3);
+    memset(&pr, 0, sizeof(pr));
+    pr.text = "a";
+    so.score_threshold = -1.0f; /* every query, so every score is compared */
+    so.low_res = 1;
+    so.no_masks = 1;
+    if (sam3_set_image(c2, mir, W, H, W * 3, SAM3_RGB8) == SAM3_OK && sam3_segment(c2, &pr, &so, &s2) >= 0) {
+        lp = (size_t)s2.low_res_width * s2.low_res_height;
+        n2 = s2.n;
+        keep = (float *)malloc(sizeof(float) * (size_t)s2.n * (lp + 1));
+        for (x = 0; x < s2.n; x++) {
+            keep[(size_t)x * (lp + 1)] = s2.instances[x].score;
+            memcpy(keep + (size_t)x * (lp + 1) + 1, s2.instances[x].low_res_logits, lp * sizeof(float));
+        }
+    }
+    if (keep && sam3_ctx_new(m, &co, &c3) == SAM3_OK && sam3_set_image(c3, mir, W, H, W * 3, SAM3_RGB8) == SAM3_OK &&
+        sam3_segment(c3, &pr, &so, &s3) >= 0 && s3.n == n2) {
+        ok = 1;
+        for (x = 0; ok && x < s3.n; x++)
+            ok = keep[(size_t)x * (lp + 1)] == s3.instances[x].score &&
+                 !memcmp(keep + (size_t)x * (lp + 1) + 1, s3.instances[x].low_res_logits, lp * sizeof(float));
+    }
+    t_check(ok, "%s: a new image on a used context gives a fresh context's scores and masks (%d queries)", cfg, n2);
+    sam3_ctx_free(c3);
+    free(keep);
+    free(mir);
+}
+
 /* One prompt case end to end through sam3_segment, every stage tapped, then the post-processed
    instances against the reference's: same kept queries, scores, boxes, masks (IoU). */
 static void test_case(const char *cfg, const char *dir, const char *name, sam3_model *m, sam3_ctx *c, sam3_ctx *c2, tapper *tp) {
@@ -573,6 +616,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
                 c2 = NULL;
             }
             for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) test_case(cfg, dir, cases[i], m, c, c2, &tp);
+            if (c2) test_image_switch(cfg, m, c2, img);
         } else {
             t_check(0, "%s: image for the cases", cfg);
         }
