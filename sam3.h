@@ -4177,104 +4177,132 @@ static SAM3__CONTRACT float sam3__softmax_unnorm(float *r, int n) {
     }
     return 1.0f / sum;
 }
-/* nb independent attentions (ViT windows) in one parallel region: batch b reads rows b nq.. of q,
-   b nk.. of k and v, and writes rows b nq.. of out; bias, relh and relw only with nb = 1. */
-static sam3_result sam3__attention_fast(sam3_ctx *c, int nb, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
-                                        int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh,
-                                        const float *relw, int rel_s) {
+#define SAM3__ATT_PW (2 * SAM3__VW) /* keys per packed panel */
+#define SAM3__ATT_ROWS (4 * SAM3__MR) /* query rows per task: 4 register tiles */
+/* One task: query rows r0..r1 of one head against its packed keys kh (npan, hd, PW) and values
+   vh (nk, hd). qh, oh: the head's first column of q and out. Per task, the 4 tiles of MR query
+   rows go through each key panel (and each block of KC value rows) together, so a head's K and V
+   stream from L3 once per 4 MR rows rather than per MR: at 5184 keys they are 1.3 MB each, past
+   a core's L2. Scratch: s (ROWS, nkp) scores, qp (4, hd, MR) query tiles transposed, acc (ROWS,
+   hd) P.V sums. relh, relw: this head's (nq, rel_s) factors or NULL. */
+static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const float *vh, int nk, int hd, float scale, int r0, int r1,
+                            int causal, const float *relh, const float *relw, int rel_s, float *s, float *qp, float *acc, float *oh, int ldo) {
+    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, KC = 64;
+    const int ntl = (r1 - r0 + SAM3__MR - 1) / SAM3__MR;
+    float inv[SAM3__ATT_ROWS];
+    int t, jb, r, d;
+    for (t = 0; t < ntl; t++)
+        for (d = 0; d < hd; d++)
+            for (r = 0; r < SAM3__MR; r++) {
+                const int i = r0 + t * SAM3__MR + r;
+                qp[((size_t)t * hd + d) * SAM3__MR + r] = i < r1 ? qh[(size_t)i * ldq + d] : 0.0f;
+            }
+    for (jb = 0; jb < npan; jb++)
+        for (t = 0; t < ntl; t++)
+            sam3__qk_panel(qp + (size_t)t * hd * SAM3__MR, kh + (size_t)jb * hd * PW, hd, scale, s + (size_t)t * SAM3__MR * nkp + (size_t)jb * PW,
+                           nkp);
+    for (r = 0; r < r1 - r0; r++) {
+        float *row = s + (size_t)r * nkp;
+        int lim = nk;
+        if (relh) {
+            /* decomposed relative position: key u = ky * S + kx gets rh[ky] + rw[kx] */
+            const float *rh = relh + (size_t)(r0 + r) * rel_s, *rw = relw + (size_t)(r0 + r) * rel_s;
+            int ky, kx;
+            for (ky = 0; ky < rel_s; ky++)
+                for (kx = 0; kx < rel_s; kx++) row[ky * rel_s + kx] += rh[ky] + rw[kx];
+        }
+        /* causal: key j > query i gets probability exactly 0, as a -inf mask gives */
+        if (causal) lim = SAM3__MIN(r0 + r + 1, nk);
+        inv[r] = sam3__softmax_unnorm(row, lim);
+        if (lim < nk) memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
+    }
+    /* rows past r1 - r0 hold the zero query's scores: finite, never stored */
+    memset(acc, 0, (size_t)ntl * SAM3__MR * hd * sizeof(float));
+    for (jb = 0; jb < nk; jb += KC)
+        for (t = 0; t < ntl; t++)
+            sam3__pv_acc(s + (size_t)t * SAM3__MR * nkp, nkp, jb, SAM3__MIN(nk, jb + KC), vh, hd, acc + (size_t)t * SAM3__MR * hd);
+    for (r = 0; r < r1 - r0; r++) {
+        float *o = oh + (size_t)(r0 + r) * ldo;
+        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hd + d] * inv[r];
+    }
+}
+
+/* One attention (DETR, CLIP, SAM 1 and the heads), K and V packed here first: the ViT's go
+   through sam3__attention_packed, packed by the passes that produce them. */
+static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
+                                        const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw,
+                                        int rel_s) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
-    const int PW = 2 * SAM3__VW, TILES = 4, rows = TILES * SAM3__MR, nblk = (nq + rows - 1) / rows;
-    const int npan = (nk + PW - 1) / PW, nkp = npan * PW, KC = 64;
+    const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (nq + rows - 1) / rows;
+    const int npan = (nk + PW - 1) / PW, nkp = npan * PW;
     const size_t per_thr = (size_t)rows * nkp + (size_t)rows * hd * 2; /* scores, query tiles, sums */
-    float *kt = sam3__sallocf(c, (size_t)nh * nkp * hd); /* (nh, npan, hd, PW) one batch's key panels, zero-padded */
-    float *vp = sam3__sallocf(c, (size_t)nh * nk * hd);  /* (nh, nk, hd) its values per head, contiguous */
+    float *kt = sam3__sallocf(c, (size_t)nh * nkp * hd); /* (nh, npan, hd, PW) key panels, zero-padded */
+    float *vp = sam3__sallocf(c, (size_t)nh * nk * hd);  /* (nh, nk, hd) values per head, contiguous */
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
-    /* One batch at a time, so its K and V are still in cache when the tasks read them (all
-       windows' 42 MB prepared first were not: 25% slower), but in one region: per-window calls
-       paid a fork and join for each phase of each window. */
     SAM3__OMP(parallel num_threads(c->nt))
     {
         float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, nkp) scores */
-        float *qp = s + (size_t)rows * nkp;  /* (TILES, hd, MR) query tiles, transposed */
+        float *qp = s + (size_t)rows * nkp;  /* (4, hd, MR) query tiles, transposed */
         float *acc = qp + (size_t)rows * hd; /* (rows, hd) P.V sums */
-        int bt;
-        for (bt = 0; bt < nb; bt++) {
-            const float *qb = q + (size_t)bt * nq * ldq, *kb = k + (size_t)bt * nk * ldk, *vb = v + (size_t)bt * nk * ldv;
-            float *ob = out + (size_t)bt * nq * ldo;
-            int task, h;
-            /* Keys as panels of PW keys, each (hd, PW) contiguous: a tile's pass over a panel
-               reads 8 KB in order. With K transposed whole, (hd, nkp), that pass touched hd rows
-               20 KB apart (at 5184 keys), more streams than the prefetchers follow: Q.K waited on
-               loads, 2.4x slower. */
-            /* Keys in contiguous runs a thread, each key's row read whole and in order: packed
-               into its panel for every head, its values copied per head. Per-head tasks read
-               4 hd bytes of each row, rows 4 KB apart, and waited on the TLB: at 16 threads that
-               took 30 % of a ViT window's attention. */
-            SAM3__OMP(for schedule(static))
-            for (task = 0; task < nkp; task++) {
-                const int jb = task / PW, jr = task % PW;
-                const float *ks = kb + (size_t)task * ldk, *vs = vb + (size_t)task * ldv;
-                int d;
-                for (h = 0; h < nh; h++) {
-                    float *dst = kt + ((size_t)h * npan + jb) * hd * PW + jr;
-                    if (task < nk) {
-                        for (d = 0; d < hd; d++) dst[(size_t)d * PW] = ks[(size_t)h * hd + d];
-                        memcpy(vp + ((size_t)h * nk + task) * hd, vs + (size_t)h * hd, (size_t)hd * sizeof(float));
-                    } else {
-                        for (d = 0; d < hd; d++) dst[(size_t)d * PW] = 0;
-                    }
-                }
-            }
-            /* Per task, TILES tiles of MR query rows go through each key panel (and each block of
-               KC value rows) together, so a head's K and V stream from L3 once per TILES * MR
-               rows rather than per MR: at 5184 keys they are 1.3 MB each, past a core's L2.
-               Head-major tasks: the threads working at the same time share one head's K and V. */
-            SAM3__OMP(for schedule(dynamic, 1))
-            for (task = 0; task < nh * nblk; task++) {
-                const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
-                const int ntl = (r1 - r0 + SAM3__MR - 1) / SAM3__MR;
-                const float *kh = kt + (size_t)hh * nkp * hd, *vh = vp + (size_t)hh * nk * hd;
-                float inv[4 * SAM3__MR];
-                int t, jb, r, d;
-                for (t = 0; t < ntl; t++)
-                    for (d = 0; d < hd; d++)
-                        for (r = 0; r < SAM3__MR; r++) {
-                            const int i = r0 + t * SAM3__MR + r;
-                            qp[((size_t)t * hd + d) * SAM3__MR + r] = i < r1 ? qb[(size_t)i * ldq + (size_t)hh * hd + d] : 0.0f;
-                        }
-                for (jb = 0; jb < npan; jb++)
-                    for (t = 0; t < ntl; t++)
-                        sam3__qk_panel(qp + (size_t)t * hd * SAM3__MR, kh + (size_t)jb * hd * PW, hd, scale,
-                                       s + (size_t)t * SAM3__MR * nkp + (size_t)jb * PW, nkp);
-                for (r = 0; r < r1 - r0; r++) {
-                    float *row = s + (size_t)r * nkp;
-                    const size_t qi = (size_t)hh * nq + r0 + r;
-                    int lim = nk;
-                    if (relh) {
-                        /* decomposed relative position: key u = ky * S + kx gets rh[ky] + rw[kx] */
-                        const float *rh = relh + qi * rel_s, *rw = relw + qi * rel_s;
-                        int ky, kx;
-                        for (ky = 0; ky < rel_s; ky++)
-                            for (kx = 0; kx < rel_s; kx++) row[ky * rel_s + kx] += rh[ky] + rw[kx];
-                    }
-                    /* causal: key j > query i gets probability exactly 0, as a -inf mask gives */
-                    if (causal) lim = SAM3__MIN(r0 + r + 1, nk);
-                    inv[r] = sam3__softmax_unnorm(row, lim);
-                    if (lim < nk) memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
-                }
-                /* rows past r1 - r0 hold the zero query's scores: finite, never stored */
-                memset(acc, 0, (size_t)ntl * SAM3__MR * hd * sizeof(float));
-                for (jb = 0; jb < nk; jb += KC)
-                    for (t = 0; t < ntl; t++)
-                        sam3__pv_acc(s + (size_t)t * SAM3__MR * nkp, nkp, jb, SAM3__MIN(nk, jb + KC), vh, hd, acc + (size_t)t * SAM3__MR * hd);
-                for (r = 0; r < r1 - r0; r++) {
-                    float *o = ob + (size_t)(r0 + r) * ldo + (size_t)hh * hd;
-                    for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hd + d] * inv[r];
+        int task, h;
+        /* Keys as panels of PW keys, each (hd, PW) contiguous: a tile's pass over a panel reads
+           8 KB in order. With K transposed whole, (hd, nkp), that pass touched hd rows 20 KB
+           apart (at 5184 keys), more streams than the prefetchers follow: Q.K waited on loads,
+           2.4x slower. Keys in contiguous runs a thread, each key's row read whole and in order:
+           packed into its panel for every head, its values copied per head (a strided V, rows
+           1-4 KB apart, made the P.V loop wait on the TLB; so did per-head packing tasks). */
+        SAM3__OMP(for schedule(static))
+        for (task = 0; task < nkp; task++) {
+            const int jb = task / PW, jr = task % PW;
+            const float *ks = k + (size_t)task * ldk, *vs = v + (size_t)task * ldv;
+            int d;
+            for (h = 0; h < nh; h++) {
+                float *dst = kt + ((size_t)h * npan + jb) * hd * PW + jr;
+                if (task < nk) {
+                    for (d = 0; d < hd; d++) dst[(size_t)d * PW] = ks[(size_t)h * hd + d];
+                    memcpy(vp + ((size_t)h * nk + task) * hd, vs + (size_t)h * hd, (size_t)hd * sizeof(float));
+                } else {
+                    for (d = 0; d < hd; d++) dst[(size_t)d * PW] = 0;
                 }
             }
         }
+        /* Head-major tasks: the threads working at the same time share one head's K and V. */
+        SAM3__OMP(for schedule(dynamic, 1))
+        for (task = 0; task < nh * nblk; task++) {
+            const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
+            sam3__attn_rows(q + (size_t)hh * hd, ldq, kt + (size_t)hh * nkp * hd, vp + (size_t)hh * nk * hd, nk, hd, scale, r0, r1, causal,
+                            relh ? relh + (size_t)hh * nq * rel_s : NULL, relw ? relw + (size_t)hh * nq * rel_s : NULL, rel_s, s, qp, acc,
+                            out + (size_t)hh * hd, ldo);
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* nb self-attentions of n tokens (ViT windows, or one global) over K and V already packed by
+   the passes that produced them (sam3__rope_pack, sam3__v_pack): kt (nb, nh, npan, hd, PW) and
+   vp (nb, nh, n, hd). All batches' tasks in one loop, batch-major so that the threads working
+   at the same time share a batch's K and V: packing a window at a time (sam3__attention_fast)
+   cost a pass over K and V and two joins a window, 30-45 % of a window layer's attention at 16
+   threads. out may alias q (a task reads only the rows it writes). */
+static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
+                                          const float *vp, float *out, int ldo) {
+    sam3__mark mk = sam3__mark_get(c);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
+    const size_t per_thr = (size_t)rows * nkp + (size_t)rows * hd * 2;
+    float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
+    int task;
+    if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
+    for (task = 0; task < nb * nh * nblk; task++) {
+        const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * rows, r1 = SAM3__MIN(n, r0 + rows);
+        float *s = sam3__thread_slice(sbuf, per_thr);
+        float *qp = s + (size_t)rows * nkp, *acc = qp + (size_t)rows * hd;
+        sam3__attn_rows(q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * hd, vp + (size_t)bh * n * hd, n, hd, scale, r0, r1, 0,
+                        NULL, NULL, 0, s, qp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -4296,7 +4324,7 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
 #ifdef SAM3__FAST_ATTENTION
     /* (out may alias q: each task reads the query block it later overwrites, nothing else) */
     (void)mk;
-    return sam3__attention_fast(c, 1, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+    return sam3__attention_fast(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
 #endif
     /* split: (head, block of rows) tasks over our threads, each with its own score block and a
        single-threaded BLAS; else one head at a time with the BLAS's own threads. */
@@ -4341,6 +4369,8 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int 
     sam3__release(c, mk);
     return SAM3_OK;
 }
+#ifndef SAM3__FAST_ATTENTION
+/* the ViT's attention without the fast kernel (sam3__attention_packed with it) */
 static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
                                    const float *v, int ldv, float *out, int ldo, int causal) {
     return sam3__attention_rel(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, NULL, NULL, 0);
@@ -4348,10 +4378,6 @@ static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, 
 /* nb attentions over consecutive row blocks (ViT windows): batch b is rows b n.. of q, k, v, out */
 static sam3_result sam3__attention_batch(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, const float *k, const float *v, int ld,
                                          float *out, int ldo) {
-#ifdef SAM3__FAST_ATTENTION
-    /* one parallel region for all windows: per-window calls left threads idle at their joins */
-    return sam3__attention_fast(c, nb, n, n, nh, hd, q, ld, k, ld, v, ld, out, ldo, 0, NULL, NULL, 0);
-#else
     int b;
     sam3_result rc;
     for (b = 0; b < nb; b++) {
@@ -4359,8 +4385,8 @@ static sam3_result sam3__attention_batch(sam3_ctx *c, int nb, int n, int nh, int
         if ((rc = sam3__attention(c, n, n, nh, hd, q + o * ld, ld, k + o * ld, ld, v + o * ld, ld, out + o * ldo, ldo, 0)) != SAM3_OK) return rc;
     }
     return SAM3_OK;
-#endif
 }
+#endif
 
 /* Channel-major convolutions (x: (cin, H, W), y: (cout, H, W), as PyTorch NCHW without N). */
 
@@ -5023,6 +5049,7 @@ static void sam3__rope_table(const sam3__vit_cfg *v, int end, float scale, float
     }
 }
 
+#ifndef SAM3__FAST_ATTENTION
 /* Adds the projections' biases bq, bk (C, or NULL) to q and k, rows (n, C), then rotates adjacent
    pairs (2m, 2m+1) of every head; row i uses table row i % period. The bias added here rather than
    after the products saves two passes over q and k (21 MB each at 1008 x 1008) a block. */
@@ -5049,6 +5076,74 @@ static void sam3__rope_apply(sam3_ctx *c, float *q, float *k, const float *bq, c
         }
     }
 }
+
+#else
+/* sam3__rope_apply for the fast attention: q in place, k written straight into the key panels
+   sam3__attention_packed reads, kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that
+   packing needs is this one. Rows (nb nk, C); row i is key i % nk of batch i / nk. */
+static void sam3__rope_pack(sam3_ctx *c, float *q, const float *k, const float *bq, const float *bk, int nb, int nk, int C, int hd,
+                            const float *tab, int period, float *kt) {
+    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nkp; i++) {
+        const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
+        const float *cs = tab + (size_t)((size_t)b * nk + j) % (size_t)period * hd;
+        int h, m;
+        if (j >= nk) { /* panel padding */
+            for (h = 0; h < nh; h++)
+                for (m = 0; m < hd; m++) kt[(((size_t)b * nh + h) * npan + jb) * hd * PW + (size_t)m * PW + jr] = 0;
+            continue;
+        }
+        {
+            float *r = q + ((size_t)b * nk + j) * C;
+            if (bq)
+                for (m = 0; m < C; m++) r[m] += bq[m];
+            for (h = 0; h < C; h += hd)
+                for (m = 0; m < hd / 2; m++) {
+                    float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                    r[h + 2 * m] = a * co - bb * si;
+                    r[h + 2 * m + 1] = bb * co + a * si;
+                }
+        }
+        {
+            const float *r = k + ((size_t)b * nk + j) * C;
+            for (h = 0; h < nh; h++) {
+                float *dst = kt + (((size_t)b * nh + h) * npan + jb) * hd * PW + jr;
+                const float *rh = r + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                for (m = 0; m < hd / 2; m++) {
+                    float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                    if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
+                    dst[(size_t)(2 * m) * PW] = a * co - bb * si;
+                    dst[(size_t)(2 * m + 1) * PW] = bb * co + a * si;
+                }
+            }
+        }
+    }
+}
+
+/* v + bias, rows (nb nk, C), into per-head rows vp (nb, nh, nk, hd) for sam3__attention_packed. */
+static void sam3__v_pack(sam3_ctx *c, const float *v, const float *bv, int nb, int nk, int C, int hd, float *vp) {
+    const int nh = C / hd;
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nk; i++) {
+        const int b = i / nk, j = i % nk;
+        const float *r = v + (size_t)i * C;
+        int h, m;
+        for (h = 0; h < nh; h++) {
+            float *dst = vp + (((size_t)b * nh + h) * nk + j) * hd;
+            const float *rh = r + (size_t)h * hd;
+            if (bv)
+                for (m = 0; m < hd; m++) dst[m] = rh[m] + bv[(size_t)h * hd + m];
+            else
+                memcpy(dst, rh, (size_t)hd * sizeof(float));
+        }
+    }
+}
+#endif
 
 /* Sam3ViTPatchEmbeddings + Sam3ViTEmbeddings: conv patch x patch (no bias) as im2col GEMM, plus
    the pretrain-grid absolute position embedding tiled (not interpolated) over the token grid. */
@@ -5139,6 +5234,18 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     sam3__window_layernorm(c, x, g, global ? g : ws, C, &w->ln1, v->ln_eps, h);
     sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.q.w, C, 0.0f, q, C);
     sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.k.w, C, 0.0f, k, C);
+#ifdef SAM3__FAST_ATTENTION
+    /* the biases and the packing for the attention in the passes after the products: K packed
+       into h (free now), V into k (free once packed); the attention writes over q */
+    sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.v.w, C, 0.0f, vv, C);
+    sam3__rope_pack(c, q, k, w->attn.q.b, w->attn.k.b, global ? 1 : n / wt, global ? N : wt, C, hd, global ? c->rope_glb : c->rope_win,
+                    global ? N : wt, h);
+    sam3__v_pack(c, vv, w->attn.v.b, global ? 1 : n / wt, global ? N : wt, C, hd, k);
+    if ((rc = sam3__attention_packed(c, global ? 1 : n / wt, global ? N : wt, v->heads, hd, q, C, h, k, q, C)) != SAM3_OK) return rc;
+    sam3__linear(c, q, n, C, &w->attn.o, C, h);
+    if (global) sam3__vadd(c, x, h, (size_t)N * C);
+    else sam3__window_add(c, x, h, g, ws, C);
+#else
     sam3__linear(c, h, n, C, &w->attn.v, C, vv);
     sam3__rope_apply(c, q, k, w->attn.q.b, w->attn.k.b, n, C, hd, global ? c->rope_glb : c->rope_win, global ? N : wt);
     if ((rc = global ? sam3__attention(c, N, N, v->heads, hd, q, C, k, C, vv, C, h, C, 0)
@@ -5147,6 +5254,7 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     sam3__linear(c, h, n, C, &w->attn.o, C, q);
     if (global) sam3__vadd(c, x, q, (size_t)N * C);
     else sam3__window_add(c, x, q, g, ws, C);
+#endif
     sam3__vit_mlp(c, x, N, C, v->inter, &w->ln2, v->ln_eps, &w->fc1, &w->fc2, h, mlp);
     return SAM3_OK;
 }
@@ -5156,8 +5264,15 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     const sam3__vit_cfg *v = &c->m->vit;
     const int g = v->grid, C = v->hidden, N = g * g;
     const int nwy = (g + v->window - 1) / v->window, np = SAM3__MAX(N, nwy * nwy * v->window * v->window);
+#ifdef SAM3__FAST_ATTENTION
+    /* h also holds the key panels, each batch's keys padded to whole panels */
+    const int nph = SAM3__MAX(np, SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW),
+                                            (N + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW));
+#else
+    const int nph = np;
+#endif
     sam3__mark mk = sam3__mark_get(c);
-    float *h = sam3__sallocf(c, (size_t)np * C);   /* (np, C) normed input, then attention output */
+    float *h = sam3__sallocf(c, (size_t)nph * C);  /* (nph, C) normed input, then key panels or attention output */
     float *q = sam3__sallocf(c, (size_t)np * C);   /* (np, C) queries, then projections */
     float *k = sam3__sallocf(c, (size_t)np * C);   /* (np, C) */
     float *vv = sam3__sallocf(c, (size_t)np * C);  /* (np, C) */
