@@ -122,7 +122,8 @@ def expect_failure(src, *words, args=()):
 
 
 def keep_names(cfg):
-    return [convert.output_name(n) for n, _, r, _ in convert.manifest(cfg) if r == "keep"] + \
+    names = [convert.output_name(n) for n, _, r, _ in convert.manifest(cfg) if r == "keep"]
+    return [n for n, _ in convert.storage_order([(n, None) for n in names])] + \
         ["tokenizer.vocab.bytes", "tokenizer.vocab.offsets", "tokenizer.merges"]
 
 
@@ -205,6 +206,15 @@ def full_manifest_sparse_bf16():
     names = keep_names(cfg)
     check(f.order == names, "output names/order differ from the manifest's kept tensors")
     check(len(f.order) == 1626, f"{len(f.order)} tensors, expected 1626")
+    # each ViT block's q, k, v weights back to back: one (3C, C) matrix for sam3.h
+    qs = [n for n in f.order if n.startswith("vision_encoder.backbone.layers.") and n.endswith("q_proj.weight")]
+    check(len(qs) == 32, f"{len(qs)} ViT q_proj weights")
+    for q in qs:
+        k, v = q.replace("q_proj", "k_proj"), q.replace("q_proj", "v_proj")
+        _, _, oq, nq = f.tensors[q]
+        _, _, ok_, nk = f.tensors[k]
+        _, _, ov, _ = f.tensors[v]
+        check(ok_ == oq + nq and ov == ok_ + nk, f"{q}: k and v weights do not follow it")
     shapes = {convert.output_name(n): s for n, s, r, _ in convert.manifest(cfg) if r == "keep"}
     for n in f.order[:-3]:
         dt, shape, _, _ = f.tensors[n]

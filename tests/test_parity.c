@@ -213,6 +213,25 @@ static void test_vision(const char *cfg, const char *dir, sam3_model *m) {
             free(rgb3);
             free(g1);
         }
+        {
+            /* A file whose q, k, v weights lie apart (older converters) takes three products
+               instead of one: the same trunk output. */
+            const float **saved = (const float **)malloc(sizeof(*saved) * (size_t)m->vit.layers);
+            int li, fused = 0;
+            double rel;
+            for (li = 0; li < m->vit.layers; li++) {
+                saved[li] = m->vit_w.layers[li].qkv;
+                fused += saved[li] != NULL;
+                m->vit_w.layers[li].qkv = NULL;
+            }
+            t_check(fused == m->vit.layers, "%s: convert.py stores every block's q, k, v weights together (%d of %d)", cfg, fused, m->vit.layers);
+            rc = sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8);
+            rel = t_relerr(tp.copy_out, ref, n);
+            printf("  %s %-22s rel %.2e\n", cfg, "vit.out, 3 products", rel);
+            t_check(rc == SAM3_OK && rel <= 1e-6, "%s: q, k, v by three products: trunk output rel %.3g", cfg, rel);
+            for (li = 0; li < m->vit.layers; li++) m->vit_w.layers[li].qkv = saved[li];
+            free((void *)saved);
+        }
         free(rgba);
         free(ref);
     }

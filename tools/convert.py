@@ -48,7 +48,9 @@ half-written; the same input gives the same bytes.
 
 Tensor order: the order of expected_tensors(cfg), which is the released state-dict order
 (detector in model order, then tracker_model.*, then tracker_neck.*), keeping role "keep"
-only; then tokenizer.vocab.bytes, tokenizer.vocab.offsets, tokenizer.merges.
+only, except that each ViT block's attention k_proj and v_proj weights follow its q_proj
+weight (one (3C, C) matrix for sam3.h); then tokenizer.vocab.bytes, tokenizer.vocab.offsets,
+tokenizer.merges.
 Names: detector tensors lose the "detector_model." prefix (HF Sam3Model names);
 tracker tensors keep theirs.  All model tensors are f32.
 
@@ -1327,6 +1329,26 @@ def plan_sam1(src, cfg):
     return config, out, dropped, notes
 
 
+def storage_order(tensors):
+    """Each ViT block's k_proj and v_proj weights moved up to follow its q_proj weight: stored
+    back to back (sizes are multiples of the alignment) they are one (3C, C) matrix, and sam3.h
+    computes q, k and v in one product."""
+    by_name = dict(tensors)
+    moved = set()
+    out = []
+    for name, src in tensors:
+        if name in moved:
+            continue
+        out.append((name, src))
+        if name.startswith("vision_encoder.backbone.layers.") and name.endswith(".attention.q_proj.weight"):
+            base = name[: -len("q_proj.weight")]
+            for t in ("k_proj.weight", "v_proj.weight"):
+                if base + t in by_name:
+                    out.append((base + t, by_name[base + t]))
+                    moved.add(base + t)
+    return out
+
+
 def verify(path, config, tensors):
     f = sam3file.read(path)
     if list(f.config) != list(config):
@@ -1358,6 +1380,7 @@ def main(argv=None):
         if args.dtype != "f32":
             fail(f"--dtype {args.dtype}: only f32 output is supported for now")
         config, tensors, dropped, notes = plan(args.src)
+        tensors = storage_order(tensors)
         for n in notes:
             print(f"convert.py: {n}", file=sys.stderr)
         entries = []
