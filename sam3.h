@@ -5241,8 +5241,8 @@ static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const 
     sam3__layernorm(c, x, h, N, C, ln, eps);
     sam3__gemm(c, 0, 1, N, inter, C, 1.0f, h, C, fc1->w, C, 0.0f, mlp, inter);
     sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);
-    sam3__linear(c, mlp, N, inter, fc2, C, h);
-    sam3__vadd(c, x, h, (size_t)N * C);
+    sam3__gemm(c, 0, 1, N, C, inter, 1.0f, mlp, inter, fc2->w, inter, 0.0f, h, C);
+    sam3__vadd_bias(c, x, h, fc2->b, N, C);
 }
 
 /* Sam3ViTLayer: pre-norm block, windowed (with zero padding to a multiple of the window, padded
