@@ -349,7 +349,8 @@ typedef struct sam3_segmentation {
 SAM3DEF sam3_segment_options sam3_segment_options_default(void);
 /* Segments every instance of the prompt's concept in the context's image. The image features are
    reused; a text prompt seen before on this context reuses its features too. Cost on top of
-   sam3_set_image: text encoder (first use of a text), geometry encoder (boxes), DETR encoder,
+   sam3_set_image: text encoder (first use of a text), geometry encoder (boxes), DETR encoder
+   (its first self-attention, which reads only the image, on the first prompt after an image),
    DETR decoder, mask decoder (masks for the kept instances only; skipped when none is kept and
    no semantic map is asked for), post-processing; see README "Performance".
    Returns SAM3_OK, SAM3_TRUNCATED (text cut to the context; results valid), or an error.
