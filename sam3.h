@@ -3042,8 +3042,12 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.layer_norm1", i); w->ln1 = sam3__get_norm(L, p, C);
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.layer_norm2", i); w->ln2 = sam3__get_norm(L, p, C);
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.attention", i); w->attn = sam3__get_attn(L, p, C, "o_proj");
-        /* tools/convert.py stores the three projections together: one product for q, k and v */
-        w->qkv = w->attn.k.w == w->attn.q.w + (size_t)C * C && w->attn.v.w == w->attn.k.w + (size_t)C * C ? w->attn.q.w : NULL;
+        /* tools/convert.py stores the three projections together: one product for q, k and v
+           (pointers compared only when all three were found: q + C*C is then q's end) */
+        {
+            const float *wq = w->attn.q.w, *wk = w->attn.k.w, *wv = w->attn.v.w;
+            w->qkv = wq && wk && wv && wk == wq + (size_t)C * C && wv == wk + (size_t)C * C ? wq : NULL;
+        }
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, v->inter, C);
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, C, v->inter);
     }
