@@ -5076,6 +5076,20 @@ static void sam3__rope_table(const sam3__vit_cfg *v, int end, float scale, float
     }
 }
 
+/* One row of q or k (C, heads of hd): + bias b (C, or NULL), then adjacent pairs (2m, 2m+1) of
+   every head rotated by the table row cs (hd/2 cos, sin pairs). */
+static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int hd) {
+    int h, m;
+    if (b)
+        for (m = 0; m < C; m++) r[m] += b[m];
+    for (h = 0; h < C; h += hd)
+        for (m = 0; m < hd / 2; m++) {
+            float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+            r[h + 2 * m] = a * co - bb * si;
+            r[h + 2 * m + 1] = bb * co + a * si;
+        }
+}
+
 #ifndef SAM3__FAST_ATTENTION
 /* Adds the projections' biases bq, bk (C, or NULL) to q and k, rows (n, C), then rotates adjacent
    pairs (2m, 2m+1) of every head; row i uses table row i % period. The bias added here rather than
@@ -5088,19 +5102,7 @@ static void sam3__rope_apply(sam3_ctx *c, float *q, float *k, const float *bq, c
     for (i = 0; i < n; i++) {
         const float *cs = tab + (size_t)(i % period) * hd;
         int pass;
-        for (pass = 0; pass < 2; pass++) {
-            float *r = (pass ? k : q) + (size_t)i * C;
-            const float *b = pass ? bk : bq;
-            int h, m;
-            if (b)
-                for (m = 0; m < C; m++) r[m] += b[m];
-            for (h = 0; h < C; h += hd)
-                for (m = 0; m < hd / 2; m++) {
-                    float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
-                    r[h + 2 * m] = a * co - bb * si;
-                    r[h + 2 * m + 1] = bb * co + a * si;
-                }
-        }
+        for (pass = 0; pass < 2; pass++) sam3__rope_row((pass ? k : q) + (size_t)i * C, pass ? bk : bq, cs, C, hd);
     }
 }
 
@@ -5124,17 +5126,7 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
                 for (m = 0; m < hd; m++) kt[(((size_t)b * nh + h) * npan + jb) * hd * PW + (size_t)m * PW + jr] = 0;
             continue;
         }
-        {
-            float *r = q + ((size_t)b * nk + j) * ldq;
-            if (bq)
-                for (m = 0; m < C; m++) r[m] += bq[m];
-            for (h = 0; h < C; h += hd)
-                for (m = 0; m < hd / 2; m++) {
-                    float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
-                    r[h + 2 * m] = a * co - bb * si;
-                    r[h + 2 * m + 1] = bb * co + a * si;
-                }
-        }
+        sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
         {
             const float *r = k + ((size_t)b * nk + j) * ldk;
             for (h = 0; h < nh; h++) {
