@@ -5110,16 +5110,16 @@ static void sam3__rope_apply(sam3_ctx *c, float *q, float *k, const float *bq, c
 /* sam3__rope_apply for the fast attention: q in place, k written straight into the key panels
    sam3__attention_packed reads, kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that
    packing needs is this one. Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
-   batch i / nk. */
+   batch i / nk and takes table row i % nk (its position in the window, or in the grid). */
 static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
-                            int hd, const float *tab, int period, float *kt) {
+                            int hd, const float *tab, float *kt) {
     const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
-        const float *cs = tab + (size_t)((size_t)b * nk + j) % (size_t)period * hd;
+        const float *cs = tab + (size_t)j * hd;
         int h, m;
         if (j >= nk) { /* panel padding */
             for (h = 0; h < nh; h++)
@@ -5272,7 +5272,7 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.k.w, C, 0.0f, kk, C);
             sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.v.w, C, 0.0f, vs, C);
         }
-        sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, nk, h);
+        sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
         sam3__v_pack(c, vs, ld, w->attn.v.b, nb, nk, C, hd, mlp);
         if ((rc = sam3__attention_packed(c, nb, nk, v->heads, hd, qq, ld, h, mlp, qq, ld)) != SAM3_OK) return rc;
         sam3__gemm(c, 0, 1, n, C, C, 1.0f, qq, ld, w->attn.o.w, C, 0.0f, h, C);
