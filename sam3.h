@@ -4167,18 +4167,29 @@ static SAM3__CONTRACT void sam3__pv_acc(const float *p, int ps, int j0, int j1, 
             acc[(size_t)r * hd + d] = t;
         }
 }
-/* Softmax of a row without the final division; returns 1/sum. */
-static SAM3__CONTRACT float sam3__softmax_unnorm(float *r, int n) {
-    float mx = -FLT_MAX, sum = 0;
+/* The largest of r[0..n). */
+static float sam3__row_max(const float *r, int n) {
+    float mx = -FLT_MAX;
     int j = 0;
 #ifdef SAM3__VX
     {
-        sam3__vx vm = sam3__vx_set1(-FLT_MAX), vs = sam3__vx_set1(0.0f), vs2 = vs, vmx;
+        sam3__vx vm = sam3__vx_set1(-FLT_MAX);
         for (; j + SAM3__VX <= n; j += SAM3__VX) vm = sam3__vx_max(vm, sam3__vx_load(r + j));
         mx = sam3__vx_hmax(vm);
-        for (; j < n; j++) mx = r[j] > mx ? r[j] : mx;
-        vmx = SAM3__EXP_ROW_ARG(mx);
-        for (j = 0; j + 2 * SAM3__VX <= n; j += 2 * SAM3__VX) { /* two sums: the adds' latency */
+    }
+#endif
+    for (; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    return mx;
+}
+/* r[j] = exp(r[j] - mx) for j < n; returns their sum. */
+static SAM3__CONTRACT float sam3__exp_sum(float *r, int n, float mx) {
+    float sum = 0;
+    int j = 0;
+#ifdef SAM3__VX
+    {
+        const sam3__vx vmx = SAM3__EXP_ROW_ARG(mx);
+        sam3__vx vs = sam3__vx_set1(0.0f), vs2 = vs;
+        for (; j + 2 * SAM3__VX <= n; j += 2 * SAM3__VX) { /* two sums: the adds' latency */
             const sam3__vx e0 = sam3__vx_exp_row(sam3__vx_load(r + j), vmx);
             const sam3__vx e1 = sam3__vx_exp_row(sam3__vx_load(r + j + SAM3__VX), vmx);
             sam3__vx_store(r + j, e0);
@@ -4193,64 +4204,88 @@ static SAM3__CONTRACT float sam3__softmax_unnorm(float *r, int n) {
         }
         sum = sam3__vx_hsum(sam3__vx_add(vs, vs2));
     }
-#else
-    SAM3__OMP(simd reduction(max:mx))
-    for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
-    j = 0;
 #endif
     for (; j < n; j++) {
         r[j] = sam3__fexp(r[j] - mx);
         sum += r[j];
     }
-    return 1.0f / sum;
+    return sum;
 }
 #define SAM3__ATT_PW (2 * SAM3__VW) /* keys per packed panel */
 #define SAM3__ATT_ROWS (4 * SAM3__MR) /* query rows per task: 4 register tiles */
+#define SAM3__ATT_KB (16 * SAM3__ATT_PW) /* at most this many keys per block of the online softmax */
+/* Keys per block for nk keys: equal blocks of whole panels (576 keys: 2 x 288, not 512 + 64). */
+static int sam3__att_kb(int nk) {
+    const int nbk = (nk + SAM3__ATT_KB - 1) / SAM3__ATT_KB;
+    return SAM3__MAX(1, ((nk + nbk - 1) / SAM3__MAX(nbk, 1) + SAM3__ATT_PW - 1) / SAM3__ATT_PW) * SAM3__ATT_PW;
+}
 /* One task: query rows r0..r1 of one head against its packed keys kh (npan, hd, PW) and values
-   vh (nk, hd). qh, oh: the head's first column of q and out. Per task, the 4 tiles of MR query
-   rows go through each key panel (and each block of KC value rows) together, so a head's K and V
-   stream from L3 once per 4 MR rows rather than per MR: at 5184 keys they are 1.3 MB each, past
-   a core's L2. Scratch: s (ROWS, nkp) scores, qp (4, hd, MR) query tiles transposed, acc (ROWS,
-   hd) P.V sums. relh, relw: this head's (nq, rel_s) factors or NULL. */
+   vh (nk, hd). qh, oh: the head's first column of q and out. Keys go by blocks of KB with an
+   online softmax (Milakov and Gimelshein, 2018): each row keeps its running maximum and sum, and
+   its P.V sums are rescaled when a block raises the maximum. All scores of a task at once, (ROWS,
+   5184) at the DETR encoder's size, were 663 KB: with the head's K and V, 2 MB, a Xeon core's
+   whole L2. Per block, the 4 tiles of MR query rows go through each key panel and the block's
+   values together, so a head's K and V stream from L3 once per 4 MR rows rather than per MR (at
+   5184 keys they are 0.7-1.3 MB each). Scratch: s (ROWS, KB) scores, qp (4, hd, MR) query tiles
+   transposed, acc (ROWS, hd) P.V sums; KB from sam3__att_kb. relh, relw: this head's (nq, rel_s)
+   factors or NULL. */
 static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const float *vh, int nk, int hd, float scale, int r0, int r1,
-                            int causal, const float *relh, const float *relw, int rel_s, float *s, float *qp, float *acc, float *oh, int ldo) {
-    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, KC = 64;
-    const int ntl = (r1 - r0 + SAM3__MR - 1) / SAM3__MR;
-    float inv[SAM3__ATT_ROWS];
-    int t, jb, r, d;
+                            int causal, const float *relh, const float *relw, int rel_s, int KB, float *s, float *qp, float *acc, float *oh,
+                            int ldo) {
+    const int PW = SAM3__ATT_PW;
+    const int ntl = (r1 - r0 + SAM3__MR - 1) / SAM3__MR, nr = r1 - r0;
+    float mx[SAM3__ATT_ROWS], sum[SAM3__ATT_ROWS];
+    int t, j0, r, d;
     for (t = 0; t < ntl; t++)
         for (d = 0; d < hd; d++)
             for (r = 0; r < SAM3__MR; r++) {
                 const int i = r0 + t * SAM3__MR + r;
                 qp[((size_t)t * hd + d) * SAM3__MR + r] = i < r1 ? qh[(size_t)i * ldq + d] : 0.0f;
             }
-    for (jb = 0; jb < npan; jb++)
-        for (t = 0; t < ntl; t++)
-            sam3__qk_panel(qp + (size_t)t * hd * SAM3__MR, kh + (size_t)jb * hd * PW, hd, scale, s + (size_t)t * SAM3__MR * nkp + (size_t)jb * PW,
-                           nkp);
-    for (r = 0; r < r1 - r0; r++) {
-        float *row = s + (size_t)r * nkp;
-        int lim = nk;
-        if (relh) {
-            /* decomposed relative position: key u = ky * S + kx gets rh[ky] + rw[kx] */
-            const float *rh = relh + (size_t)(r0 + r) * rel_s, *rw = relw + (size_t)(r0 + r) * rel_s;
-            int ky, kx;
-            for (ky = 0; ky < rel_s; ky++)
-                for (kx = 0; kx < rel_s; kx++) row[ky * rel_s + kx] += rh[ky] + rw[kx];
-        }
-        /* causal: key j > query i gets probability exactly 0, as a -inf mask gives */
-        if (causal) lim = SAM3__MIN(r0 + r + 1, nk);
-        inv[r] = sam3__softmax_unnorm(row, lim);
-        if (lim < nk) memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
-    }
-    /* rows past r1 - r0 hold the zero query's scores: finite, never stored */
+    for (r = 0; r < nr; r++) mx[r] = -FLT_MAX, sum[r] = 0;
+    /* rows past nr hold the zero query's scores: finite, never stored */
     memset(acc, 0, (size_t)ntl * SAM3__MR * hd * sizeof(float));
-    for (jb = 0; jb < nk; jb += KC)
-        for (t = 0; t < ntl; t++)
-            sam3__pv_acc(s + (size_t)t * SAM3__MR * nkp, nkp, jb, SAM3__MIN(nk, jb + KC), vh, hd, acc + (size_t)t * SAM3__MR * hd);
-    for (r = 0; r < r1 - r0; r++) {
+    for (j0 = 0; j0 < nk; j0 += KB) {
+        const int nb = SAM3__MIN(KB, nk - j0), np = (nb + PW - 1) / PW; /* keys in the block, their panels */
+        int jb;
+        for (jb = 0; jb < np; jb++)
+            for (t = 0; t < ntl; t++)
+                sam3__qk_panel(qp + (size_t)t * hd * SAM3__MR, kh + ((size_t)j0 / PW + jb) * hd * PW, hd, scale,
+                               s + (size_t)t * SAM3__MR * KB + (size_t)jb * PW, KB);
+        for (r = 0; r < nr; r++) {
+            float *row = s + (size_t)r * KB, bm, f;
+            /* causal: key j > query i gets probability exactly 0, as a -inf mask gives */
+            const int lim = causal ? SAM3__MAX(0, SAM3__MIN(r0 + r + 1 - j0, nb)) : nb;
+            if (relh) {
+                /* decomposed relative position: key u = ky * S + kx gets rh[ky] + rw[kx] */
+                const float *rh = relh + (size_t)(r0 + r) * rel_s, *rw = relw + (size_t)(r0 + r) * rel_s;
+                int jj = 0, ky = j0 / rel_s, kx = j0 % rel_s, u;
+                for (; jj < lim; ky++, kx = 0) { /* by runs of one key row: the inner loop vectorises */
+                    const int run = SAM3__MIN(rel_s - kx, lim - jj);
+                    const float a = rh[ky];
+                    for (u = 0; u < run; u++) row[jj + u] += a + rw[kx + u];
+                    jj += run;
+                }
+            }
+            if (lim < nb) memset(row + lim, 0, (size_t)(nb - lim) * sizeof(float));
+            if (lim == 0) continue;
+            bm = sam3__row_max(row, lim);
+            if (bm > mx[r]) {
+                if (mx[r] != -FLT_MAX) { /* the row's earlier sums were taken against a smaller maximum */
+                    f = sam3__fexp(mx[r] - bm);
+                    sum[r] *= f;
+                    for (d = 0; d < hd; d++) acc[(size_t)r * hd + d] *= f;
+                }
+                mx[r] = bm;
+            }
+            sum[r] += sam3__exp_sum(row, lim, mx[r]);
+        }
+        for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
+    }
+    for (r = 0; r < nr; r++) {
         float *o = oh + (size_t)(r0 + r) * ldo;
-        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hd + d] * inv[r];
+        const float inv = 1.0f / sum[r];
+        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hd + d] * inv;
     }
 }
 
@@ -4263,15 +4298,16 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (nq + rows - 1) / rows;
     const int npan = (nk + PW - 1) / PW, nkp = npan * PW;
-    const size_t per_thr = (size_t)rows * nkp + (size_t)rows * hd * 2; /* scores, query tiles, sums */
+    const int kb = sam3__att_kb(nk);
+    const size_t per_thr = (size_t)rows * kb + (size_t)rows * hd * 2; /* scores, query tiles, sums */
     float *kt = sam3__sallocf(c, (size_t)nh * nkp * hd); /* (nh, npan, hd, PW) key panels, zero-padded */
     float *vp = sam3__sallocf(c, (size_t)nh * nk * hd);  /* (nh, nk, hd) values per head, contiguous */
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
     SAM3__OMP(parallel num_threads(c->nt))
     {
-        float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, nkp) scores */
-        float *qp = s + (size_t)rows * nkp;  /* (4, hd, MR) query tiles, transposed */
+        float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, KB) scores */
+        float *qp = s + (size_t)rows * kb;   /* (4, hd, MR) query tiles, transposed */
         float *acc = qp + (size_t)rows * hd; /* (rows, hd) P.V sums */
         int task, h;
         /* Keys as panels of PW keys, each (hd, PW) contiguous: a tile's pass over a panel reads
@@ -4300,7 +4336,7 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
         for (task = 0; task < nh * nblk; task++) {
             const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
             sam3__attn_rows(q + (size_t)hh * hd, ldq, kt + (size_t)hh * nkp * hd, vp + (size_t)hh * nk * hd, nk, hd, scale, r0, r1, causal,
-                            relh ? relh + (size_t)hh * nq * rel_s : NULL, relw ? relw + (size_t)hh * nq * rel_s : NULL, rel_s, s, qp, acc,
+                            relh ? relh + (size_t)hh * nq * rel_s : NULL, relw ? relw + (size_t)hh * nq * rel_s : NULL, rel_s, kb, s, qp, acc,
                             out + (size_t)hh * hd, ldo);
         }
     }
@@ -4319,7 +4355,8 @@ static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, in
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
-    const size_t per_thr = (size_t)rows * nkp + (size_t)rows * hd * 2;
+    const int kb = sam3__att_kb(n);
+    const size_t per_thr = (size_t)rows * kb + (size_t)rows * hd * 2;
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     int task;
     if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
@@ -4327,9 +4364,9 @@ static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, in
     for (task = 0; task < nb * nh * nblk; task++) {
         const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * rows, r1 = SAM3__MIN(n, r0 + rows);
         float *s = sam3__thread_slice(sbuf, per_thr);
-        float *qp = s + (size_t)rows * nkp, *acc = qp + (size_t)rows * hd;
+        float *qp = s + (size_t)rows * kb, *acc = qp + (size_t)rows * hd;
         sam3__attn_rows(q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * hd, vp + (size_t)bh * n * hd, n, hd, scale, r0, r1, 0,
-                        NULL, NULL, 0, s, qp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
+                        NULL, NULL, 0, kb, s, qp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
     }
     sam3__release(c, mk);
     return SAM3_OK;

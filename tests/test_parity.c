@@ -593,6 +593,72 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
     dump_close(&im);
 }
 
+/* The attention kernel against a double-precision softmax(q k^T / sqrt(hd) + bias) v, with more
+   keys than one block of its online softmax, so that rows' maxima rise from block to block (a
+   key scale growing with the key index) and fall (growing backwards): the rescaling of the
+   earlier blocks' sums is what a missing or wrong factor would break. Plain, causal (CLIP) and
+   with a decomposed relative-position bias (SAM 1, the DETR decoder's box bias). */
+static void test_attention_kernel(const char *cfg, sam3_model *m) {
+    const int nq = 45, nh = 2, hd = 32, S = 37, nk = S * S, ld = nh * hd; /* 1369 keys: 3 blocks or more */
+    sam3_ctx_options co = test_ctx_options();
+    sam3_ctx *c = NULL;
+    float *q = malloc(sizeof(float) * nq * ld), *k = malloc(sizeof(float) * nk * ld), *v = malloc(sizeof(float) * nk * ld);
+    float *rh = malloc(sizeof(float) * nh * nq * S), *rw = malloc(sizeof(float) * nh * nq * S), *o = malloc(sizeof(float) * nq * ld);
+    float *ref = malloc(sizeof(float) * nq * ld);
+    double *p = malloc(sizeof(double) * nk);
+    unsigned seed = 12345;
+    int variant, i, j, h, d;
+    if (!q || !k || !v || !rh || !rw || !o || !ref || !p || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "%s: attention kernel test setup", cfg);
+        goto done;
+    }
+    for (variant = 0; variant < 4; variant++) {
+        const int causal = variant == 2, rel = variant == 3;
+        double err;
+        sam3_result rc;
+        for (i = 0; i < nq * ld; i++) q[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (j = 0; j < nk; j++) {
+            /* variant 0, 2, 3: scale rising with j; 1: falling */
+            const float sc = 1.0f + 6.0f * (float)(variant == 1 ? nk - 1 - j : j) / (float)nk;
+            for (d = 0; d < ld; d++) {
+                k[(size_t)j * ld + d] = sc * ((float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f) * 4;
+                v[(size_t)j * ld + d] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+            }
+        }
+        for (i = 0; i < nh * nq * S; i++) {
+            rh[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f * 3;
+            rw[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f * 3;
+        }
+        for (h = 0; h < nh; h++)
+            for (i = 0; i < nq; i++) {
+                const int lim = causal ? (i + 1 < nk ? i + 1 : nk) : nk;
+                double mx = -1e300, sum = 0;
+                for (j = 0; j < lim; j++) {
+                    double t = 0;
+                    for (d = 0; d < hd; d++) t += (double)q[(size_t)i * ld + h * hd + d] * k[(size_t)j * ld + h * hd + d];
+                    t /= sqrt((double)hd);
+                    if (rel) t += (double)rh[((size_t)h * nq + i) * S + j / S] + rw[((size_t)h * nq + i) * S + j % S];
+                    p[j] = t;
+                    if (t > mx) mx = t;
+                }
+                for (j = 0; j < lim; j++) sum += p[j] = exp(p[j] - mx);
+                for (d = 0; d < hd; d++) {
+                    double t = 0;
+                    for (j = 0; j < lim; j++) t += p[j] * v[(size_t)j * ld + h * hd + d];
+                    ref[(size_t)i * ld + h * hd + d] = (float)(t / sum);
+                }
+            }
+        rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
+        err = t_relerr(o, ref, (size_t)nq * ld);
+        printf("  %s attention kernel %-22s rel %.2e\n", cfg,
+               variant == 0 ? "(maxima rising)" : variant == 1 ? "(maxima falling)" : variant == 2 ? "(causal)" : "(relative bias)", err);
+        t_check(rc == SAM3_OK && err <= 1e-5, "%s: attention kernel variant %d: %s, relative error %.3g", cfg, variant, sam3_result_string(rc), err);
+    }
+done:
+    sam3_ctx_free(c);
+    free(q), free(k), free(v), free(rh), free(rw), free(o), free(ref), free(p);
+}
+
 static void run_config(const char *cfg, const char *model_path, const char *dir) {
     static const char *cases[] = {"text", "text_boxes", "boxes", "boxes_edge"};
     sam3_model *m;
@@ -609,6 +675,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         sam3_free(m);
         return;
     }
+    test_attention_kernel(cfg, m);
     printf("%s: vision encoder\n", cfg);
     test_vision(cfg, dir, m);
     printf("%s: text encoder\n", cfg);
