@@ -4475,8 +4475,11 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    1e-4. Tiles go by chunks of whole tile rows, so the transformed input V and the products M,
    (36, channels, tiles) each, stay ~10 MB (smaller chunks ran no faster: the products
    (256, 256) x (256, n) reach ~135 GFLOP/s a Zen 4 thread from n = 144 on). */
-/* U (36, cout, cin) from w (cout, cin, 3, 3), in double: G has thirds and sixths */
-static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u) {
+/* U (36, cout, cin) from w (cout, cin, 3, 3), in double: G has thirds and sixths. An output
+   channel's 36 values per input channel go through ut (36, cin), one thread's scratch, so that U
+   is written in runs of cin floats: written directly, 36 values 256 KB apart a time, this was 4-8 ms
+   of a prompt's 2 threads. */
+static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u, float *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -4488,6 +4491,7 @@ static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, f
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (o = 0; o < cout; o++) {
+        float *tt = sam3__thread_slice(ut, (size_t)36 * cin);
         int i, k, j, a;
         for (i = 0; i < cin; i++) {
             const float *g = w + ((size_t)o * cin + i) * 9;
@@ -4498,16 +4502,20 @@ static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, f
                 for (j = 0; j < 6; j++) {
                     double s = 0;
                     for (a = 0; a < 3; a++) s += t[k][a] * G[j][a];
-                    u[(size_t)(k * 6 + j) * po + (size_t)o * cin + i] = (float)s;
+                    tt[(size_t)(k * 6 + j) * cin + i] = (float)s;
                 }
         }
+        for (k = 0; k < 36; k++) memcpy(u + (size_t)k * po + (size_t)o * cin, tt + (size_t)k * cin, (size_t)cin * sizeof(float));
     }
 }
 /* One input channel's tile row ty: v[p * vs + t] = (B^T d B)[p / 6][p % 6] of tile t. P and T are
    (6, 4, ntx + 1) scratch: the tile row's six zero-padded input rows split by column phase, so
    every transform below runs on contiguous vectors of tiles (column 4 t + f of the padded row is
-   phase f of tile t, and the tile's columns 4, 5 are phases 0, 1 of tile t + 1). */
-static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, int ty, int ntx, float *P, float *T, float *v, size_t vs) {
+   phase f of tile t, and the tile's columns 4, 5 are phases 0, 1 of tile t + 1). With lc (lh, lw)
+   the input is xc plus lc upsampled to (H, W) by nearest neighbour (the pixel decoder's skip
+   connection), added as the rows are read. */
+static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, const float *lc, int lh, int lw, int ty, int ntx, float *P, float *T,
+                                         float *v, size_t vs) {
     const int n1 = ntx + 1, n = 4 * n1;
     int i, t, k;
     for (i = 0; i < 6; i++) {
@@ -4519,7 +4527,21 @@ static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, int ty, 
         }
         /* the padded row (T as scratch), then split by phase: a branch-free loop that vectorises */
         T[0] = 0;
-        memcpy(T + 1, xc + (size_t)r * W, (size_t)W * sizeof(float));
+        if (lc) {
+            /* source index floor(i * in / out), as F.interpolate's nearest */
+            const float sy = (float)lh / (float)H, sx = (float)lw / (float)W;
+            const float *a = xc + (size_t)r * W, *b = lc + (size_t)(H == 2 * lh ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), lh - 1)) * lw;
+            int q;
+            if (W == 2 * lw)
+                for (q = 0; q < lw; q++) { /* in pairs: vectorises where b[q >> 1] did not */
+                    T[1 + 2 * q] = a[2 * q] + b[q];
+                    T[2 + 2 * q] = a[2 * q + 1] + b[q];
+                }
+            else
+                for (q = 0; q < W; q++) T[1 + q] = a[q] + b[SAM3__MIN((int)floorf((float)q * sx), lw - 1)];
+        } else {
+            memcpy(T + 1, xc + (size_t)r * W, (size_t)W * sizeof(float));
+        }
         memset(T + 1 + W, 0, (size_t)(n - 1 - W) * sizeof(float));
         for (t = 0; t < n1; t++) {
             p0[t] = T[4 * t];
@@ -4583,21 +4605,24 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
         if (o != row) memcpy(row, R, (size_t)W * sizeof(float));
     }
 }
-static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, int W, const sam3__lin *l, int cout, float *y) {
+/* x (cin, H, W) -> y (cout, H, W), not aliased; lo (cin, lh, lw) or NULL: the input is x + lo
+   upsampled by nearest neighbour (sam3__wino_in). */
+static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
+                                 int cout, float *y) {
     sam3__mark mk = sam3__mark_get(c);
     const int ntx = (W + 3) / 4, nty = (H + 3) / 4;
     /* with our threads splitting the products, each of the 36 goes in nbk column blocks: 36
        tasks on 16 threads would leave a quarter of them idle in the last round */
     const int nbk = c->split && c->nt > 1 ? (c->nt + 11) / 12 : 1;
     const int ntr = SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)), nc = ntr * ntx;
-    const size_t per_thr = (size_t)48 * (ntx + 1) + (size_t)28 * ntx;
+    const size_t per_thr = SAM3__MAX((size_t)48 * (ntx + 1) + (size_t)28 * ntx, (size_t)36 * cin);
     float *u = sam3__sallocf(c, (size_t)36 * cout * cin);    /* (36, cout, cin) transformed weights */
     float *v = sam3__sallocf(c, (size_t)36 * cin * nc);      /* (36, cin, nc) transformed input tiles */
     float *mm = sam3__sallocf(c, (size_t)36 * cout * nc);    /* (36, cout, nc) their products */
-    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx) */
+    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or (36, cin) */
     int ty0;
     if (!u || !v || !mm || !tb) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__wino_weights(c, l->w, cout, cin, u);
+    sam3__wino_weights(c, l->w, cout, cin, u, tb);
     for (ty0 = 0; ty0 < nty; ty0 += ntr) {
         const int nr = SAM3__MIN(ntr, nty - ty0), ncur = nr * ntx;
         int task;
@@ -4605,8 +4630,8 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, int cin, int H, in
         for (task = 0; task < cin * nr; task++) {
             const int ci = task / nr, r = task % nr;
             float *P = sam3__thread_slice(tb, per_thr);
-            sam3__wino_in(x + (size_t)ci * H * W, H, W, ty0 + r, ntx, P, P + (size_t)24 * (ntx + 1), v + (size_t)ci * nc + (size_t)r * ntx,
-                          (size_t)cin * nc);
+            sam3__wino_in(x + (size_t)ci * H * W, H, W, lo ? lo + (size_t)ci * lh * lw : NULL, lh, lw, ty0 + r, ntx, P, P + (size_t)24 * (ntx + 1),
+                          v + (size_t)ci * nc + (size_t)r * ntx, (size_t)cin * nc);
         }
         if (c->split && c->nt > 1) {
             SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
@@ -5415,7 +5440,7 @@ static sam3_result sam3__fpn_layer(sam3_ctx *c, const sam3__fpn_w *w, int s2, in
     p1 = sam3__sallocf(c, (size_t)D * side * side); /* (D, side, side) */
     if (!p1) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__conv1x1(c, src, src_tokens, cin, side * side, &w->proj1, D, p1);
-    if ((rc = sam3__conv3x3(c, p1, D, side, side, &w->proj2, D, out)) != SAM3_OK) return rc;
+    if ((rc = sam3__conv3x3(c, p1, NULL, 0, 0, D, side, side, &w->proj2, D, out)) != SAM3_OK) return rc;
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -5540,7 +5565,7 @@ static sam3_result sam3__sam1_vision(sam3_ctx *c, const float *pix, float *E) {
     y = h; /* (out, g, g) */
     sam3__conv1x1(c, x, 1, C, N, &w->neck1, v->out_ch, y);
     sam3__layernorm2d(c, y, v->out_ch, (size_t)N, &w->neck_ln1, 1e-6f);
-    if ((rc = sam3__conv3x3(c, y, v->out_ch, g, g, &w->neck2, v->out_ch, E)) != SAM3_OK) return rc;
+    if ((rc = sam3__conv3x3(c, y, NULL, 0, 0, v->out_ch, g, g, &w->neck2, v->out_ch, E)) != SAM3_OK) return rc;
     sam3__layernorm2d(c, E, v->out_ch, (size_t)N, &w->neck_ln2, 1e-6f);
     sam3__tap(c, "vit.neck", E, 3, v->out_ch, g, g);
     sam3__release(c, mk);
@@ -6057,24 +6082,6 @@ static sam3_result sam3__dot_product_scoring(sam3_ctx *c, const float *queries, 
 /* ==== sam3: mask decoder (Sam3MaskDecoder) ==== */
 /* y = skip + x resized to (C, oh, ow) by nearest neighbour (F.interpolate(mode="nearest")), from
    x (C, ih, iw): one pass on all threads (a copy of the skip map first was 85 MB on one thread). */
-static void sam3__upsample_add(sam3_ctx *c, const float *x, int C, int ih, int iw, const float *skip, float *y, int oh, int ow) {
-    int t;
-    const float sy = (float)ih / (float)oh, sx = (float)iw / (float)ow;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (t = 0; t < C * oh; t++) {
-        const int ch = t / oh, r = t % oh;
-        const int sr = oh == 2 * ih ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), ih - 1);
-        const float *src = x + ((size_t)ch * ih + sr) * iw, *sk = skip + ((size_t)ch * oh + r) * ow;
-        float *dst = y + ((size_t)ch * oh + r) * ow;
-        int q;
-        if (ow == 2 * iw)
-            for (q = 0; q < ow; q++) dst[q] = sk[q] + src[q >> 1];
-        else
-            for (q = 0; q < ow; q++) dst[q] = sk[q] + src[SAM3__MIN((int)floorf((float)q * sx), iw - 1)];
-    }
-}
-
 /* Prompt cross-attention on the encoder memory, the pixel decoder (the memory replaces the last
    kept FPN level; nearest upsampling + skip, 3x3 conv, GroupNorm(8), ReLU per stage), instance and
    semantic projections, and the query-pixel product, for nq query rows (all Q, or the ones kept):
@@ -6090,7 +6097,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     float *enc = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) */
     float *h = sam3__sallocf(c, (size_t)Ng * D);    /* (Ng, D) */
     float *x = sam3__sallocf(c, (size_t)D * hw0);   /* (D, side, side) current pixel features */
-    float *up = sam3__sallocf(c, (size_t)D * hw0);  /* (D, side, side) */
+    float *up = sam3__sallocf(c, (size_t)D * hw0);  /* (D, side, side) the next stage's, then swapped */
     float *me = sam3__sallocf(c, (size_t)Q * D);    /* (Q, D) mask embeddings */
     float *mw = sam3__sallocf(c, (size_t)Q * D);    /* (Q, D) the same through the instance projection */
     float *mb = sam3__sallocf(c, (size_t)Q);        /* (Q) and its bias */
@@ -6108,9 +6115,12 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     }
     for (k = 0; k < m->neck.n_kept - 1; k++) {
         int level = m->neck.n_kept - 2 - k, os = m->neck.side[level];
-        sam3__upsample_add(c, x, D, side, side, c->fpn[level], up, os, os);
-        if ((rc = sam3__conv3x3(c, up, D, os, os, &w->conv[k], D, x)) != SAM3_OK) return rc;
-        if ((rc = sam3__groupnorm(c, x, D, (size_t)os * os, 8, &w->gn[k], 1e-5f, 1)) != SAM3_OK) return rc;
+        float *nx = up;
+        /* the skip plus the upsampled map is formed as the conv reads its rows: an 85 MB map at
+           288 x 288 neither written nor read again */
+        if ((rc = sam3__conv3x3(c, c->fpn[level], x, side, side, D, os, os, &w->conv[k], D, nx)) != SAM3_OK) return rc;
+        if ((rc = sam3__groupnorm(c, nx, D, (size_t)os * os, 8, &w->gn[k], 1e-5f, 1)) != SAM3_OK) return rc;
+        up = x, x = nx;
         side = os;
     }
     SAM3_ASSERT(side == S0);
