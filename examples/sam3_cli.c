@@ -227,11 +227,12 @@ static int cmd_tokenize(int argc, char **argv) {
 
 
 static const char *BENCH_HELP =
-    "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH]\n"
+    "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH] [--paired]\n"
     "\n"
     "Times, as medians over R runs (default 3): load (open + validate + map), the image encoder\n"
-    "(ViT trunk, neck), the text encoder, the detector and masks for one prompt, a new prompt on the\n"
-    "cached image, the first click after an image (it runs the interactive head's own neck) and a\n"
+    "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
+    "new prompt on the cached image (also without its post-processing, the stages a PyTorch forward\n"
+    "runs), the first click after an image (it runs the interactive head's own neck) and a\n"
     "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, and\n"
     "the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same run. A SAM 1 file\n"
     "has no text encoder or detector: its image encoder (ViT + neck) and clicks are timed. The image\n"
@@ -241,7 +242,10 @@ static const char *BENCH_HELP =
     "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
     "                    so one thread pool does all the work; 0 leaves BLAS as it is)\n"
     "  --runs R          repetitions (default 3)\n"
-    "  --size WxH        the synthetic image's size\n";
+    "  --size WxH        the synthetic image's size\n"
+    "  --paired          for tools/bench_vs_pytorch.sh: after an untimed round prints \"ready\", then\n"
+    "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
+    "                    prints its times, so that another program's runs alternate with ours\n";
 
 static double bench_now(void) { return sam3__now_ms(); }
 static int cmp_double(const void *a, const void *b) {
@@ -331,6 +335,34 @@ static double sam1_vision_gflop(const sam3_model *m) {
     return f / 1e9;
 }
 
+/* Peak resident set of this process in KB: Linux's VmHWM, which starts afresh at exec, where
+   getrusage's ru_maxrss keeps the parent's peak when it is larger (a bench started by PyTorch's
+   process, tools/bench_pytorch.py --pair, read PyTorch's 7 GB). */
+static long peak_rss_kb(void) {
+    long kb = 0;
+#if defined(__linux__)
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmHWM:", 6)) {
+            kb = strtol(line + 6, NULL, 10);
+            break;
+        }
+    if (f) fclose(f);
+    if (kb > 0) return kb;
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+    {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) == 0) kb = ru.ru_maxrss;
+#if defined(__APPLE__)
+        kb /= 1024; /* bytes there */
+#endif
+    }
+#endif
+    return kb;
+}
+
 static void bench_line(const char *what, double ms) {
     if (ms < 0) printf("  %-40s %10s\n", what, "n/a");
     else printf("  %-40s %10.1f ms\n", what, ms);
@@ -338,14 +370,14 @@ static void bench_line(const char *what, double ms) {
 
 static int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
-    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1, sam1, rc_cli = CLI_FAIL;
+    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1, sam1, paired = 0, rc_cli = CLI_FAIL;
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_load_options lo = sam3_load_options_default();
     load_log ll;
     sam3_result rc;
-    double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, *t_click, t_first = -1, t0, sg_ms[3], sg_ob_ms[3] = {0, 0, 0}, gf;
+    double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, *t_nopost, *t_click, t_first = -1, t0, sg_ms[3], sg_ob_ms[3] = {0, 0, 0}, gf;
     unsigned char *img;
     for (i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -365,12 +397,14 @@ static int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
             if (sscanf(argv[++i], "%dx%d", &W, &H) != 2 || W < 1 || H < 1 || W > 16384 || H > 16384)
                 return usage_error("bench", "--size wants WxH, got '%s'", argv[i]);
+        } else if (!strcmp(argv[i], "--paired")) {
+            paired = 1;
         } else {
             return usage_error("bench", "unknown or incomplete option '%s'", argv[i]);
         }
     }
     if (!path) return usage_error("bench", "missing -m FILE%s", NULL);
-    t_load = (double *)calloc((size_t)runs * 8, sizeof(double));
+    t_load = (double *)calloc((size_t)runs * 9, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
     if (!t_load || !img) {
         fprintf(stderr, "sam3 bench: out of memory\n");
@@ -379,7 +413,7 @@ static int cmd_bench(int argc, char **argv) {
         return CLI_FAIL;
     }
     t_trunk = t_load + runs; t_neck = t_trunk + runs; t_pre = t_neck + runs; t_text = t_pre + runs; t_det = t_text + runs;
-    t_new = t_det + runs; t_click = t_new + runs;
+    t_new = t_det + runs; t_nopost = t_new + runs; t_click = t_nopost + runs;
     for (i = 0; i < W * H * 3; i++) img[i] = (unsigned char)((i % (W * 3)) * 255 / (W * 3) ^ (i / (W * 3)) % 256);
     memset(&ll, 0, sizeof(ll));
     ll.quiet = 1;
@@ -402,36 +436,66 @@ static int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
         goto done;
     }
-    for (i = 0; i < runs; i++) {
+    /* A round: the image, a first prompt on it, then a new prompt on the cached image. Paired
+       (tools/bench_vs_pytorch.sh): one untimed round, "ready", then each round waits for a line on
+       stdin and prints its times, so that another program's runs can alternate with ours. */
+    for (i = paired ? -1 : 0; i < runs; i++) {
         sam3_timings t;
+        double t_img = 0, t_first_prompt = 0;
+        if (paired && i >= 0) {
+            char line[64];
+            if (!fgets(line, sizeof(line), stdin)) {
+                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
+                goto done;
+            }
+        }
         if ((rc = sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8)) != SAM3_OK) {
             fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
             goto done;
         }
         t = sam3_ctx_timings(c);
-        t_pre[i] = t.preprocess;
-        t_trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
-        t_neck[i] = t.vision_neck;
-    }
-    for (i = 0; i < runs && !sam1; i++) {
-        char text[64];
-        sam3_prompt pr;
-        sam3_segmentation seg;
-        sam3_timings t;
-        memset(&pr, 0, sizeof(pr));
-        snprintf(text, sizeof(text), "yellow school bus %d", i % 10); /* a new text each run: same token count */
-        pr.text = text;
-        rc = sam3_segment(c, &pr, NULL, &seg);
-        t = sam3_ctx_timings(c);
-        t_text[i] = t.text;
-        t_det[i] = t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder + t.postprocess;
-        snprintf(text, sizeof(text), "red car %d", i % 10);
-        t0 = bench_now();
-        rc = rc < 0 ? rc : sam3_segment(c, &pr, NULL, &seg);
-        t_new[i] = bench_now() - t0;
-        if (rc < 0) {
-            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            goto done;
+        t_img = t.vision_trunk + t.vision_neck;
+        if (i >= 0) {
+            t_pre[i] = t.preprocess;
+            t_trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
+            t_neck[i] = t.vision_neck;
+        }
+        if (!sam1) {
+            char text[64];
+            sam3_prompt pr;
+            sam3_segmentation seg;
+            const int k = (i + 10) % 10;
+            memset(&pr, 0, sizeof(pr));
+            snprintf(text, sizeof(text), "yellow school bus %d", k); /* a new text each time: same token count */
+            pr.text = text;
+            t0 = bench_now();
+            rc = sam3_segment(c, &pr, NULL, &seg);
+            t_first_prompt = bench_now() - t0;
+            t = sam3_ctx_timings(c);
+            if (i >= 0) {
+                t_text[i] = t.text;
+                t_det[i] = t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder + t.postprocess;
+            }
+            snprintf(text, sizeof(text), "red car %d", k);
+            t0 = bench_now();
+            rc = rc < 0 ? rc : sam3_segment(c, &pr, NULL, &seg);
+            if (i >= 0) t_new[i] = bench_now() - t0;
+            if (rc < 0) {
+                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+                goto done;
+            }
+            t = sam3_ctx_timings(c);
+            if (i >= 0) t_nopost[i] = t.text + t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder;
+        }
+        if (paired) {
+            if (i < 0)
+                printf("ready\n");
+            else if (sam1)
+                printf("run %d: image encoder %.1f ms\n", i + 1, t_img);
+            else
+                printf("run %d: image encoder %.1f ms, first prompt %.1f ms, new prompt %.1f ms, new prompt without post-processing %.1f ms\n",
+                       i + 1, t_img, t_first_prompt, t_new[i], t_nopost[i]);
+            fflush(stdout);
         }
     }
     {
@@ -499,11 +563,7 @@ static int cmd_bench(int argc, char **argv) {
         double tl = median(t_load, runs), tp = median(t_pre, runs), tt = median(t_trunk, runs), tn = median(t_neck, runs);
         double sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9 / (median(sg_ms, 3) / 1000.0), enc = gf / ((tt + tn) / 1000.0);
         double sg_ob = sg_ob_ms[0] > 0 ? 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9 / (median(sg_ob_ms, 3) / 1000.0) : 0, ref = sg > sg_ob ? sg : sg_ob;
-        long rss_kb = 0;
-#if defined(__unix__) || defined(__APPLE__)
-        struct rusage ru;
-        if (getrusage(RUSAGE_SELF, &ru) == 0) rss_kb = ru.ru_maxrss;
-#endif
+        long rss_kb = peak_rss_kb();
         printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s\n", path, sam1 ? "SAM 1" : "SAM 3", W, H, runs,
                runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : c->nt, blas_threads,
                c->split ? " (products split by sam3)" : "");
@@ -518,6 +578,7 @@ static int cmd_bench(int argc, char **argv) {
             bench_line("text encoder (new prompt)", median(t_text, runs));
             bench_line("detector + masks (one prompt)", median(t_det, runs));
             bench_line("new prompt on the cached image", median(t_new, runs));
+            bench_line("  the same without post-processing", median(t_nopost, runs));
         }
         bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", t_first);
         bench_line("click on the cached image", t_first < 0 ? -1 : median(t_click, runs));

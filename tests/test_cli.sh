@@ -243,6 +243,13 @@ grep -q "first click (runs the interactive neck) *[0-9.]* ms" "$T/out" && grep -
 run 0 "bench SAM 1" bench -m "$S1" --runs 2 --size 64x48
 grep -q "(SAM 1)" "$T/out" && grep -q "ViT + neck *[0-9.]* ms" "$T/out" && grep -q "click on the cached image *[0-9.]* ms" "$T/out" &&
     ! grep -q "text encoder" "$T/out" && grep -q "0.02215 GFLOP" "$T/out" && ok || bad "bench SAM 1: $(cat "$T/out")"
+# --paired (tools/bench_pytorch.py --pair): "ready" after an untimed round, then one line a run,
+# each run started by a line on stdin; stdin ending early is an error, not a short table
+printf 'run\nrun\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >"$T/out" 2>"$T/err" &&
+    [ "$(head -1 "$T/out")" = ready ] && [ "$(grep -c '^run [12]: image encoder [0-9.]* ms, first prompt [0-9.]* ms, new prompt [0-9.]* ms, new prompt without post-processing [0-9.]* ms$' "$T/out")" -eq 2 ] &&
+    grep -q "2 runs (medians)" "$T/out" && ok || bad "bench --paired: $(cat "$T/out" "$T/err")"
+printf 'run\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && grep -q "stdin ended before run 2 of 2" "$T/err" && ! grep -q "runs (medians)" "$T/out" && ok || bad "bench --paired, stdin short: $(cat "$T/out" "$T/err")"
 
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -5,7 +5,9 @@
 #   tools/bench_vs_pytorch.sh CHECKPOINT_DIR MODEL.sam3 [RUNS]
 #
 # CHECKPOINT_DIR is a Hugging Face checkpoint (e.g. from tools/make_random_checkpoint.py) and
-# MODEL.sam3 its conversion. Prints both tables for each thread count; results go in the README.
+# MODEL.sam3 its conversion. Prints both tables for each thread count, then the two side by side:
+# the two programs alternate run by run (tools/bench_pytorch.py --pair), as these shared machines'
+# speed drifts within minutes. Results go in the README.
 set -eu
 cd "$(dirname "$0")/.."
 SRC=$1
@@ -19,6 +21,6 @@ for T in "$ALL" 2; do
     PIN=""
     [ "$T" = 2 ] && PIN="taskset -c 0,1"
     echo "== $T threads ${PIN:+(pinned: $PIN)}"
-    OMP_NUM_THREADS=$T $PIN $PY tools/bench_pytorch.py "$SRC" --threads "$T" --runs "$RUNS"
-    OMP_NUM_THREADS=$T $PIN build/sam3 bench -m "$MODEL" --threads "$T" --runs "$RUNS"
+    OMP_NUM_THREADS=$T $PIN $PY tools/bench_pytorch.py "$SRC" --threads "$T" --runs "$RUNS" \
+        --pair "build/sam3 bench -m '$MODEL' --threads $T --runs $RUNS --paired"
 done
