@@ -4041,11 +4041,23 @@ static void sam3__sigmoid_n(sam3_ctx *c, const float *x, float *y, size_t n) {
         for (; j < e; j++) y[j] = 1.0f / (1.0f + sam3__fexp(-x[j]));
     }
 }
-static void sam3__relu(sam3_ctx *c, float *x, size_t n) {
-    ptrdiff_t i;
-    (void)c; /* only in OpenMP clauses */
+/* A linear layer followed by ReLU, the bias added in the ReLU's pass: y (n, out) = max(x W^T + b, 0).
+   A pass fewer over the hidden map (42 MB in each DETR encoder layer's MLP). */
+static void sam3__linear_relu(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y) {
+    int i;
+    sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < (ptrdiff_t)n; i++) x[i] = x[i] > 0 ? x[i] : 0;
+    for (i = 0; i < n; i++) {
+        float *r = y + (size_t)i * out;
+        int j;
+        if (l->b)
+            for (j = 0; j < out; j++) {
+                const float v = r[j] + l->b[j];
+                r[j] = v > 0 ? v : 0;
+            }
+        else
+            for (j = 0; j < out; j++) r[j] = r[j] > 0 ? r[j] : 0;
+    }
 }
 static void sam3__vadd(sam3_ctx *c, float *y, const float *x, size_t n) {
     ptrdiff_t i;
@@ -4870,8 +4882,7 @@ static sam3_result sam3__mlp2(sam3_ctx *c, const float *x, int n, int in, const 
     float *h = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
     if (!h) return SAM3_ERR_OUT_OF_MEMORY;
     if (relu) {
-        sam3__linear(c, x, n, in, l1, hidden, h);
-        sam3__relu(c, h, (size_t)n * hidden);
+        sam3__linear_relu(c, x, n, in, l1, hidden, h);
     } else {
         sam3__gemm(c, 0, 1, n, hidden, in, 1.0f, x, in, l1->w, in, 0.0f, h, hidden);
         sam3__gelu_bias(c, h, (size_t)n, hidden, l1->b);
@@ -4886,10 +4897,8 @@ static sam3_result sam3__mlp3(sam3_ctx *c, const float *x, int n, int in, const 
     sam3__mark mk = sam3__mark_get(c);
     float *a = sam3__sallocf(c, (size_t)n * hidden), *b = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) each */
     if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, x, n, in, &l[0], hidden, a);
-    sam3__relu(c, a, (size_t)n * hidden);
-    sam3__linear(c, a, n, hidden, &l[1], hidden, b);
-    sam3__relu(c, b, (size_t)n * hidden);
+    sam3__linear_relu(c, x, n, in, &l[0], hidden, a);
+    sam3__linear_relu(c, a, n, hidden, &l[1], hidden, b);
     sam3__linear(c, b, n, hidden, &l[2], out, y);
     sam3__release(c, mk);
     return SAM3_OK;
@@ -4920,12 +4929,10 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
     float *a = sam3__sallocf(c, (size_t)n * hidden), *b = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
     int i;
     if (!a || !b) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, x, n, in, &f->in, hidden, a);
-    sam3__relu(c, a, (size_t)n * hidden);
+    sam3__linear_relu(c, x, n, in, &f->in, hidden, a);
     for (i = 0; i < f->n_hidden; i++) {
         float *t;
-        sam3__linear(c, a, n, hidden, &f->hidden[i], hidden, b);
-        sam3__relu(c, b, (size_t)n * hidden);
+        sam3__linear_relu(c, a, n, hidden, &f->hidden[i], hidden, b);
         t = a; a = b; b = t;
     }
     sam3__linear(c, a, n, hidden, &f->out, out, y);
