@@ -5895,7 +5895,7 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
         const float lo = ax ? b[1] - 0.5f * b[3] : b[0] - 0.5f * b[2], hi = ax ? b[1] + 0.5f * b[3] : b[0] + 0.5f * b[2];
         float *dst = (ax ? relh : relw) + (size_t)(1 + q) * S; /* head h at + h (Q + 1) S */
         float *hid = sam3__thread_slice(hbuf, (size_t)D * 16); /* (D, 16) hidden layer */
-        int i0, r, j, hh;
+        int i0, r, j, hh, h0;
         for (i0 = 0; i0 < S; i0 += 16) {
             const int n = SAM3__MIN(16, S - i0);
             float d0[16], d1[16];
@@ -5921,25 +5921,36 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
                 }
 #endif
             }
-            for (hh = 0; hh < nh; hh++) {
-                const float *w2 = l2->w + (size_t)hh * D, b2 = l2->b ? l2->b[hh] : 0.0f;
-                float acc[16];
+            for (h0 = 0; h0 < nh; h0 += 8) { /* 8 heads together: 8 independent sums (one chain ran at ~2 GFLOP/s) */
+                const int nhh = SAM3__MIN(8, nh - h0);
+                float acc[8][16];
 #ifdef SAM3__VX
-                /* explicit vectors: GCC kept acc in memory (~2 GFLOP/s) */
-                sam3__vx av[16 / SAM3__VX];
+                sam3__vx av[8][16 / SAM3__VX];
                 int u;
-                for (u = 0; u < 16 / SAM3__VX; u++) av[u] = sam3__vx_set1(0.0f);
+                for (hh = 0; hh < 8; hh++)
+                    for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_set1(0.0f);
                 for (j = 0; j < D; j++) {
-                    const sam3__vx wv = sam3__vx_set1(w2[j]);
-                    for (u = 0; u < 16 / SAM3__VX; u++) av[u] = sam3__vx_fmadd(wv, sam3__vx_load(hid + (size_t)j * 16 + u * SAM3__VX), av[u]);
+                    sam3__vx hv[16 / SAM3__VX];
+                    for (u = 0; u < 16 / SAM3__VX; u++) hv[u] = sam3__vx_load(hid + (size_t)j * 16 + u * SAM3__VX);
+                    for (hh = 0; hh < nhh; hh++) {
+                        const sam3__vx wv = sam3__vx_set1(l2->w[(size_t)(h0 + hh) * D + j]);
+                        for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_fmadd(wv, hv[u], av[hh][u]);
+                    }
                 }
-                for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc + u * SAM3__VX, av[u]);
+                for (hh = 0; hh < nhh; hh++)
+                    for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc[hh] + u * SAM3__VX, av[hh][u]);
 #else
-                for (r = 0; r < 16; r++) acc[r] = 0;
-                for (j = 0; j < D; j++)
-                    for (r = 0; r < 16; r++) acc[r] += w2[j] * hid[(size_t)j * 16 + r];
+                for (hh = 0; hh < nhh; hh++) {
+                    const float *w2 = l2->w + (size_t)(h0 + hh) * D;
+                    for (r = 0; r < 16; r++) acc[hh][r] = 0;
+                    for (j = 0; j < D; j++)
+                        for (r = 0; r < 16; r++) acc[hh][r] += w2[j] * hid[(size_t)j * 16 + r];
+                }
 #endif
-                for (r = 0; r < n; r++) dst[(size_t)hh * (Q + 1) * S + i0 + r] = acc[r] + b2;
+                for (hh = 0; hh < nhh; hh++) {
+                    const float b2 = l2->b ? l2->b[h0 + hh] : 0.0f;
+                    for (r = 0; r < n; r++) dst[(size_t)(h0 + hh) * (Q + 1) * S + i0 + r] = acc[hh][r] + b2;
+                }
             }
         }
     }
