@@ -4194,8 +4194,11 @@ static float sam3__row_max(const float *r, int n) {
         for (; j + SAM3__VX <= n; j += SAM3__VX) vm = sam3__vx_max(vm, sam3__vx_load(r + j));
         mx = sam3__vx_hmax(vm);
     }
-#endif
     for (; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+#else
+    SAM3__OMP(simd reduction(max:mx))
+    for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+#endif
     return mx;
 }
 /* r[j] = exp(r[j] - mx) for j < n; returns their sum. */
