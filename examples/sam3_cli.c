@@ -443,8 +443,9 @@ static int cmd_bench(int argc, char **argv) {
         sam3_timings t;
         double t_img = 0, t_first_prompt = 0;
         if (paired && i >= 0) {
-            char line[64];
-            if (!fgets(line, sizeof(line), stdin)) {
+            int ch, got = 0;
+            while ((ch = getchar()) != EOF && ch != '\n') got = 1; /* one line, whatever its length, starts a run */
+            if (ch == EOF && !got) {
                 fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
                 goto done;
             }
