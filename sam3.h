@@ -6200,13 +6200,53 @@ static long sam3__resize_threshold(sam3_ctx *c, const float *p, int ih, int iw, 
     float *hz = sam3__sallocf(c, (size_t)ih * ow); /* (ih, ow) input rows resized along x */
     long area = 0;
     int r;
+#if defined(__AVX512F__)
+    /* Upsampling, 16 outputs read at most 16 consecutive inputs: one (masked) load and two
+       permutes give both taps of all 16, where the scalar loop gathered them one by one (half
+       of the resize). bx[b] is block b's first input, or -1 where its taps span more than 16. */
+    const int nbq = ow / 16;
+    int *bx = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nbq, 1) * sizeof(int));
+    int32_t *rel = (int32_t *)sam3__salloc(c, (size_t)SAM3__MAX(2 * nbq * 16, 1) * sizeof(int32_t)); /* (nbq, 2, 16) tap offsets */
+    float *wl = sam3__sallocf(c, (size_t)SAM3__MAX(2 * nbq * 16, 1));                                    /* (nbq, 2, 16) tap weights */
+    if (!hz || !bx || !rel || !wl) return -1;
+    for (r = 0; r < nbq; r++) {
+        const int base = tx[16 * r].i0;
+        int u;
+        bx[r] = tx[16 * r + 15].i1 - base < 16 ? base : -1;
+        for (u = 0; u < 16; u++) {
+            rel[(size_t)r * 32 + u] = tx[16 * r + u].i0 - base;
+            rel[(size_t)r * 32 + 16 + u] = tx[16 * r + u].i1 - base;
+            wl[(size_t)r * 32 + u] = tx[16 * r + u].l0;
+            wl[(size_t)r * 32 + 16 + u] = tx[16 * r + u].l1;
+        }
+    }
+#else
     if (!hz) return -1;
+#endif
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (r = 0; r < ih; r++) {
         const float *a = p + (size_t)r * iw;
         float *h = hz + (size_t)r * ow;
-        int q;
-        for (q = 0; q < ow; q++) h[q] = tx[q].l0 * a[tx[q].i0] + tx[q].l1 * a[tx[q].i1];
+        int q = 0;
+#if defined(__AVX512F__)
+        int bq;
+        for (bq = 0; bq < nbq; bq++, q += 16) {
+            if (bx[bq] >= 0) {
+                const int n = SAM3__MIN(16, iw - bx[bq]); /* the taps never reach past it */
+                const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), a + bx[bq]);
+                /* masked forms: the plain permute starts from _mm512_undefined_ps (GCC 12's C++ warning above) */
+                const __m512 a0 = _mm512_mask_permutexvar_ps(v, (__mmask16)0xFFFF, _mm512_loadu_si512(rel + (size_t)bq * 32), v);
+                const __m512 a1 = _mm512_mask_permutexvar_ps(v, (__mmask16)0xFFFF, _mm512_loadu_si512(rel + (size_t)bq * 32 + 16), v);
+                /* l0 a0 + l1 a1 rounded as the scalar line below (products, then the sum) */
+                _mm512_storeu_ps(h + q, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(wl + (size_t)bq * 32), a0),
+                                                      _mm512_mul_ps(_mm512_loadu_ps(wl + (size_t)bq * 32 + 16), a1)));
+            } else {
+                int u;
+                for (u = q; u < q + 16; u++) h[u] = tx[u].l0 * a[tx[u].i0] + tx[u].l1 * a[tx[u].i1];
+            }
+        }
+#endif
+        for (; q < ow; q++) h[q] = tx[q].l0 * a[tx[q].i0] + tx[q].l1 * a[tx[q].i1];
     }
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) reduction(+:area))
     for (r = 0; r < oh; r++) {
