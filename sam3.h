@@ -4100,11 +4100,11 @@ static void sam3__softmax_row(float *r, int n) {
 }
 
 #if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
-/* Attention without BLAS. Per (head, block of 4 MR query rows) task: scores from K packed once
-   into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors of keys, one pass
-   over the head dim), softmax without the normalising pass, then P.V for the same rows (tiles of
-   MR rows x 2 vectors of the head dim, summed by blocks of keys), scaled by 1/sum at the end. Only
-   the query rows are packed per task, and the score rows stay in L2. Per-block BLAS calls spend
+/* Attention without BLAS. Per (head, block of 4 MR query rows) task, by blocks of keys: scores
+   from K packed once into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors
+   of keys, one pass over the head dim), an online softmax without the normalising pass, then P.V
+   for the same rows (tiles of MR rows x 2 vectors of the head dim), scaled by 1/sum at the end
+   (sam3__attn_rows). Only the query rows are packed per task, and a block's scores stay in L1/L2. Per-block BLAS calls spend
    their time packing K and V for head dims of 16..64 and reached ~78 GFLOP/s on 2 Zen 4 cores;
    this reaches 2.5x that (SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
 #define SAM3__FAST_ATTENTION 1
