@@ -659,6 +659,64 @@ done:
     free(q), free(k), free(v), free(rh), free(rw), free(o), free(ref), free(p);
 }
 
+/* The Winograd 3x3 conv against a double-precision direct conv: as the pixel decoder runs it, on a
+   map upsampled by nearest neighbour plus a skip map (2x, and a ratio that is not 2, as a neck
+   without the 2x level would give), and plain (the FPN's). Sides that leave partial 4x4 tiles. */
+static void test_conv3x3(const char *cfg, sam3_model *m) {
+    static const int sz[4][4] = {{7, 11, 14, 22}, {10, 5, 20, 10}, {6, 9, 13, 17}, {0, 0, 9, 15}}; /* h, w (0: no upsampled map), H, W */
+    const int cin = 24, cout = 16;
+    sam3_ctx_options co = test_ctx_options();
+    sam3_ctx *c = NULL;
+    float *wt = malloc(sizeof(float) * cout * cin * 9), *bias = malloc(sizeof(float) * cout);
+    float *x = malloc(sizeof(float) * cin * 10 * 11), *sk = malloc(sizeof(float) * cin * 20 * 22);
+    float *y = malloc(sizeof(float) * cout * 20 * 22), *ref = malloc(sizeof(float) * cout * 20 * 22);
+    unsigned seed = 777;
+    int t, i;
+    if (!wt || !bias || !x || !sk || !y || !ref || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "%s: conv3x3 test setup", cfg);
+        goto done;
+    }
+    for (i = 0; i < cout * cin * 9; i++) wt[i] = ((float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f) * 0.3f;
+    for (i = 0; i < cout; i++) bias[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    for (t = 0; t < 4; t++) {
+        const int h = sz[t][0], w = sz[t][1], H = sz[t][2], W = sz[t][3];
+        const sam3__lin l = {wt, bias};
+        int o, r, q, ci, dy, dx;
+        sam3_result rc;
+        double err;
+        for (i = 0; i < cin * h * w; i++) x[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (i = 0; i < cin * H * W; i++) sk[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (o = 0; o < cout; o++)
+            for (r = 0; r < H; r++)
+                for (q = 0; q < W; q++) {
+                    double s = bias[o];
+                    for (ci = 0; ci < cin; ci++)
+                        for (dy = 0; dy < 3; dy++)
+                            for (dx = 0; dx < 3; dx++) {
+                                const int yy = r + dy - 1, xx = q + dx - 1;
+                                double v;
+                                if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+                                v = sk[((size_t)ci * H + yy) * W + xx];
+                                if (h) { /* nearest source pixel as F.interpolate computes it, in float */
+                                    int sy = (int)floorf((float)yy * ((float)h / (float)H)), sx = (int)floorf((float)xx * ((float)w / (float)W));
+                                    sy = sy < h - 1 ? sy : h - 1, sx = sx < w - 1 ? sx : w - 1;
+                                    v += x[(ci * h + sy) * w + sx];
+                                }
+                                s += (double)wt[((o * cin + ci) * 3 + dy) * 3 + dx] * v;
+                            }
+                    ref[((size_t)o * H + r) * W + q] = (float)s;
+                }
+        rc = sam3__conv3x3(c, sk, h ? x : NULL, h, w, cin, H, W, &l, cout, y);
+        err = t_relerr(y, ref, (size_t)cout * H * W);
+        printf("  %s conv3x3 %dx%d + %dx%d upsampled  rel %.2e\n", cfg, H, W, h, w, err);
+        t_check(rc == SAM3_OK && err <= 1e-5, "%s: conv3x3 %dx%d + %dx%d upsampled: %s, relative error %.3g", cfg, H, W, h, w,
+                sam3_result_string(rc), err);
+    }
+done:
+    sam3_ctx_free(c);
+    free(wt), free(bias), free(x), free(sk), free(y), free(ref);
+}
+
 static void run_config(const char *cfg, const char *model_path, const char *dir) {
     static const char *cases[] = {"text", "text_boxes", "boxes", "boxes_edge"};
     sam3_model *m;
@@ -676,6 +734,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         return;
     }
     test_attention_kernel(cfg, m);
+    test_conv3x3(cfg, m);
     printf("%s: vision encoder\n", cfg);
     test_vision(cfg, dir, m);
     printf("%s: text encoder\n", cfg);
