@@ -3880,25 +3880,25 @@ static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
     n = sam3__vx_sub(sam3__vx_fmadd(x, sam3__vx_set1(1.44269504088896341f), sam3__vx_set1(12582912.0f)), sam3__vx_set1(12582912.0f));
     return sam3__vx_fmadd(sam3__vx_exp_reduced(x, n), sam3__vx_pow2n(n), z);
 }
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
 /* exp(s - m) for the softmax as 2^t, t = s log2(e) - m log2(e) by one fma: its rounding is that
-   of s - m, and the constant's scales the whole row, which the normalisation cancels. 2^frac by
-   Cephes' exp2f polynomial (|rel err| < 1.5e-7 on [-0.5, 0.5]), the integer part by vscalef (0
-   below the range, NaN carried). 10 operations where exp(s - m) took 14 (by vscalef too): the
-   softmax is a quarter of the attention on AVX-512 Xeons, whose FMAs run the products twice as
-   fast as Zen 4's. nml: -m log2(e). */
+   of s - m, and the constant's scales the whole row, which the normalisation cancels. 2^t =
+   2^floor(t) 2^f: f = t - floor(t) in [0, 1) by one vreduce, 2^f by a degree-5 minimax polynomial
+   (Remez, relative error 7.5e-8, 1.7e-7 as evaluated in f32: Cephes' degree 6 on [-0.5, 0.5]
+   gives 1.5e-7), and vscalef, which floors its exponent itself (0 below the range, NaN carried).
+   8 operations where exp(s - m) took 14 and the rounding and Cephes' polynomial 10: the softmax
+   is a quarter of the attention on AVX-512 Xeons, whose FMAs run the products twice as fast as
+   Zen 4's. nml: -m log2(e). */
 static SAM3__INLINE __m512 sam3__vx_exp_row(__m512 s, __m512 nml) {
     const __m512 t = _mm512_fmadd_ps(s, _mm512_set1_ps(1.44269504088896341f), nml);
-    const __m512 n = _mm512_mask_roundscale_ps(t, (__mmask16)0xFFFF, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_mask_scalef_ps(p, (__mmask16)0xFFFF, p, n);
+    const __m512 f = _mm512_mask_reduce_ps(t, (__mmask16)0xFFFF, t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 p = _mm512_set1_ps(1.8775766948e-3f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.9893396944e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5826317519e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4015361071e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9315308332e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.9999994040e-1f));
+    return _mm512_mask_scalef_ps(p, (__mmask16)0xFFFF, p, t);
 }
 #define SAM3__EXP_ROW_ARG(mx) sam3__vx_set1(-(mx) * 1.44269504088896341f)
 #else
