@@ -4116,30 +4116,42 @@ static void sam3__softmax_row(float *r, int n) {
 #define SAM3__MR 4  /* 8 + 3 of 16 registers */
 #endif
 typedef float sam3__vf __attribute__((vector_size(SAM3__VW * sizeof(float))));
-/* through a pointer: a 64-byte vector returned by value is an ABI warning (-Wpsabi) without AVX-512 */
-static void sam3__vf_load(sam3__vf *v, const float *p) { memcpy(v, p, sizeof(*v)); }
+/* Loads and stores through an unaligned, may-alias variant of the type (as the intrinsics'
+   __m512_u): with memcpy, GCC kept the register tiles in stack arrays and copied 64-byte vectors
+   as two 32-byte halves, so loading a tile back read across two stores, which Intel cores do not
+   forward (each such load waited for both stores to retire). Macros: a 64-byte vector passed or
+   returned by value is an ABI warning (-Wpsabi) without AVX-512. */
+/* the register tiles' loops unrolled whole, so that the tiles live in registers, not in stack
+   arrays loaded and stored around every panel */
+#define SAM3__UNROLL_MR _Pragma("GCC unroll 16")
+typedef float sam3__vfu __attribute__((vector_size(SAM3__VW * sizeof(float)), aligned(4), may_alias));
+#define SAM3__VF_LOAD(p) (*(const sam3__vfu *)(const void *)(p))
+#define SAM3__VF_STORE(p, x) (*(sam3__vfu *)(void *)(p) = (x))
 static const sam3__vf sam3__vf_zero = {0};
 /* s (MR, 2 VW; stride lds) = scale * q . k for one panel of 2 VW keys: qp (hd, MR) holds the
    MR query rows transposed (zeros for missing rows), kp (hd, 2 VW) the panel's keys, transposed. */
 static SAM3__CONTRACT void sam3__qk_panel(const float *qp, const float *kp, int hd, float scale, float *s, int lds) {
     sam3__vf a[SAM3__MR][2];
     int d, r;
+    SAM3__UNROLL_MR
     for (r = 0; r < SAM3__MR; r++) a[r][0] = a[r][1] = sam3__vf_zero;
     for (d = 0; d < hd; d++) {
         const float *qd = qp + (size_t)d * SAM3__MR;
         sam3__vf k0, k1;
-        sam3__vf_load(&k0, kp + (size_t)d * 2 * SAM3__VW);
-        sam3__vf_load(&k1, kp + (size_t)d * 2 * SAM3__VW + SAM3__VW);
+        k0 = SAM3__VF_LOAD(kp + (size_t)d * 2 * SAM3__VW);
+        k1 = SAM3__VF_LOAD(kp + (size_t)d * 2 * SAM3__VW + SAM3__VW);
+        SAM3__UNROLL_MR
         for (r = 0; r < SAM3__MR; r++) {
             a[r][0] += qd[r] * k0;
             a[r][1] += qd[r] * k1;
         }
     }
+    SAM3__UNROLL_MR
     for (r = 0; r < SAM3__MR; r++) {
         a[r][0] *= scale;
         a[r][1] *= scale;
-        memcpy(s + (size_t)r * lds, &a[r][0], sizeof(sam3__vf));
-        memcpy(s + (size_t)r * lds + SAM3__VW, &a[r][1], sizeof(sam3__vf));
+        SAM3__VF_STORE(s + (size_t)r * lds, a[r][0]);
+        SAM3__VF_STORE(s + (size_t)r * lds + SAM3__VW, a[r][1]);
     }
 }
 /* acc (MR, hd) += p[:, j0:j1] (rows of stride ps) . v[j0:j1] (nk, hd) for one tile of MR rows;
@@ -4148,36 +4160,43 @@ static SAM3__CONTRACT void sam3__pv_acc(const float *p, int ps, int j0, int j1, 
     int c0 = 0, j, r, d;
     for (; c0 + 2 * SAM3__VW <= hd; c0 += 2 * SAM3__VW) {
         sam3__vf a[SAM3__MR][2];
+        SAM3__UNROLL_MR
         for (r = 0; r < SAM3__MR; r++) {
-            sam3__vf_load(&a[r][0], acc + (size_t)r * hd + c0);
-            sam3__vf_load(&a[r][1], acc + (size_t)r * hd + c0 + SAM3__VW);
+            a[r][0] = SAM3__VF_LOAD(acc + (size_t)r * hd + c0);
+            a[r][1] = SAM3__VF_LOAD(acc + (size_t)r * hd + c0 + SAM3__VW);
         }
         for (j = j0; j < j1; j++) {
             sam3__vf v0, v1;
-            sam3__vf_load(&v0, v + (size_t)j * hd + c0);
-            sam3__vf_load(&v1, v + (size_t)j * hd + c0 + SAM3__VW);
+            v0 = SAM3__VF_LOAD(v + (size_t)j * hd + c0);
+            v1 = SAM3__VF_LOAD(v + (size_t)j * hd + c0 + SAM3__VW);
+            SAM3__UNROLL_MR
             for (r = 0; r < SAM3__MR; r++) {
                 const float pr = p[(size_t)r * ps + j];
                 a[r][0] += pr * v0;
                 a[r][1] += pr * v1;
             }
         }
+        SAM3__UNROLL_MR
         for (r = 0; r < SAM3__MR; r++) {
-            memcpy(acc + (size_t)r * hd + c0, &a[r][0], sizeof(sam3__vf));
-            memcpy(acc + (size_t)r * hd + c0 + SAM3__VW, &a[r][1], sizeof(sam3__vf));
+            SAM3__VF_STORE(acc + (size_t)r * hd + c0, a[r][0]);
+            SAM3__VF_STORE(acc + (size_t)r * hd + c0 + SAM3__VW, a[r][1]);
         }
     }
     for (; c0 + SAM3__VW <= hd; c0 += SAM3__VW) {
         sam3__vf a[SAM3__MR];
-        for (r = 0; r < SAM3__MR; r++) sam3__vf_load(&a[r], acc + (size_t)r * hd + c0);
+        SAM3__UNROLL_MR
+        for (r = 0; r < SAM3__MR; r++) a[r] = SAM3__VF_LOAD(acc + (size_t)r * hd + c0);
         for (j = j0; j < j1; j++) {
             sam3__vf v0;
-            sam3__vf_load(&v0, v + (size_t)j * hd + c0);
+            v0 = SAM3__VF_LOAD(v + (size_t)j * hd + c0);
+            SAM3__UNROLL_MR
             for (r = 0; r < SAM3__MR; r++) a[r] += p[(size_t)r * ps + j] * v0;
         }
-        for (r = 0; r < SAM3__MR; r++) memcpy(acc + (size_t)r * hd + c0, &a[r], sizeof(sam3__vf));
+        SAM3__UNROLL_MR
+        for (r = 0; r < SAM3__MR; r++) SAM3__VF_STORE(acc + (size_t)r * hd + c0, a[r]);
     }
     for (d = c0; d < hd; d++)
+        SAM3__UNROLL_MR
         for (r = 0; r < SAM3__MR; r++) {
             float t = acc[(size_t)r * hd + d];
             for (j = j0; j < j1; j++) t += p[(size_t)r * ps + j] * v[(size_t)j * hd + d];
