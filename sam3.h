@@ -4116,13 +4116,12 @@ static void sam3__softmax_row(float *r, int n) {
 #define SAM3__MR 4  /* 8 + 3 of 16 registers */
 #endif
 typedef float sam3__vf __attribute__((vector_size(SAM3__VW * sizeof(float))));
-/* Loads and stores through an unaligned, may-alias variant of the type (as the intrinsics'
-   __m512_u): with memcpy, GCC kept the register tiles in stack arrays and copied 64-byte vectors
-   as two 32-byte halves, so loading a tile back read across two stores, which Intel cores do not
-   forward (each such load waited for both stores to retire). Macros: a 64-byte vector passed or
-   returned by value is an ABI warning (-Wpsabi) without AVX-512. */
-/* the register tiles' loops unrolled whole, so that the tiles live in registers, not in stack
-   arrays loaded and stored around every panel */
+/* Register tiles: loads and stores through an unaligned, may-alias variant of the type (as the
+   intrinsics' __m512_u), and the tiles' row loops unrolled whole. With memcpy and rolled loops GCC
+   kept the tiles in stack arrays around every panel and copied 64-byte vectors as two 32-byte
+   halves, so loading a tile back read across two stores, which Intel cores do not forward (each
+   such load waited for both stores to retire). Macros: a 64-byte vector passed or returned by
+   value is an ABI warning (-Wpsabi) without AVX-512. */
 #define SAM3__UNROLL_MR _Pragma("GCC unroll 16")
 typedef float sam3__vfu __attribute__((vector_size(SAM3__VW * sizeof(float)), aligned(4), may_alias));
 #define SAM3__VF_LOAD(p) (*(const sam3__vfu *)(const void *)(p))
@@ -4196,7 +4195,6 @@ static SAM3__CONTRACT void sam3__pv_acc(const float *p, int ps, int j0, int j1, 
         for (r = 0; r < SAM3__MR; r++) SAM3__VF_STORE(acc + (size_t)r * hd + c0, a[r]);
     }
     for (d = c0; d < hd; d++)
-        SAM3__UNROLL_MR
         for (r = 0; r < SAM3__MR; r++) {
             float t = acc[(size_t)r * hd + d];
             for (j = j0; j < j1; j++) t += p[(size_t)r * ps + j] * v[(size_t)j * hd + d];
