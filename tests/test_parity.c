@@ -597,7 +597,10 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
    keys than one block of its online softmax, so that rows' maxima rise from block to block (a
    key scale growing with the key index) and fall (growing backwards): the rescaling of the
    earlier blocks' sums is what a missing or wrong factor would break. Plain, causal (CLIP) and
-   with a decomposed relative-position bias (SAM 1, the DETR decoder's box bias). */
+   with a decomposed relative-position bias (SAM 1, the DETR decoder's box bias). Past the first
+   block the kernel takes exponentials against the earlier maximum; the last variant puts a key
+   far above it in a later block, 50-100 (sums past the kernel's bound) and 100-200 (past the
+   float range), which it must take again in two passes. */
 static void test_attention_kernel(const char *cfg, sam3_model *m) {
     const int nq = 45, nh = 2, hd = 32, S = 37, nk = S * S, ld = nh * hd; /* 1369 keys: 3 blocks or more */
     sam3_ctx_options co = test_ctx_options();
@@ -612,8 +615,8 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
         t_check(0, "%s: attention kernel test setup", cfg);
         goto done;
     }
-    for (variant = 0; variant < 4; variant++) {
-        const int causal = variant == 2, rel = variant == 3;
+    for (variant = 0; variant < 5; variant++) {
+        const int causal = variant == 2, rel = variant == 3, spike = variant == 4;
         double err;
         sam3_result rc;
         for (i = 0; i < nq * ld; i++) q[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
@@ -625,6 +628,12 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
                 v[(size_t)j * ld + d] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
             }
         }
+        if (spike) /* every query's first component in [1, 2): keys 700 and 1300 score 50-100 and 100-200 */
+            for (h = 0; h < nh; h++) {
+                for (i = 0; i < nq; i++) q[(size_t)i * ld + h * hd] += 1.5f;
+                k[(size_t)700 * ld + h * hd] = 50.0f * (float)sqrt((double)hd);
+                k[(size_t)1300 * ld + h * hd] = 100.0f * (float)sqrt((double)hd);
+            }
         for (i = 0; i < nh * nq * S; i++) {
             rh[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f * 3;
             rw[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f * 3;
@@ -651,7 +660,12 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
         rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
         err = t_relerr(o, ref, (size_t)nq * ld);
         printf("  %s attention kernel %-22s rel %.2e\n", cfg,
-               variant == 0 ? "(maxima rising)" : variant == 1 ? "(maxima falling)" : variant == 2 ? "(causal)" : "(relative bias)", err);
+               variant == 0   ? "(maxima rising)"
+               : variant == 1 ? "(maxima falling)"
+               : variant == 2 ? "(causal)"
+               : variant == 3 ? "(relative bias)"
+                              : "(a late maximum far up)",
+               err);
         t_check(rc == SAM3_OK && err <= 1e-5, "%s: attention kernel variant %d: %s, relative error %.3g", cfg, variant, sam3_result_string(rc), err);
     }
 done:
