@@ -4192,18 +4192,6 @@ static SAM3__CONTRACT void sam3__qk_exp_panel(const float *qp, const float *kp, 
         SAM3__VF_STORE(sv + (size_t)r * SAM3__VW, SAM3__VF_LOAD(sv + (size_t)r * SAM3__VW) + (sam3__vf)_mm512_add_ps(e0, e1));
     }
 }
-/* row[0..nb) = scale q . k for keys j0.. of packed panels kh (npan, hd, PW), q at stride qs:
-   one row's block again, when its exponentials left the range (sam3__attn_rows). */
-static void sam3__qk_row(const float *q, int qs, const float *kh, int hd, float scale, int j0, int nb, float *row) {
-    const int PW = 2 * SAM3__VW;
-    int j, d;
-    for (j = 0; j < nb; j++) {
-        const float *kp = kh + (size_t)((j0 + j) / PW) * hd * PW + (j0 + j) % PW;
-        float t = 0;
-        for (d = 0; d < hd; d++) t += q[(size_t)d * qs] * kp[(size_t)d * PW];
-        row[j] = t * scale;
-    }
-}
 #endif
 /* acc (MR, hd) += p[:, j0:j1] (rows of stride ps) . v[j0:j1] (nk, hd) for one tile of MR rows;
    rows of p past the real ones are finite (zeros or a real row) and their sums never stored. */
@@ -4352,10 +4340,11 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
             /* Past the first block every row has a maximum: its probabilities come straight from
                the products against it (sam3__qk_exp_panel), not raised to a later block's
                maximum. That one is a score of the row's, so its sum already holds a 1 and a
-               block's terms that underflow are below 1e-38 of it; a block whose sum passes
-               SAM3__EXP_SUM_MAX (terms up to e^88 stay finite) is redone in two passes for that
-               row, its maximum raised as below: the sums and the P.V products stay far from
-               the float range. */
+               block's terms that underflow are below 1e-38 of it. A tile with a row whose block
+               sums past SAM3__EXP_SUM_MAX (terms up to e^88 stay finite) is redone in two
+               passes, its rows' maxima raised as below: the sums and the P.V products stay far
+               from the float range, and a key far above the rest (a gap past ~40) costs one
+               block twice per tile at worst. */
             const int nf = nb / PW; /* full panels; a last, partial one goes the two-pass way */
             float nml[SAM3__ATT_ROWS];
             for (r = 0; r < ntl * SAM3__MR; r++) nml[r] = r < nr ? -mx[r] * 1.44269504088896341f : 0.0f;
@@ -4368,22 +4357,33 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
                 for (t = 0; t < ntl; t++)
                     sam3__qk_panel(qp + (size_t)t * hd * SAM3__MR, kh + ((size_t)j0 / PW + nf) * hd * PW, hd, scale,
                                    s + (size_t)t * SAM3__MR * KB + (size_t)nf * PW, KB);
-            for (r = 0; r < nr; r++) {
-                float *row = s + (size_t)r * KB, bs = 0, bm, f;
-                for (d = 0; d < SAM3__VW; d++) bs += sv[(size_t)r * SAM3__VW + d];
-                if (nf < np) bs += sam3__exp_sum(row + nf * PW, nb - nf * PW, mx[r]);
-                if (!(bs <= SAM3__EXP_SUM_MAX)) {
-                    sam3__qk_row(qp + (size_t)(r / SAM3__MR) * hd * SAM3__MR + r % SAM3__MR, SAM3__MR, kh, hd, scale, j0, nb, row);
-                    bm = sam3__row_max(row, nb);
-                    if (bm > mx[r]) {
-                        f = sam3__fexp(mx[r] - bm);
-                        sum[r] *= f;
-                        for (d = 0; d < hd; d++) acc[(size_t)r * hd + d] *= f;
-                        mx[r] = bm;
-                    }
-                    bs = sam3__exp_sum(row, nb, mx[r]);
+            for (t = 0; t < ntl; t++) {
+                const int ra = t * SAM3__MR, rb = SAM3__MIN(nr, ra + SAM3__MR);
+                float bs[SAM3__MR];
+                int redo = 0;
+                for (r = ra; r < rb; r++) {
+                    float *row = s + (size_t)r * KB, b = 0;
+                    for (d = 0; d < SAM3__VW; d++) b += sv[(size_t)r * SAM3__VW + d];
+                    if (nf < np) b += sam3__exp_sum(row + nf * PW, nb - nf * PW, mx[r]);
+                    bs[r - ra] = b;
+                    redo |= !(b <= SAM3__EXP_SUM_MAX);
                 }
-                sum[r] += bs;
+                if (redo) { /* the tile's block again, two passes */
+                    for (jb = 0; jb < np; jb++)
+                        sam3__qk_panel(qp + (size_t)t * hd * SAM3__MR, kh + ((size_t)j0 / PW + jb) * hd * PW, hd, scale,
+                                       s + (size_t)t * SAM3__MR * KB + (size_t)jb * PW, KB);
+                    for (r = ra; r < rb; r++) {
+                        float *row = s + (size_t)r * KB, bm = sam3__row_max(row, nb), f;
+                        if (bm > mx[r]) {
+                            f = sam3__fexp(mx[r] - bm);
+                            sum[r] *= f;
+                            for (d = 0; d < hd; d++) acc[(size_t)r * hd + d] *= f;
+                            mx[r] = bm;
+                        }
+                        bs[r - ra] = sam3__exp_sum(row, nb, mx[r]);
+                    }
+                }
+                for (r = ra; r < rb; r++) sum[r] += bs[r - ra];
             }
             for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
             continue;
