@@ -4632,11 +4632,11 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    1e-4. Tiles go by chunks of whole tile rows, so the transformed input V and the products M,
    (36, channels, tiles) each, stay ~10 MB (smaller chunks ran no faster: the products
    (256, 256) x (256, n) reach ~135 GFLOP/s a Zen 4 thread from n = 144 on). */
-/* U (36, cout, cin) from w (cout, cin, 3, 3), in double: G has thirds and sixths. An output
-   channel's 36 values per input channel go through ut (36, cin), one thread's scratch, so that U
-   is written in runs of cin floats: written directly, 36 values 256 KB apart a time, this was 4-8 ms
-   of a prompt's 2 threads. */
-static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u, float *ut) {
+/* U (36, cout, cin) from w (cout, cin, 3, 3), in double: G has thirds and sixths. Per output
+   channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
+   channels: U written in runs of cin floats (written directly, 36 values 256 KB apart a time, this
+   was 4-8 ms of a prompt's 2 threads), and the products vectorise. ut: per thread, 27 cin doubles. */
+static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -4648,21 +4648,27 @@ static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, f
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (o = 0; o < cout; o++) {
-        float *tt = sam3__thread_slice(ut, (size_t)36 * cin);
+#ifdef _OPENMP
+        double *g9 = ut + (size_t)omp_get_thread_num() * 27 * cin; /* (9, cin) the taps */
+#else
+        double *g9 = ut;
+#endif
+        double *t = g9 + (size_t)9 * cin; /* (6, 3, cin) G g */
         int i, k, j, a;
-        for (i = 0; i < cin; i++) {
-            const float *g = w + ((size_t)o * cin + i) * 9;
-            double t[6][3];
-            for (k = 0; k < 6; k++)
-                for (j = 0; j < 3; j++) t[k][j] = G[k][0] * g[j] + G[k][1] * g[3 + j] + G[k][2] * g[6 + j];
-            for (k = 0; k < 6; k++)
-                for (j = 0; j < 6; j++) {
-                    double s = 0;
-                    for (a = 0; a < 3; a++) s += t[k][a] * G[j][a];
-                    tt[(size_t)(k * 6 + j) * cin + i] = (float)s;
-                }
-        }
-        for (k = 0; k < 36; k++) memcpy(u + (size_t)k * po + (size_t)o * cin, tt + (size_t)k * cin, (size_t)cin * sizeof(float));
+        for (i = 0; i < cin; i++)
+            for (a = 0; a < 9; a++) g9[(size_t)a * cin + i] = w[((size_t)o * cin + i) * 9 + a];
+        for (k = 0; k < 6; k++)
+            for (j = 0; j < 3; j++) {
+                const double *g0 = g9 + (size_t)j * cin, *g1 = g9 + (size_t)(3 + j) * cin, *g2 = g9 + (size_t)(6 + j) * cin;
+                double *tk = t + (size_t)(k * 3 + j) * cin;
+                for (i = 0; i < cin; i++) tk[i] = G[k][0] * g0[i] + G[k][1] * g1[i] + G[k][2] * g2[i];
+            }
+        for (k = 0; k < 6; k++)
+            for (j = 0; j < 6; j++) {
+                const double *t0 = t + (size_t)k * 3 * cin, *t1 = t0 + cin, *t2 = t1 + cin;
+                float *row = u + (size_t)(k * 6 + j) * po + (size_t)o * cin;
+                for (i = 0; i < cin; i++) row[i] = (float)(t0[i] * G[j][0] + t1[i] * G[j][1] + t2[i] * G[j][2]);
+            }
     }
 }
 /* One input channel's tile row ty: v[p * vs + t] = (B^T d B)[p / 6][p % 6] of tile t. P and T are
@@ -4779,14 +4785,14 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
        tasks on 16 threads would leave a quarter of them idle in the last round */
     const int nbk = c->split && c->nt > 1 ? (c->nt + 11) / 12 : 1;
     const int ntr = SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)), nc = ntr * ntx;
-    const size_t per_thr = SAM3__MAX((size_t)48 * (ntx + 1) + (size_t)28 * ntx, (size_t)36 * cin);
+    const size_t per_thr = SAM3__MAX((size_t)48 * (ntx + 1) + (size_t)28 * ntx, (size_t)54 * cin);
     float *u = sam3__sallocf(c, (size_t)36 * cout * cin);    /* (36, cout, cin) transformed weights */
     float *v = sam3__sallocf(c, (size_t)36 * cin * nc);      /* (36, cin, nc) transformed input tiles */
     float *mm = sam3__sallocf(c, (size_t)36 * cout * nc);    /* (36, cout, nc) their products */
-    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or (36, cin) */
+    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or 27 cin doubles */
     int ty0;
     if (!u || !v || !mm || !tb) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__wino_weights(c, l->w, cout, cin, u, tb);
+    sam3__wino_weights(c, l->w, cout, cin, u, (double *)(void *)tb);
     for (ty0 = 0; ty0 < nty; ty0 += ntr) {
         const int nr = SAM3__MIN(ntr, nty - ty0), ncur = nr * ntx;
         int task;
