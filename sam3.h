@@ -4743,9 +4743,11 @@ static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, const fl
     }
 }
 /* One output channel's tile row ty: rows 4 ty.. of yc (H, W) = A^T M A + bias, from the products
-   m[p * ms + t]. S is (4, 6, ntx) scratch, R a row of 4 ntx (the output row when W = 4 ntx). */
+   m[p * ms + t]. S is (4, 6, ntx) scratch, R a row of 4 ntx (the output row when W = 4 ntx). st
+   (3) or NULL: the rows' count, mean and sum of squared deviations, in double, from L1 (a
+   GroupNorm's statistics without its two passes over the map, sam3__groupnorm). */
 static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, float bias, float *S, float *R, float *yc, int H, int W,
-                                          int ty) {
+                                          int ty, double *st) {
     int j, a, t;
     for (j = 0; j < 6; j++) { /* A^T along the rows */
         const float *m0 = m + (size_t)j * ms, *m1 = m + (size_t)(6 + j) * ms, *m2 = m + (size_t)(12 + j) * ms;
@@ -4774,11 +4776,24 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
         }
         if (o != row) memcpy(row, R, (size_t)W * sizeof(float));
     }
+    if (st) {
+        const float *y0 = yc + (size_t)4 * ty * W;
+        const size_t n = (size_t)SAM3__MIN(4, H - 4 * ty) * W;
+        double sum = 0, mean, dev = 0;
+        size_t i;
+        SAM3__OMP(simd reduction(+:sum))
+        for (i = 0; i < n; i++) sum += y0[i];
+        mean = sum / (double)n;
+        SAM3__OMP(simd reduction(+:dev))
+        for (i = 0; i < n; i++) dev += ((double)y0[i] - mean) * ((double)y0[i] - mean);
+        st[0] = (double)n, st[1] = mean, st[2] = dev;
+    }
 }
 /* x (cin, H, W) -> y (cout, H, W), not aliased; lo (cin, lh, lw) or NULL: the input is x + lo
-   upsampled by nearest neighbour (sam3__wino_in). */
+   upsampled by nearest neighbour (sam3__wino_in). st (cout, (H + 3) / 4, 3) or NULL: each output
+   channel's statistics by tile row (sam3__wino_out), for sam3__groupnorm. */
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
-                                 int cout, float *y) {
+                                 int cout, float *y, double *st) {
     sam3__mark mk = sam3__mark_get(c);
     const int ntx = (W + 3) / 4, nty = (H + 3) / 4;
     /* with our threads splitting the products, each of the 36 goes in nbk column blocks: 36
@@ -4819,7 +4834,7 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
             const int o = task / nr, r = task % nr;
             float *S = sam3__thread_slice(tb, per_thr);
             sam3__wino_out(mm + (size_t)o * nc + (size_t)r * ntx, (size_t)cout * nc, ntx, l->b ? l->b[o] : 0.0f, S, S + (size_t)24 * ntx,
-                           y + (size_t)o * H * W, H, W, ty0 + r);
+                           y + (size_t)o * H * W, H, W, ty0 + r, st ? st + ((size_t)o * nty + ty0 + r) * 3 : NULL);
         }
     }
     sam3__release(c, mk);
@@ -4863,42 +4878,31 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
 
 /* GroupNorm(groups) over (C, HW) with biased variance, then per-channel affine; in place. */
 /* GroupNorm over x (C, hw) channel-major, in place, then ReLU when relu is set (the pixel
-   decoder always follows it with one). Statistics in double from (group, block) partial sums, so
-   all threads share the work: one task per group kept 8 of 16 threads busy, each adding 2.7 M
-   values one after another. */
-static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const sam3__norm *w, float eps, int relu) {
+   decoder always follows it with one). The statistics come from the conv that wrote x, as np
+   partials a channel (count, mean, sum of squared deviations; sam3__conv3x3), merged in double
+   by Chan, Golub and LeVeque's pairwise update: their two passes over the map here (2 x 85 MB at
+   288 x 288) were half of GroupNorm's time. */
+static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const double *st, int np, const sam3__norm *w,
+                                   float eps, int relu) {
     const int cg = C / groups;
-    const size_t n = (size_t)cg * hw, BL = 16384, nbk = (n + BL - 1) / BL, nbh = (hw + BL - 1) / BL;
+    const size_t BL = 16384, nbh = (hw + BL - 1) / BL;
     sam3__mark mk = sam3__mark_get(c);
-    double *part = (double *)sam3__salloc(c, (size_t)groups * nbk * sizeof(double)); /* (groups, nbk) partial sums */
-    double *mu = (double *)sam3__salloc(c, (size_t)groups * 2 * sizeof(double));    /* (groups) means, (groups) 1/std */
+    double *mu = (double *)sam3__salloc(c, (size_t)groups * 2 * sizeof(double)); /* (groups) means, (groups) 1/std */
     ptrdiff_t t;
-    int g, pass;
-    if (!part || !mu) return SAM3_ERR_OUT_OF_MEMORY;
-    for (pass = 0; pass < 2; pass++) { /* sums, then squared deviations from the mean */
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-        for (t = 0; t < (ptrdiff_t)(groups * nbk); t++) {
-            const size_t gi = (size_t)t / nbk, i0 = (size_t)t % nbk * BL, i1 = SAM3__MIN(n, i0 + BL);
-            const float *p = x + gi * n;
-            const double m = pass ? mu[gi] : 0.0;
-            double acc = 0;
-            size_t i;
-            if (pass) {
-                SAM3__OMP(simd reduction(+:acc))
-                for (i = i0; i < i1; i++) acc += ((double)p[i] - m) * ((double)p[i] - m);
-            } else {
-                SAM3__OMP(simd reduction(+:acc))
-                for (i = i0; i < i1; i++) acc += p[i];
-            }
-            part[t] = acc;
+    int g;
+    if (!mu) return SAM3_ERR_OUT_OF_MEMORY;
+    for (g = 0; g < groups; g++) {
+        const double *p = st + (size_t)g * cg * np * 3;
+        double n = 0, mean = 0, m2 = 0;
+        int k;
+        for (k = 0; k < cg * np; k++) {
+            const double nb = p[3 * k], d = p[3 * k + 1] - mean, nn = n + nb;
+            mean += d * nb / nn;
+            m2 += p[3 * k + 2] + d * d * n * nb / nn;
+            n = nn;
         }
-        for (g = 0; g < groups; g++) {
-            double acc = 0;
-            size_t k;
-            for (k = 0; k < nbk; k++) acc += part[(size_t)g * nbk + k];
-            if (pass) mu[groups + g] = 1.0 / sqrt(acc / (double)n + eps);
-            else mu[g] = acc / (double)n;
-        }
+        mu[g] = mean;
+        mu[groups + g] = 1.0 / sqrt(m2 / n + eps);
     }
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < (ptrdiff_t)((size_t)C * nbh); t++) {
@@ -5605,7 +5609,7 @@ static sam3_result sam3__fpn_layer(sam3_ctx *c, const sam3__fpn_w *w, int s2, in
     p1 = sam3__sallocf(c, (size_t)D * side * side); /* (D, side, side) */
     if (!p1) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__conv1x1(c, src, src_tokens, cin, side * side, &w->proj1, D, p1);
-    if ((rc = sam3__conv3x3(c, p1, NULL, 0, 0, D, side, side, &w->proj2, D, out)) != SAM3_OK) return rc;
+    if ((rc = sam3__conv3x3(c, p1, NULL, 0, 0, D, side, side, &w->proj2, D, out, NULL)) != SAM3_OK) return rc;
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -5730,7 +5734,7 @@ static sam3_result sam3__sam1_vision(sam3_ctx *c, const float *pix, float *E) {
     y = h; /* (out, g, g) */
     sam3__conv1x1(c, x, 1, C, N, &w->neck1, v->out_ch, y);
     sam3__layernorm2d(c, y, v->out_ch, (size_t)N, &w->neck_ln1, 1e-6f);
-    if ((rc = sam3__conv3x3(c, y, NULL, 0, 0, v->out_ch, g, g, &w->neck2, v->out_ch, E)) != SAM3_OK) return rc;
+    if ((rc = sam3__conv3x3(c, y, NULL, 0, 0, v->out_ch, g, g, &w->neck2, v->out_ch, E, NULL)) != SAM3_OK) return rc;
     sam3__layernorm2d(c, E, v->out_ch, (size_t)N, &w->neck_ln2, 1e-6f);
     sam3__tap(c, "vit.neck", E, 3, v->out_ch, g, g);
     sam3__release(c, mk);
@@ -6278,9 +6282,10 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     float *me = sam3__sallocf(c, (size_t)Q * D);         /* (Q, D) mask embeddings */
     float *mw = sam3__sallocf(c, (size_t)Q * (D + 1));   /* (Q, D + 1) the same through the instance projection, and its bias */
     const int kb = w->inst_proj.b ? D + 1 : D;           /* the mask product's depth */
+    double *st = (double *)sam3__salloc(c, (size_t)D * ((S0 + 3) / 4) * 3 * sizeof(double)); /* (D, tile rows, 3) GroupNorm partials */
     int k, side = S, t;
     sam3_result rc;
-    if (!enc || !h || !x || !up || !me || !mw) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!enc || !h || !x || !up || !me || !mw || !st) return SAM3_ERR_OUT_OF_MEMORY;
     memcpy(enc, mem, (size_t)Ng * D * sizeof(float));
     sam3__layernorm(c, enc, h, Ng, D, &w->cross_ln, 1e-5f);
     if ((rc = sam3__mha(c, &w->cross_attn, h, prompt, prompt, Ng, np, D, m->mask.heads, 0, h)) != SAM3_OK) return rc;
@@ -6295,8 +6300,8 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
         float *nx = up;
         /* the skip plus the upsampled map is formed as the conv reads its rows: an 85 MB map at
            288 x 288 neither written nor read again */
-        if ((rc = sam3__conv3x3(c, c->fpn[level], x, side, side, D, os, os, &w->conv[k], D, nx)) != SAM3_OK) return rc;
-        if ((rc = sam3__groupnorm(c, nx, D, (size_t)os * os, 8, &w->gn[k], 1e-5f, 1)) != SAM3_OK) return rc;
+        if ((rc = sam3__conv3x3(c, c->fpn[level], x, side, side, D, os, os, &w->conv[k], D, nx, st)) != SAM3_OK) return rc;
+        if ((rc = sam3__groupnorm(c, nx, D, (size_t)os * os, 8, st, (os + 3) / 4, &w->gn[k], 1e-5f, 1)) != SAM3_OK) return rc;
         up = x, x = nx;
         side = os;
     }

@@ -686,7 +686,9 @@ done:
 
 /* The Winograd 3x3 conv against a double-precision direct conv: as the pixel decoder runs it, on a
    map upsampled by nearest neighbour plus a skip map (2x, and a ratio that is not 2, as a neck
-   without the 2x level would give), and plain (the FPN's). Sides that leave partial 4x4 tiles. */
+   without the 2x level would give), and plain (the FPN's). Sides that leave partial 4x4 tiles.
+   The statistics it leaves for GroupNorm (count, mean, squared deviations by tile row) must
+   describe its own output: merged here, against each channel's mean and variance in double. */
 static void test_conv3x3(const char *cfg, sam3_model *m) {
     static const int sz[4][4] = {{7, 11, 14, 22}, {10, 5, 20, 10}, {6, 9, 13, 17}, {0, 0, 9, 15}}; /* h, w (0: no upsampled map), H, W */
     const int cin = 24, cout = 16;
@@ -695,9 +697,10 @@ static void test_conv3x3(const char *cfg, sam3_model *m) {
     float *wt = malloc(sizeof(float) * cout * cin * 9), *bias = malloc(sizeof(float) * cout);
     float *x = malloc(sizeof(float) * cin * 10 * 11), *sk = malloc(sizeof(float) * cin * 20 * 22);
     float *y = malloc(sizeof(float) * cout * 20 * 22), *ref = malloc(sizeof(float) * cout * 20 * 22);
+    double *st = malloc(sizeof(double) * cout * 5 * 3); /* (cout, tile rows, 3) at most */
     unsigned seed = 777;
     int t, i;
-    if (!wt || !bias || !x || !sk || !y || !ref || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+    if (!wt || !bias || !x || !sk || !y || !ref || !st || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
         t_check(0, "%s: conv3x3 test setup", cfg);
         goto done;
     }
@@ -731,15 +734,29 @@ static void test_conv3x3(const char *cfg, sam3_model *m) {
                             }
                     ref[((size_t)o * H + r) * W + q] = (float)s;
                 }
-        rc = sam3__conv3x3(c, sk, h ? x : NULL, h, w, cin, H, W, &l, cout, y);
+        rc = sam3__conv3x3(c, sk, h ? x : NULL, h, w, cin, H, W, &l, cout, y, st);
         err = t_relerr(y, ref, (size_t)cout * H * W);
         printf("  %s conv3x3 %dx%d + %dx%d upsampled  rel %.2e\n", cfg, H, W, h, w, err);
         t_check(rc == SAM3_OK && err <= 1e-5, "%s: conv3x3 %dx%d + %dx%d upsampled: %s, relative error %.3g", cfg, H, W, h, w,
                 sam3_result_string(rc), err);
+        for (o = 0; o < cout; o++) {
+            const int nt = (H + 3) / 4;
+            const double *p = st + (size_t)o * nt * 3;
+            double n = 0, mean = 0, m2 = 0, rm = 0, rv = 0;
+            for (r = 0; r < nt; r++) n += p[3 * r], mean += p[3 * r] * p[3 * r + 1];
+            mean /= n;
+            for (r = 0; r < nt; r++) m2 += p[3 * r + 2] + p[3 * r] * (p[3 * r + 1] - mean) * (p[3 * r + 1] - mean);
+            for (i = 0; i < H * W; i++) rm += y[(size_t)o * H * W + i];
+            rm /= H * W;
+            for (i = 0; i < H * W; i++) rv += (y[(size_t)o * H * W + i] - rm) * (y[(size_t)o * H * W + i] - rm);
+            t_check(n == H * W && fabs(mean - rm) <= 1e-9 * (1 + sqrt(rv / (H * W))) && fabs(m2 - rv) <= 1e-9 * rv,
+                    "%s: conv3x3 %dx%d statistics of channel %d: count %g mean %.9g var %.9g, its output's %d, %.9g, %.9g", cfg, H, W, o, n, mean,
+                    m2 / n, H * W, rm, rv / (H * W));
+        }
     }
 done:
     sam3_ctx_free(c);
-    free(wt), free(bias), free(x), free(sk), free(y), free(ref);
+    free(wt), free(bias), free(x), free(sk), free(y), free(ref), free(st);
 }
 
 static void run_config(const char *cfg, const char *model_path, const char *dir) {
