@@ -3758,6 +3758,21 @@ static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d,
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < n; i++) sam3__ln_row(x + (size_t)i * d, y + (size_t)i * d, d, w, eps);
 }
+/* The same, and yp = y + pos beside it while the row is in L1 (a self-attention's queries and
+   keys): a copy and a pass over the map fewer. */
+static void sam3__layernorm_pos(sam3_ctx *c, const float *x, float *y, const float *pos, float *yp, int n, int d, const sam3__norm *w,
+                                float eps) {
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < n; i++) {
+        const float *pr = pos + (size_t)i * d;
+        float *yr = y + (size_t)i * d, *o = yp + (size_t)i * d;
+        int j;
+        sam3__ln_row(x + (size_t)i * d, yr, d, w, eps);
+        for (j = 0; j < d; j++) o[j] = yr[j] + pr[j];
+    }
+}
 
 /* exp(x), Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, 2^n from
    the exponent bits. Within 2 ulp of expf, and branch-free so the loops calling it vectorize
@@ -4087,6 +4102,17 @@ static void sam3__vadd_bias(sam3_ctx *c, float *y, const float *x, const float *
         else
             for (j = 0; j < d; j++) yr[j] += xr[j];
     }
+}
+/* The output projection of an attention or MLP: y = x W^T + b, or with res, y = x W^T and then
+   res += y + b, the bias riding on the residual's pass (bit for bit the same sums as y + b, then
+   res + y: one pass over y fewer, 5184 x 256 in the DETR encoder's three a layer). */
+static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y, float *res) {
+    if (!res) {
+        sam3__linear(c, x, n, in, l, out, y);
+        return;
+    }
+    sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    sam3__vadd_bias(c, res, y, l->b, n, out);
 }
 
 static void sam3__softmax_row(float *r, int n) {
@@ -4966,7 +4992,7 @@ static void sam3__sine_pos2d(int H, int W, int D, float *out) {
    two (nq, D) x (D, di) ones (the DETR encoder's cross-attention to a 5-token prompt: 1.36 -> 0.21
    GFLOP a layer). The same sums in another order: ~1e-7 relative. */
 static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                      int nk, int D, int di, int nh, float *out) {
+                                      int nk, int D, int di, int nh, float *out, float *res) {
     sam3__mark mk = sam3__mark_get(c);
     const int hd = di / nh, m = nh * nk;
     const float scale = 1.0f / sqrtf((float)hd);
@@ -5000,7 +5026,9 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
         for (hh = 0; hh < nh; hh++) sam3__softmax_row(row + (size_t)hh * nk, nk);
     }
     sam3__gemm(c, 0, 0, nq, D, m, 1.0f, sc, m, u, D, 0.0f, out, D);
-    if (w->o.b) {
+    if (res) {
+        sam3__vadd_bias(c, res, out, w->o.b, nq, D);
+    } else if (w->o.b) {
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (i = 0; i < nq; i++) {
             float *r = out + (size_t)i * D;
@@ -5011,12 +5039,14 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     sam3__release(c, mk);
     return SAM3_OK;
 }
-static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out) {
+/* out (nq, D) = the attention's output; with res, out is scratch and res += it (sam3__linear_res). */
+static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
+                                  int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out,
+                                  float *res) {
     sam3__mark mk;
     float *q, *k, *v;
     sam3_result rc;
-    if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, qin, kin, vin, nq, nk, D, di, nh, out);
+    if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, qin, kin, vin, nq, nk, D, di, nh, out, res);
     mk = sam3__mark_get(c);
     q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
@@ -5026,20 +5056,36 @@ static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float 
     sam3__linear(c, kin, nk, D, &w->k, di, k);
     sam3__linear(c, vin, nk, D, &w->v, di, v);
     if ((rc = sam3__attention_rel(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, causal, relh, relw, rel_s)) != SAM3_OK) return rc;
-    sam3__linear(c, q, nq, di, &w->o, D, out);
+    sam3__linear_res(c, q, nq, di, &w->o, D, out, res);
     sam3__release(c, mk);
     return SAM3_OK;
+}
+static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
+                                int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out) {
+    return sam3__mha_core(c, w, qin, kin, vin, nq, nk, D, di, nh, relh, relw, rel_s, causal, out, NULL);
 }
 /* Sam3Attention (and CLIP's attention): width D throughout. */
 static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                              int nk, int D, int nh, int causal, float *out) {
     return sam3__mha_ex(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, causal, out);
 }
+/* res (nq, D) += the attention, its output bias added in the residual's pass; tmp (nq, D) scratch. */
+static sam3_result sam3__mha_res(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
+                                 int nk, int D, int nh, float *tmp, float *res) {
+    return sam3__mha_core(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, 0, tmp, res);
+}
 
 /* Sam3MLP / Sam3DecoderMLP: Linear, activation, Linear (relu = 1: ReLU, else exact GELU).
    x (n, in) -> y (n, out); y may alias x only when out <= in. */
+static sam3_result sam3__mlp2_res(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2,
+                                  int out, int relu, float *y, float *res);
 static sam3_result sam3__mlp2(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2,
                               int out, int relu, float *y) {
+    return sam3__mlp2_res(c, x, n, in, l1, hidden, l2, out, relu, y, NULL);
+}
+/* The same with res: y is scratch and res += the MLP's output (sam3__linear_res). */
+static sam3_result sam3__mlp2_res(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2,
+                                  int out, int relu, float *y, float *res) {
     sam3__mark mk = sam3__mark_get(c);
     float *h = sam3__sallocf(c, (size_t)n * hidden); /* (n, hidden) */
     if (!h) return SAM3_ERR_OUT_OF_MEMORY;
@@ -5049,7 +5095,7 @@ static sam3_result sam3__mlp2(sam3_ctx *c, const float *x, int n, int in, const 
         sam3__gemm(c, 0, 1, n, hidden, in, 1.0f, x, in, l1->w, in, 0.0f, h, hidden);
         sam3__gelu_bias(c, h, (size_t)n, hidden, l1->b);
     }
-    sam3__linear(c, h, n, hidden, l2, out, y);
+    sam3__linear_res(c, h, n, hidden, l2, out, y, res);
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -5899,11 +5945,11 @@ static sam3_result sam3__xlayer_self(sam3_ctx *c, const sam3__xlayer_w *w, float
     float *y = sam3__sallocf(c, (size_t)n * D);  /* (n, D) */
     sam3_result rc;
     if (!h || !qk || !y) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__layernorm(c, x, h, n, D, &w->ln1, 1e-5f);
-    memcpy(qk, h, (size_t)n * D * sizeof(float));
-    if (pos) sam3__vadd(c, qk, pos, (size_t)n * D);
-    if ((rc = sam3__mha(c, &w->self_attn, qk, qk, h, n, n, D, heads, 0, y)) != SAM3_OK) return rc;
-    sam3__vadd(c, x, y, (size_t)n * D);
+    if (pos)
+        sam3__layernorm_pos(c, x, h, pos, qk, n, D, &w->ln1, 1e-5f);
+    else
+        sam3__layernorm(c, x, h, n, D, &w->ln1, 1e-5f);
+    if ((rc = sam3__mha_res(c, &w->self_attn, pos ? qk : h, pos ? qk : h, h, n, n, D, heads, y, x)) != SAM3_OK) return rc;
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -5923,11 +5969,9 @@ static sam3_result sam3__xlayer_cross(sam3_ctx *c, const sam3__xlayer_w *w, floa
         memcpy(km, mem, (size_t)nm * D * sizeof(float));
         sam3__vadd(c, km, mem_pos, (size_t)nm * D);
     }
-    if ((rc = sam3__mha(c, &w->cross_attn, h, km ? km : mem, mem, n, nm, D, heads, 0, y)) != SAM3_OK) return rc;
-    sam3__vadd(c, x, y, (size_t)n * D);
+    if ((rc = sam3__mha_res(c, &w->cross_attn, h, km ? km : mem, mem, n, nm, D, heads, y, x)) != SAM3_OK) return rc;
     sam3__layernorm(c, x, h, n, D, &w->ln3, 1e-5f);
-    if ((rc = sam3__mlp2(c, h, n, D, &w->fc1, inter, &w->fc2, D, 1, y)) != SAM3_OK) return rc;
-    sam3__vadd(c, x, y, (size_t)n * D);
+    if ((rc = sam3__mlp2_res(c, h, n, D, &w->fc1, inter, &w->fc2, D, 1, y, x)) != SAM3_OK) return rc;
     sam3__release(c, mk);
     return SAM3_OK;
 }
