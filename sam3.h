@@ -4159,24 +4159,29 @@ typedef float sam3__vfu __attribute__((vector_size(SAM3__VW * sizeof(float)), al
 #define SAM3__VF_LOAD(p) (*(const sam3__vfu *)(const void *)(p))
 #define SAM3__VF_STORE(p, x) (*(sam3__vfu *)(void *)(p) = (x))
 static const sam3__vf sam3__vf_zero = {0};
-/* s (MR, 2 VW; stride lds) = scale * q . k for one panel of 2 VW keys: qp (hd, MR) holds the
-   MR query rows transposed (zeros for missing rows), kp (hd, 2 VW) the panel's keys, transposed. */
+/* a[MR][2] (declared by the caller, with int d, r) = q . k for one panel of 2 VW keys: qp (hd, MR)
+   holds the MR query rows transposed (zeros for missing rows), kp (hd, 2 VW) the panel's keys,
+   transposed. A macro, so that the tile stays in the caller's registers. */
+#define SAM3__QK_TILE(a, qp, kp, hd)                                                                       \
+    do {                                                                                                   \
+        SAM3__UNROLL_MR                                                                                    \
+        for (r = 0; r < SAM3__MR; r++) (a)[r][0] = (a)[r][1] = sam3__vf_zero;                              \
+        for (d = 0; d < (hd); d++) {                                                                       \
+            const float *qd_ = (qp) + (size_t)d * SAM3__MR;                                                \
+            const sam3__vf k0_ = SAM3__VF_LOAD((kp) + (size_t)d * 2 * SAM3__VW),                           \
+                           k1_ = SAM3__VF_LOAD((kp) + (size_t)d * 2 * SAM3__VW + SAM3__VW);                \
+            SAM3__UNROLL_MR                                                                                \
+            for (r = 0; r < SAM3__MR; r++) {                                                               \
+                (a)[r][0] += qd_[r] * k0_;                                                                 \
+                (a)[r][1] += qd_[r] * k1_;                                                                 \
+            }                                                                                              \
+        }                                                                                                  \
+    } while (0)
+/* s (MR, 2 VW; stride lds) = scale * q . k for one panel (SAM3__QK_TILE). */
 static SAM3__CONTRACT void sam3__qk_panel(const float *qp, const float *kp, int hd, float scale, float *s, int lds) {
     sam3__vf a[SAM3__MR][2];
     int d, r;
-    SAM3__UNROLL_MR
-    for (r = 0; r < SAM3__MR; r++) a[r][0] = a[r][1] = sam3__vf_zero;
-    for (d = 0; d < hd; d++) {
-        const float *qd = qp + (size_t)d * SAM3__MR;
-        sam3__vf k0, k1;
-        k0 = SAM3__VF_LOAD(kp + (size_t)d * 2 * SAM3__VW);
-        k1 = SAM3__VF_LOAD(kp + (size_t)d * 2 * SAM3__VW + SAM3__VW);
-        SAM3__UNROLL_MR
-        for (r = 0; r < SAM3__MR; r++) {
-            a[r][0] += qd[r] * k0;
-            a[r][1] += qd[r] * k1;
-        }
-    }
+    SAM3__QK_TILE(a, qp, kp, hd);
     SAM3__UNROLL_MR
     for (r = 0; r < SAM3__MR; r++) {
         a[r][0] *= scale;
@@ -4198,19 +4203,7 @@ static SAM3__CONTRACT void sam3__qk_exp_panel(const float *qp, const float *kp, 
                                               float *sv) {
     sam3__vf a[SAM3__MR][2];
     int d, r;
-    SAM3__UNROLL_MR
-    for (r = 0; r < SAM3__MR; r++) a[r][0] = a[r][1] = sam3__vf_zero;
-    for (d = 0; d < hd; d++) {
-        const float *qd = qp + (size_t)d * SAM3__MR;
-        sam3__vf k0, k1;
-        k0 = SAM3__VF_LOAD(kp + (size_t)d * 2 * SAM3__VW);
-        k1 = SAM3__VF_LOAD(kp + (size_t)d * 2 * SAM3__VW + SAM3__VW);
-        SAM3__UNROLL_MR
-        for (r = 0; r < SAM3__MR; r++) {
-            a[r][0] += qd[r] * k0;
-            a[r][1] += qd[r] * k1;
-        }
-    }
+    SAM3__QK_TILE(a, qp, kp, hd);
     SAM3__UNROLL_MR
     for (r = 0; r < SAM3__MR; r++) {
         const __m512 vc = _mm512_set1_ps(c1), vn = _mm512_set1_ps(nml[r]);
