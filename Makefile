@@ -31,7 +31,9 @@ TINY      := tiny_a tiny_b
 TINY_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(TINY))
 SAM1_TINY := sam1_a sam1_b
 SAM1_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(SAM1_TINY))
-TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp
+VIDEO_SAM3 := $(BUILD)/video_a.sam3
+TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
+             $(BUILD)/test_video
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 SHARED    ?= ../shared
 
@@ -70,6 +72,13 @@ $(BUILD)/test_format: tests/test_format.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_format.c $(LIBS)
 $(BUILD)/test_parity: tests/test_parity.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_parity.c $(LIBS)
+# The video tracker against its reference stream (frames cut from $(SHARED)/images/test_image.jpg).
+$(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_video.c $(LIBS)
+# The same frames as PNG files, for tools/make_reference_video.py on the GPU machine:
+#   build/make_video_frames ../shared/images/test_image.jpg 10 DIR
+$(BUILD)/make_video_frames: tests/make_video_frames.c tests/video_frames.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/make_video_frames.c -lm
 $(BUILD)/test_tokenizer: tests/test_tokenizer.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_tokenizer.c $(LIBS)
 $(BUILD)/tok_synth.sam3: tests/data/tiny_a/vocab.json tests/make_tokenizer_file.py tools/convert.py | $(BUILD)
@@ -105,13 +114,15 @@ $(FUZZ_KEPT): tests/fuzz/corpus.tar.xz tests/fuzz_corpus.py | $(BUILD)
 
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
-test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3 $(FUZZ_SEEDS) $(FUZZ_KEPT)
+test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
 	@$(BUILD)/test_format $(TINY_SAM3)
 	@$(PYTHON) tests/make_tokenizer_file.py $(SHARED)/clip $(BUILD)/tok_clip.sam3
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
 	@for n in $(TINY) $(SAM1_TINY); do $(BUILD)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; done
+	@$(BUILD)/test_video --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 --photo $(SHARED)/images/test_image.jpg \
+	    --unsupported $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_robust $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3 3 1 2
@@ -121,7 +132,7 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
 
 # Everything hermetic: no network, no GPU.
-test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3
+test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3
 	@$(PYTHON) tests/test_convert.py
 	@$(PYTHON) tests/test_convert_robust.py
 	@$(MAKE) --no-print-directory test-c

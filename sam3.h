@@ -232,6 +232,7 @@ typedef struct sam3_timings {
     double text, geometry, detr_encoder, detr_decoder, mask_decoder, postprocess; /* sam3_segment */
     double interactive_neck; /* sam3_segment_points: the interactive neck (first call after an image; SAM 3) */
     double points;           /* sam3_segment_points: prompt encoder, mask decoder and post-processing */
+    double tracking;         /* sam3_tracker_push_frame: everything after the image encoder, all objects */
 } sam3_timings;
 
 /* ================================================================================================
@@ -408,6 +409,78 @@ typedef struct sam3_points_result {
    *out stays valid until the next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt *prompt, const sam3_points_options *opt,
                                         sam3_points_result *out);
+
+/* ================================================================================================
+   Video: follow prompted objects through a stream of frames (the SAM 3 tracker's memory)
+   ============================================================================================= */
+#ifndef SAM3_MAX_TRACKED_OBJECTS
+#define SAM3_MAX_TRACKED_OBJECTS 64
+#endif
+
+/* A stream's tracking state, on one context (so on one thread at a time). Frames are numbered
+   0, 1, ... in the order they are pushed. */
+typedef struct sam3_tracker sam3_tracker;
+
+/* What says where an object is on the next frame: clicks and/or a box, or a mask. */
+typedef struct sam3_track_prompt {
+    const sam3_point *points;    /* n_points clicks in that frame's pixels, or NULL */
+    int n_points;                /* 0..SAM3_MAX_POINTS */
+    const float *box;            /* x0, y0, x1, y1 in that frame's pixels, or NULL */
+    const uint8_t *mask;         /* mask_width*mask_height bytes, non-zero = object, or NULL; any size (it is
+                                    resized to the model's input as the reference does); not with points or box */
+    int mask_width, mask_height;
+} sam3_track_prompt;
+
+typedef struct sam3_tracker_options {
+    int no_masks; /* 1: skip the frame-size masks (low-resolution logits, scores; boxes and areas are 0) */
+} sam3_tracker_options;
+
+typedef struct sam3_track_object {
+    int id;                      /* the caller's object id */
+    float object_score;          /* logit that the object is visible in this frame (> 0: yes) */
+    int prompted;                /* 1: a prompt was given for it on this frame (a conditioning frame) */
+    float box[4];                /* x0, y0, x1, y1: the mask's pixel bounds (x1, y1 exclusive); 0 when empty */
+    int64_t area;                /* pixels set in mask */
+    const uint8_t *mask;         /* width*height bytes, 1 = object (logits > 0 resized bilinearly, as the
+                                    reference post-processes); NULL with no_masks */
+    const float *low_res_logits; /* low_res_height*low_res_width logits; -1024 everywhere when absent */
+} sam3_track_object;
+
+typedef struct sam3_track_frame {
+    int frame;                   /* this frame's index in the stream */
+    int n_objects;
+    const sam3_track_object *objects; /* (n_objects), in the order the objects were first prompted */
+    int width, height;           /* the frame's (mask size) */
+    int low_res_width, low_res_height;
+} sam3_track_frame;
+
+SAM3DEF sam3_tracker_options sam3_tracker_options_default(void);
+/* A tracker on ctx (which it uses for every frame: the context's image and results are replaced).
+   SAM3_ERR_UNSUPPORTED when the model file has no memory modules (converted without the video
+   tensors) or is a SAM 1 model. */
+SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *ctx, const sam3_tracker_options *opt, sam3_tracker **out);
+/* Gives object `object_id` a prompt for frame `frame`, which must be the next frame to be pushed
+   (sam3_tracker_next_frame): an object seen for the first time starts being tracked there; a known
+   one is corrected (that frame becomes one of its conditioning frames). A second prompt for the
+   same object and frame replaces the first. At most SAM3_MAX_TRACKED_OBJECTS objects. The prompt's
+   arrays are copied. */
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *prompt);
+/* Forgets an object (and a prompt pending for it). SAM3_ERR_INVALID_ARG for an unknown id. */
+SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id);
+/* Index of the next frame to be pushed (the number pushed so far). */
+SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t);
+/* Processes the next frame (pixels as sam3_set_image takes them; frames may change size): the
+   image encoder once, then per object its prompt, or memory attention over what the stream
+   remembers of it, the mask decoder, and the memory encoder. With no objects yet the frame is only
+   counted. *out stays valid until the next call on this tracker. On any error, an abort included,
+   the tracker is as it was before the call (pending prompts kept), and the frame is not counted. */
+SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
+                                            sam3_track_frame *out);
+/* Forgets every object and restarts the frame count at 0. */
+SAM3DEF void sam3_tracker_reset(sam3_tracker *t);
+/* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
+SAM3DEF size_t sam3_tracker_memory_used(const sam3_tracker *t);
+SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 
 #ifdef __cplusplus
 }
@@ -2365,6 +2438,43 @@ typedef struct sam3__trk_w {
     sam3__ffn_w hyper[SAM3__MAX_FFN], iou_head, obj_head;
 } sam3__trk_w;
 
+/* The video tracker's memory (Sam3TrackerVideoModel on top of the interactive head): memory
+   attention, memory encoder, object pointers. Widths are the tracker's D except the memory's. */
+#define SAM3__MAX_VID_LAYERS 16
+typedef struct sam3__vid_cfg {
+    int present;
+    int num_maskmem;     /* memories: conditioning frames + the last num_maskmem - 1 frames */
+    int max_cond;        /* conditioning frames attended (-1: all) */
+    int max_ptr;         /* object pointers: conditioning frames + the last max_ptr - 1 frames */
+    int mem_dim;         /* memory width (64: HF's memory attention reads 64-wide keys) */
+    int multimask, mm_min, mm_max, mm_tracking; /* when the decoder's multimask output is used */
+    int occlusion, ptr_tpe;                     /* occlusion embedding; temporal PE of pointers */
+    float sig_scale, sig_bias, rope_theta;
+    int ma_layers, ma_heads, ma_di, ma_ffn;     /* memory attention */
+    int ds_layers, ds_kernel, ds_stride, ds_pad; /* mask downsampler */
+    int ds_ch[SAM3__MAX_VID_LAYERS + 1], ds_side[SAM3__MAX_VID_LAYERS + 1]; /* channels, sides: 1 x 16g .. */
+    int fu_layers, fu_inter, fu_kernel, fu_pad; /* memory fuser (ConvNeXt blocks) */
+} sam3__vid_cfg;
+typedef struct sam3__memattn_layer_w {
+    sam3__attn_w self_attn, cross_attn; /* cross_attn k, v: (di, mem_dim) */
+    sam3__lin fc1, fc2;
+    sam3__norm ln1, ln2, ln3;
+} sam3__memattn_layer_w;
+typedef struct sam3__fuser_w { sam3__lin dw, pw1, pw2; sam3__norm ln; const float *scale; } sam3__fuser_w;
+typedef struct sam3__vid_w {
+    sam3__memattn_layer_w ma[SAM3__MAX_VID_LAYERS];
+    sam3__norm ma_ln;
+    sam3__lin ds_conv[SAM3__MAX_VID_LAYERS], ds_final;
+    sam3__norm ds_ln[SAM3__MAX_VID_LAYERS];
+    sam3__lin feat_proj, proj, mask_ds, tpos_proj; /* 1x1 D->D, 1x1 D->mem, 4x4/4 1->1, Linear D->mem */
+    sam3__fuser_w fu[SAM3__MAX_VID_LAYERS];
+    sam3__ffn_w ptr_proj;
+    const float *no_mem; /* (D) no_memory_embedding: added to a conditioning frame's features */
+    const float *tpos;   /* (num_maskmem, mem_dim) temporal encodings of the memories */
+    const float *no_ptr; /* (D) the pointer of an absent object */
+    const float *occl;   /* (mem_dim) occlusion embedding, or NULL */
+} sam3__vid_w;
+
 /* SAM 1 (HF SamModel): its ViT with decomposed relative positions and its neck; the prompt
    encoder and mask decoder are the interactive head above with SAM 1's flags. */
 enum { SAM3__ARCH_SAM3 = 0, SAM3__ARCH_SAM1 = 1 };
@@ -2413,6 +2523,8 @@ struct sam3_model {
     sam3__mask_w mask_w;
     sam3__trk_cfg trk;
     sam3__trk_w trk_w;
+    sam3__vid_cfg vid;
+    sam3__vid_w vid_w;
     sam3__s1_cfg s1;
     sam3__s1_w s1_w;
     void *layer_mem; /* backing store of the per-layer arrays above */
@@ -2696,6 +2808,74 @@ static void sam3__load_tracker_config(sam3_model *m, sam3__loader *L) {
     t->present = 1;
 }
 
+/* The memory modules are optional: without them the file serves images only and the tracker
+   API answers SAM3_ERR_UNSUPPORTED. */
+static void sam3__load_video_config(sam3_model *m, sam3__loader *L) {
+    sam3__vid_cfg *v = &m->vid;
+    const sam3__trk_cfg *t = &m->trk;
+    const int64_t BIG = 1 << 20;
+    const sam3__cfg *pc = sam3__file_cfg(L->f, "tracker.video.present");
+    int D = t->D, down, total, n, i, hid[4];
+    if (L->rc != SAM3_OK || !t->present || !pc || pc->type != SAM3__T_I64 || pc->i == 0) return;
+    v->num_maskmem = (int)sam3__cfg_i(L, "tracker.video.num_maskmem", 1, 256);
+    v->max_cond = (int)sam3__cfg_i(L, "tracker.video.max_cond_frames", -1, 1 << 16);
+    v->max_ptr = (int)sam3__cfg_i(L, "tracker.video.max_object_pointers", 1, 1 << 16);
+    v->multimask = (int)sam3__cfg_i(L, "tracker.video.multimask", 0, 1);
+    v->mm_min = (int)sam3__cfg_i(L, "tracker.video.multimask_min_points", 0, BIG);
+    v->mm_max = (int)sam3__cfg_i(L, "tracker.video.multimask_max_points", 0, BIG);
+    v->mm_tracking = (int)sam3__cfg_i(L, "tracker.video.multimask_tracking", 0, 1);
+    v->sig_scale = (float)sam3__cfg_f(L, "tracker.video.sigmoid_scale", -1e6, 1e6);
+    v->sig_bias = (float)sam3__cfg_f(L, "tracker.video.sigmoid_bias", -1e6, 1e6);
+    v->occlusion = (int)sam3__cfg_i(L, "tracker.video.occlusion_embedding", 0, 1);
+    v->ptr_tpe = (int)sam3__cfg_i(L, "tracker.video.pointer_temporal_pe", 0, 1);
+    v->rope_theta = (float)sam3__cfg_f(L, "tracker.video.rope_theta", 1.0, 1e12);
+    hid[0] = (int)sam3__cfg_i(L, "tracker.video.attn.hidden_size", 1, BIG);
+    v->ma_layers = (int)sam3__cfg_i(L, "tracker.video.attn.num_layers", 1, SAM3__MAX_VID_LAYERS);
+    v->ma_heads = (int)sam3__cfg_i(L, "tracker.video.attn.num_heads", 1, 4096);
+    down = (int)sam3__cfg_i(L, "tracker.video.attn.downsample_rate", 1, 4096);
+    v->ma_ffn = (int)sam3__cfg_i(L, "tracker.video.attn.ffn_size", 1, BIG);
+    hid[1] = (int)sam3__cfg_i(L, "tracker.video.encoder.hidden_size", 1, BIG);
+    v->mem_dim = (int)sam3__cfg_i(L, "tracker.video.encoder.out_channels", 1, BIG);
+    hid[2] = (int)sam3__cfg_i(L, "tracker.video.downsampler.embed_dim", 1, BIG);
+    v->ds_kernel = (int)sam3__cfg_i(L, "tracker.video.downsampler.kernel", 1, 15);
+    v->ds_stride = (int)sam3__cfg_i(L, "tracker.video.downsampler.stride", 2, 16);
+    v->ds_pad = (int)sam3__cfg_i(L, "tracker.video.downsampler.padding", 0, 15);
+    total = (int)sam3__cfg_i(L, "tracker.video.downsampler.total_stride", 2, 4096);
+    v->fu_layers = (int)sam3__cfg_i(L, "tracker.video.fuser.num_layers", 0, SAM3__MAX_VID_LAYERS);
+    hid[3] = (int)sam3__cfg_i(L, "tracker.video.fuser.embed_dim", 1, BIG);
+    v->fu_inter = (int)sam3__cfg_i(L, "tracker.video.fuser.intermediate", 1, BIG);
+    v->fu_kernel = (int)sam3__cfg_i(L, "tracker.video.fuser.kernel", 1, 31);
+    v->fu_pad = (int)sam3__cfg_i(L, "tracker.video.fuser.padding", 0, 15);
+    if (L->rc != SAM3_OK) return;
+    for (i = 0; i < 4; i++)
+        if (hid[i] != D) {
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker.video: memory attention, encoder, downsampler and fuser widths must equal the tracker's %d", D);
+            return;
+        }
+    v->ma_di = D / down;
+    if (v->max_cond == 0 || D % down || v->ma_di % v->ma_heads || (v->ma_di / v->ma_heads) % 4 || D % v->mem_dim ||
+        v->fu_kernel != 2 * v->fu_pad + 1) {
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker.video: unsupported sizes (width %d, downsample %d, %d heads, memory %d, fuser kernel %d pad %d)",
+                    D, down, v->ma_heads, v->mem_dim, v->fu_kernel, v->fu_pad);
+        return;
+    }
+    /* HF: int(log2(total_stride) // log2(stride)) layers, each multiplying channels by stride^2 */
+    for (n = 0, i = 1; (int64_t)i * v->ds_stride <= total; i *= v->ds_stride) n++;
+    v->ds_ch[0] = 1;
+    v->ds_side[0] = 16 * t->grid; /* the decoder's mask size 4g, times 4 */
+    for (i = 0; i < n && i < SAM3__MAX_VID_LAYERS; i++) {
+        v->ds_ch[i + 1] = v->ds_ch[i] * v->ds_stride * v->ds_stride;
+        v->ds_side[i + 1] = (v->ds_side[i] + 2 * v->ds_pad - v->ds_kernel) / v->ds_stride + 1;
+        if (v->ds_ch[i + 1] > BIG || v->ds_side[i + 1] < 1) break;
+    }
+    if (n < 1 || i != n || v->ds_side[n] != t->grid) {
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "tracker.video: the mask downsampler does not take %d-pixel masks to the %d grid", 16 * t->grid, t->grid);
+        return;
+    }
+    v->ds_layers = n;
+    v->present = 1;
+}
+
 /* SAM 1 (HF SamModel): ViT-B/L/H, its neck, and the interactive head with SAM 1's flags. */
 static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
     const int64_t BIG = 1 << 20;
@@ -2923,6 +3103,7 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
             sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "mask_decoder.num_upsampling_stages %d < %d kept FPN levels - 1", m->mask.stages, nk->n_kept);
     }
     sam3__load_tracker_config(m, L);
+    sam3__load_video_config(m, L);
 }
 
 static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
@@ -3208,6 +3389,53 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         }
         w->iou_head = sam3__get_ffn(L, "tracker_model.mask_decoder.iou_prediction_head", t->iou_depth, TD, t->iou_hidden, t->n_mask_tokens);
         w->obj_head = sam3__get_ffn(L, "tracker_model.mask_decoder.pred_obj_score_head", 3, TD, TD, 1);
+    }
+    /* Video tracker: memory attention, memory encoder, object pointers */
+    if (m->vid.present) {
+        const sam3__vid_cfg *v = &m->vid;
+        sam3__vid_w *w = &m->vid_w;
+        const int TD = m->trk.D, mem = v->mem_dim, di = v->ma_di;
+        sam3__nm(L, "tracker_model.no_memory_embedding"); w->no_mem = sam3__get(L, 3, 1, 1, TD, 0);
+        sam3__nm(L, "tracker_model.memory_temporal_positional_encoding"); w->tpos = sam3__get(L, 4, v->num_maskmem, 1, 1, mem);
+        sam3__nm(L, "tracker_model.no_object_pointer"); w->no_ptr = sam3__get(L, 2, 1, TD, 0, 0);
+        w->occl = NULL;
+        if (v->occlusion) { sam3__nm(L, "tracker_model.occlusion_spatial_embedding_parameter"); w->occl = sam3__get(L, 2, 1, mem, 0, 0); }
+        for (i = 0; i < v->ma_layers; i++) {
+            sam3__memattn_layer_w *lw = &w->ma[i];
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, di, "o_proj");
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.q_proj", i); lw->cross_attn.q = sam3__get_lin(L, p, di, TD);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.k_proj", i); lw->cross_attn.k = sam3__get_lin(L, p, di, mem);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.v_proj", i); lw->cross_attn.v = sam3__get_lin(L, p, di, mem);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.o_proj", i); lw->cross_attn.o = sam3__get_lin(L, p, TD, di);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.linear1", i); lw->fc1 = sam3__get_lin(L, p, v->ma_ffn, TD);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.linear2", i); lw->fc2 = sam3__get_lin(L, p, TD, v->ma_ffn);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, TD);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, TD);
+            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, TD);
+        }
+        w->ma_ln = sam3__get_norm(L, "tracker_model.memory_attention.layer_norm", TD);
+        for (i = 0; i < v->ds_layers; i++) {
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.mask_downsampler.layers.%d.conv", i);
+            w->ds_conv[i] = sam3__get_conv(L, p, v->ds_ch[i + 1], v->ds_ch[i], v->ds_kernel);
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.mask_downsampler.layers.%d.layer_norm", i);
+            w->ds_ln[i] = sam3__get_norm(L, p, v->ds_ch[i + 1]);
+        }
+        w->ds_final = sam3__get_conv(L, "tracker_model.memory_encoder.mask_downsampler.final_conv", TD, v->ds_ch[v->ds_layers], 1);
+        w->feat_proj = sam3__get_conv(L, "tracker_model.memory_encoder.feature_projection", TD, TD, 1);
+        for (i = 0; i < v->fu_layers; i++) {
+            sam3__fuser_w *f = &w->fu[i];
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.scale", i); sam3__nm(L, "%s", p);
+            f->scale = sam3__get(L, 1, TD, 0, 0, 0);
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.depthwise_conv", i); f->dw = sam3__get_conv(L, p, TD, 1, v->fu_kernel);
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.layer_norm", i); f->ln = sam3__get_norm(L, p, TD);
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.pointwise_conv1", i); f->pw1 = sam3__get_lin(L, p, v->fu_inter, TD);
+            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.pointwise_conv2", i); f->pw2 = sam3__get_lin(L, p, TD, v->fu_inter);
+        }
+        w->proj = sam3__get_conv(L, "tracker_model.memory_encoder.projection", mem, TD, 1);
+        w->mask_ds = sam3__get_conv(L, "tracker_model.mask_downsample", 1, 1, 4);
+        w->ptr_proj = sam3__get_ffn(L, "tracker_model.object_pointer_proj", 3, TD, TD, TD);
+        memset(&w->tpos_proj, 0, sizeof(w->tpos_proj));
+        if (v->ptr_tpe) w->tpos_proj = sam3__get_lin(L, "tracker_model.temporal_positional_encoding_projection_layer", mem, TD);
     }
     /* Tokenizer tables (validated in depth when the tokenizer is built) */
     {
@@ -6644,9 +6872,11 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
 
 /* Sam3TrackerMaskDecoder: two-way transformer over [object-score token, IoU token, mask tokens,
    sparse prompt] and the image tokens, upscaling with the high-resolution skips, hypernetwork
-   masks. all_masks (n_mask_tokens, 4g, 4g) logits, iou (n_mask_tokens) after the sigmoid, obj (1). */
-static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int ns, const float *dense, float *all_masks, float *iou,
-                                          float *obj) {
+   masks. img (D, g, g) the image embedding (the cached 1x map, or the tracker's memory-conditioned
+   one); all_masks (n_mask_tokens, 4g, 4g) logits, iou (n_mask_tokens) after the sigmoid, obj (1);
+   tokens (n_mask_tokens, D) the mask tokens' outputs (the video tracker's object pointers), or NULL. */
+static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const float *sparse, int ns, const float *dense, float *all_masks,
+                                          float *iou, float *obj, float *tokens) {
     const sam3_model *m = c->m;
     const sam3__trk_cfg *t = &m->trk;
     const sam3__trk_w *w = &m->trk_w;
@@ -6675,7 +6905,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < Ng; i++) {
         int ch;
-        for (ch = 0; ch < D; ch++) im[(size_t)i * D + ch] = c->trk_e[(size_t)ch * Ng + i] + dense[(size_t)ch * Ng + i];
+        for (ch = 0; ch < D; ch++) im[(size_t)i * D + ch] = img[(size_t)ch * Ng + i] + dense[(size_t)ch * Ng + i];
     }
     for (l = 0; l < t->layers; l++) {
         const sam3__twoway_layer_w *lw = &w->layers[l];
@@ -6738,6 +6968,293 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
         for (j = 0; j < nm; j++) iou[j] = sam3__sigmoid(iou[j]);
     *obj = 0;
     if (t->obj_token && (rc = sam3__ffn(c, &w->obj_head, tk, 1, D, D, 1, obj)) != SAM3_OK) return rc;
+    if (tokens) memcpy(tokens, tk + (size_t)(it + 1) * D, (size_t)nm * D * sizeof(float));
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* ==== sam3: video memory (Sam3TrackerVideoModel: memory attention, memory encoder) ==== */
+/* bf16 of x, rounded to nearest even as torch's .to(torch.bfloat16): the reference keeps every
+   memory in bf16, so a memory read back differs from the f32 one by up to 2^-9 relative. */
+static uint16_t sam3__to_bf16(float x) {
+    uint32_t b;
+    memcpy(&b, &x, sizeof(b));
+    if ((b & 0x7F800000u) == 0x7F800000u) return (uint16_t)((b >> 16) | ((b & 0xFFFFu) ? 0x40u : 0u)); /* inf, NaN stays NaN */
+    b += 0x7FFFu + ((b >> 16) & 1u);
+    return (uint16_t)(b >> 16);
+}
+static float sam3__from_bf16(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &b, sizeof(x));
+    return x;
+}
+
+/* Sam3TrackerVideoVisionRotaryEmbedding: axial RoPE over the g x g grid for heads of hd. Token
+   n = y g + x; pair p < hd/4 turns by x f_p, the next hd/4 pairs by y f_(p - hd/4), with
+   f_j = theta^(-4j / hd). tab (g*g, hd/2, 2): cos, sin. */
+static void sam3__mem_rope_table(int g, int hd, float theta, float *tab) {
+    const int q = hd / 4;
+    int n, p;
+    for (n = 0; n < g * g; n++) {
+        const float xs = (float)(n % g), ys = (float)(n / g);
+        for (p = 0; p < hd / 2; p++) {
+            const float f = (float)(1.0 / pow((double)theta, (double)(4 * (p % q)) / (double)hd));
+            const float a = (p < q ? xs : ys) * f;
+            tab[((size_t)n * (hd / 2) + p) * 2] = cosf(a);
+            tab[((size_t)n * (hd / 2) + p) * 2 + 1] = sinf(a);
+        }
+    }
+}
+
+/* apply_rotary_pos_emb_2d on n rows of nh heads of hd (row stride ld): row i turns by table row
+   i mod N, so memory keys, frames of N tokens one after another, reuse the table per frame. */
+static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, int hd, const float *tab, int N) {
+    ptrdiff_t i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)n; i++) {
+        const float *cs = tab + (size_t)(i % N) * hd;
+        int h, p;
+        for (h = 0; h < nh; h++) {
+            float *r = x + (size_t)i * ld + (size_t)h * hd;
+            for (p = 0; p < hd / 2; p++) {
+                const float a = r[2 * p], b = r[2 * p + 1], co = cs[2 * p], si = cs[2 * p + 1];
+                r[2 * p] = a * co - b * si;
+                r[2 * p + 1] = b * co + a * si;
+            }
+        }
+    }
+}
+
+/* Sam3TrackerVideoMemoryAttention for one object: the frame's 1x features plus 0.1 x their sine
+   position attend to themselves and to the memory, pre-norm layers, a final LayerNorm.
+   feat (D, g, g) channel-major; pos (N, D); mem, mem_pos (nk, mem_dim): nk - n_ptr spatial keys
+   (frames of N tokens, RoPE'd with the table repeated per frame) then n_ptr pointer tokens (no
+   RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. */
+static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const float *pos, const float *mem, const float *mem_pos, int nk,
+                                          int n_ptr, const float *rope, float *out) {
+    const sam3_model *m = c->m;
+    const sam3__vid_cfg *v = &m->vid;
+    const sam3__vid_w *w = &m->vid_w;
+    const int D = m->trk.D, g = m->trk.grid, N = g * g, di = v->ma_di, nh = v->ma_heads, hd = di / nh, M = v->mem_dim;
+    const int nkv = SAM3__MAX(N, nk);
+    sam3__mark mk = sam3__mark_get(c);
+    float *x = sam3__sallocf(c, (size_t)N * D);    /* (N, D) the queries' stream */
+    float *h = sam3__sallocf(c, (size_t)N * D);    /* (N, D) normed */
+    float *t = sam3__sallocf(c, (size_t)N * D);    /* (N, D) scratch of the residual products */
+    float *q = sam3__sallocf(c, (size_t)N * di);   /* (N, di) */
+    float *k = sam3__sallocf(c, (size_t)nkv * di); /* (max(N, nk), di) */
+    float *vv = sam3__sallocf(c, (size_t)nkv * di);
+    float *kin = sam3__sallocf(c, (size_t)nk * M); /* (nk, M) memory + its position */
+    ptrdiff_t i;
+    int l;
+    sam3_result rc;
+    if (!x || !h || !t || !q || !k || !vv || !kin) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)N; i++) {
+        int ch;
+        for (ch = 0; ch < D; ch++) x[(size_t)i * D + ch] = feat[(size_t)ch * N + i] + 0.1f * pos[(size_t)i * D + ch];
+    }
+    for (i = 0; i < (ptrdiff_t)nk * M; i++) kin[i] = mem[i] + mem_pos[i];
+    for (l = 0; l < v->ma_layers; l++) {
+        const sam3__memattn_layer_w *lw = &w->ma[l];
+        /* self-attention, RoPE on queries and keys */
+        sam3__layernorm(c, x, h, N, D, &lw->ln1, 1e-5f);
+        sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
+        sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
+        sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
+        sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
+        sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
+        if ((rc = sam3__attention_rel(c, N, N, nh, hd, q, di, k, di, vv, di, q, di, 0, NULL, NULL, 0)) != SAM3_OK) return rc;
+        sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
+        /* cross-attention to the memory: keys from memory + position, values from the memory */
+        sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
+        sam3__linear(c, h, N, D, &lw->cross_attn.q, di, q);
+        sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
+        sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
+        sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
+        sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
+        if ((rc = sam3__attention_rel(c, N, nk, nh, hd, q, di, k, di, vv, di, q, di, 0, NULL, NULL, 0)) != SAM3_OK) return rc;
+        sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
+        /* MLP */
+        sam3__layernorm(c, x, h, N, D, &lw->ln3, 1e-5f);
+        if ((rc = sam3__mlp2_res(c, h, N, D, &lw->fc1, v->ma_ffn, &lw->fc2, D, 1, t, x)) != SAM3_OK) return rc;
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory attention");
+    }
+    sam3__layernorm(c, x, h, N, D, &w->ma_ln, 1e-5f);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)D; i++) {
+        int n;
+        for (n = 0; n < N; n++) out[(size_t)i * N + n] = h[(size_t)n * D + i];
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* k x k convolution with stride s and zero padding pad, channel-major: x (cin, H, W) ->
+   y (cout, Ho, Wo), by im2col and one product (the mask downsampler's and mask_downsample's). */
+static sam3_result sam3__conv2d(sam3_ctx *c, const float *x, int cin, int H, int W, const sam3__lin *l, int cout, int k, int s, int pad,
+                                float *y, int Ho, int Wo) {
+    sam3__mark mk = sam3__mark_get(c);
+    const int K = cin * k * k;
+    const size_t P = (size_t)Ho * Wo;
+    float *col = sam3__sallocf(c, (size_t)K * P); /* (cin k k, Ho Wo) */
+    ptrdiff_t r;
+    if (!col) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (r = 0; r < (ptrdiff_t)K; r++) {
+        const int ci = (int)(r / (k * k)), ky = (int)(r / k % k), kx = (int)(r % k);
+        float *o = col + (size_t)r * P;
+        int oy, ox;
+        for (oy = 0; oy < Ho; oy++) {
+            const int iy = oy * s - pad + ky;
+            for (ox = 0; ox < Wo; ox++) {
+                const int ix = ox * s - pad + kx;
+                o[(size_t)oy * Wo + ox] = (iy < 0 || iy >= H || ix < 0 || ix >= W) ? 0.0f : x[((size_t)ci * H + iy) * W + ix];
+            }
+        }
+    }
+    sam3__gemm(c, 0, 0, cout, (int)P, K, 1.0f, l->w, K, col, (int)P, 0.0f, y, (int)P);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (r = 0; r < (ptrdiff_t)cout; r++) {
+        float *o = y + (size_t)r * P, b = l->b ? l->b[r] : 0.0f;
+        size_t j;
+        for (j = 0; j < P; j++) o[j] += b;
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerVideoMemoryFuserCXBlock, in place on x (D, g, g): depthwise k x k, LayerNorm2d,
+   Linear D -> inter, GELU, Linear inter -> D, times the layer scale, plus the input. */
+static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f, float *x) {
+    const sam3_model *m = c->m;
+    const sam3__vid_cfg *v = &m->vid;
+    const int D = m->trk.D, g = m->trk.grid, N = g * g, k = v->fu_kernel, pad = v->fu_pad;
+    sam3__mark mk = sam3__mark_get(c);
+    float *y = sam3__sallocf(c, (size_t)D * N);           /* (D, g, g) */
+    float *tt = sam3__sallocf(c, (size_t)N * D);          /* (N, D) */
+    float *hh = sam3__sallocf(c, (size_t)N * v->fu_inter); /* (N, inter) */
+    ptrdiff_t ch;
+    if (!y || !tt || !hh) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (ch = 0; ch < (ptrdiff_t)D; ch++) {
+        const float *xc = x + (size_t)ch * N, *wk = f->dw.w + (size_t)ch * k * k;
+        int yy, xx, dy, dx;
+        for (yy = 0; yy < g; yy++)
+            for (xx = 0; xx < g; xx++) {
+                float acc = f->dw.b[ch];
+                for (dy = 0; dy < k; dy++) {
+                    const int iy = yy + dy - pad;
+                    if (iy < 0 || iy >= g) continue;
+                    for (dx = 0; dx < k; dx++) {
+                        const int ix = xx + dx - pad;
+                        if (ix >= 0 && ix < g) acc += wk[dy * k + dx] * xc[iy * g + ix];
+                    }
+                }
+                y[(size_t)ch * N + yy * g + xx] = acc;
+            }
+    }
+    sam3__layernorm2d(c, y, D, (size_t)N, &f->ln, 1e-6f);
+    for (ch = 0; ch < (ptrdiff_t)D; ch++) {
+        int n;
+        for (n = 0; n < N; n++) tt[(size_t)n * D + ch] = y[(size_t)ch * N + n];
+    }
+    sam3__gemm(c, 0, 1, N, v->fu_inter, D, 1.0f, tt, D, f->pw1.w, D, 0.0f, hh, v->fu_inter);
+    sam3__gelu_bias(c, hh, (size_t)N, v->fu_inter, f->pw1.b);
+    sam3__linear(c, hh, N, v->fu_inter, &f->pw2, D, tt);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (ch = 0; ch < (ptrdiff_t)D; ch++) {
+        int n;
+        for (n = 0; n < N; n++) x[(size_t)ch * N + n] += f->scale[ch] * tt[(size_t)n * D + ch];
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerVideoMemoryEncoder for one object: mask (16g, 16g), already scaled to the encoder's
+   range, through the mask downsampler (stride-s convs, LayerNorm2d, GELU; a final 1x1), plus the
+   projected 1x features feat (D, g, g); the fuser; a 1x1 to the memory width. An absent object
+   (score <= 0) gets the occlusion embedding. mem (N, mem_dim) token-major, in bf16. */
+static sam3_result sam3__memory_encoder(sam3_ctx *c, const float *feat, const float *mask, float score, uint16_t *mem) {
+    const sam3_model *m = c->m;
+    const sam3__vid_cfg *v = &m->vid;
+    const sam3__vid_w *w = &m->vid_w;
+    const int D = m->trk.D, g = m->trk.grid, N = g * g, M = v->mem_dim;
+    sam3__mark mk = sam3__mark_get(c);
+    float *a = sam3__sallocf(c, (size_t)v->ds_ch[1] * v->ds_side[1] * v->ds_side[1]); /* the largest downsampler map */
+    float *b = sam3__sallocf(c, (size_t)v->ds_ch[1] * v->ds_side[1] * v->ds_side[1]);
+    float *x = sam3__sallocf(c, (size_t)D * N);  /* (D, g, g) */
+    float *fp = sam3__sallocf(c, (size_t)D * N); /* (D, g, g) projected features */
+    float *pm = sam3__sallocf(c, (size_t)M * N); /* (M, g, g) */
+    const float *in = mask;
+    int i;
+    ptrdiff_t n;
+    sam3_result rc;
+    if (!a || !b || !x || !fp || !pm) return SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 1; i < v->ds_layers; i++) /* every later map is smaller: ch x stride^2, side / stride */
+        if ((size_t)v->ds_ch[i + 1] * v->ds_side[i + 1] * v->ds_side[i + 1] > (size_t)v->ds_ch[1] * v->ds_side[1] * v->ds_side[1])
+            return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "mask downsampler: layer %d is larger than the first", i);
+    for (i = 0; i < v->ds_layers; i++) {
+        float *o = (i % 2) ? b : a;
+        const int S = v->ds_side[i + 1];
+        if ((rc = sam3__conv2d(c, in, v->ds_ch[i], v->ds_side[i], v->ds_side[i], &w->ds_conv[i], v->ds_ch[i + 1], v->ds_kernel,
+                               v->ds_stride, v->ds_pad, o, S, S)) != SAM3_OK)
+            return rc;
+        sam3__layernorm2d(c, o, v->ds_ch[i + 1], (size_t)S * S, &w->ds_ln[i], 1e-6f);
+        sam3__gelu(c, o, (size_t)v->ds_ch[i + 1] * S * S);
+        in = o;
+    }
+    sam3__conv1x1(c, in, 0, v->ds_ch[v->ds_layers], N, &w->ds_final, D, x);
+    sam3__conv1x1(c, feat, 0, D, N, &w->feat_proj, D, fp);
+    sam3__vadd(c, x, fp, (size_t)D * N);
+    for (i = 0; i < v->fu_layers; i++)
+        if ((rc = sam3__memory_fuser_block(c, &w->fu[i], x)) != SAM3_OK) return rc;
+    sam3__conv1x1(c, x, 0, D, N, &w->proj, M, pm);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (n = 0; n < (ptrdiff_t)N; n++) {
+        int ch;
+        for (ch = 0; ch < M; ch++) {
+            float val = pm[(size_t)ch * N + n];
+            if (w->occl && !(score > 0)) val += w->occl[ch];
+            mem[(size_t)n * M + ch] = sam3__to_bf16(val);
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* get_1d_sine_pe: out (dim) = [sin(t / T_i) for i < dim/2, cos(t / T_i) for i < dim/2],
+   T_i = 10000^(2 floor(i/2) / (dim/2)) (the object pointers' temporal position). */
+static void sam3__sine_1d(float t, int dim, float *out) {
+    const int h = dim / 2;
+    int i;
+    for (i = 0; i < h; i++) {
+        const float dt = (float)pow(10000.0, (double)(2 * (i / 2)) / (double)h);
+        const float a = t / dt;
+        out[i] = sinf(a);
+        out[h + i] = cosf(a);
+    }
+}
+
+/* Bilinear resize without antialiasing (F.interpolate, align_corners=False) of a float map. */
+static sam3_result sam3__bilinear_f32(sam3_ctx *c, const float *in, int ih, int iw, float *out, int oh, int ow) {
+    sam3__mark mk = sam3__mark_get(c);
+    sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)oh * sizeof(sam3__lerp));
+    sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)ow * sizeof(sam3__lerp));
+    ptrdiff_t y;
+    if (!ty || !tx) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__lerp_table(ih, oh, ty);
+    sam3__lerp_table(iw, ow, tx);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (y = 0; y < (ptrdiff_t)oh; y++) {
+        const float *a = in + (size_t)ty[y].i0 * iw, *b = in + (size_t)ty[y].i1 * iw;
+        int x;
+        for (x = 0; x < ow; x++)
+            out[(size_t)y * ow + x] = ty[y].l0 * (tx[x].l0 * a[tx[x].i0] + tx[x].l1 * a[tx[x].i1]) +
+                                      ty[y].l1 * (tx[x].l0 * b[tx[x].i0] + tx[x].l1 * b[tx[x].i1]);
+    }
     sam3__release(c, mk);
     return SAM3_OK;
 }
@@ -6885,7 +7402,12 @@ static sam3_result sam3__end(sam3_ctx *c, sam3_result rc) {
     return rc;
 }
 
-SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+/* The image encoder on the caller's pixels: preprocessing and the ViT, then the detector's neck
+   when `neck` (sam3_set_image; the video tracker reads only the trunk, through its own neck, so it
+   skips the detector's and leaves the context without an image for sam3_segment). fn names the
+   public entry in messages. */
+static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
+                                      int neck) {
     const sam3_model *m;
     int bpp;
     size_t need;
@@ -6893,7 +7415,6 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     float *pix;
     double t0;
     sam3_result rc;
-    if (!c) return SAM3_ERR_INVALID_ARG;
     m = c->m;
     c->has_image = 0;
     c->trk_ready = 0;
@@ -6901,13 +7422,13 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     c->t.preprocess = c->t.vision_trunk = c->t.vision_neck = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
-    if (!pixels) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: pixels is NULL");
-    if (!bpp) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: unknown pixel format %d", (int)format);
+    if (!pixels) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: pixels is NULL", fn);
+    if (!bpp) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: unknown pixel format %d", fn, (int)format);
     if (w < 1 || h < 1 || w > SAM3_MAX_IMAGE_DIM || h > SAM3_MAX_IMAGE_DIM)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: image %dx%d outside 1x1..%dx%d", w, h, SAM3_MAX_IMAGE_DIM,
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: image %dx%d outside 1x1..%dx%d", fn, w, h, SAM3_MAX_IMAGE_DIM,
                           SAM3_MAX_IMAGE_DIM);
     if (stride < w * bpp)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_set_image: stride %d is smaller than a row (%d pixels x %d bytes)", stride, w, bpp);
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: stride %d is smaller than a row (%d pixels x %d bytes)", fn, stride, w, bpp);
     t0 = sam3__now_ms();
     rgb = (unsigned char *)sam3__salloc(c, (size_t)3 * w * h); /* (3, h, w) planar */
     pix = sam3__sallocf(c, (size_t)3 * m->proc.image * m->proc.image); /* (3, S, S) */
@@ -6950,13 +7471,20 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     t0 = sam3__now_ms();
     if ((rc = sam3__vit_model(c, pix, c->vit_out)) != SAM3_OK) return sam3__end(c, rc);
     c->t.vision_trunk = sam3__now_ms() - t0;
-    t0 = sam3__now_ms();
-    if ((rc = sam3__vision_neck(c)) != SAM3_OK) return sam3__end(c, rc);
-    c->t.vision_neck = sam3__now_ms() - t0;
+    if (neck) {
+        t0 = sam3__now_ms();
+        if ((rc = sam3__vision_neck(c)) != SAM3_OK) return sam3__end(c, rc);
+        c->t.vision_neck = sam3__now_ms() - t0;
+    }
     c->img_w = w;
     c->img_h = h;
-    c->has_image = 1;
+    c->has_image = neck;
     return sam3__end(c, SAM3_OK);
+}
+
+SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    return sam3__image_encode(c, "sam3_set_image", pixels, w, h, stride, format, 1);
 }
 
 SAM3DEF sam3_segment_options sam3_segment_options_default(void) {
@@ -7289,7 +7817,7 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     /* tap names follow the reference dumps: trk.* (SAM 3 tracker), sam1.* (SAM 1) */
     sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.sparse" : "trk.sparse", sparse, 2, ns, t->D, 0);
     sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.dense" : "trk.dense", dense, 3, t->D, g, g);
-    if ((rc = sam3__trk_mask_decoder(c, sparse, ns, dense, all, c->res_iou, &obj)) != SAM3_OK) return sam3__end(c, rc);
+    if ((rc = sam3__trk_mask_decoder(c, c->trk_e, sparse, ns, dense, all, c->res_iou, &obj, NULL)) != SAM3_OK) return sam3__end(c, rc);
     sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.all_masks" : "trk.all_masks", all, 3, nm, 4 * g, 4 * g);
     sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.all_iou" : "trk.all_iou", c->res_iou, 1, nm, 0, 0);
     if (t->obj_token) sam3__tap(c, "trk.object_score", &obj, 1, 1, 0, 0);
@@ -7380,6 +7908,760 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     out->width = W;
     out->height = H;
     c->t.points = sam3__now_ms() - t0;
+    return sam3__end(c, SAM3_OK);
+}
+
+
+/* ==== sam3: video tracker (Sam3TrackerVideoModel in streaming mode) ==== */
+/* What one frame left of one object: its pointer, score and (while a later frame can still read
+   it) its memory. */
+typedef struct sam3__trk_entry {
+    int frame;     /* -1: empty */
+    float score;   /* object score logit */
+    float *ptr;    /* (D) object pointer */
+    uint16_t *mem; /* (N, mem_dim) bf16 memory, or NULL once no later frame can read it */
+} sam3__trk_entry;
+
+typedef struct sam3__trk_obj {
+    int id;
+    sam3__trk_entry *cond; /* (n_cond) conditioning frames (prompted), in the order given */
+    int n_cond, cap_cond;
+    sam3__trk_entry *ptrs; /* (n_ptr_ring) last tracked frames' pointers, slot frame % n_ptr_ring */
+    sam3__trk_entry *mems; /* (n_mem_ring) last tracked frames' memories, slot frame % n_mem_ring */
+    /* the prompt for the next frame */
+    int pending;
+    sam3_point *points; /* (SAM3_MAX_POINTS) */
+    int n_points, has_box;
+    float box[4];
+    uint8_t *mask;
+    int mask_w, mask_h;
+} sam3__trk_obj;
+
+struct sam3_tracker {
+    sam3_ctx *c;
+    sam3_tracker_options opt;
+    int next;                /* frames pushed so far */
+    sam3__trk_obj *obj;      /* (n_obj), SAM3_MAX_TRACKED_OBJECTS allocated */
+    int n_obj;
+    int n_ptr_ring, n_mem_ring; /* max_ptr - 1 and num_maskmem - 1 (at least 1 slot each) */
+    float *rope;             /* (N, hd/2, 2) memory attention RoPE */
+    float *pos;              /* (N, D) sine position of the 1x map */
+    float *mem_pos;          /* (N, mem_dim) sine position of a memory */
+    size_t bytes;            /* held, beyond the result buffers */
+    sam3_track_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
+    float *res_low;
+    uint8_t *res_mask;
+    size_t res_low_cap, res_mask_cap;
+};
+
+static void *sam3__trk_alloc(sam3_tracker *t, size_t bytes) {
+    void *p = sam3__aalloc(&t->c->a, bytes);
+    if (p) t->bytes += bytes;
+    return p;
+}
+static void sam3__trk_free(sam3_tracker *t, void *p, size_t bytes) {
+    if (!p) return;
+    sam3__afree(&t->c->a, p);
+    t->bytes -= bytes;
+}
+
+static void sam3__trk_obj_free(sam3_tracker *t, sam3__trk_obj *o) {
+    const sam3_model *m = t->c->m;
+    const size_t pb = (size_t)m->trk.D * sizeof(float), mb = (size_t)m->trk.grid * m->trk.grid * m->vid.mem_dim * sizeof(uint16_t);
+    int i;
+    for (i = 0; i < o->n_cond; i++) {
+        sam3__trk_free(t, o->cond[i].ptr, pb);
+        sam3__trk_free(t, o->cond[i].mem, mb);
+    }
+    sam3__trk_free(t, o->cond, (size_t)o->cap_cond * sizeof(sam3__trk_entry));
+    for (i = 0; o->ptrs && i < t->n_ptr_ring; i++) sam3__trk_free(t, o->ptrs[i].ptr, pb);
+    for (i = 0; o->mems && i < t->n_mem_ring; i++) sam3__trk_free(t, o->mems[i].mem, mb);
+    sam3__trk_free(t, o->ptrs, (size_t)t->n_ptr_ring * sizeof(sam3__trk_entry));
+    sam3__trk_free(t, o->mems, (size_t)t->n_mem_ring * sizeof(sam3__trk_entry));
+    sam3__trk_free(t, o->points, (size_t)SAM3_MAX_POINTS * sizeof(sam3_point));
+    sam3__trk_free(t, o->mask, (size_t)o->mask_w * o->mask_h);
+    memset(o, 0, sizeof(*o));
+}
+
+/* A new object's rings, every slot's buffers allocated up front so that committing a frame
+   cannot fail. */
+static int sam3__trk_obj_init(sam3_tracker *t, sam3__trk_obj *o, int id) {
+    const sam3_model *m = t->c->m;
+    const size_t pb = (size_t)m->trk.D * sizeof(float), mb = (size_t)m->trk.grid * m->trk.grid * m->vid.mem_dim * sizeof(uint16_t);
+    int i, ok;
+    memset(o, 0, sizeof(*o));
+    o->id = id;
+    o->ptrs = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)t->n_ptr_ring * sizeof(sam3__trk_entry));
+    o->mems = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)t->n_mem_ring * sizeof(sam3__trk_entry));
+    o->points = (sam3_point *)sam3__trk_alloc(t, (size_t)SAM3_MAX_POINTS * sizeof(sam3_point));
+    ok = o->ptrs && o->mems && o->points;
+    if (o->ptrs) memset(o->ptrs, 0, (size_t)t->n_ptr_ring * sizeof(sam3__trk_entry));
+    if (o->mems) memset(o->mems, 0, (size_t)t->n_mem_ring * sizeof(sam3__trk_entry));
+    for (i = 0; ok && i < t->n_ptr_ring; i++) {
+        o->ptrs[i].frame = -1;
+        o->ptrs[i].mem = NULL;
+        ok = (o->ptrs[i].ptr = (float *)sam3__trk_alloc(t, pb)) != NULL;
+    }
+    for (i = 0; ok && i < t->n_mem_ring; i++) {
+        o->mems[i].frame = -1;
+        o->mems[i].ptr = NULL;
+        ok = (o->mems[i].mem = (uint16_t *)sam3__trk_alloc(t, mb)) != NULL;
+    }
+    if (!ok) sam3__trk_obj_free(t, o); /* the slots not reached are zero */
+    return ok;
+}
+
+SAM3DEF sam3_tracker_options sam3_tracker_options_default(void) {
+    sam3_tracker_options o;
+    memset(&o, 0, sizeof(o));
+    return o;
+}
+
+SAM3DEF void sam3_tracker_free(sam3_tracker *t) {
+    sam3_allocator a;
+    int i;
+    if (!t) return;
+    a = t->c->a;
+    for (i = 0; i < t->n_obj; i++) sam3__trk_obj_free(t, &t->obj[i]);
+    sam3__afree(&a, t->obj);
+    sam3__afree(&a, t->rope);
+    sam3__afree(&a, t->pos);
+    sam3__afree(&a, t->mem_pos);
+    sam3__afree(&a, t->res);
+    sam3__afree(&a, t->res_low);
+    sam3__afree(&a, t->res_mask);
+    sam3__afree(&a, t);
+}
+
+SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *c, const sam3_tracker_options *opt, sam3_tracker **out) {
+    const sam3_model *m;
+    sam3_tracker *t;
+    int N, hd;
+    if (!out) return c ? sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_new: out is NULL") : SAM3_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    m = c->m;
+    if (m->arch != SAM3__ARCH_SAM3 || !m->trk.present || !m->vid.present)
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_tracker_new: this model file has no video memory modules (tracker_model.memory_*); "
+                                                   "convert the full SAM 3 checkpoint (sam3_video layout) to track objects");
+    N = m->trk.grid * m->trk.grid;
+    hd = m->vid.ma_di / m->vid.ma_heads;
+    t = (sam3_tracker *)sam3__acalloc(&c->a, 1, sizeof(*t));
+    if (!t) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_new: out of memory");
+    t->c = c;
+    if (opt) t->opt = *opt;
+    t->n_ptr_ring = SAM3__MAX(1, m->vid.max_ptr - 1);
+    t->n_mem_ring = SAM3__MAX(1, m->vid.num_maskmem - 1);
+    t->obj = (sam3__trk_obj *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3__trk_obj));
+    t->res = (sam3_track_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_track_object));
+    t->rope = (float *)sam3__aalloc(&c->a, (size_t)N * hd * sizeof(float));
+    t->pos = (float *)sam3__aalloc(&c->a, (size_t)N * m->trk.D * sizeof(float));
+    t->mem_pos = (float *)sam3__aalloc(&c->a, (size_t)N * m->vid.mem_dim * sizeof(float));
+    if (!t->obj || !t->res || !t->rope || !t->pos || !t->mem_pos) {
+        sam3_tracker_free(t);
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_new: out of memory");
+    }
+    t->bytes = sizeof(*t) + (size_t)SAM3_MAX_TRACKED_OBJECTS * (sizeof(sam3__trk_obj) + sizeof(sam3_track_object)) +
+               (size_t)N * (hd + m->trk.D + m->vid.mem_dim) * sizeof(float);
+    sam3__mem_rope_table(m->trk.grid, hd, m->vid.rope_theta, t->rope);
+    sam3__sine_pos2d(m->trk.grid, m->trk.grid, m->trk.D, t->pos);
+    sam3__sine_pos2d(m->trk.grid, m->trk.grid, m->vid.mem_dim, t->mem_pos);
+    *out = t;
+    return SAM3_OK;
+}
+
+SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t) { return t ? t->next : -1; }
+
+SAM3DEF size_t sam3_tracker_memory_used(const sam3_tracker *t) {
+    return t ? t->bytes + t->res_low_cap + t->res_mask_cap : 0;
+}
+
+static int sam3__trk_find(const sam3_tracker *t, int id) {
+    int i;
+    for (i = 0; i < t->n_obj; i++)
+        if (t->obj[i].id == id) return i;
+    return -1;
+}
+
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+    sam3_ctx *c;
+    sam3__trk_obj *o;
+    int i, k, fresh = 0;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    c = t->c;
+    c->err[0] = 0;
+    if (!p) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: prompt is NULL");
+    if (frame < t->next)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: frame %d was already processed (the next frame is %d)", frame, t->next);
+    if (frame > t->next)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: frame %d is not the next frame (%d): prompts are given for the next frame",
+                          frame, t->next);
+    if (p->n_points < 0 || p->n_points > SAM3_MAX_POINTS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: %d points, expected 0..%d (SAM3_MAX_POINTS)", p->n_points, SAM3_MAX_POINTS);
+    if (p->n_points && !p->points) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: n_points = %d but points is NULL", p->n_points);
+    for (i = 0; i < p->n_points; i++) {
+        if (!sam3__finite(p->points[i].x) || !sam3__finite(p->points[i].y))
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: point %d has a NaN or infinite coordinate", i);
+        if (p->points[i].label != 0 && p->points[i].label != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: point %d has label %d, expected 1 (object) or 0 (background)", i,
+                              p->points[i].label);
+    }
+    if (p->box)
+        for (i = 0; i < 4; i++)
+            if (!sam3__finite(p->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the box has a NaN or infinite coordinate");
+    if (p->mask) {
+        if (p->n_points || p->box) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: a mask prompt cannot have points or a box (as the reference)");
+        if (p->mask_width < 1 || p->mask_height < 1 || p->mask_width > SAM3_MAX_IMAGE_DIM || p->mask_height > SAM3_MAX_IMAGE_DIM)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: mask size %dx%d outside 1x1..%dx%d", p->mask_width, p->mask_height,
+                              SAM3_MAX_IMAGE_DIM, SAM3_MAX_IMAGE_DIM);
+    } else if (!p->n_points && !p->box) {
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the prompt is empty (give points, a box or a mask)");
+    }
+    k = sam3__trk_find(t, object_id);
+    if (k < 0) {
+        if (t->n_obj >= SAM3_MAX_TRACKED_OBJECTS)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: already %d objects (SAM3_MAX_TRACKED_OBJECTS)", SAM3_MAX_TRACKED_OBJECTS);
+        if (!sam3__trk_obj_init(t, &t->obj[t->n_obj], object_id)) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_add_prompt: out of memory");
+        k = t->n_obj;
+        fresh = 1;
+    }
+    o = &t->obj[k];
+    if (p->mask) {
+        size_t nb = (size_t)p->mask_width * p->mask_height;
+        uint8_t *mk = (uint8_t *)sam3__trk_alloc(t, nb);
+        if (!mk) {
+            if (fresh) sam3__trk_obj_free(t, o);
+            return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_add_prompt: out of memory for a %dx%d mask", p->mask_width, p->mask_height);
+        }
+        memcpy(mk, p->mask, nb);
+        sam3__trk_free(t, o->mask, (size_t)o->mask_w * o->mask_h);
+        o->mask = mk;
+        o->mask_w = p->mask_width;
+        o->mask_h = p->mask_height;
+    } else {
+        sam3__trk_free(t, o->mask, (size_t)o->mask_w * o->mask_h);
+        o->mask = NULL;
+        o->mask_w = o->mask_h = 0;
+    }
+    o->n_points = p->n_points;
+    if (p->n_points) memcpy(o->points, p->points, (size_t)p->n_points * sizeof(sam3_point));
+    o->has_box = p->box != NULL;
+    if (p->box) memcpy(o->box, p->box, sizeof(o->box));
+    o->pending = 1;
+    if (fresh) t->n_obj++;
+    return SAM3_OK;
+}
+
+SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id) {
+    int k;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    t->c->err[0] = 0;
+    k = sam3__trk_find(t, object_id);
+    if (k < 0) return sam3__fail(t->c, SAM3_ERR_INVALID_ARG, "sam3_tracker_remove_object: no object with id %d", object_id);
+    sam3__trk_obj_free(t, &t->obj[k]);
+    memmove(&t->obj[k], &t->obj[k + 1], (size_t)(t->n_obj - k - 1) * sizeof(sam3__trk_obj));
+    t->n_obj--;
+    memset(&t->obj[t->n_obj], 0, sizeof(sam3__trk_obj));
+    return SAM3_OK;
+}
+
+SAM3DEF void sam3_tracker_reset(sam3_tracker *t) {
+    int i;
+    if (!t) return;
+    for (i = 0; i < t->n_obj; i++) sam3__trk_obj_free(t, &t->obj[i]);
+    t->n_obj = 0;
+    t->next = 0;
+}
+
+/* _select_closest_cond_frames for frame f: which conditioning frames the memory attention reads,
+   in the reference's order (all, in the order given, when there are at most max_cond; else the
+   closest before, the closest at or after, then the nearest others). sel (n_cond) gets 1/0;
+   order (n_sel) the chosen indices. */
+static int sam3__trk_select_cond(const sam3__trk_obj *o, int f, int max_cond, unsigned char *sel, int *order) {
+    int i, n = 0, before = -1, after = -1;
+    memset(sel, 0, (size_t)o->n_cond);
+    if (max_cond < 0 || o->n_cond <= max_cond) {
+        for (i = 0; i < o->n_cond; i++) {
+            sel[i] = 1;
+            order[n++] = i;
+        }
+        return n;
+    }
+    for (i = 0; i < o->n_cond; i++) {
+        const int fr = o->cond[i].frame;
+        if (fr < f && (before < 0 || fr > o->cond[before].frame)) before = i;
+        if (fr >= f && (after < 0 || fr < o->cond[after].frame)) after = i;
+    }
+    if (before >= 0) { sel[before] = 1; order[n++] = before; }
+    if (after >= 0) { sel[after] = 1; order[n++] = after; }
+    while (n < max_cond) { /* the nearest remaining; ties keep the order given (a stable sort) */
+        int best = -1, bd = 0;
+        for (i = 0; i < o->n_cond; i++) {
+            int d = o->cond[i].frame - f;
+            if (sel[i]) continue;
+            d = d < 0 ? -d : d;
+            if (best < 0 || d < bd) { best = i; bd = d; }
+        }
+        if (best < 0) break;
+        sel[best] = 1;
+        order[n++] = best;
+    }
+    return n;
+}
+
+/* The object's memory for frame f (_gather_memory_frame_outputs, _build_memory_attention_inputs,
+   _get_object_pointers, _process_object_pointers): spatial memories of the chosen conditioning
+   frames (temporal slot num_maskmem - 1), then of frames f - (num_maskmem - 1) .. f - 1 (slot r - 1,
+   an unchosen conditioning frame standing in where one is there), then the object pointers of every
+   conditioning frame up to f and of frames f - 1 .. f - (max_ptr - 1), each split into D / mem_dim
+   tokens sharing one temporal position. mem, mem_pos (nk, mem_dim); counts in *nk, *n_ptr_tok. */
+static sam3_result sam3__trk_gather(sam3_tracker *t, const sam3__trk_obj *o, int f, float *mem, float *mem_pos, int *nk, int *n_ptr_tok) {
+    sam3_ctx *c = t->c;
+    const sam3_model *m = c->m;
+    const sam3__vid_cfg *v = &m->vid;
+    const sam3__vid_w *w = &m->vid_w;
+    const int D = m->trk.D, N = m->trk.grid * m->trk.grid, M = v->mem_dim, split = D / M;
+    sam3__mark mk = sam3__mark_get(c);
+    unsigned char *sel = (unsigned char *)sam3__salloc(c, (size_t)o->n_cond + 1);
+    int *order = (int *)sam3__salloc(c, ((size_t)o->n_cond + 1) * sizeof(int));
+    float *pe = sam3__sallocf(c, (size_t)D);      /* (D) sine of a pointer's temporal offset */
+    float *pp = sam3__sallocf(c, (size_t)M);      /* (M) its projection */
+    int n_sel, i, r, n = 0, np = 0;
+    if (!sel || !order || !pe || !pp) return SAM3_ERR_OUT_OF_MEMORY;
+#define SAM3__PUT_MEM(src, slot)                                                                   \
+    do {                                                                                           \
+        const uint16_t *s_ = (src);                                                                \
+        const float *tp_ = w->tpos + (size_t)(slot) * M;                                            \
+        size_t j_;                                                                                 \
+        for (j_ = 0; j_ < (size_t)N * M; j_++) {                                                   \
+            mem[(size_t)n * N * M + j_] = sam3__from_bf16(s_[j_]);                                 \
+            mem_pos[(size_t)n * N * M + j_] = t->mem_pos[j_] + tp_[j_ % M];                        \
+        }                                                                                          \
+        n++;                                                                                       \
+    } while (0)
+    n_sel = sam3__trk_select_cond(o, f, v->max_cond, sel, order);
+    for (i = 0; i < n_sel; i++)
+        if (o->cond[order[i]].mem) SAM3__PUT_MEM(o->cond[order[i]].mem, v->num_maskmem - 1);
+    for (r = v->num_maskmem - 1; r >= 1; r--) {
+        const int pf = f - r;
+        const sam3__trk_entry *e = &o->mems[pf >= 0 ? pf % t->n_mem_ring : 0];
+        if (pf < 0) continue;
+        if (e->frame == pf) {
+            SAM3__PUT_MEM(e->mem, r - 1);
+            continue;
+        }
+        for (i = 0; i < o->n_cond; i++)
+            if (!sel[i] && o->cond[i].frame == pf && o->cond[i].mem) {
+                SAM3__PUT_MEM(o->cond[i].mem, r - 1);
+                break;
+            }
+    }
+#undef SAM3__PUT_MEM
+    /* object pointers after the spatial memories */
+    {
+        float *pm = mem + (size_t)n * N * M, *ppos = mem_pos + (size_t)n * N * M;
+        const float den = (float)SAM3__MAX(1, v->max_ptr - 1); /* HF divides by max_ptr - 1 */
+        int pass;
+        for (pass = 0; pass < 2; pass++) {
+            const int cnt = pass == 0 ? o->n_cond : v->max_ptr - 1;
+            for (i = 0; i < cnt; i++) {
+                const sam3__trk_entry *e;
+                int off, s2;
+                if (pass == 0) {
+                    e = &o->cond[i];
+                    if (e->frame > f) continue;
+                    off = f - e->frame;
+                } else {
+                    const int pf = f - (i + 1);
+                    if (pf < 0) break;
+                    e = &o->ptrs[pf % t->n_ptr_ring];
+                    if (e->frame != pf) continue;
+                    off = i + 1;
+                }
+                if (v->ptr_tpe) {
+                    sam3__sine_1d((float)off / den, D, pe);
+                    sam3__linear(c, pe, 1, D, &w->tpos_proj, M, pp);
+                } else {
+                    memset(pp, 0, (size_t)M * sizeof(float));
+                }
+                for (s2 = 0; s2 < split; s2++) {
+                    memcpy(pm + (size_t)np * M, e->ptr + (size_t)s2 * M, (size_t)M * sizeof(float));
+                    memcpy(ppos + (size_t)np * M, pp, (size_t)M * sizeof(float));
+                    np++;
+                }
+            }
+        }
+    }
+    *nk = n * N + np;
+    *n_ptr_tok = np;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Per-object results of one frame, before they are committed. */
+typedef struct sam3__trk_out {
+    float score;
+    int prompted, from_mask;
+    float *low;   /* (4g, 4g) */
+    float *high;  /* (S, S) */
+    float *ptr;   /* (D) */
+    uint16_t *mem; /* (N, mem_dim) */
+} sam3__trk_out;
+
+/* One object on the current frame (_run_single_frame_inference): its prompt through the decoder
+   (or a mask prompt taken as the output, _use_mask_as_output), else memory attention and the
+   decoder without a prompt; the mask gated by the object score, upsampled to the input size for
+   the memory; the pointer from the chosen mask token. */
+static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int W, int H, sam3__trk_out *r) {
+    sam3_ctx *c = t->c;
+    const sam3_model *m = c->m;
+    const sam3__trk_cfg *tc = &m->trk;
+    const sam3__vid_cfg *v = &m->vid;
+    const sam3__vid_w *w = &m->vid_w;
+    const sam3__trk_w *tw = &m->trk_w;
+    const int D = tc->D, g = tc->grid, N = g * g, S = tc->image, nm = tc->n_mask_tokens, M = v->mem_dim;
+    const size_t lp = (size_t)16 * N;
+    sam3__mark mk = sam3__mark_get(c);
+    float *img = sam3__sallocf(c, (size_t)D * N);               /* (D, g, g) the decoder's image embedding */
+    float *sparse = sam3__sallocf(c, (size_t)(SAM3_MAX_POINTS + 4) * D); /* (ns, D) */
+    float *dense = sam3__sallocf(c, (size_t)D * N);             /* (D, g, g) */
+    float *all = sam3__sallocf(c, (size_t)nm * lp);             /* (nm, 4g, 4g) */
+    float *tok = sam3__sallocf(c, (size_t)nm * D);              /* (nm, D) */
+    float iou[SAM3__MAX_FFN], obj = 0;
+    int ns = 0, i, k, multimask, sel, tok_sel;
+    sam3_result rc;
+    if (!img || !sparse || !dense || !all || !tok) return SAM3_ERR_OUT_OF_MEMORY;
+    r->prompted = o->pending;
+    r->from_mask = o->pending && o->mask != NULL;
+    if (r->from_mask) {
+        /* the processor: the mask to S x S (antialiased bilinear), >= 0.5; then taken as the output */
+        float *mf = sam3__sallocf(c, (size_t)o->mask_w * o->mask_h); /* (mh, mw) */
+        float *ms = sam3__sallocf(c, (size_t)S * S);                 /* (S, S) binary */
+        float *md = sam3__sallocf(c, (size_t)(S / 4) * (S / 4));     /* (S/4, S/4) mask_downsample */
+        sam3_points_prompt pp;
+        size_t j;
+        int any = 0, best;
+        if (!mf || !ms || !md) return SAM3_ERR_OUT_OF_MEMORY;
+        for (j = 0; j < (size_t)o->mask_w * o->mask_h; j++) mf[j] = o->mask[j] ? 1.0f : 0.0f;
+        if (o->mask_w != S || o->mask_h != S) {
+            if ((rc = sam3__aa_resize_f32(c, mf, o->mask_h, o->mask_w, ms, S, S)) != SAM3_OK) return rc;
+            for (j = 0; j < (size_t)S * S; j++) ms[j] = ms[j] >= 0.5f ? 1.0f : 0.0f;
+        } else {
+            memcpy(ms, mf, (size_t)S * S * sizeof(float));
+        }
+        for (j = 0; j < (size_t)S * S; j++) {
+            r->high[j] = ms[j] * 20.0f - 10.0f;
+            any |= ms[j] > 0;
+        }
+        if ((rc = sam3__aa_resize_f32(c, r->high, S, S, r->low, 4 * g, 4 * g)) != SAM3_OK) return rc;
+        /* the pointer: the decoder on the raw features with the downsampled mask as its mask prompt */
+        if ((rc = sam3__conv2d(c, ms, 1, S, S, &w->mask_ds, 1, 4, 4, 0, md, S / 4, S / 4)) != SAM3_OK) return rc;
+        memset(&pp, 0, sizeof(pp));
+        pp.mask_logits = md;
+        pp.mask_width = pp.mask_height = S / 4;
+        if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, sparse, &ns, dense)) != SAM3_OK) return rc;
+        if ((rc = sam3__trk_mask_decoder(c, c->trk_e, sparse, ns, dense, all, iou, &obj, tok)) != SAM3_OK) return rc;
+        best = 1;
+        for (i = 2; i < nm; i++)
+            if (iou[i] > iou[best]) best = i;
+        if (obj > 0 && any) {
+            if ((rc = sam3__ffn(c, &w->ptr_proj, tok + (size_t)best * D, 1, D, D, D, r->ptr)) != SAM3_OK) return rc;
+        } else {
+            memcpy(r->ptr, w->no_ptr, (size_t)D * sizeof(float));
+        }
+        r->score = any ? 10.0f : -10.0f;
+        sam3__release(c, mk);
+        return SAM3_OK;
+    }
+    if (o->pending) {
+        /* a conditioning frame: no memory; the 1x map plus no_memory_embedding */
+        const float rx = (float)((double)S / W), ry = (float)((double)S / H);
+        for (k = 0; k < D; k++)
+            for (i = 0; i < N; i++) img[(size_t)k * N + i] = c->trk_e[(size_t)k * N + i] + w->no_mem[k];
+        /* the processor puts the box's corners (labels 2, 3) before the clicks; the prompt encoder
+           then pads with a not-a-point */
+        if (o->has_box) {
+            sam3__fourier_pe(tw->gauss, D, (o->box[0] * rx + 0.5f) / (float)S, (o->box[1] * ry + 0.5f) / (float)S, sparse);
+            sam3__fourier_pe(tw->gauss, D, (o->box[2] * rx + 0.5f) / (float)S, (o->box[3] * ry + 0.5f) / (float)S, sparse + D);
+            for (k = 0; k < D; k++) {
+                sparse[k] += tw->point_rows[2][k];
+                sparse[D + k] += tw->point_rows[3][k];
+            }
+            ns = 2;
+        }
+        for (i = 0; i < o->n_points; i++) {
+            float *so = sparse + (size_t)ns++ * D;
+            sam3__fourier_pe(tw->gauss, D, (o->points[i].x * rx + 0.5f) / (float)S, (o->points[i].y * ry + 0.5f) / (float)S, so);
+            for (k = 0; k < D; k++) so[k] += tw->point_rows[o->points[i].label][k];
+        }
+        memcpy(sparse + (size_t)ns++ * D, tw->not_a_point, (size_t)D * sizeof(float));
+        for (k = 0; k < D; k++)
+            for (i = 0; i < N; i++) dense[(size_t)k * N + i] = tw->no_mask[k];
+        {
+            const int npts = o->n_points + (o->has_box ? 2 : 0);
+            multimask = v->multimask && v->mm_min <= npts && npts <= v->mm_max;
+        }
+    } else {
+        /* a tracked frame: memory attention over what the stream remembers of the object */
+        const int maxk = (v->max_cond < 0 ? o->n_cond : SAM3__MIN(o->n_cond, v->max_cond) + 0) + v->num_maskmem;
+        const size_t cap = (size_t)maxk * N + (size_t)(o->n_cond + v->max_ptr) * (D / M);
+        float *mem = sam3__sallocf(c, cap * M);     /* (nk, M) */
+        float *mem_pos = sam3__sallocf(c, cap * M); /* (nk, M) */
+        int nk = 0, n_ptr = 0;
+        if (!mem || !mem_pos) return SAM3_ERR_OUT_OF_MEMORY;
+        if ((rc = sam3__trk_gather(t, o, t->next, mem, mem_pos, &nk, &n_ptr)) != SAM3_OK) return rc;
+        if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, img)) != SAM3_OK) return rc;
+        if (c->opt.tap) { /* token-major, as the reference dump's */
+            float *tm = sam3__sallocf(c, (size_t)N * D); /* (N, D) */
+            char nm_[64];
+            if (!tm) return SAM3_ERR_OUT_OF_MEMORY;
+            for (k = 0; k < D; k++)
+                for (i = 0; i < N; i++) tm[(size_t)i * D + k] = img[(size_t)k * N + i];
+            snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.pix", t->next, o->id);
+            sam3__tap(c, nm_, tm, 2, N, D, 0);
+        }
+        memcpy(sparse, tw->not_a_point, (size_t)D * sizeof(float)); /* no prompt: a (0, 0) point labelled -1, then padding */
+        memcpy(sparse + D, tw->not_a_point, (size_t)D * sizeof(float));
+        ns = 2;
+        for (k = 0; k < D; k++)
+            for (i = 0; i < N; i++) dense[(size_t)k * N + i] = tw->no_mask[k];
+        multimask = v->multimask && v->mm_tracking && v->mm_min <= 0 && 0 <= v->mm_max;
+    }
+    if ((rc = sam3__trk_mask_decoder(c, img, sparse, ns, dense, all, iou, &obj, tok)) != SAM3_OK) return rc;
+    if (multimask) { /* the best predicted IoU of tokens 1.. (first on ties, as argmax) */
+        sel = 1;
+        for (i = 2; i < nm; i++)
+            if (iou[i] > iou[sel]) sel = i;
+        tok_sel = sel;
+    } else { /* token 0 unless unstable; the pointer reads token 0 either way (as the reference) */
+        long ai = 0, au = 0;
+        size_t q;
+        int best = 1;
+        for (i = 2; i < nm; i++)
+            if (iou[i] > iou[best]) best = i;
+        for (q = 0; q < lp; q++) {
+            ai += all[q] > tc->stab_delta;
+            au += all[q] > -tc->stab_delta;
+        }
+        sel = (!tc->dynamic || (au > 0 ? (float)ai / (float)au : 1.0f) >= tc->stab_thresh) ? 0 : best;
+        tok_sel = 0;
+    }
+    if (obj > 0) {
+        memcpy(r->low, all + (size_t)sel * lp, lp * sizeof(float));
+        if ((rc = sam3__ffn(c, &w->ptr_proj, tok + (size_t)tok_sel * D, 1, D, D, D, r->ptr)) != SAM3_OK) return rc;
+    } else {
+        for (i = 0; i < (int)lp; i++) r->low[i] = -1024.0f;
+        memcpy(r->ptr, w->no_ptr, (size_t)D * sizeof(float));
+    }
+    r->score = obj;
+    if ((rc = sam3__bilinear_f32(c, r->low, 4 * g, 4 * g, r->high, S, S)) != SAM3_OK) return rc;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                            sam3_track_frame *out) {
+    sam3_ctx *c;
+    const sam3_model *m;
+    const sam3__vid_cfg *v;
+    int D, g, N, S, M, i, any_prompt = 0, n;
+    size_t lp, plane, mb, pb;
+    sam3__trk_out *ro;
+    float *mask16;
+    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
+    double t0;
+    sam3_result rc;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    c = t->c;
+    m = c->m;
+    v = &m->vid;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: out is NULL");
+    memset(out, 0, sizeof(*out));
+    D = m->trk.D;
+    g = m->trk.grid;
+    N = g * g;
+    S = m->trk.image;
+    M = v->mem_dim;
+    lp = (size_t)16 * N;
+    mb = (size_t)N * M * sizeof(uint16_t);
+    pb = (size_t)D * sizeof(float);
+    n = t->n_obj;
+    c->err[0] = 0;
+    if (n == 0) { /* nothing to track: the frame is only counted (its pixels still checked) */
+        const int bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
+        if (!pixels || !bpp || W < 1 || H < 1 || W > SAM3_MAX_IMAGE_DIM || H > SAM3_MAX_IMAGE_DIM || stride < W * bpp)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: bad frame (pixels %s, format %d, %dx%d, stride %d)",
+                              pixels ? "set" : "NULL", (int)format, W, H, stride);
+    } else if ((rc = sam3__image_encode(c, "sam3_tracker_push_frame", pixels, W, H, stride, format, 0)) != SAM3_OK) {
+        return rc;
+    }
+    out->frame = t->next;
+    out->width = W;
+    out->height = H;
+    out->low_res_width = out->low_res_height = 4 * g;
+    out->objects = t->res;
+    if (n == 0) {
+        t->next++;
+        return SAM3_OK;
+    }
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    t0 = sam3__now_ms();
+    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    ro = (sam3__trk_out *)sam3__salloc(c, (size_t)n * sizeof(*ro));
+    mask16 = sam3__sallocf(c, (size_t)256 * N); /* (16g, 16g) the memory encoder's input */
+    if (!ro || !mask16) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    for (i = 0; i < n; i++) {
+        ro[i].low = sam3__sallocf(c, lp);
+        ro[i].high = sam3__sallocf(c, (size_t)S * S);
+        ro[i].ptr = sam3__sallocf(c, (size_t)D);
+        ro[i].mem = (uint16_t *)sam3__salloc(c, mb);
+        if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    }
+    for (i = 0; i < n; i++) {
+        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next));
+        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return sam3__end(c, rc);
+        any_prompt |= ro[i].prompted;
+    }
+    /* _batch_encode_memories: one binarise-or-sigmoid choice for the whole frame (HF 5.17 passes
+       any() of the objects' "mask from a prompt" flags, so a prompt on one object binarises every
+       object's memory on that frame) */
+    for (i = 0; i < n; i++) {
+        size_t j;
+        if ((rc = sam3__aa_resize_f32(c, ro[i].high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) return sam3__end(c, rc);
+        for (j = 0; j < (size_t)256 * N; j++) {
+            const float p = any_prompt ? (mask16[j] > 0 ? 1.0f : 0.0f) : 1.0f / (1.0f + expf(-mask16[j]));
+            mask16[j] = p * v->sig_scale + v->sig_bias;
+        }
+        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, ro[i].score, ro[i].mem)) != SAM3_OK) return sam3__end(c, rc);
+        if (c->opt.tap) {
+            float *tm = sam3__sallocf(c, (size_t)N * M); /* (N, M) the memory as stored, widened */
+            char nm_[64];
+            if (!tm) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+            for (j = 0; j < (size_t)N * M; j++) tm[j] = sam3__from_bf16(ro[i].mem[j]);
+            snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.maskmem", t->next, t->obj[i].id);
+            sam3__tap(c, nm_, tm, 2, N, M, 0);
+            snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.ptr", t->next, t->obj[i].id);
+            sam3__tap(c, nm_, ro[i].ptr, 1, D, 0, 0);
+        }
+        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory encoder of frame %d", t->next));
+    }
+    /* everything that can fail comes before the commit: result buffers and new conditioning entries */
+    if (!sam3__grow(c, (void **)&t->res_low, &t->res_low_cap, (size_t)n * lp * sizeof(float)) ||
+        (!t->opt.no_masks && !sam3__grow(c, (void **)&t->res_mask, &t->res_mask_cap, (size_t)n * W * H)))
+        return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, W, H));
+    for (i = 0; i < n; i++) {
+        sam3__trk_obj *o = &t->obj[i];
+        newcond[i] = NULL;
+        if (!ro[i].prompted) continue;
+        if (o->n_cond == o->cap_cond) {
+            const int cap = o->cap_cond ? 2 * o->cap_cond : 4;
+            sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)cap * sizeof(sam3__trk_entry));
+            if (!ne) return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id));
+            if (o->n_cond) memcpy(ne, o->cond, (size_t)o->n_cond * sizeof(sam3__trk_entry));
+            sam3__trk_free(t, o->cond, (size_t)o->cap_cond * sizeof(sam3__trk_entry));
+            o->cond = ne;
+            o->cap_cond = cap;
+        }
+        newcond[i] = &o->cond[o->n_cond];
+        newcond[i]->ptr = (float *)sam3__trk_alloc(t, pb);
+        newcond[i]->mem = (uint16_t *)sam3__trk_alloc(t, mb);
+        if (!newcond[i]->ptr || !newcond[i]->mem) {
+            int j;
+            for (j = 0; j <= i; j++)
+                if (newcond[j]) {
+                    sam3__trk_free(t, newcond[j]->ptr, pb);
+                    sam3__trk_free(t, newcond[j]->mem, mb);
+                    newcond[j]->ptr = NULL;
+                    newcond[j]->mem = NULL;
+                }
+            return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id));
+        }
+    }
+    /* outputs: the low-resolution logits bilinearly to the frame, > 0 */
+    for (i = 0; i < n; i++) {
+        sam3_track_object *ob = &t->res[i];
+        memset(ob, 0, sizeof(*ob));
+        ob->id = t->obj[i].id;
+        ob->object_score = ro[i].score;
+        ob->prompted = ro[i].prompted;
+        memcpy(t->res_low + (size_t)i * lp, ro[i].low, lp * sizeof(float));
+        ob->low_res_logits = t->res_low + (size_t)i * lp;
+    }
+    if (!t->opt.no_masks) {
+        sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+        sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+        const float **src = (const float **)sam3__salloc(c, (size_t)n * sizeof(*src));
+        long *area = (long *)sam3__salloc(c, (size_t)n * sizeof(long));
+        plane = (size_t)W * H;
+        if (!ty || !tx || !src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        sam3__lerp_table(4 * g, H, ty);
+        sam3__lerp_table(4 * g, W, tx);
+        for (i = 0; i < n; i++) src[i] = t->res_low + (size_t)i * lp;
+        if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, 0.0f, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
+        for (i = 0; i < n; i++) {
+            sam3_track_object *ob = &t->res[i];
+            const uint8_t *mk = t->res_mask + (size_t)i * plane;
+            int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
+            ob->mask = mk;
+            ob->area = area[i];
+            if (area[i] > 0)
+                for (y = 0; y < H; y++) {
+                    const uint8_t *row = mk + (size_t)y * W;
+                    for (x = 0; x < W; x++)
+                        if (row[x]) {
+                            if (x < x0) x0 = x;
+                            if (x > x1) x1 = x;
+                            if (y < y0) y0 = y;
+                            y1 = y;
+                        }
+                }
+            if (x1 >= 0) {
+                ob->box[0] = (float)x0;
+                ob->box[1] = (float)y0;
+                ob->box[2] = (float)(x1 + 1);
+                ob->box[3] = (float)(y1 + 1);
+            }
+        }
+    }
+    /* commit: nothing below can fail */
+    for (i = 0; i < n; i++) {
+        sam3__trk_obj *o = &t->obj[i];
+        if (ro[i].prompted) {
+            sam3__trk_entry *e = newcond[i];
+            e->frame = t->next;
+            e->score = ro[i].score;
+            memcpy(e->ptr, ro[i].ptr, pb);
+            memcpy(e->mem, ro[i].mem, mb);
+            o->n_cond++;
+            o->pending = 0;
+        } else {
+            sam3__trk_entry *pe = &o->ptrs[t->next % t->n_ptr_ring], *me = &o->mems[t->next % t->n_mem_ring];
+            pe->frame = t->next;
+            pe->score = ro[i].score;
+            memcpy(pe->ptr, ro[i].ptr, pb);
+            me->frame = t->next;
+            memcpy(me->mem, ro[i].mem, mb);
+        }
+        {
+            /* a conditioning frame's memory is read while it is among the last max_cond conditioning
+               frames (what the selection picks when every one lies in the past) or within the last
+               num_maskmem - 1 frames; its pointer always (HF 5.17 reads every past conditioning
+               frame's pointer) */
+            int j, later = 0;
+            for (j = o->n_cond - 1; j >= 0; j--) {
+                sam3__trk_entry *e = &o->cond[j];
+                const int keep = v->max_cond < 0 || later < v->max_cond || e->frame > t->next - v->num_maskmem + 1;
+                later++;
+                if (!keep && e->mem) {
+                    sam3__trk_free(t, e->mem, mb);
+                    e->mem = NULL;
+                }
+            }
+        }
+    }
+    t->next++;
+    out->n_objects = n;
+    c->t.tracking = sam3__now_ms() - t0;
     return sam3__end(c, SAM3_OK);
 }
 

@@ -121,8 +121,10 @@ def expect_failure(src, *words, args=()):
     return se
 
 
-def keep_names(cfg):
-    names = [convert.output_name(n) for n, _, r, _ in convert.manifest(cfg) if r == "keep"]
+def keep_names(cfg, video=False):
+    """The converted file's tensors in order (video: the checkpoint has runnable memory modules)."""
+    roles = ("keep", "video") if video else ("keep",)
+    names = [convert.output_name(n) for n, _, r, _ in convert.manifest(cfg) if r in roles]
     return [n for n, _ in convert.storage_order([(n, None) for n in names])] + \
         ["tokenizer.vocab.bytes", "tokenizer.vocab.offsets", "tokenizer.merges"]
 
@@ -173,6 +175,14 @@ def config_keys_documented_and_fit():
     for k in config:
         check(len(k) <= sam3file.KEY_MAX, f"key {k} too long")
         check(k in convert.__doc__, f"config key {k} is not in convert.py's docstring")
+    # a checkpoint with memory modules (the committed tiny video model): the tracker.video.* keys
+    config, out, _, _ = convert.plan(os.path.join(ROOT, "tests", "data", "video_a"))
+    shorts = {a for a, _ in convert.VIDEO_KEYS} | {"present", "rope_theta"}
+    vkeys = [k for k in config if k.startswith("tracker.video.")]
+    check(config.get("tracker.video.present") == 1 and len(vkeys) == len(shorts), f"video keys {vkeys}")
+    for k in vkeys:
+        check(len(k) <= sam3file.KEY_MAX and k[len("tracker.video."):] in shorts, f"undocumented video key {k}")
+    check(any(n.startswith("tracker_model.memory_attention.") for n, _ in out), "memory attention tensors not kept")
 
 
 # ----------------------------------------------------------------------------------------
@@ -203,9 +213,10 @@ def full_manifest_sparse_bf16():
     check(rc == 0, f"rc {rc}: {se}")
     check("fewer than text_config.vocab_size" in se, "no warning for the small synthetic vocab")
     f = sam3file.read(out)
-    names = keep_names(cfg)
+    names = keep_names(cfg, video=True)
     check(f.order == names, "output names/order differ from the manifest's kept tensors")
-    check(len(f.order) == 1626, f"{len(f.order)} tensors, expected 1626")
+    check(len(f.order) == 1785, f"{len(f.order)} tensors, expected 1785 (1782 of the 1797 released, the tokenizer's 3)")
+    check(f.config["tracker.video.present"] == 1 and f.config["tracker.video.num_maskmem"] == 7, "video config")
     # each ViT block's q, k, v weights back to back: one (3C, C) matrix for sam3.h
     qs = [n for n in f.order if n.startswith("vision_encoder.backbone.layers.") and n.endswith("q_proj.weight")]
     check(len(qs) == 32, f"{len(qs)} ViT q_proj weights")
@@ -215,7 +226,7 @@ def full_manifest_sparse_bf16():
         _, _, ok_, nk = f.tensors[k]
         _, _, ov, _ = f.tensors[v]
         check(ok_ == oq + nq and ov == ok_ + nk, f"{q}: k and v weights do not follow it")
-    shapes = {convert.output_name(n): s for n, s, r, _ in convert.manifest(cfg) if r == "keep"}
+    shapes = {convert.output_name(n): s for n, s, r, _ in convert.manifest(cfg) if r in ("keep", "video")}
     for n in f.order[:-3]:
         dt, shape, _, _ = f.tensors[n]
         check(dt == sam3file.DT_F32 and shape == shapes[n], f"{n}: {dt} {shape}")
@@ -701,6 +712,14 @@ def sam1_tiny_converts():
     for k in c:
         check(len(k) <= sam3file.KEY_MAX, f"key {k} too long")
         check(k in convert.__doc__, f"config key {k} is not in convert.py's docstring")
+    # a checkpoint with memory modules (the committed tiny video model): the tracker.video.* keys
+    config, out, _, _ = convert.plan(os.path.join(ROOT, "tests", "data", "video_a"))
+    shorts = {a for a, _ in convert.VIDEO_KEYS} | {"present", "rope_theta"}
+    vkeys = [k for k in config if k.startswith("tracker.video.")]
+    check(config.get("tracker.video.present") == 1 and len(vkeys) == len(shorts), f"video keys {vkeys}")
+    for k in vkeys:
+        check(len(k) <= sam3file.KEY_MAX and k[len("tracker.video."):] in shorts, f"undocumented video key {k}")
+    check(any(n.startswith("tracker_model.memory_attention.") for n, _ in out), "memory attention tensors not kept")
     # the tied copy: both names with equal bits -> one written; only the copy -> written under the main name
     fourier = src[convert.SAM1_FOURIER]
     both = items[:1] + [[convert.SAM1_FOURIER_COPY, "F32", fourier.shape, fourier]] + items[1:]

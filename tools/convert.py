@@ -95,6 +95,12 @@ Config keys (type in brackets):
   tracker.mask_decoder.stability_delta, tracker.mask_decoder.stability_thresh [f64]
   (the last three are HF's dynamic_multimask_via_stability, dynamic_multimask_stability_delta
   and dynamic_multimask_stability_thresh, shortened to fit the 47-byte key limit)
+  tracker.video.present [i64 0/1]: the memory modules (video tracking) are in the file; when 1
+  also tracker.video.<short> for each (short, Sam3TrackerVideoConfig field) in VIDEO_KEYS
+  ([i64], except tracker.video.sigmoid_scale, tracker.video.sigmoid_bias [f64]), and
+  tracker.video.rope_theta [f64] (rope_parameters.rope_theta, default 10000). They are kept
+  when the checkpoint has every memory tensor and sam3.h can run them (_check_video); a
+  checkpoint with some but not all of them is an error.
 
 SAM 1 (config.json model_type "sam", HF SamModel; arch "sam1")
 -----
@@ -214,7 +220,13 @@ TRACKER_VIDEO_DEFAULTS = dict(  # Sam3TrackerVideoConfig fields that shape the v
     memory_encoder_hidden_size=256, memory_encoder_output_channels=64,
     mask_downsampler_embed_dim=256, mask_downsampler_kernel_size=3, mask_downsampler_stride=2,
     mask_downsampler_total_stride=16, memory_fuser_num_layers=2, memory_fuser_embed_dim=256,
-    memory_fuser_intermediate_dim=1024, memory_fuser_kernel_size=7)
+    memory_fuser_intermediate_dim=1024, memory_fuser_kernel_size=7,
+    # the rest shape no tensor but the tracking loop (kept in the file when the video tensors are)
+    max_cond_frame_num=4, max_object_pointers_in_encoder=16, multimask_output_in_sam=True,
+    multimask_min_pt_num=0, multimask_max_pt_num=1, multimask_output_for_tracking=True,
+    sigmoid_scale_for_mem_enc=20.0, sigmoid_bias_for_mem_enc=-10.0, mask_downsampler_padding=1,
+    memory_fuser_padding=3, memory_attention_feed_forward_hidden_act="relu",
+    mask_downsampler_hidden_act="gelu", memory_fuser_hidden_act="gelu")
 PROCESSOR_DEFAULTS = dict(image_size=1008, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
                           rescale_factor=1.0 / 255.0)
 MAX_TEXT_LENGTH = 32  # what Sam3Processor pads to
@@ -351,6 +363,9 @@ def fill_config(cj):
         t["mask_decoder"] = _fill(TRACKER_MASK_DECODER_DEFAULTS, _sub(trk, "mask_decoder_config", tw),
                                   tw + "mask_decoder_config")
         t["video"] = _fill(TRACKER_VIDEO_DEFAULTS, trk, "tracker_config")
+        rp = trk.get("rope_parameters")
+        t["video"]["rope_theta"] = float(rp["rope_theta"]) if isinstance(rp, dict) and isinstance(
+            rp.get("rope_theta"), (int, float)) and not isinstance(rp.get("rope_theta"), bool) else 10000.0
         # Sam3TrackerVideoConfig sets prompt_encoder_config.image_size from its own image_size.
         t["prompt_encoder"]["image_size"] = t["video"]["image_size"]
         # The checkpoint's tracker_neck is built from the detector's vision config
@@ -691,8 +706,9 @@ def _tracker(m, cfg):
     mem = vid["memory_encoder_output_channels"]
     q = "tracker_model."
     m.add(q + "no_memory_embedding", [1, 1, hd], "embed")
-    m.role = "drop"
-    m.add(q + "no_memory_positional_encoding", [1, 1, hd], "embed")
+    m.add(q + "no_memory_positional_encoding", [1, 1, hd], "embed", "drop")  # unused by HF's forward
+    # role "video": the memory modules, kept when the checkpoint has all of them (plan())
+    m.role = "video"
     m.add(q + "memory_temporal_positional_encoding", [vid["num_maskmem"], 1, 1, mem], "embed")
     m.add(q + "no_object_pointer", [1, hd], "embed")
     if vid["enable_occlusion_spatial_embedding"]:
@@ -743,7 +759,7 @@ def _tracker(m, cfg):
     m.add(r + "obj_score_token.weight", [1, h], "embed")
     m.feed_forward(r + "pred_obj_score_head", h, h, 1, 3)
 
-    m.role = "drop"  # everything below is video-only
+    m.role = "video"  # everything below is video-only
     mh = vid["memory_attention_hidden_size"]
     mi = mh // vid["memory_attention_downsample_rate"]
     for i in range(vid["memory_attention_num_layers"]):
@@ -1143,7 +1159,76 @@ def sam3_config(cfg, proc, tok, source):
         c["tracker.mask_decoder.dynamic_multimask"] = int(md["dynamic_multimask_via_stability"])
         c["tracker.mask_decoder.stability_delta"] = md["dynamic_multimask_stability_delta"]
         c["tracker.mask_decoder.stability_thresh"] = md["dynamic_multimask_stability_thresh"]
+        c["tracker.video.present"] = int(bool(tr.get("video_present")))
+        if tr.get("video_present"):
+            vd = tr["video"]
+            for short, k in VIDEO_KEYS:
+                v = vd[k]
+                c["tracker.video." + short] = int(v) if isinstance(v, bool) else v
+            c["tracker.video.rope_theta"] = float(vd["rope_theta"])
     return c
+
+
+# Sam3TrackerVideoConfig fields the tracking loop reads, written as tracker.video.<name>
+VIDEO_KEYS = (("num_maskmem", "num_maskmem"), ("max_cond_frames", "max_cond_frame_num"),
+              ("max_object_pointers", "max_object_pointers_in_encoder"),
+              ("multimask", "multimask_output_in_sam"), ("multimask_min_points", "multimask_min_pt_num"),
+              ("multimask_max_points", "multimask_max_pt_num"), ("multimask_tracking", "multimask_output_for_tracking"),
+              ("sigmoid_scale", "sigmoid_scale_for_mem_enc"), ("sigmoid_bias", "sigmoid_bias_for_mem_enc"),
+              ("occlusion_embedding", "enable_occlusion_spatial_embedding"),
+              ("pointer_temporal_pe", "enable_temporal_pos_encoding_for_object_pointers"),
+              ("attn.hidden_size", "memory_attention_hidden_size"), ("attn.num_layers", "memory_attention_num_layers"),
+              ("attn.num_heads", "memory_attention_num_attention_heads"),
+              ("attn.downsample_rate", "memory_attention_downsample_rate"),
+              ("attn.ffn_size", "memory_attention_feed_forward_hidden_size"),
+              ("encoder.hidden_size", "memory_encoder_hidden_size"), ("encoder.out_channels", "memory_encoder_output_channels"),
+              ("downsampler.embed_dim", "mask_downsampler_embed_dim"), ("downsampler.kernel", "mask_downsampler_kernel_size"),
+              ("downsampler.stride", "mask_downsampler_stride"), ("downsampler.padding", "mask_downsampler_padding"),
+              ("downsampler.total_stride", "mask_downsampler_total_stride"), ("fuser.num_layers", "memory_fuser_num_layers"),
+              ("fuser.embed_dim", "memory_fuser_embed_dim"), ("fuser.intermediate", "memory_fuser_intermediate_dim"),
+              ("fuser.kernel", "memory_fuser_kernel_size"), ("fuser.padding", "memory_fuser_padding"))
+
+
+def _check_video(cfg):
+    """Why sam3.h cannot run these memory modules (it checks the same at load), or None."""
+    t = cfg["tracker"]
+    vd, D = t["video"], t["neck"]["fpn_hidden_size"]
+    g = t["prompt_encoder"]["image_size"] // t["prompt_encoder"]["patch_size"]
+    for k in ("memory_attention_feed_forward_hidden_act", "mask_downsampler_hidden_act", "memory_fuser_hidden_act"):
+        want = "relu" if k.startswith("memory_attention") else "gelu"
+        if vd[k] != want:
+            return (f"config: tracker_config.{k} = {vd[k]!r}: sam3.h runs {want!r}")
+    for k in ("memory_attention_hidden_size", "memory_encoder_hidden_size", "mask_downsampler_embed_dim",
+              "memory_fuser_embed_dim"):
+        if vd[k] != D:
+            return (f"config: tracker_config.{k} = {vd[k]} must equal the tracker width {D}")
+    mem = vd["memory_encoder_output_channels"]
+    if mem != 64:
+        return (f"config: tracker_config.memory_encoder_output_channels = {mem}: HF's memory attention "
+             "reads 64-channel memories (kv_in_dim=64)")
+    if D % mem:
+        return (f"config: the tracker width {D} is not a multiple of the memory width {mem} (object pointers "
+             "are split into memory-wide tokens)")
+    di = D // vd["memory_attention_downsample_rate"] if vd["memory_attention_downsample_rate"] > 0 else 0
+    if di <= 0 or D % vd["memory_attention_downsample_rate"] or di % vd["memory_attention_num_attention_heads"] \
+            or (di // vd["memory_attention_num_attention_heads"]) % 4:
+        return ("config: tracker memory attention: width / downsample_rate / heads must give a head size "
+             "divisible by 4 (axial RoPE)")
+    side = 16 * g
+    st = vd["mask_downsampler_stride"]
+    n = int(math.log2(vd["mask_downsampler_total_stride"]) // math.log2(st)) if st > 1 and vd["mask_downsampler_total_stride"] > 1 else 0
+    for _ in range(n):
+        side = (side + 2 * vd["mask_downsampler_padding"] - vd["mask_downsampler_kernel_size"]) // st + 1
+    if n < 1 or side != g:
+        return (f"config: the mask downsampler takes {16 * g}-pixel masks to {side}, not the grid {g}")
+    if vd["memory_fuser_kernel_size"] != 2 * vd["memory_fuser_padding"] + 1:
+        return ("config: memory_fuser_kernel_size must be 2 * memory_fuser_padding + 1 (same size)")
+    for k in ("num_maskmem", "max_object_pointers_in_encoder", "memory_attention_num_layers"):
+        if vd[k] < 1:
+            return (f"config: tracker_config.{k} = {vd[k]} must be positive")
+    if vd["max_cond_frame_num"] < 1 and vd["max_cond_frame_num"] != -1:
+        return ("config: tracker_config.max_cond_frame_num must be positive or -1 (all)")
+    return None
 
 
 # ----------------------------------------------------------------------------------------
@@ -1178,6 +1263,23 @@ def plan(src):
 
     expected = manifest(cfg)
     check_tensors(expected, tensors)
+    video = [e[0] for e in expected if e[2] == "video"]
+    have = [n for n in video if n in tensors]
+    if have and len(have) != len(video):
+        miss = [n for n in video if n not in tensors]
+        fail(f"the checkpoint has {len(have)} of the tracker's {len(video)} memory tensors (missing "
+             f"{miss[0]}{' and more' if len(miss) > 1 else ''}): give all of them or none")
+    if cfg["tracker"] is not None:
+        cfg["tracker"]["video_present"] = bool(video) and len(have) == len(video)
+        why = _check_video(cfg) if cfg["tracker"]["video_present"] else None
+        if not cfg["tracker"]["video_present"]:
+            notes.append("no memory modules (tracker_model.memory_*): video tracking will be unavailable")
+        elif why:
+            # the image parts still convert and run; the memory modules are left out
+            cfg["tracker"]["video_present"] = False
+            notes.append(f"warning: {why}: the memory modules are left out, video tracking will be unavailable")
+    expected = [(n, sh, "keep" if r == "video" and cfg["tracker"]["video_present"] else
+                 ("drop" if r == "video" else r), k) for n, sh, r, k in expected]
     check_copies(tensors, "tracker_model.shared_image_embedding.positional_embedding",
                  "tracker_model.prompt_encoder.shared_embedding.positional_embedding")
     tv, vs = tok["vocab_size"], cfg["text"]["vocab_size"]
