@@ -51,8 +51,8 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c $(LIBS)
+$(BUILD)/sam3: examples/sam3_cli.c examples/sam3_bench.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
 # camera_loop.c runs one context per thread on RGBA frames with deadlines.
