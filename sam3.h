@@ -95,6 +95,8 @@ DOCUMENTATION
 5. Configuration macros (define before including the implementation)
    SAM3_STATIC             make every function static (private copy in one translation unit)
    SAM3DEF                 decoration of public functions (e.g. for dllexport)
+   SAM3_SHARED             sam3 as a shared library (lib/sam3_lib.c, `make lib`): the public functions
+                           are exported from a -fvisibility=hidden build (dllexport/dllimport on Windows)
    SAM3_MALLOC / SAM3_FREE default allocator (define both or neither); aligned internally
    SAM3_ASSERT(x)          internal invariant checks (default: assert)
    SAM3_NO_STDIO           no path-based loading (sam3_load_from_memory only)
@@ -144,6 +146,14 @@ RECENT REVISIONS
 #else
 #define SAM3DEF static
 #endif
+#elif defined(SAM3_SHARED) && defined(_WIN32)
+#ifdef SAM3_IMPLEMENTATION
+#define SAM3DEF extern __declspec(dllexport)
+#else
+#define SAM3DEF extern __declspec(dllimport)
+#endif
+#elif defined(SAM3_SHARED) && (defined(__GNUC__) || defined(__clang__))
+#define SAM3DEF extern __attribute__((visibility("default"))) /* exported from a -fvisibility=hidden build */
 #else
 #define SAM3DEF extern
 #endif
