@@ -181,6 +181,7 @@ test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth
 	@$(MAKE) --no-print-directory test-c
 	@$(PYTHON) tests/test_quickstart.py sam3.h examples/embed_min.c
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" MAKE="$(MAKE)" sh tests/test_install.sh $(BUILD)
+	@CC="$(CC)" $(PYTHON) tests/test_python.py $(BUILD)
 
 # test-c built with AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow, which
 # gcc's -fsanitize=undefined leaves out), every report fatal, in $(BUILD)/asan; ubsan: UBSan alone.
