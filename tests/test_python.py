@@ -17,7 +17,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -249,5 +248,4 @@ def main():
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory():
-        sys.exit(main())
+    sys.exit(main())
