@@ -195,6 +195,15 @@ def test_errors(img):
             check(False, "segment on a SAM 1 file raises")
         except sam3.Error as e:
             check(e.code == sam3.ERR_UNSUPPORTED and "SAM 3" in str(e), "segment on SAM 1: ERR_UNSUPPORTED: %s" % e)
+    m3 = sam3.Model(MODEL)
+    c3 = sam3.Context(m3, n_threads=1)
+    m3.close()
+    try:
+        c3.set_image(img)
+        check(False, "a context whose model is closed raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_INVALID_ARG and "model is closed" in str(e), "a context whose model is closed: %s" % e)
+    c3.close()
     c2 = sam3.Context(sam3.Model(MODEL), n_threads=1)
     c2.close()
     try:

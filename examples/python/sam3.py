@@ -387,6 +387,8 @@ class Context:
     def _live(self):
         if not self._ptr:
             raise Error(ERR_INVALID_ARG, "sam3: the context is closed")
+        if not self.model._ptr:  # the C context points into the model's weights
+            raise Error(ERR_INVALID_ARG, "sam3: the context's model is closed")
         return self._ptr
 
     def set_image(self, image):
