@@ -11,7 +11,7 @@ PYTHON   ?= /usr/bin/python3
 # stb headers as system headers: stb_easy_font.h is not -Wextra clean, and its warnings are not ours
 STB_INC  ?= -isystem /usr/include/stb
 BUILD    ?= build
-DEB_PKGS := gcc g++ make libopenblas-dev libopenblas0-openmp libstb-dev python3-numpy
+DEB_PKGS := gcc g++ make libopenblas-dev libopenblas0-openmp libstb-dev python3-numpy pkg-config
 # OpenBLAS: Debian's default libopenblas is the pthread build, whose idle threads spin while our
 # OpenMP loops run (measured: vision encoder 44 s vs 28 s on 2 cores); with OPENMP=1 we link the
 # OpenMP build of the same library when it is installed, so both share one thread pool.
@@ -42,19 +42,27 @@ SHARED    ?= ../shared
 # The command-line tool.
 all: $(BUILD)/sam3
 
-# Install the Debian packages we build against, when missing (needs root and apt-get).
+# Install the Debian packages we build against that are missing, naming them (needs root and
+# apt-get). Skipped, with the list of packages, where apt-get is not available or with NO_DEPS=1.
+NO_DEPS ?=
 deps:
-	@if dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then :; else \
-	  echo "make deps: installing $(DEB_PKGS)"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (or install: $(DEB_PKGS))" >&2; exit 1; fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS); fi
+	@if [ "$(NO_DEPS)" = 1 ]; then echo "make deps: NO_DEPS=1: not checking for the Debian packages $(DEB_PKGS)"; \
+	elif ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "make deps: no apt-get here: skipped; this build needs (Debian names) $(DEB_PKGS)"; \
+	else missing=; for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${db:Status-Abbrev}' $$p 2>/dev/null | grep -q '^ii' || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" != 0 ]; then \
+	      echo "make deps: missing Debian packages:$$missing; install them as root (or NO_DEPS=1 to skip this check)" >&2; exit 1; fi; \
+	    echo "make deps: installing the missing Debian packages:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi; fi
 
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c $(LIBS)
+$(BUILD)/sam3: examples/sam3_cli.c examples/sam3_bench.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
 # camera_loop.c runs one context per thread on RGBA frames with deadlines.
@@ -63,6 +71,52 @@ $(BUILD)/embed_min: examples/embed_min.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. $(STB_INC) -o $@ examples/embed_min.c $(LIBS)
 $(BUILD)/camera_loop: examples/camera_loop.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. -pthread -o $@ examples/camera_loop.c $(LIBS)
+
+# ---- Library and install (README "Install"). `make lib`: sam3.h compiled once (lib/sam3_lib.c)
+# into build/libsam3.a and build/libsam3.so (exports the public sam3_* functions only). `make install`
+# copies sam3.h, a generated sam3.pc (cflags and libs: OpenMP and the OpenBLAS build chosen above)
+# and the CLI under $(DESTDIR)$(PREFIX), and the libraries too when built (`make lib install`);
+# `make uninstall` removes them. The library is built with $(ARCH) (-march=native): give ARCH= (or
+# another -march) for a library that other machines run.
+.PHONY: lib install uninstall
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+INCLUDEDIR   ?= $(PREFIX)/include
+LIBDIR       ?= $(PREFIX)/lib
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SAM3_VERSION := $(shell sed -n 's/^\#define SAM3_VERSION_STRING "\(.*\)"/\1/p' sam3.h)
+SAM3_SONAME  := libsam3.so.$(firstword $(subst ., ,$(SAM3_VERSION)))
+LIB_FILES    := $(BUILD)/libsam3.a $(BUILD)/libsam3.so
+# the libraries go with `make install` when `lib` is a goal too or they were built before
+INSTALL_LIBS  = $(if $(filter lib,$(MAKECMDGOALS)),$(LIB_FILES),$(wildcard $(LIB_FILES)))
+lib: $(LIB_FILES)
+# one position-independent object for both libraries (one compile of the implementation)
+$(BUILD)/sam3_lib.o: lib/sam3_lib.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -fPIC -fvisibility=hidden -DSAM3_SHARED -c -o $@ lib/sam3_lib.c
+$(BUILD)/libsam3.a: $(BUILD)/sam3_lib.o
+	rm -f $@ && $(AR) rcs $@ $<
+$(BUILD)/libsam3.so: $(BUILD)/sam3_lib.o
+	$(CC) $(CFLAGS) $(OMPFLAGS) -shared -Wl,-soname,$(SAM3_SONAME) -o $@ $< $(LIBS)
+install: all $(INSTALL_LIBS)
+	@# sam3.pc: -lsam3 where the libraries are installed; the BLAS and OpenMP flags always (a program
+	@# that defines SAM3_IMPLEMENTATION compiles the implementation itself)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCLUDEDIR)' 'libdir=$(LIBDIR)' '' 'Name: sam3' \
+	    'Description: Meta SAM 3 segmentation in C (the single header sam3.h; libsam3 after make lib install)' \
+	    'Version: $(SAM3_VERSION)' 'Cflags: -I$${includedir} $(OMPFLAGS)' \
+	    'Libs: $(if $(INSTALL_LIBS),-L$${libdir} -lsam3 )$(BLAS_LIBS) -lm $(OMPFLAGS)' >$(BUILD)/sam3.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(BUILD)/sam3 $(DESTDIR)$(BINDIR)/sam3
+	install -m 644 sam3.h $(DESTDIR)$(INCLUDEDIR)/sam3.h
+	install -m 644 $(BUILD)/sam3.pc $(DESTDIR)$(PKGCONFIGDIR)/sam3.pc
+	$(if $(INSTALL_LIBS),install -d $(DESTDIR)$(LIBDIR) && install -m 644 $(BUILD)/libsam3.a $(DESTDIR)$(LIBDIR)/libsam3.a && \
+	    install -m 755 $(BUILD)/libsam3.so $(DESTDIR)$(LIBDIR)/libsam3.so.$(SAM3_VERSION) && \
+	    ln -sf libsam3.so.$(SAM3_VERSION) $(DESTDIR)$(LIBDIR)/$(SAM3_SONAME) && \
+	    ln -sf $(SAM3_SONAME) $(DESTDIR)$(LIBDIR)/libsam3.so)
+	@if [ -n "$(INSTALL_LIBS)" ] && [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+	@echo "make install: sam3 $(SAM3_VERSION) in $(DESTDIR)$(PREFIX)$(if $(INSTALL_LIBS), with libsam3, (no libsam3: make lib install)); build with: pkg-config --cflags --libs sam3"
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sam3 $(DESTDIR)$(INCLUDEDIR)/sam3.h $(DESTDIR)$(PKGCONFIGDIR)/sam3.pc $(DESTDIR)$(LIBDIR)/libsam3.a \
+	    $(DESTDIR)$(LIBDIR)/libsam3.so $(DESTDIR)$(LIBDIR)/$(SAM3_SONAME) $(DESTDIR)$(LIBDIR)/libsam3.so.$(SAM3_VERSION)
 
 # Tiny random-weight models converted from the committed reference checkpoints.
 $(BUILD)/%.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
@@ -132,11 +186,13 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
 
 # Everything hermetic: no network, no GPU.
-test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3
+test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 lib
 	@$(PYTHON) tests/test_convert.py
 	@$(PYTHON) tests/test_convert_robust.py
 	@$(MAKE) --no-print-directory test-c
 	@$(PYTHON) tests/test_quickstart.py sam3.h examples/embed_min.c
+	@CC="$(CC)" CFLAGS="$(CFLAGS)" MAKE="$(MAKE)" sh tests/test_install.sh $(BUILD)
+	@CC="$(CC)" $(PYTHON) tests/test_python.py $(BUILD)
 
 # test-c built with AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow, which
 # gcc's -fsanitize=undefined leaves out), every report fatal, in $(BUILD)/asan; ubsan: UBSan alone.

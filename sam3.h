@@ -95,6 +95,8 @@ DOCUMENTATION
 5. Configuration macros (define before including the implementation)
    SAM3_STATIC             make every function static (private copy in one translation unit)
    SAM3DEF                 decoration of public functions (e.g. for dllexport)
+   SAM3_SHARED             sam3 as a shared library (lib/sam3_lib.c, `make lib`): the public functions
+                           are exported from a -fvisibility=hidden build (dllexport/dllimport on Windows)
    SAM3_MALLOC / SAM3_FREE default allocator (define both or neither); aligned internally
    SAM3_ASSERT(x)          internal invariant checks (default: assert)
    SAM3_NO_STDIO           no path-based loading (sam3_load_from_memory only)
@@ -144,6 +146,14 @@ RECENT REVISIONS
 #else
 #define SAM3DEF static
 #endif
+#elif defined(SAM3_SHARED) && defined(_WIN32)
+#ifdef SAM3_IMPLEMENTATION
+#define SAM3DEF extern __declspec(dllexport)
+#else
+#define SAM3DEF extern __declspec(dllimport)
+#endif
+#elif defined(SAM3_SHARED) && (defined(__GNUC__) || defined(__clang__))
+#define SAM3DEF extern __attribute__((visibility("default"))) /* exported from a -fvisibility=hidden build */
 #else
 #define SAM3DEF extern
 #endif
@@ -288,6 +298,27 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *ctx); /* NULL is a no-op */
 SAM3DEF const char *sam3_ctx_last_error(const sam3_ctx *ctx);
 SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *ctx);
 SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now */
+
+/* ---- Threads, clock and GEMM rate, for benchmarks and tools (nothing here is needed to segment) ---- */
+SAM3DEF int sam3_ctx_n_threads(const sam3_ctx *ctx);       /* threads the context's loops use (n_threads resolved); 0 for NULL */
+SAM3DEF int sam3_ctx_splits_products(const sam3_ctx *ctx); /* 1: the BLAS runs single-threaded and sam3 splits every
+                                                              product over the context's threads */
+SAM3DEF double sam3_time_ms(void); /* wall clock in milliseconds, arbitrary origin: only differences mean something */
+
+/* The matrix products sam3_bench_gemm can time. */
+typedef enum sam3_gemm_path {
+    SAM3_GEMM_CTX = 0,         /* as the model's products run on this context (split over its threads, or the BLAS's own) */
+    SAM3_GEMM_BLAS_THREADS = 1 /* one OpenBLAS call on OpenBLAS's own threads (the context's n_threads of them); only in
+                                  builds on OpenBLAS where the context splits products, else SAM3_ERR_UNSUPPORTED */
+} sam3_gemm_path;
+
+/* Times C (m x n) = A (m x k) . B (n x k)^T in fp32, row-major, `reps` times (1..100) on synthetic
+   matrices allocated for the call with the context's allocator, and writes the median time in
+   milliseconds to *ms (GFLOP/s = 2 m n k / (*ms * 1e6)). It is the rate the model's products
+   can reach, next to which `sam3 bench` puts the image encoder's. SAM3_GEMM_BLAS_THREADS sets
+   OpenBLAS's process-global thread count for the call and restores it after: no other context
+   may compute meanwhile. Needs no image or model state; the context's error says what failed. */
+SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *ctx, sam3_gemm_path path, int m, int n, int k, int reps, double *ms);
 
 /* Runs the image encoder (the expensive part: ~6 TFLOP at 1008x1008) and caches its output.
    pixels: width*height pixels in `format`, rows `stride` bytes apart (stride >= width*bpp). */
@@ -7389,6 +7420,62 @@ SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *c) {
 }
 SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
     return c ? c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high) + sizeof(*c) : 0;
+}
+
+/* ==== sam3: benchmark support ==== */
+SAM3DEF int sam3_ctx_n_threads(const sam3_ctx *c) { return c ? c->nt : 0; }
+SAM3DEF int sam3_ctx_splits_products(const sam3_ctx *c) { return c ? c->split : 0; }
+SAM3DEF double sam3_time_ms(void) { return sam3__now_ms(); }
+
+SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *c, sam3_gemm_path path, int m, int n, int k, int reps, double *ms) {
+    double t[100], t0;
+    size_t na, nb, nc, bytes, i;
+    float *a, *b, *cc;
+    int r, j;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    c->err[0] = 0;
+    if (!ms) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_bench_gemm: ms is NULL");
+    *ms = 0;
+    if (m < 1 || n < 1 || k < 1 || reps < 1 || reps > 100)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_bench_gemm: m %d, n %d, k %d must be >= 1 and reps %d 1..100", m, n, k, reps);
+    if (!sam3__mul((size_t)m, (size_t)k, &na) || !sam3__mul((size_t)n, (size_t)k, &nb) || !sam3__mul((size_t)m, (size_t)n, &nc) ||
+        !sam3__add(na, nb, &bytes) || !sam3__add(bytes, nc, &bytes) || !sam3__mul(bytes, sizeof(float), &bytes))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_bench_gemm: %d x %d x %d is too large", m, n, k);
+    if (path != SAM3_GEMM_CTX && path != SAM3_GEMM_BLAS_THREADS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_bench_gemm: unknown path %d", (int)path);
+#if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
+    if (path == SAM3_GEMM_BLAS_THREADS && (!c->split || c->nt <= 1))
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_bench_gemm: OpenBLAS's threads already run this context's products");
+#else
+    if (path == SAM3_GEMM_BLAS_THREADS)
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_bench_gemm: this build does not call OpenBLAS");
+#endif
+    if (!(a = (float *)sam3__aalloc(&c->a, bytes))) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_bench_gemm: %.0f bytes", (double)bytes);
+    b = a + na;
+    cc = b + nb;
+    for (i = 0; i < na; i++) a[i] = (float)(i % 17) * 0.01f;
+    for (i = 0; i < nb; i++) b[i] = (float)(i % 17) * 0.01f;
+    for (r = 0; r < reps; r++) {
+        t0 = sam3__now_ms();
+#if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
+        if (path == SAM3_GEMM_BLAS_THREADS) {
+            const int prev = openblas_get_num_threads();
+            openblas_set_num_threads(c->nt);
+            t0 = sam3__now_ms();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+            t[r] = sam3__now_ms() - t0;
+            openblas_set_num_threads(c->opt.blas_threads > 0 ? c->opt.blas_threads : prev);
+            continue;
+        }
+#endif
+        sam3__gemm(c, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+        t[r] = sam3__now_ms() - t0;
+    }
+    sam3__afree(&c->a, a);
+    for (r = 1; r < reps; r++) /* insertion sort: reps is small */
+        for (j = r; j > 0 && t[j - 1] > t[j]; j--) t0 = t[j], t[j] = t[j - 1], t[j - 1] = t0;
+    *ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    return SAM3_OK;
 }
 
 /* Entry-point prologue: clear the error, settle the arena. */

@@ -4,7 +4,7 @@
    build/sam3 points -m FILE -i IMAGE [--point x,y[,neg]]... [--box x0,y0,x1,y1] [--mask PNG] -o OUTDIR
    build/sam3 tokenize -m FILE TEXT
    build/sam3 info -m FILE [--tensors]
-   build/sam3 bench -m FILE
+   build/sam3 bench -m FILE               (examples/sam3_bench.c)
    build/sam3 --help | --version          (COMMAND --help for each command)
 
    Exit codes: 0 success, 1 runtime failure, 2 usage error; one line on stderr names the problem.
@@ -39,9 +39,6 @@
 #endif
 #ifndef S_ISDIR
 #define S_ISDIR(mode) (((mode)&S_IFMT) == S_IFDIR)
-#endif
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/resource.h>
 #endif
 
 #define CLI_OK 0
@@ -100,6 +97,11 @@ static int load_model(const char *cmd, const char *path, int quiet, sam3_model *
 static int model_is_sam1(const sam3_model *m) {
     const char *arch = sam3_model_config_string(m, "arch");
     return arch && !strcmp(arch, "sam1");
+}
+static int64_t cfgi(const sam3_model *m, const char *key) {
+    int64_t v = 0;
+    sam3_model_config_int(m, key, &v);
+    return v;
 }
 
 static const char *MAIN_HELP =
@@ -225,378 +227,8 @@ static int cmd_tokenize(int argc, char **argv) {
     return CLI_OK;
 }
 
-
-static const char *BENCH_HELP =
-    "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH] [--paired]\n"
-    "\n"
-    "Times, as medians over R runs (default 3): load (open + validate + map), the image encoder\n"
-    "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
-    "new prompt on the cached image (also without its post-processing, the stages a PyTorch forward\n"
-    "runs), the first click after an image (it runs the interactive head's own neck) and a\n"
-    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, and\n"
-    "the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same run. A SAM 1 file\n"
-    "has no text encoder or detector: its image encoder (ViT + neck) and clicks are timed. The image\n"
-    "is synthetic (default 1280x960); each click is at a new place.\n"
-    "  -m, --model FILE  the .sam3 file\n"
-    "  --threads N       threads (default: all cores)\n"
-    "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
-    "                    so one thread pool does all the work; 0 leaves BLAS as it is)\n"
-    "  --runs R          repetitions (default 3)\n"
-    "  --size WxH        the synthetic image's size\n"
-    "  --paired          for tools/bench_vs_pytorch.sh: after an untimed round prints \"ready\", then\n"
-    "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
-    "                    prints its times, so that another program's runs alternate with ours\n";
-
-static double bench_now(void) { return sam3__now_ms(); }
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-static int64_t cfgi(const sam3_model *m, const char *key) {
-    int64_t v = 0;
-    sam3_model_config_int(m, key, &v);
-    return v;
-}
-/* A config array ("[2,5,8,11]") into v; returns its length (at most cap), 0 if absent. */
-static int cfg_array(const sam3_model *m, const char *key, double *v, int cap) {
-    char val[512];
-    int i, n = 0, k = sam3_model_config_count(m);
-    for (i = 0; i < k; i++) {
-        const char *q0 = sam3_model_config_entry(m, i, val, sizeof(val));
-        char *q = val;
-        if (!q0 || strcmp(q0, key)) continue;
-        if (*q == '[') q++;
-        while (*q && *q != ']' && n < cap) {
-            char *e;
-            double x = strtod(q, &e);
-            if (e == q) break;
-            v[n++] = x;
-            q = e;
-            if (*q == ',') q++;
-        }
-        break;
-    }
-    return n;
-}
-/* Multiply-adds x 2 of the SAM 3 image encoder (GEMMs, convs and attention products), from the config. */
-static double vision_gflop(const sam3_model *m) {
-    double C = (double)cfgi(m, "vision.hidden_size"), Ih = (double)cfgi(m, "vision.intermediate_size");
-    double p = (double)cfgi(m, "vision.patch_size"), D = (double)cfgi(m, "neck.fpn_hidden_size");
-    int64_t g = cfgi(m, "vision.image_size") / cfgi(m, "vision.patch_size"), ws = cfgi(m, "vision.window_size");
-    int64_t L = cfgi(m, "vision.num_hidden_layers"), nwy = (g + ws - 1) / ws, l;
-    double N = (double)(g * g), nwin = (double)(nwy * nwy * ws * ws), f = 2 * N * C * 3 * p * p;
-    double scales[8], gi[64];
-    int n = cfg_array(m, "neck.scale_factors", scales, 8), ng = cfg_array(m, "vision.global_attn_indexes", gi, 64), j;
-    char glob[64];
-    memset(glob, 0, sizeof(glob));
-    for (j = 0; j < ng; j++)
-        if (gi[j] >= 0 && gi[j] < 64) glob[(int)gi[j]] = 1;
-    for (l = 0; l < L; l++) {
-        double nt = glob[l < 64 ? l : 63] ? N : nwin;
-        f += 8 * nt * C * C + 4 * N * C * Ih + (glob[l < 64 ? l : 63] ? 4 * N * N * C : 4 * (nt / (ws * ws)) * (double)(ws * ws) * (ws * ws) * C);
-    }
-    for (j = 0; j + 1 < n; j++) {
-        double s = scales[j], hw = N * s * s, cin = C;
-        if (s >= 2) f += 2 * N * 4 * C * (C / 2), cin = C / 2;
-        if (s >= 4) f += 2 * (4 * N) * 4 * (C / 2) * (C / 4), cin = C / 4;
-        f += 2 * hw * cin * D + 2 * hw * D * D * 9;
-    }
-    return f / 1e9;
-}
-/* The same for SAM 1's image encoder, as spec sam1.md section 12 (972 GFLOP for ViT-B at 1024):
-   patch embed 2*N*3p^2*D; a windowed block 8*Np*D^2 (qkv + proj on the zero-padded windows) +
-   4*N*D*mlp + nw*4*ws^4*D (attention) + nw*4*ws^3*D (relative positions); a global block
-   8*N*D^2 + 4*N*D*mlp + 4*N^2*D + 4*N*G*D; the neck 2*N*D*out + 2*N*out^2*9. */
-static double sam1_vision_gflop(const sam3_model *m) {
-    double D = (double)cfgi(m, "sam1.vision.hidden_size"), mlp = (double)cfgi(m, "sam1.vision.mlp_dim");
-    double out = (double)cfgi(m, "sam1.vision.output_channels"), p = (double)cfgi(m, "sam1.vision.patch_size");
-    int64_t G = cfgi(m, "sam1.vision.image_size") / cfgi(m, "sam1.vision.patch_size"), ws = cfgi(m, "sam1.vision.window_size");
-    int64_t L = cfgi(m, "sam1.vision.num_hidden_layers"), l;
-    int rel = cfgi(m, "sam1.vision.use_rel_pos") != 0, ng, j;
-    double N = (double)(G * G), f = 2 * N * 3 * p * p * D, gi[64];
-    char glob[64];
-    memset(glob, 0, sizeof(glob));
-    ng = cfg_array(m, "sam1.vision.global_attn_indexes", gi, 64);
-    for (j = 0; j < ng; j++)
-        if (gi[j] >= 0 && gi[j] < 64) glob[(int)gi[j]] = 1;
-    for (l = 0; l < L; l++) {
-        if (ws > 0 && !glob[l < 64 ? l : 63]) {
-            double nw = (double)(((G + ws - 1) / ws) * ((G + ws - 1) / ws)), w2 = (double)(ws * ws);
-            f += 8 * nw * w2 * D * D + 4 * N * D * mlp + nw * 4 * w2 * w2 * D + (rel ? nw * 4 * w2 * (double)ws * D : 0);
-        } else {
-            f += 8 * N * D * D + 4 * N * D * mlp + 4 * N * N * D + (rel ? 4 * N * (double)G * D : 0);
-        }
-    }
-    f += 2 * N * D * out + 2 * N * out * out * 9;
-    return f / 1e9;
-}
-
-/* Peak resident set of this process in KB: Linux's VmHWM, which starts afresh at exec, where
-   getrusage's ru_maxrss keeps the parent's peak when it is larger (a bench started by PyTorch's
-   process, tools/bench_pytorch.py --pair, read PyTorch's 7 GB). */
-static long peak_rss_kb(void) {
-    long kb = 0;
-#if defined(__linux__)
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    while (f && fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmHWM:", 6)) {
-            kb = strtol(line + 6, NULL, 10);
-            break;
-        }
-    if (f) fclose(f);
-    if (kb > 0) return kb;
-#endif
-#if defined(__unix__) || defined(__APPLE__)
-    {
-        struct rusage ru;
-        if (getrusage(RUSAGE_SELF, &ru) == 0) kb = ru.ru_maxrss;
-#if defined(__APPLE__)
-        kb /= 1024; /* bytes there */
-#endif
-    }
-#endif
-    return kb;
-}
-
-static void bench_line(const char *what, double ms) {
-    if (ms < 0) printf("  %-40s %10s\n", what, "n/a");
-    else printf("  %-40s %10.1f ms\n", what, ms);
-}
-
-static int cmd_bench(int argc, char **argv) {
-    const char *path = NULL;
-    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1, sam1, paired = 0, rc_cli = CLI_FAIL;
-    sam3_model *m = NULL;
-    sam3_ctx *c = NULL;
-    sam3_ctx_options co = sam3_ctx_options_default();
-    sam3_load_options lo = sam3_load_options_default();
-    load_log ll;
-    sam3_result rc;
-    double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, *t_nopost, *t_click, t_first = -1, t0, sg_ms[3], sg_ob_ms[3] = {0, 0, 0}, gf;
-    unsigned char *img;
-    for (i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(BENCH_HELP, stdout);
-            return CLI_OK;
-        } else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) {
-            path = argv[++i];
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            threads = atoi(argv[++i]);
-            if (threads < 1) return usage_error("bench", "--threads must be >= 1, got '%s'", argv[i]);
-        } else if (!strcmp(argv[i], "--blas-threads") && i + 1 < argc) {
-            blas_threads = atoi(argv[++i]);
-            if (blas_threads < 0) return usage_error("bench", "--blas-threads must be >= 0, got '%s'", argv[i]);
-        } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
-            runs = atoi(argv[++i]);
-            if (runs < 1 || runs > 1000) return usage_error("bench", "--runs must be 1..1000, got '%s'", argv[i]);
-        } else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-            if (sscanf(argv[++i], "%dx%d", &W, &H) != 2 || W < 1 || H < 1 || W > 16384 || H > 16384)
-                return usage_error("bench", "--size wants WxH, got '%s'", argv[i]);
-        } else if (!strcmp(argv[i], "--paired")) {
-            paired = 1;
-        } else {
-            return usage_error("bench", "unknown or incomplete option '%s'", argv[i]);
-        }
-    }
-    if (!path) return usage_error("bench", "missing -m FILE%s", NULL);
-    t_load = (double *)calloc((size_t)runs * 9, sizeof(double));
-    img = (unsigned char *)malloc((size_t)W * H * 3);
-    if (!t_load || !img) {
-        fprintf(stderr, "sam3 bench: out of memory\n");
-        free(t_load);
-        free(img);
-        return CLI_FAIL;
-    }
-    t_trunk = t_load + runs; t_neck = t_trunk + runs; t_pre = t_neck + runs; t_text = t_pre + runs; t_det = t_text + runs;
-    t_new = t_det + runs; t_nopost = t_new + runs; t_click = t_nopost + runs;
-    for (i = 0; i < W * H * 3; i++) img[i] = (unsigned char)((i % (W * 3)) * 255 / (W * 3) ^ (i / (W * 3)) % 256);
-    memset(&ll, 0, sizeof(ll));
-    ll.quiet = 1;
-    lo.log = on_load_log;
-    lo.log_user = &ll;
-    for (i = 0; i < runs; i++) {
-        t0 = bench_now();
-        rc = sam3_load(path, &lo, &m);
-        t_load[i] = bench_now() - t0;
-        if (rc != SAM3_OK) {
-            fprintf(stderr, "sam3 bench: cannot load model '%s': %s\n", path, ll.error[0] ? ll.error : sam3_result_string(rc));
-            goto done;
-        }
-        if (i + 1 < runs) sam3_free(m), m = NULL;
-    }
-    sam1 = model_is_sam1(m);
-    co.n_threads = threads;
-    co.blas_threads = blas_threads;
-    if ((rc = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
-        fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
-        goto done;
-    }
-    /* A round: the image, a first prompt on it, then a new prompt on the cached image. Paired
-       (tools/bench_vs_pytorch.sh): one untimed round, "ready", then each round waits for a line on
-       stdin and prints its times, so that another program's runs can alternate with ours. */
-    for (i = paired ? -1 : 0; i < runs; i++) {
-        sam3_timings t;
-        double t_img = 0, t_first_prompt = 0;
-        if (paired && i >= 0) {
-            int ch, got = 0;
-            while ((ch = getchar()) != EOF && ch != '\n') got = 1; /* one line, whatever its length, starts a run */
-            if (ch == EOF && !got) {
-                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
-                goto done;
-            }
-        }
-        if ((rc = sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8)) != SAM3_OK) {
-            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            goto done;
-        }
-        t = sam3_ctx_timings(c);
-        t_img = t.vision_trunk + t.vision_neck;
-        if (i >= 0) {
-            t_pre[i] = t.preprocess;
-            t_trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
-            t_neck[i] = t.vision_neck;
-        }
-        if (!sam1) {
-            char text[64];
-            sam3_prompt pr;
-            sam3_segmentation seg;
-            const int k = (i + 10) % 10;
-            memset(&pr, 0, sizeof(pr));
-            snprintf(text, sizeof(text), "yellow school bus %d", k); /* a new text each time: same token count */
-            pr.text = text;
-            t0 = bench_now();
-            rc = sam3_segment(c, &pr, NULL, &seg);
-            t_first_prompt = bench_now() - t0;
-            t = sam3_ctx_timings(c);
-            if (i >= 0) {
-                t_text[i] = t.text;
-                t_det[i] = t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder + t.postprocess;
-            }
-            snprintf(text, sizeof(text), "red car %d", k);
-            t0 = bench_now();
-            rc = rc < 0 ? rc : sam3_segment(c, &pr, NULL, &seg);
-            if (i >= 0) t_new[i] = bench_now() - t0;
-            if (rc < 0) {
-                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-                goto done;
-            }
-            t = sam3_ctx_timings(c);
-            if (i >= 0) t_nopost[i] = t.text + t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder;
-        }
-        if (paired) {
-            if (i < 0)
-                printf("ready\n");
-            else if (sam1)
-                printf("run %d: image encoder %.1f ms\n", i + 1, t_img);
-            else
-                printf("run %d: image encoder %.1f ms, first prompt %.1f ms, new prompt %.1f ms, new prompt without post-processing %.1f ms\n",
-                       i + 1, t_img, t_first_prompt, t_new[i], t_nopost[i]);
-            fflush(stdout);
-        }
-    }
-    {
-        /* clicks: the first after the image runs the interactive neck (SAM 3), then one click at a
-           new place each run, three candidate masks at the image's size each time */
-        sam3_point pt;
-        sam3_points_prompt pp;
-        sam3_points_result res;
-        memset(&pp, 0, sizeof(pp));
-        pp.points = &pt;
-        pp.n_points = 1;
-        pt.x = 0.5f * W, pt.y = 0.5f * H, pt.label = 1;
-        t0 = bench_now();
-        rc = sam3_segment_points(c, &pp, NULL, &res);
-        t_first = bench_now() - t0;
-        if (rc == SAM3_ERR_UNSUPPORTED) t_first = -1;
-        for (i = 0; i < runs && rc != SAM3_ERR_UNSUPPORTED; i++) {
-            if (rc < 0) {
-                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-                goto done;
-            }
-            pt.x = (float)(W * (0.15 + 0.7 * ((i * 7 + 3) % 11) / 10.0));
-            pt.y = (float)(H * (0.15 + 0.7 * ((i * 5 + 1) % 7) / 6.0));
-            t0 = bench_now();
-            rc = sam3_segment_points(c, &pp, NULL, &res);
-            t_click[i] = bench_now() - t0;
-        }
-        if (rc < 0 && rc != SAM3_ERR_UNSUPPORTED) {
-            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            goto done;
-        }
-    }
-    {
-        /* same-run sgemm reference: 2048^3, best of 3 */
-        int n = 2048, k;
-        float *a = (float *)malloc(sizeof(float) * n * n), *b = (float *)malloc(sizeof(float) * n * n), *cc = (float *)malloc(sizeof(float) * n * n);
-        if (!a || !b || !cc) {
-            fprintf(stderr, "sam3 bench: out of memory\n");
-            free(a), free(b), free(cc);
-            goto done;
-        }
-        for (k = 0; k < n * n; k++) a[k] = b[k] = (float)(k % 17) * 0.01f;
-        for (k = 0; k < 3; k++) {
-            t0 = bench_now();
-            sam3__gemm(c, 0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, cc, n);
-            sg_ms[k] = bench_now() - t0;
-        }
-#if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
-        /* and OpenBLAS's own threads on the same product: the reference is the faster of the two
-           (last, as OpenBLAS's pthread workers keep spinning after it) */
-        if (c->split && c->nt > 1) {
-            openblas_set_num_threads(c->nt);
-            for (k = 0; k < 3; k++) {
-                t0 = bench_now();
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, cc, n);
-                sg_ob_ms[k] = bench_now() - t0;
-            }
-            openblas_set_num_threads(blas_threads > 0 ? blas_threads : 1);
-        }
-#endif
-        free(a); free(b); free(cc);
-    }
-    gf = sam1 ? sam1_vision_gflop(m) : vision_gflop(m);
-    {
-        double tl = median(t_load, runs), tp = median(t_pre, runs), tt = median(t_trunk, runs), tn = median(t_neck, runs);
-        double sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9 / (median(sg_ms, 3) / 1000.0), enc = gf / ((tt + tn) / 1000.0);
-        double sg_ob = sg_ob_ms[0] > 0 ? 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9 / (median(sg_ob_ms, 3) / 1000.0) : 0, ref = sg > sg_ob ? sg : sg_ob;
-        long rss_kb = peak_rss_kb();
-        printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s\n", path, sam1 ? "SAM 1" : "SAM 3", W, H, runs,
-               runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : c->nt, blas_threads,
-               c->split ? " (products split by sam3)" : "");
-        bench_line("load (open + validate + map)", tl);
-        if (sam1) {
-            bench_line("preprocess (resize + normalise + pad)", tp);
-            bench_line("image encoder: ViT + neck", tt);
-        } else {
-            bench_line("preprocess (resize + normalise)", tp);
-            bench_line("image encoder: ViT trunk", tt);
-            bench_line("image encoder: neck", tn);
-            bench_line("text encoder (new prompt)", median(t_text, runs));
-            bench_line("detector + masks (one prompt)", median(t_det, runs));
-            bench_line("new prompt on the cached image", median(t_new, runs));
-            bench_line("  the same without post-processing", median(t_nopost, runs));
-        }
-        bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", t_first);
-        bench_line("click on the cached image", t_first < 0 ? -1 : median(t_click, runs));
-        printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
-        printf("  %-40s %10.1f GFLOP/s (%.4g GFLOP)\n", "image encoder", enc, gf);
-        printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, split over our threads", sg);
-        if (sg_ob > 0) printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, OpenBLAS's threads", sg_ob);
-        printf("  %-40s %10.0f %% of the faster sgemm\n", "image encoder reaches", 100.0 * enc / ref);
-    }
-    rc_cli = CLI_OK;
-done:
-    sam3_ctx_free(c);
-    sam3_free(m);
-    free(t_load);
-    free(img);
-    return rc_cli;
-}
+/* `sam3 bench`: examples/sam3_bench.c, its own translation unit on the public API. */
+int bench_main(int argc, char **argv);
 
 /* ================================================================================================
    segment
@@ -1087,7 +719,7 @@ typedef struct cli_progress {
 
 static void on_progress(void *user, const char *stage, int step, int n_steps) {
     cli_progress *p = (cli_progress *)user;
-    double now = sam3__now_ms();
+    double now = sam3_time_ms();
     char line[200];
     int n;
     if (!p->tty && now - p->t_last < 5000) return;
@@ -1277,9 +909,9 @@ static int session_load(cli_session *s, const char *outdir, const char *model, i
         cli_error("cannot create output directory '%s': %s", outdir, strerror(errno));
         return CLI_FAIL;
     }
-    t0 = sam3__now_ms();
+    t0 = sam3_time_ms();
     if (!load_model(cli_cmd, model, quiet, &s->model)) return CLI_FAIL;
-    if (!quiet) fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", model, sam3_model_file_size(s->model) / 1e6, fmt_ms(sam3__now_ms() - t0));
+    if (!quiet) fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", model, sam3_model_file_size(s->model) / 1e6, fmt_ms(sam3_time_ms() - t0));
     return CLI_OK;
 }
 
@@ -1287,7 +919,7 @@ static int session_load(cli_session *s, const char *outdir, const char *model, i
 static int session_encode(cli_session *s, const char *image, int threads, int blas_threads) {
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_result r;
-    double t0 = sam3__now_ms();
+    double t0 = sam3_time_ms();
     size_t i, np;
     int c, n;
     if (read_image(image, &s->img) != CLI_OK) return CLI_FAIL;
@@ -1303,7 +935,7 @@ static int session_encode(cli_session *s, const char *image, int threads, int bl
         for (c = 0; c < 3; c++) s->rgb[3 * i + c] = s->img.pixels[n * i + (n == 1 ? 0 : c)];
     if (!s->quiet)
         fprintf(stderr, "sam3: image %s: %dx%d, %s, read in %s\n", image, s->img.w, s->img.h,
-                n == 1 ? "grey" : n == 3 ? "RGB" : "RGBA", fmt_ms(sam3__now_ms() - t0));
+                n == 1 ? "grey" : n == 3 ? "RGB" : "RGBA", fmt_ms(sam3_time_ms() - t0));
     co.n_threads = threads;
     co.blas_threads = blas_threads;
     if (!s->quiet) {
@@ -1315,7 +947,7 @@ static int session_encode(cli_session *s, const char *image, int threads, int bl
         cli_error("cannot create a context: %s", sam3_result_string(r));
         return CLI_FAIL;
     }
-    s->prog.t_start = s->prog.t_last = sam3__now_ms();
+    s->prog.t_start = s->prog.t_last = sam3_time_ms();
     r = sam3_set_image(s->ctx, s->img.pixels, s->img.w, s->img.h, s->img.w * n, s->img.format);
     progress_clear(&s->prog);
     if (r != SAM3_OK) {
@@ -1365,7 +997,7 @@ static int run_segment(const seg_args *a) {
         pr.text = text;
         pr.boxes = a->n_boxes ? a->boxes : NULL;
         pr.n_boxes = a->n_boxes;
-        t0 = sam3__now_ms();
+        t0 = sam3_time_ms();
         r = sam3_segment(ctx, &pr, &so, &seg);
         if (r < 0) {
             fprintf(stderr, "sam3 segment: prompt ");
@@ -1378,7 +1010,7 @@ static int run_segment(const seg_args *a) {
             fprintf(stderr, "sam3: ");
             print_prompt_name(stderr, text, a->n_boxes);
             fprintf(stderr, ": %d instance%s (presence %.2f) in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n",
-                    seg.n, seg.n == 1 ? "" : "s", seg.presence, fmt_ms(sam3__now_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
+                    seg.n, seg.n == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
                     fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
             if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
         }
@@ -1397,11 +1029,11 @@ static int run_segment(const seg_args *a) {
                 goto done;
             }
         }
-        t0 = sam3__now_ms();
+        t0 = sam3_time_ms();
         if (write_outputs(dir, a, text, im, ss.rgb, ss.overlay, &seg) != CLI_OK) goto done;
         if (!a->c.quiet)
             fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", dir, seg.n, seg.n == 1 ? "" : "s",
-                    fmt_ms(sam3__now_ms() - t0));
+                    fmt_ms(sam3_time_ms() - t0));
     }
     rc = CLI_OK;
 done:
@@ -1732,7 +1364,7 @@ static int run_points(const pts_args *a) {
     memset(&po, 0, sizeof(po));
     po.single_mask = a->single;
     po.mask_threshold = a->mask_threshold;
-    t0 = sam3__now_ms();
+    t0 = sam3_time_ms();
     r = sam3_segment_points(ss.ctx, &pp, &po, &res);
     if (r < 0) {
         const char *msg = sam3_ctx_last_error(ss.ctx);
@@ -1743,14 +1375,14 @@ static int run_points(const pts_args *a) {
     if (!a->c.quiet) {
         fprintf(stderr, "sam3: %d mask%s, best %d (predicted IoU %.3f", res.n_masks, res.n_masks == 1 ? "" : "s", res.best, res.iou[res.best]);
         if (res.has_object_score) fprintf(stderr, ", object score %.2f", res.object_score);
-        fprintf(stderr, ") in %s (%sprompt encoder, mask decoder, masks)\n", fmt_ms(sam3__now_ms() - t0),
+        fprintf(stderr, ") in %s (%sprompt encoder, mask decoder, masks)\n", fmt_ms(sam3_time_ms() - t0),
                 model_is_sam1(ss.model) ? "" : "interactive neck, ");
     }
-    t0 = sam3__now_ms();
+    t0 = sam3_time_ms();
     if (write_points_outputs(a, &ss, &res) != CLI_OK) goto done;
     if (!a->c.quiet)
         fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", a->c.outdir, res.n_masks, res.n_masks == 1 ? "" : "s",
-                fmt_ms(sam3__now_ms() - t0));
+                fmt_ms(sam3_time_ms() - t0));
     rc = CLI_OK;
 done:
     session_free(&ss);
@@ -1782,6 +1414,6 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "points")) return cmd_points(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "bench")) return bench_main(argc - 2, argv + 2);
     return usage_error(NULL, "unknown command '%s'", argv[1]);
 }

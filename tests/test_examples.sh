@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the embedding examples on the tiny model: examples/embed_min.c (the QUICK START) and
-# examples/camera_loop.c (threads, RGBA frames with a stride, several prompts, deadline aborts).
+# examples/camera_loop.c (threads, RGBA frames with a stride, several prompts, deadline aborts);
+# checks that no example uses a private name.
 #   tests/test_examples.sh [BUILD_DIR]      (default build; needs BUILD_DIR/tiny_a.sam3)
 # Prints "test_examples: N passed, N failed" last; exits non-zero on failure.
 B=${1:-build}
@@ -24,6 +25,11 @@ check() { # check NAME COMMAND...: the command must succeed
         echo "FAIL $name"
     fi
 }
+
+# The examples use sam3.h's public API alone: no private name (sam3__*, SAM3__*) in any of them.
+# (examples/sam3_bench.c is also compiled without the implementation, so the compiler checks it.)
+private=$(grep -in 'sam3__' examples/*.c | head -n 5)
+check "no examples/*.c names a private sam3__ symbol: $private" test -z "$private"
 
 # embed_min: the documented program runs, and rejects a bad command line
 "$B/embed_min" "$MODEL" "$IMAGE" "a cat" >"$T/embed.out" 2>"$T/embed.err"

@@ -1083,6 +1083,32 @@ static void test_alloc_failures(const sam3_model *ref_model, const seq_out *ref,
     seq_free(&o);
 }
 
+/* The benchmark helpers (sam3 bench): arguments checked, the error kept in the context, a clock that moves. */
+static void test_bench_api(const sam3_model *m) {
+    sam3_ctx *c = new_ctx(m, NULL);
+    double ms = -1, t0 = sam3_time_ms(), t1;
+    sam3_result rc;
+    t_check(sam3_bench_gemm(NULL, SAM3_GEMM_CTX, 8, 8, 8, 1, &ms) == SAM3_ERR_INVALID_ARG, "bench_gemm(NULL ctx) -> INVALID_ARG");
+    t_check(sam3_bench_gemm(c, SAM3_GEMM_CTX, 8, 8, 8, 1, NULL) == SAM3_ERR_INVALID_ARG, "bench_gemm(NULL ms) -> INVALID_ARG");
+    t_check(sam3_bench_gemm(c, SAM3_GEMM_CTX, 0, 8, 8, 1, &ms) == SAM3_ERR_INVALID_ARG && strstr(sam3_ctx_last_error(c), "m 0"),
+            "bench_gemm(m 0) -> INVALID_ARG with a message: %s", sam3_ctx_last_error(c));
+    t_check(sam3_bench_gemm(c, SAM3_GEMM_CTX, 8, 8, 8, 101, &ms) == SAM3_ERR_INVALID_ARG, "bench_gemm(reps 101) -> INVALID_ARG");
+    t_check(sam3_bench_gemm(c, (sam3_gemm_path)7, 8, 8, 8, 1, &ms) == SAM3_ERR_INVALID_ARG, "bench_gemm(path 7) -> INVALID_ARG");
+    t_check(sam3_bench_gemm(c, SAM3_GEMM_CTX, INT_MAX, INT_MAX, INT_MAX, 1, &ms) < 0, "bench_gemm(INT_MAX^3) fails cleanly");
+    ms = -1;
+    t_check(sam3_bench_gemm(c, SAM3_GEMM_CTX, 33, 65, 70, 3, &ms) == SAM3_OK && ms >= 0 && !sam3_ctx_last_error(c)[0],
+            "bench_gemm(33 x 65 x 70, 3 reps) -> OK, %.3f ms", ms);
+    rc = sam3_bench_gemm(c, SAM3_GEMM_BLAS_THREADS, 64, 64, 64, 1, &ms);
+    t_check(rc == SAM3_OK || (rc == SAM3_ERR_UNSUPPORTED && sam3_ctx_last_error(c)[0]), "bench_gemm(BLAS threads) -> OK or UNSUPPORTED (%d)",
+            (int)rc);
+    t_check(sam3_ctx_n_threads(c) >= 1 && sam3_ctx_n_threads(NULL) == 0 && sam3_ctx_splits_products(NULL) == 0, "sam3_ctx_n_threads %d",
+            sam3_ctx_n_threads(c));
+    t_check(sam3_ctx_splits_products(c) == 0 || sam3_ctx_n_threads(c) > 1, "a context splits products only over several threads");
+    t1 = sam3_time_ms();
+    t_check(t1 >= t0 && t1 - t0 < 600000.0, "sam3_time_ms moves forward (%.3f ms)", t1 - t0);
+    sam3_ctx_free(c);
+}
+
 int main(int argc, char **argv) {
     sam3_model *m = NULL;
     counter k = {0, 0, 0, 0, 0};
@@ -1118,6 +1144,7 @@ int main(int argc, char **argv) {
     sam3_ctx_free(c);
 
     TIMED(test_nulls(m));
+    TIMED(test_bench_api(m));
     TIMED(test_images(m));
     TIMED(test_prompts(m));
     if (g_has_points) TIMED(test_points(m));

@@ -1,0 +1,460 @@
+"""sam3 - Python binding of sam3.h (Meta SAM 3 segmentation in C) through ctypes. numpy only.
+
+Loads the shared library that `make lib` builds (build/libsam3.so; or $SAM3_LIB, or an installed
+libsam3 found by ctypes.util.find_library). Images go in, masks, boxes and scores come out as numpy
+arrays that the caller owns (copied out of the context, so they stay valid after the next call).
+
+    import numpy as np, sam3
+    with sam3.Model("weights/sam3.sam3") as model, sam3.Context(model) as ctx:
+        ctx.set_image(rgb)                          # (H, W, 3) uint8
+        seg = ctx.segment("yellow school bus")      # seg.masks (N, H, W) bool, seg.boxes (N, 4), seg.scores (N,)
+        pts = ctx.segment_points(points=[(320, 200)])  # pts.masks (3, H, W) bool, pts.iou (3,), pts.best
+
+Errors raise sam3.Error, whose .code is the sam3_result (e.g. sam3.ERR_INVALID_ARG) and whose
+message is the library's (sam3_ctx_last_error, or the loader's log for sam3_load).
+
+Layout, for what comes next (the video tracker, sam3_tracker_*): each C object is a Python class
+holding its pointer (`_ptr`), with close() and `with` support, its C functions declared in
+_PROTOTYPES, its calls checked by _check(); options and results are ctypes mirrors of the C structs
+(same field names: tests/test_python.py compares their offsets with the C compiler's), read into
+numpy arrays right after the call. A Tracker class would take a Context or Model the same way.
+"""
+import ctypes
+import ctypes.util
+import os
+
+import numpy as np
+
+__all__ = ["Error", "Model", "Context", "Segmentation", "PointsResult", "version", "load_library"]
+
+# sam3_result codes (sam3.h SAM3_RESULT_LIST)
+OK = 0
+TRUNCATED = 1
+ERR_INVALID_ARG = -1
+ERR_OUT_OF_MEMORY = -2
+ERR_IO = -3
+ERR_BAD_MAGIC = -4
+ERR_BAD_VERSION = -5
+ERR_CORRUPT_FILE = -6
+ERR_MISSING_TENSOR = -7
+ERR_SHAPE_MISMATCH = -8
+ERR_UNSUPPORTED = -9
+ERR_ABORTED = -10
+ERR_NO_IMAGE = -11
+
+RGB8, RGBA8, GRAY8 = 0, 1, 2  # sam3_pixel_format
+LOG_ERROR = 0
+
+
+class Error(Exception):
+    """A sam3 call failed: .code is its sam3_result, str() the library's message."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+# ---- C structs (sam3.h), field names as in C ----
+c_float_p = ctypes.POINTER(ctypes.c_float)
+c_uint8_p = ctypes.POINTER(ctypes.c_uint8)
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+
+
+class _Allocator(ctypes.Structure):
+    _fields_ = [("alloc", ctypes.c_void_p), ("free", ctypes.c_void_p), ("user", ctypes.c_void_p)]
+
+
+class _LoadOptions(ctypes.Structure):
+    _fields_ = [("allocator", _Allocator), ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("no_mmap", ctypes.c_int)]
+
+
+class _CtxOptions(ctypes.Structure):
+    _fields_ = [("allocator", _Allocator), ("n_threads", ctypes.c_int), ("blas_threads", ctypes.c_int),
+                ("abort_fn", ctypes.c_void_p), ("abort_user", ctypes.c_void_p), ("progress_fn", ctypes.c_void_p),
+                ("progress_user", ctypes.c_void_p), ("tap", ctypes.c_void_p), ("tap_user", ctypes.c_void_p)]
+
+
+class _Timings(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_double) for n in ("preprocess", "vision_trunk", "vision_neck", "text", "geometry", "detr_encoder",
+                                                "detr_decoder", "mask_decoder", "postprocess", "interactive_neck", "points")]
+    # returned by value: room for fields a later sam3.h appends (the callee writes into our buffer)
+    _fields_ += [("_reserved", ctypes.c_double * 32)]
+
+
+class _Box(ctypes.Structure):
+    _fields_ = [("x0", ctypes.c_float), ("y0", ctypes.c_float), ("x1", ctypes.c_float), ("y1", ctypes.c_float),
+                ("label", ctypes.c_int)]
+
+
+class _Prompt(ctypes.Structure):
+    _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("n_boxes", ctypes.c_int)]
+
+
+class _SegmentOptions(ctypes.Structure):
+    _fields_ = [("score_threshold", ctypes.c_float), ("mask_threshold", ctypes.c_float), ("no_masks", ctypes.c_int),
+                ("low_res", ctypes.c_int), ("semantic", ctypes.c_int)]
+
+
+class _Instance(ctypes.Structure):
+    _fields_ = [("score", ctypes.c_float), ("box", ctypes.c_float * 4), ("query", ctypes.c_int), ("area", ctypes.c_int64),
+                ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
+
+
+class _Segmentation(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int), ("instances", ctypes.POINTER(_Instance)), ("width", ctypes.c_int),
+                ("height", ctypes.c_int), ("presence", ctypes.c_float), ("n_queries", ctypes.c_int),
+                ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int), ("semantic_logits", c_float_p),
+                ("semantic_mask", c_uint8_p), ("n_text_tokens", ctypes.c_int), ("text_truncated", ctypes.c_int)]
+
+
+class _Point(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_float), ("y", ctypes.c_float), ("label", ctypes.c_int)]
+
+
+class _PointsPrompt(ctypes.Structure):
+    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", c_float_p),
+                ("mask_logits", c_float_p), ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
+
+
+class _PointsOptions(ctypes.Structure):
+    _fields_ = [("single_mask", ctypes.c_int), ("mask_threshold", ctypes.c_float), ("no_masks", ctypes.c_int)]
+
+
+class _PointsResult(ctypes.Structure):
+    _fields_ = [("n_masks", ctypes.c_int), ("masks", c_uint8_p), ("iou", c_float_p), ("best", ctypes.c_int),
+                ("object_score", ctypes.c_float), ("has_object_score", ctypes.c_int), ("low_res_logits", c_float_p),
+                ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int), ("width", ctypes.c_int),
+                ("height", ctypes.c_int)]
+
+
+# C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
+C_STRUCTS = {"sam3_allocator": _Allocator, "sam3_load_options": _LoadOptions, "sam3_ctx_options": _CtxOptions,
+             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_prompt": _Prompt, "sam3_segment_options": _SegmentOptions,
+             "sam3_instance": _Instance, "sam3_segmentation": _Segmentation, "sam3_point": _Point,
+             "sam3_points_prompt": _PointsPrompt, "sam3_points_options": _PointsOptions,
+             "sam3_points_result": _PointsResult}
+
+
+def _zeroed(cls):
+    """A zeroed struct in a buffer 256 bytes longer than ours: zero means "default" for every options
+    field, so fields a later sam3.h appends read as defaults, and results it grows have room."""
+    return cls.from_buffer(bytearray(ctypes.sizeof(cls) + 256))
+
+
+# ---- the library ----
+_P = ctypes.POINTER
+_vp = ctypes.c_void_p
+_PROTOTYPES = {
+    # name: (restype, argtypes)
+    "sam3_version_string": (ctypes.c_char_p, []),
+    "sam3_result_string": (ctypes.c_char_p, [ctypes.c_int]),
+    "sam3_load": (ctypes.c_int, [ctypes.c_char_p, _P(_LoadOptions), _P(_vp)]),
+    "sam3_free": (None, [_vp]),
+    "sam3_model_image_size": (ctypes.c_int, [_vp]),
+    "sam3_model_arch": (ctypes.c_char_p, [_vp]),
+    "sam3_model_has_text": (ctypes.c_int, [_vp]),
+    "sam3_model_has_points": (ctypes.c_int, [_vp]),
+    "sam3_model_config_int": (ctypes.c_int, [_vp, ctypes.c_char_p, _P(ctypes.c_int64)]),
+    "sam3_tokenize": (ctypes.c_int, [_vp, ctypes.c_char_p, _P(ctypes.c_int32), ctypes.c_int, _P(ctypes.c_int)]),
+    "sam3_ctx_new": (ctypes.c_int, [_vp, _P(_CtxOptions), _P(_vp)]),
+    "sam3_ctx_free": (None, [_vp]),
+    "sam3_ctx_last_error": (ctypes.c_char_p, [_vp]),
+    "sam3_ctx_timings": (_Timings, [_vp]),
+    "sam3_set_image": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
+    "sam3_segment": (ctypes.c_int, [_vp, _P(_Prompt), _P(_SegmentOptions), _P(_Segmentation)]),
+    "sam3_segment_points": (ctypes.c_int, [_vp, _P(_PointsPrompt), _P(_PointsOptions), _P(_PointsResult)]),
+}
+_lib = None
+
+
+def load_library(path=None):
+    """Loads libsam3 (once): `path`, else $SAM3_LIB, else build/libsam3.so of this repository, else an
+    installed libsam3 (ctypes.util.find_library)."""
+    global _lib
+    if _lib is not None and path is None:
+        return _lib
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [path, os.environ.get("SAM3_LIB"), os.path.join(here, "..", "..", "build", "libsam3.so"),
+                  ctypes.util.find_library("sam3")]
+    tried = []
+    for c in candidates:
+        if not c or (os.sep in c and not os.path.exists(c)):
+            if c:
+                tried.append(c)
+            continue
+        lib = ctypes.CDLL(c)
+        for name, (res, args) in _PROTOTYPES.items():
+            f = getattr(lib, name)
+            f.restype, f.argtypes = res, args
+        _lib = lib
+        return lib
+    raise OSError("sam3: libsam3 not found (tried %s): run `make lib`, or set SAM3_LIB" % (", ".join(tried) or "nothing"))
+
+
+def version():
+    return load_library().sam3_version_string().decode()
+
+
+def _result_string(code):
+    return load_library().sam3_result_string(code).decode()
+
+
+def _check(rc, ctx_ptr=None, what=""):
+    """rc < 0: raise Error with the context's message (or the code's name). Returns rc (OK or a note)."""
+    if rc >= 0:
+        return rc
+    msg = load_library().sam3_ctx_last_error(ctx_ptr).decode("utf-8", "replace") if ctx_ptr else ""
+    raise Error(rc, "%s%s" % (what + ": " if what else "", msg or _result_string(rc)))
+
+
+def _text(s):
+    return None if s is None else s.encode("utf-8")
+
+
+class Model:
+    """A .sam3 file, loaded (mapped) and validated. Read-only: any number of Contexts may share it."""
+
+    def __init__(self, path, no_mmap=False):
+        lib = load_library()
+        errors = []
+
+        def log(_user, level, msg):
+            if level == LOG_ERROR and not errors:
+                errors.append(msg.decode("utf-8", "replace"))
+
+        opt = _zeroed(_LoadOptions)
+        opt.log = LOG_FN(log)  # kept alive by `opt` during the call
+        opt.no_mmap = 1 if no_mmap else 0
+        ptr = _vp()
+        rc = lib.sam3_load(os.fsencode(path), opt, ctypes.byref(ptr))
+        if rc < 0:
+            raise Error(rc, errors[0] if errors else "sam3_load: %s" % _result_string(rc))
+        self._ptr = ptr
+
+    def close(self):
+        """Frees the model (after every Context on it is closed)."""
+        if getattr(self, "_ptr", None):
+            load_library().sam3_free(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _live(self):
+        if not self._ptr:
+            raise Error(ERR_INVALID_ARG, "sam3: the model is closed")
+        return self._ptr
+
+    @property
+    def image_size(self):
+        return load_library().sam3_model_image_size(self._live())
+
+    @property
+    def arch(self):
+        return load_library().sam3_model_arch(self._live()).decode()
+
+    @property
+    def has_text(self):
+        return bool(load_library().sam3_model_has_text(self._live()))
+
+    @property
+    def has_points(self):
+        return bool(load_library().sam3_model_has_points(self._live()))
+
+    def config_int(self, key):
+        v = ctypes.c_int64()
+        if not load_library().sam3_model_config_int(self._live(), key.encode(), ctypes.byref(v)):
+            raise KeyError(key)
+        return v.value
+
+    def tokenize(self, text):
+        """CLIP token ids of text (BOS and EOS included), as a list."""
+        ids = (ctypes.c_int32 * 4096)()
+        n = ctypes.c_int()
+        rc = load_library().sam3_tokenize(self._live(), _text(text), ids, 4096, ctypes.byref(n))
+        _check(rc, None, "sam3_tokenize")
+        return list(ids[: n.value])
+
+
+class Segmentation:
+    """sam3 segment's result, in query order: masks (N, H, W) bool, boxes (N, 4) float32 x0 y0 x1 y1 in
+    image pixels, scores (N,) float32, queries (N,) int, areas (N,) int64, presence float, and
+    text_truncated (the prompt was cut to the model's context)."""
+
+    def __init__(self, seg, with_masks):
+        n, h, w = seg.n, seg.height, seg.width
+        self.scores = np.array([seg.instances[i].score for i in range(n)], dtype=np.float32)
+        self.boxes = np.array([list(seg.instances[i].box) for i in range(n)], dtype=np.float32).reshape(n, 4)
+        self.queries = np.array([seg.instances[i].query for i in range(n)], dtype=np.int32)
+        self.areas = np.array([seg.instances[i].area for i in range(n)], dtype=np.int64)
+        self.masks = None
+        if with_masks:
+            self.masks = np.zeros((n, h, w), dtype=bool)
+            for i in range(n):
+                self.masks[i] = np.ctypeslib.as_array(seg.instances[i].mask, shape=(h, w)) != 0
+        self.presence = float(seg.presence)
+        self.n_queries = seg.n_queries
+        self.text_truncated = bool(seg.text_truncated)
+
+    def __len__(self):
+        return len(self.scores)
+
+
+class PointsResult:
+    """sam3 segment_points's result: masks (K, H, W) bool, iou (K,) float32 (predicted IoU), best (index
+    of the highest), object_score (logit; None for SAM 1 files), low_res_logits (K, h, w) float32 (give
+    one back as mask_logits with the next click to refine)."""
+
+    def __init__(self, r, with_masks):
+        k, h, w = r.n_masks, r.height, r.width
+        self.iou = np.ctypeslib.as_array(r.iou, shape=(k,)).copy() if k else np.zeros(0, np.float32)
+        self.best = r.best
+        self.object_score = float(r.object_score) if r.has_object_score else None
+        self.masks = np.ctypeslib.as_array(r.masks, shape=(k, h, w)) != 0 if with_masks and k else None
+        lh, lw = r.low_res_height, r.low_res_width
+        self.low_res_logits = np.ctypeslib.as_array(r.low_res_logits, shape=(k, lh, lw)).copy() if k else None
+
+    def __len__(self):
+        return len(self.iou)
+
+
+def _as_image(image):
+    """(H, W, 3) RGB, (H, W, 4) RGBA or (H, W) grey uint8 -> contiguous array, format."""
+    a = np.ascontiguousarray(image)
+    if a.dtype != np.uint8:
+        raise Error(ERR_INVALID_ARG, "sam3: the image must be uint8, got %s" % a.dtype)
+    if a.ndim == 2:
+        return a, GRAY8
+    if a.ndim == 3 and a.shape[2] in (3, 4):
+        return a, RGB8 if a.shape[2] == 3 else RGBA8
+    raise Error(ERR_INVALID_ARG, "sam3: the image must be (H, W, 3), (H, W, 4) or (H, W), got %s" % (a.shape,))
+
+
+def _float_rows(x, width, what):
+    a = np.asarray(x, dtype=np.float64)
+    if a.size == 0:
+        return a.reshape(0, width)
+    a = a.reshape(-1, width) if a.ndim == 1 and a.size == width else a
+    if a.ndim != 2 or a.shape[1] != width:
+        raise Error(ERR_INVALID_ARG, "sam3: %s must be (N, %d), got %s" % (what, width, a.shape))
+    return a
+
+
+def _labels(labels, n, what):
+    if labels is None:
+        return [1] * n
+    lab = [int(v) for v in np.asarray(labels).reshape(-1)]
+    if len(lab) != n:
+        raise Error(ERR_INVALID_ARG, "sam3: %d %s labels for %d %s" % (len(lab), what, n, what))
+    return lab
+
+
+class Context:
+    """Per-thread state on a Model: the cached image features, scratch memory and results. One
+    thread at a time; any number of Contexts may run at once."""
+
+    def __init__(self, model, n_threads=0, blas_threads=0):
+        self.model = model  # kept alive as long as the context
+        opt = _zeroed(_CtxOptions)
+        opt.n_threads, opt.blas_threads = n_threads, blas_threads
+        ptr = _vp()
+        rc = load_library().sam3_ctx_new(model._live(), opt, ctypes.byref(ptr))
+        if rc < 0:
+            raise Error(rc, "sam3_ctx_new: %s" % _result_string(rc))
+        self._ptr = ptr
+        self.width = self.height = 0
+
+    def close(self):
+        if getattr(self, "_ptr", None):
+            load_library().sam3_ctx_free(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _live(self):
+        if not self._ptr:
+            raise Error(ERR_INVALID_ARG, "sam3: the context is closed")
+        if not self.model._ptr:  # the C context points into the model's weights
+            raise Error(ERR_INVALID_ARG, "sam3: the context's model is closed")
+        return self._ptr
+
+    def set_image(self, image):
+        """Runs the image encoder on image ((H, W, 3) RGB uint8; RGBA and grey also) and keeps its features."""
+        a, fmt = _as_image(image)
+        h, w = a.shape[:2]
+        rc = load_library().sam3_set_image(self._live(), a.ctypes.data_as(c_uint8_p), w, h, a.strides[0], fmt)
+        _check(rc, self._ptr)
+        self.width, self.height = w, h
+
+    def segment(self, text=None, boxes=None, box_labels=None, score_threshold=0.5, mask_threshold=0.5, masks=True):
+        """Every instance of a concept: a text, exemplar boxes ((N, 4) x0 y0 x1 y1 in image pixels,
+        box_labels 1 positive / 0 negative, default all 1), or both. Keeps instances scoring above
+        score_threshold (0 or less: every query); mask_threshold is a probability (0: every pixel)."""
+        b = _float_rows([] if boxes is None else boxes, 4, "boxes")
+        lab = _labels(box_labels, len(b), "box")
+        cb = (_Box * max(1, len(b)))()
+        for i, (row, l) in enumerate(zip(b, lab)):
+            cb[i] = _Box(row[0], row[1], row[2], row[3], l)
+        pr = _zeroed(_Prompt)
+        pr.text = _text(text)
+        pr.boxes = cb if len(b) else None
+        pr.n_boxes = len(b)
+        opt = _zeroed(_SegmentOptions)
+        # the library reads 0 as "the default"; every probability is above -1
+        opt.score_threshold = score_threshold if score_threshold > 0 else -1.0
+        opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
+        opt.no_masks = 0 if masks else 1
+        out = _zeroed(_Segmentation)
+        _check(load_library().sam3_segment(self._live(), pr, opt, out), self._ptr)
+        return Segmentation(out, masks)
+
+    def segment_points(self, points=None, point_labels=None, box=None, mask_logits=None, single_mask=False,
+                       mask_threshold=0.0, masks=True):
+        """The one object that clicks ((N, 2) x y in image pixels; point_labels 1 on the object, 0
+        background, default all 1), a box (x0, y0, x1, y1) and/or mask_logits (a previous result's
+        low_res_logits[i]) point at. Three candidate masks, or one with single_mask; mask_threshold
+        is a logit."""
+        p = _float_rows([] if points is None else points, 2, "points")
+        lab = _labels(point_labels, len(p), "point")
+        cp = (_Point * max(1, len(p)))()
+        for i, (row, l) in enumerate(zip(p, lab)):
+            cp[i] = _Point(row[0], row[1], l)
+        pp = _zeroed(_PointsPrompt)
+        pp.points = cp if len(p) else None
+        pp.n_points = len(p)
+        cbox = None
+        if box is not None:
+            cbox = (ctypes.c_float * 4)(*[float(v) for v in _float_rows(box, 4, "box")[0]])
+            pp.box = cbox
+        mk = None
+        if mask_logits is not None:
+            mk = np.ascontiguousarray(mask_logits, dtype=np.float32)
+            if mk.ndim != 2:
+                raise Error(ERR_INVALID_ARG, "sam3: mask_logits must be (h, w), got %s" % (mk.shape,))
+            pp.mask_logits = mk.ctypes.data_as(c_float_p)
+            pp.mask_height, pp.mask_width = mk.shape
+        opt = _zeroed(_PointsOptions)
+        opt.single_mask = 1 if single_mask else 0
+        opt.mask_threshold = mask_threshold
+        opt.no_masks = 0 if masks else 1
+        out = _zeroed(_PointsResult)
+        _check(load_library().sam3_segment_points(self._live(), pp, opt, out), self._ptr)
+        return PointsResult(out, masks)
+
+    def timings(self):
+        """Milliseconds of each stage of the last calls (sam3_timings) as a dict."""
+        t = load_library().sam3_ctx_timings(self._live())
+        return {name: getattr(t, name) for name, _ in _Timings._fields_ if not name.startswith("_")}

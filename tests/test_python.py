@@ -1,0 +1,260 @@
+"""Tests the Python binding (examples/python/sam3.py) against the CLI on the tiny models.
+
+    tests/test_python.py [BUILD_DIR]     (needs BUILD_DIR/libsam3.so (make lib), BUILD_DIR/sam3,
+                                          BUILD_DIR/tiny_a.sam3, BUILD_DIR/sam1_a.sam3; $CC for the
+                                          layout check)
+
+- the ctypes mirrors of the C structs have the C compiler's field offsets and sizes;
+- `sam3 segment` (text + boxes, text alone, boxes alone) and `sam3 points` (clicks + box, --single,
+  a SAM 1 file) give exactly the binding's results: scores, boxes, IoUs, object score and
+  presence as results.json prints them (%.6g), areas, every mask PNG pixel for pixel;
+- errors are Python exceptions with the library's code and message;
+- examples/python/segment.py runs.
+Prints "test_python: N passed, N failed" last; exits 1 on failure.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+sys.path.insert(0, HERE)
+import cli_images  # noqa: E402  (read_png)
+
+B = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # tests need not spin (see tests/test_cli.sh)
+os.environ["SAM3_LIB"] = os.path.join(B, "libsam3.so")
+import sam3  # noqa: E402
+
+MODEL, SAM1 = os.path.join(B, "tiny_a.sam3"), os.path.join(B, "sam1_a.sam3")
+IMAGE = os.path.join(ROOT, "tests", "data", "tiny_a", "image.png")
+T = os.path.join(B, "test_python")
+THREADS = 2
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL", what)
+    return ok
+
+
+def g6(v):
+    return "%.6g" % v  # how the CLI writes numbers into results.json
+
+
+def cli(*args):
+    r = subprocess.run([os.path.join(B, "sam3")] + list(args) + ["--threads", str(THREADS), "-q"], capture_output=True, text=True)
+    check(r.returncode == 0, "sam3 %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+    return r.returncode == 0
+
+
+def mask_png(d, name):
+    return cli_images.read_png(os.path.join(d, name))[:, :, 0] > 0
+
+
+def test_layout():
+    """offsetof/sizeof of every mirrored struct field, from the C compiler."""
+    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "sam3.h"', "int main(void) {"]
+    expect = []
+    for cname, cls in sam3.C_STRUCTS.items():
+        padded = any(f.startswith("_") for f, _ in cls._fields_)
+        if not padded:
+            lines.append('    printf("%%zu\\n", sizeof(%s));' % cname)
+            expect.append(("sizeof(%s)" % cname, sam3.ctypes.sizeof(cls)))
+        for f, _ in cls._fields_:
+            if f.startswith("_"):
+                continue
+            lines.append('    printf("%%zu\\n", offsetof(%s, %s));' % (cname, f))
+            expect.append(("offsetof(%s, %s)" % (cname, f), getattr(cls, f).offset))
+    lines += ["    return 0;", "}"]
+    src, exe = os.path.join(T, "layout.c"), os.path.join(T, "layout")
+    with open(src, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    cc = shlex.split(os.environ.get("CC", "cc"))
+    r = subprocess.run(cc + ["-std=c99", "-I", ROOT, "-o", exe, src], capture_output=True, text=True)
+    if not check(r.returncode == 0, "layout.c compiles (a field the binding names is gone?): %s" % r.stderr[:600]):
+        return
+    got = subprocess.run([exe], capture_output=True, text=True).stdout.split()
+    bad = [("%s: C %s, ctypes %d" % (what, g, want)) for (what, want), g in zip(expect, got) if int(g) != want]
+    check(len(got) == len(expect) and not bad, "ctypes structs match sam3.h: %s" % "; ".join(bad[:5]))
+
+
+def compare_segment(ctx, img, name, text, boxes, labels):
+    d = os.path.join(T, name)
+    args = ["segment", "-m", MODEL, "-i", IMAGE, "--threshold", "0", "-o", d]
+    if text is not None:
+        args += ["-t", text]
+    for b, l in zip(boxes, labels):
+        args += ["--box", ",".join(str(v) for v in b) + ("" if l else ",neg")]
+    if not cli(*args):
+        return
+    js = json.load(open(os.path.join(d, "results.json")))
+    seg = ctx.segment(text, boxes=boxes or None, box_labels=labels or None, score_threshold=0)
+    n = len(seg)
+    check(n == len(js["instances"]) and n > 0, "%s: %d instances, CLI %d" % (name, n, len(js["instances"])))
+    check(g6(seg.presence) == g6(js["presence"]), "%s: presence %s, CLI %s" % (name, g6(seg.presence), js["presence"]))
+    check(seg.masks.shape == (n, img.shape[0], img.shape[1]) and seg.masks.dtype == bool, "%s: masks shape %s" % (name, seg.masks.shape))
+    same = 0
+    for inst in js["instances"]:
+        i = [k for k in range(n) if seg.queries[k] == inst["query"]]
+        if not check(len(i) == 1, "%s: query %d once in the binding's results" % (name, inst["query"])):
+            continue
+        i = i[0]
+        ok = g6(seg.scores[i]) == g6(inst["score"])
+        ok &= [g6(v) for v in seg.boxes[i]] == [g6(v) for v in inst["box"]]
+        ok &= int(seg.areas[i]) == inst["area"] == int(seg.masks[i].sum())
+        ok &= bool(np.array_equal(seg.masks[i], mask_png(d, inst["mask"])))
+        same += bool(ok)
+        check(ok, "%s: query %d: score %s box %s area %d vs CLI %s" % (name, inst["query"], g6(seg.scores[i]),
+                                                                       [g6(v) for v in seg.boxes[i]], seg.areas[i], inst))
+    check(same == n, "%s: %d of %d instances equal to the CLI's (score, box, area, mask)" % (name, same, n))
+
+
+def compare_points(ctx, name, model, points, labels, box=None, single=False):
+    d = os.path.join(T, name)
+    args = ["points", "-m", model, "-i", IMAGE, "-o", d]
+    for p, l in zip(points, labels):
+        args += ["-p", "%s,%s%s" % (p[0], p[1], "" if l else ",neg")]
+    if box is not None:
+        args += ["--box", ",".join(str(v) for v in box)]
+    if single:
+        args += ["--single"]
+    if not cli(*args):
+        return
+    js = json.load(open(os.path.join(d, "results.json")))
+    r = ctx.segment_points(points=points, point_labels=labels, box=box, single_mask=single)
+    k = len(r)
+    check(k == len(js["masks"]) and k == (1 if single else 3), "%s: %d masks, CLI %d" % (name, k, len(js["masks"])))
+    check(r.best == js["best"], "%s: best %d, CLI %d" % (name, r.best, js["best"]))
+    os_cli = js["object_score"]
+    check((r.object_score is None and os_cli is None) or (r.object_score is not None and os_cli is not None and
+                                                          g6(r.object_score) == g6(os_cli)),
+          "%s: object_score %s, CLI %s" % (name, r.object_score, os_cli))
+    for j, m in enumerate(js["masks"]):
+        ok = g6(r.iou[j]) == g6(m["iou"]) and int(r.masks[j].sum()) == m["area"]
+        ok &= bool(np.array_equal(r.masks[j], mask_png(d, m["mask"])))
+        check(ok, "%s: mask %d: iou %s area %d vs CLI %s" % (name, j, g6(r.iou[j]), r.masks[j].sum(), m))
+    check(r.low_res_logits is not None and r.low_res_logits.ndim == 3 and r.low_res_logits.shape[0] == k,
+          "%s: low_res_logits (K, h, w)" % name)
+    return r
+
+
+def test_errors(img):
+    try:
+        sam3.Model(os.path.join(T, "missing.sam3"))
+        check(False, "Model(missing file) raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_IO and "missing.sam3" in str(e), "Model(missing file): ERR_IO naming the file: %d %s" % (e.code, e))
+    bad = os.path.join(T, "bad.sam3")
+    with open(bad, "wb") as f:
+        f.write(b"NOPE" + bytes(200))
+    try:
+        sam3.Model(bad)
+        check(False, "Model(not a .sam3) raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_BAD_MAGIC and str(e), "Model(not a .sam3): ERR_BAD_MAGIC with a message: %d %s" % (e.code, e))
+    with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=1) as c:
+        try:
+            c.segment("a cat")
+            check(False, "segment before set_image raises")
+        except sam3.Error as e:
+            check(e.code == sam3.ERR_NO_IMAGE and str(e), "segment before set_image: ERR_NO_IMAGE: %d %s" % (e.code, e))
+        for bad_img, what in ((img.astype(np.float32), "float image"), (img[:, :, :2], "2-channel image")):
+            try:
+                c.set_image(bad_img)
+                check(False, "set_image(%s) raises" % what)
+            except sam3.Error as e:
+                check(e.code == sam3.ERR_INVALID_ARG, "set_image(%s): ERR_INVALID_ARG: %s" % (what, e))
+        c.set_image(img)
+        try:
+            c.segment("a cat", boxes=[(float("nan"), 5, 10, 10)])
+            check(False, "segment(a NaN box) raises")
+        except sam3.Error as e:
+            check(e.code == sam3.ERR_INVALID_ARG and "NaN" in str(e), "segment(a NaN box): ERR_INVALID_ARG with the library's detail: %s" % e)
+        try:
+            c.segment_points(points=[(1, 1)] * 65)
+            check(False, "segment_points(65 points) raises")
+        except sam3.Error as e:
+            check(e.code == sam3.ERR_INVALID_ARG and "65 points" in str(e), "segment_points(65 points): ERR_INVALID_ARG: %s" % e)
+        check(m.tokenize("a cat")[0] == m.config_int("text.bos_token_id") if _has_key(m, "text.bos_token_id") else
+              len(m.tokenize("a cat")) >= 3, "tokenize: BOS first: %s" % m.tokenize("a cat"))
+    with sam3.Model(SAM1) as m, sam3.Context(m, n_threads=1) as c:
+        c.set_image(img)
+        try:
+            c.segment("a cat")
+            check(False, "segment on a SAM 1 file raises")
+        except sam3.Error as e:
+            check(e.code == sam3.ERR_UNSUPPORTED and "SAM 3" in str(e), "segment on SAM 1: ERR_UNSUPPORTED: %s" % e)
+    m3 = sam3.Model(MODEL)
+    c3 = sam3.Context(m3, n_threads=1)
+    m3.close()
+    try:
+        c3.set_image(img)
+        check(False, "a context whose model is closed raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_INVALID_ARG and "model is closed" in str(e), "a context whose model is closed: %s" % e)
+    c3.close()
+    c2 = sam3.Context(sam3.Model(MODEL), n_threads=1)
+    c2.close()
+    try:
+        c2.set_image(img)
+        check(False, "a closed context raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_INVALID_ARG, "a closed context: ERR_INVALID_ARG: %s" % e)
+
+
+def _has_key(m, key):
+    try:
+        m.config_int(key)
+        return True
+    except KeyError:
+        return False
+
+
+def main():
+    os.makedirs(T, exist_ok=True)
+    check(sam3.version() == open(os.path.join(ROOT, "sam3.h")).read().split('#define SAM3_VERSION_STRING "')[1].split('"')[0],
+          "sam3.version() = SAM3_VERSION_STRING: %s" % sam3.version())
+    test_layout()
+    img = cli_images.read_png(IMAGE)
+    with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=THREADS, blas_threads=1) as ctx:
+        check(m.arch == "sam3" and m.has_text and m.has_points and m.image_size > 0, "model properties: %s" % m.arch)
+        ctx.set_image(img)
+        compare_segment(ctx, img, "seg_text_boxes", "a cat", [(20, 15, 90, 70), (5, 5, 30, 40)], [1, 0])
+        compare_segment(ctx, img, "seg_text", "a cat", [], [])
+        compare_segment(ctx, img, "seg_boxes", None, [(20, 15, 90, 70)], [1])
+        r = compare_points(ctx, "pts_clicks_box", MODEL, [(40, 30), (90, 60)], [1, 0], box=(20, 15, 90, 70))
+        compare_points(ctx, "pts_single", MODEL, [(40, 30)], [1], single=True)
+        if r is not None:  # the mask prompt round trip: a previous result's logits refine the next click
+            r2 = ctx.segment_points(points=[(40, 30), (60, 50)], point_labels=[1, 1], mask_logits=r.low_res_logits[r.best])
+            check(len(r2) == 3 and r2.masks.shape[1:] == img.shape[:2], "segment_points with mask_logits")
+        t = ctx.timings()
+        check(t["vision_trunk"] > 0 and t["points"] > 0, "timings: %s" % t)
+    with sam3.Model(SAM1) as m1, sam3.Context(m1, n_threads=THREADS, blas_threads=1) as ctx:
+        check(m1.arch == "sam1" and not m1.has_text and m1.has_points, "SAM 1 model properties")
+        ctx.set_image(img)
+        compare_points(ctx, "pts_sam1", SAM1, [(40, 30)], [1])
+    test_errors(img)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "segment.py"), MODEL, IMAGE, "a cat",
+                        "--threshold", "0", "--threads", "1", "--save", os.path.join(T, "ex.npz")], capture_output=True, text=True)
+    check(r.returncode == 0 and "instances" in r.stdout and "click at" in r.stdout,
+          "examples/python/segment.py runs: %d %s %s" % (r.returncode, r.stdout[-300:], r.stderr[-300:]))
+    if r.returncode == 0:
+        z = np.load(os.path.join(T, "ex.npz"))
+        check(z["masks"].shape[0] == z["scores"].shape[0] > 0 and z["click_masks"].shape[0] == 3, "segment.py --save")
+    print("test_python: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
