@@ -56,7 +56,12 @@ static const char *BENCH_HELP =
     "  --size WxH        the synthetic image's size\n"
     "  --paired          for tools/bench_vs_pytorch.sh: after an untimed round prints \"ready\", then\n"
     "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
-    "                    prints its times, so that another program's runs alternate with ours\n";
+    "                    prints its times, so that another program's runs alternate with ours\n"
+    "  --video K         instead: the video tracker with K objects (a box and a click each on the\n"
+    "                    first frame, 8 untimed frames to fill its memory), R frames timed: the whole\n"
+    "                    frame and the tracking beyond the image encoder (also per object); with\n"
+    "                    --paired, one frame per line on stdin (tools/bench_video_pytorch.py)\n"
+    "  --frames N        with --video: N more untimed frames first, then peak RSS and the tracker's memory\n";
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -183,6 +188,7 @@ static void bench_line(const char *what, double ms) {
 typedef struct bench_args {
     const char *path;
     int threads, blas_threads, runs, width, height, paired;
+    int video, frames; /* --video K objects, --frames N */
 } bench_args;
 
 /* Returns -1 to go on, else the exit status (--help: 0, a usage error: 2). */
@@ -216,6 +222,12 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                 return usage_error("--size wants WxH, got '%s'", val);
         } else if (!strcmp(arg, "--paired")) {
             a->paired = 1;
+        } else if (!strcmp(arg, "--video") && val) {
+            a->video = atoi(val), i++;
+            if (a->video < 1 || a->video > SAM3_MAX_TRACKED_OBJECTS) return usage_error("--video wants 1..64 objects, got '%s'", val);
+        } else if (!strcmp(arg, "--frames") && val) {
+            a->frames = atoi(val), i++;
+            if (a->frames < 0) return usage_error("--frames wants a number >= 0, got '%s'", val);
         } else {
             return usage_error("unknown or incomplete option '%s'", arg);
         }
@@ -237,6 +249,80 @@ static int sgemm_rate(sam3_ctx *c, sam3_gemm_path path, double *gflops) {
     }
     *gflops = 2.0 * n * n * n / 1e9 / (ms / 1000.0);
     return 1;
+}
+
+/* ---- sam3 bench --video: the tracker per frame ---- */
+
+/* Per-frame cost of tracking n_obj objects on a W x H synthetic stream: objects prompted on frame 0
+   (a box and a click each), then `warm` untimed frames so the memory bank fills, then runs timed
+   frames; paired: one line on stdin starts each timed frame, which prints its times. */
+static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int n_obj, int runs, int paired, int frames_rss) {
+    sam3_tracker *tr = NULL;
+    sam3_track_frame out;
+    double *t_frame = (double *)calloc((size_t)runs * 2, sizeof(double)), *t_trk;
+    int i, k, rc = CLI_FAIL;
+    const int warm = 8;
+    if (!t_frame) return CLI_FAIL;
+    t_trk = t_frame + runs;
+    if (sam3_tracker_new(c, NULL, &tr) != SAM3_OK) {
+        fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+        free(t_frame);
+        return CLI_FAIL;
+    }
+    for (k = 0; k < n_obj; k++) {
+        sam3_track_prompt p;
+        sam3_point pt;
+        float box[4];
+        const float cx = (float)W * (k + 1) / (n_obj + 1), cy = 0.5f * H;
+        memset(&p, 0, sizeof(p));
+        box[0] = cx - 0.15f * W, box[1] = cy - 0.2f * H, box[2] = cx + 0.15f * W, box[3] = cy + 0.2f * H;
+        pt.x = cx, pt.y = cy, pt.label = 1;
+        p.points = &pt;
+        p.n_points = 1;
+        p.box = box;
+        if (sam3_tracker_add_prompt(tr, 0, k + 1, &p) != SAM3_OK) goto fail;
+    }
+    for (i = 0; i < warm + (frames_rss > 0 ? frames_rss : 0); i++)
+        if (sam3_tracker_push_frame(tr, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
+    if (frames_rss > 0) {
+        printf("  %-40s %10.1f MB\n", "peak RSS after the frames", peak_rss_kb() / 1024.0);
+        printf("  %-40s %10.1f MB\n", "tracker memory (its bank and results)", sam3_tracker_memory_used(tr) / 1e6);
+    }
+    if (paired) {
+        printf("ready\n");
+        fflush(stdout);
+    }
+    for (i = 0; i < runs; i++) {
+        double t0;
+        if (paired) {
+            int ch, got = 0;
+            while ((ch = getchar()) != EOF && ch != '\n') got = 1;
+            if (ch == EOF && !got) {
+                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
+                goto done;
+            }
+        }
+        t0 = sam3_time_ms();
+        if (sam3_tracker_push_frame(tr, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
+        t_frame[i] = sam3_time_ms() - t0;
+        t_trk[i] = sam3_ctx_timings(c).tracking;
+        if (paired) {
+            printf("run %d: frame %.1f ms, tracking %.1f ms\n", i + 1, t_frame[i], t_trk[i]);
+            fflush(stdout);
+        }
+    }
+    printf("sam3 bench --video: %d object%s, %d warm-up frames, %d timed frames (medians)\n", n_obj, n_obj == 1 ? "" : "s", warm, runs);
+    bench_line("frame (image encoder + tracking)", median(t_frame, runs));
+    bench_line("tracking beyond the image encoder", median(t_trk, runs));
+    bench_line("  per object", median(t_trk, runs) / n_obj);
+    rc = CLI_OK;
+    goto done;
+fail:
+    fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+done:
+    sam3_tracker_free(tr);
+    free(t_frame);
+    return rc;
 }
 
 int bench_main(int argc, char **argv) {
@@ -283,6 +369,10 @@ int bench_main(int argc, char **argv) {
     co.blas_threads = blas_threads;
     if ((rc = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
         fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
+        goto done;
+    }
+    if (a.video) {
+        rc_cli = bench_video(c, img, W, H, a.video, runs, paired, a.frames);
         goto done;
     }
     /* A round: the image, a first prompt on it, then a new prompt on the cached image. Paired

@@ -2,6 +2,7 @@
 
    build/sam3 segment -m FILE -i IMAGE [-t TEXT]... [--box x0,y0,x1,y1[,neg]]... -o OUTDIR
    build/sam3 points -m FILE -i IMAGE [--point x,y[,neg]]... [--box x0,y0,x1,y1] [--mask PNG] -o OUTDIR
+   build/sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...
    build/sam3 tokenize -m FILE TEXT
    build/sam3 info -m FILE [--tensors]
    build/sam3 bench -m FILE               (examples/sam3_bench.c)
@@ -32,7 +33,9 @@
 #include <io.h>
 #define cli_mkdir(path) _mkdir(path)
 #define cli_isatty(f) _isatty(_fileno(f))
+#include <windows.h> /* FindFirstFileA (sam3 track's frame folders) */
 #else
+#include <dirent.h>
 #include <unistd.h>
 #define cli_mkdir(path) mkdir(path, 0777)
 #define cli_isatty(f) isatty(fileno(f))
@@ -112,6 +115,7 @@ static const char *MAIN_HELP =
     "commands:\n"
     "  segment   find every instance of a text and/or box prompt: masks, boxes, scores, overlay\n"
     "  points    segment the one object that clicks and/or a box point at (SAM 3 and SAM 1 files)\n"
+    "  track     follow clicked, boxed or masked objects through video frames\n"
     "  info      print a .sam3 file's config, tensor count, dtypes and size\n"
     "  tokenize  print the CLIP token ids of a text prompt\n"
     "  bench     time every stage (medians) and report GFLOP/s and peak memory\n"
@@ -1397,6 +1401,8 @@ static int cmd_points(int argc, char **argv) {
     return run_points(&a);
 }
 
+#include "cli_track.h"
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(MAIN_HELP, stderr);
@@ -1412,6 +1418,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);
     if (!strcmp(argv[1], "points")) return cmd_points(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "track")) return cmd_track(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench")) return bench_main(argc - 2, argv + 2);

@@ -1,0 +1,538 @@
+/* sam3 track: follow prompted objects through frames (sam3.h's video tracker). Included by
+   sam3_cli.c, whose helpers it uses (options, messages, files, images). */
+
+static const char *TRACK_HELP =
+    "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
+    "                  [--mask F:ID:PNG]... [--overlay] [--threads N] [-q]\n"
+    "\n"
+    "Follows objects through a stream of frames: each object is given by clicks, a box or a mask on\n"
+    "some frame F (0 = the first) under an id of your choice, and is then tracked on every later frame\n"
+    "(the SAM 3 tracker's memory); a prompt on a later frame corrects it there. All --point/--box given\n"
+    "for one F:ID make one prompt. Writes to OUTDIR:\n"
+    "  tracks.jsonl   one line per frame, as it is processed:\n"
+    "                 {\"frame\": F, \"image\": NAME, \"objects\": [{\"id\": ID, \"object_score_logit\": L,\n"
+    "                 \"box\": [x0,y0,x1,y1], \"area\": N, \"mask\": \"masks/FFFFF_ID.png\"}, ...]}\n"
+    "                 (NAME null for a stream; box: the mask's pixel bounds, x1 and y1 exclusive,\n"
+    "                 zeros when empty; an object is visible where its logit L > 0)\n"
+    "  masks/         FFFFF_ID.png: 255 = object, 0 = background, the frame's size\n"
+    "  overlays/      FFFFF.png with --overlay: the frame with every object's mask and id\n"
+    "\n"
+    "  -m, --model FILE           the .sam3 file (a SAM 3 checkpoint converted with its memory modules)\n"
+    "  -i, --input FRAMES         a folder of images (JPEG, PNG, ...; frames in sorted name order), or -\n"
+    "                             for a YUV4MPEG2 stream on stdin (8-bit 4:2:0 or 4:4:4), e.g.\n"
+    "                               ffmpeg -i clip.mp4 -f yuv4mpegpipe - | sam3 track -i - ...\n"
+    "                             (colours: BT.601 limited range, chroma replicated)\n"
+    "  --point F:ID:x,y[,neg]     a click on frame F for object ID, in that frame's pixels\n"
+    "  --box F:ID:x0,y0,x1,y1     a box on frame F for object ID\n"
+    "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the PNG's first\n"
+    "                             channel are the object; any size); not with --point/--box for F:ID\n"
+    "  -o, --output OUTDIR        output directory, created if missing\n"
+    "  --overlay                  also write overlays/\n"
+    "  --threads N                threads (default: all cores)\n"
+    "  -q, --quiet                no progress on stderr\n"
+    "\n"
+    "Exit status: 0 done, 1 failed (unreadable model or frame, truncated stream, a prompt for a frame\n"
+    "the input does not have, a file that could not be written), 2 bad command line.\n";
+
+#define TRACK_MAX_PROMPTS 256
+
+typedef struct track_prompt {
+    int frame, id;
+    sam3_point points[SAM3_MAX_POINTS];
+    int n_points, has_box, used;
+    float box[4];
+    const char *mask_path;
+} track_prompt;
+
+typedef struct track_args {
+    const char *model, *input, *outdir;
+    int threads, quiet, overlay;
+    track_prompt *prompts; /* (n_prompts) */
+    int n_prompts;
+} track_args;
+
+/* "F:ID:rest" -> frame, id and a pointer to rest. NULL or what is wrong. */
+static const char *parse_frame_id(const char *s, int *frame, int *id, const char **rest) {
+    char buf[32];
+    const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2) return "expected F:ID:...";
+    if ((size_t)(c1 - s) >= sizeof(buf) || (size_t)(c2 - c1 - 1) >= sizeof(buf)) return "frame or id too long";
+    memcpy(buf, s, (size_t)(c1 - s));
+    buf[c1 - s] = 0;
+    if (!parse_int(buf, 0, 1 << 30, frame)) return "the frame F must be a number >= 0";
+    memcpy(buf, c1 + 1, (size_t)(c2 - c1 - 1));
+    buf[c2 - c1 - 1] = 0;
+    if (!parse_int(buf, -2147483647, 2147483647, id)) return "the object ID must be an integer";
+    *rest = c2 + 1;
+    return NULL;
+}
+
+static track_prompt *track_prompt_for(track_args *a, int frame, int id) {
+    int i;
+    for (i = 0; i < a->n_prompts; i++)
+        if (a->prompts[i].frame == frame && a->prompts[i].id == id) return &a->prompts[i];
+    if (a->n_prompts == TRACK_MAX_PROMPTS) return NULL;
+    memset(&a->prompts[a->n_prompts], 0, sizeof(track_prompt));
+    a->prompts[a->n_prompts].frame = frame;
+    a->prompts[a->n_prompts].id = id;
+    return &a->prompts[a->n_prompts++];
+}
+
+static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
+    int i, r;
+    const char *v;
+    *help = 0;
+    for (i = 0; i < argc; i++) {
+        const char *opt = argv[i];
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+            fputs(TRACK_HELP, stdout);
+            *help = 1;
+            return CLI_OK;
+        }
+        if (!strcmp(opt, "-q") || !strcmp(opt, "--quiet")) {
+            a->quiet = 1;
+        } else if (!strcmp(opt, "--overlay")) {
+            a->overlay = 1;
+        } else if ((r = opt_value(argc, argv, &i, "-m", "--model", &v)) != 0) {
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            a->model = v;
+        } else if ((r = opt_value(argc, argv, &i, "-i", "--input", &v)) != 0) {
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            a->input = v;
+        } else if ((r = opt_value(argc, argv, &i, "-o", "--output", &v)) != 0) {
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            a->outdir = v;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--threads", &v)) != 0) {
+            if (r < 0 || !parse_int(v, 1, 4096, &a->threads)) return usage_error("track", "--threads wants a number >= 1, got '%s'", r < 0 ? "" : v);
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--point", &v)) != 0 || (r = opt_value(argc, argv, &i, NULL, "--box", &v)) != 0 ||
+                   (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) != 0) {
+            const char *rest = NULL, *err;
+            int frame = 0, id = 0;
+            track_prompt *p;
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            if ((err = parse_frame_id(v, &frame, &id, &rest)) != NULL) {
+                fprintf(stderr, "sam3 track: %s '%s': %s (try 'sam3 track --help')\n", opt, v, err);
+                return CLI_USAGE;
+            }
+            if (!(p = track_prompt_for(a, frame, id))) return usage_error("track", "too many prompts (at most 256 frame:id pairs)%s", NULL);
+            if (!strncmp(opt, "--point", 7)) {
+                if (p->n_points == SAM3_MAX_POINTS) return usage_error("track", "too many points for one frame and object%s", NULL);
+                if ((err = parse_point(rest, &p->points[p->n_points])) != NULL) {
+                    fprintf(stderr, "sam3 track: --point '%s': %s (try 'sam3 track --help')\n", v, err);
+                    return CLI_USAGE;
+                }
+                p->n_points++;
+            } else if (!strncmp(opt, "--box", 5)) {
+                sam3_box b;
+                if (p->has_box) return usage_error("track", "two boxes for one frame and object: '%s'", v);
+                if ((err = parse_box(rest, &b)) != NULL || b.label != 1) {
+                    fprintf(stderr, "sam3 track: --box '%s': %s (try 'sam3 track --help')\n", v, err ? err : "a box has no label here");
+                    return CLI_USAGE;
+                }
+                p->box[0] = b.x0, p->box[1] = b.y0, p->box[2] = b.x1, p->box[3] = b.y1;
+                p->has_box = 1;
+            } else {
+                if (p->mask_path || !rest[0]) return usage_error("track", "--mask '%s': one PNG per frame and object", v);
+                p->mask_path = rest;
+            }
+        } else {
+            return usage_error("track", "unknown option '%s'", opt);
+        }
+    }
+    for (i = 0; i < a->n_prompts; i++)
+        if (a->prompts[i].mask_path && (a->prompts[i].n_points || a->prompts[i].has_box)) {
+            fprintf(stderr, "sam3 track: frame %d object %d: a mask cannot go with clicks or a box (try 'sam3 track --help')\n",
+                    a->prompts[i].frame, a->prompts[i].id);
+            return CLI_USAGE;
+        }
+    if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
+    if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
+    if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
+    if (!a->n_prompts) return usage_error("track", "no objects: give --point, --box or --mask%s", NULL);
+    return CLI_OK;
+}
+
+/* ---- frames: a folder of images, or YUV4MPEG2 on stdin ---- */
+
+typedef struct frame_src {
+    /* folder */
+    char **names; /* (n_names) sorted */
+    int n_names, next;
+    const char *dir;
+    /* YUV4MPEG2 */
+    FILE *y4m;
+    int yw, yh, chroma444;
+    unsigned char *yuv; /* one frame's planes */
+} frame_src;
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void frame_src_free(frame_src *s) {
+    int i;
+    for (i = 0; i < s->n_names; i++) free(s->names[i]);
+    free(s->names);
+    free(s->yuv);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Image files of a folder (regular files not starting with '.'), sorted by name. */
+static int frame_src_dir(frame_src *s, const char *dir) {
+    int cap = 0;
+#if defined(_WIN32)
+    char pat[4096];
+    WIN32_FIND_DATAA fd;
+    HANDLE h;
+    snprintf(pat, sizeof(pat), "%s\\*", dir);
+    h = FindFirstFileA(pat, &fd);
+    if (h == INVALID_HANDLE_VALUE) {
+        cli_error("cannot read the folder '%s'", dir);
+        return CLI_FAIL;
+    }
+    do {
+        const char *nm = fd.cFileName;
+        if (nm[0] == '.' || (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) continue;
+#else
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d) {
+        cli_error("cannot read the folder '%s': %s", dir, strerror(errno));
+        return CLI_FAIL;
+    }
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        char path[4096];
+        struct stat st;
+        if (nm[0] == '.') continue;
+        if (snprintf(path, sizeof(path), "%s/%s", dir, nm) >= (int)sizeof(path) || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+#endif
+        if (s->n_names == cap) {
+            char **nn = (char **)realloc(s->names, (size_t)(cap ? 2 * cap : 64) * sizeof(char *));
+            if (!nn) break;
+            s->names = nn;
+            cap = cap ? 2 * cap : 64;
+        }
+        if (!(s->names[s->n_names] = (char *)malloc(strlen(nm) + 1))) break;
+        strcpy(s->names[s->n_names++], nm);
+#if defined(_WIN32)
+    } while (FindNextFileA(h, &fd));
+    FindClose(h);
+#else
+    }
+    closedir(d);
+#endif
+    if (!s->n_names) {
+        cli_error("no image files in the folder '%s'", dir);
+        return CLI_FAIL;
+    }
+    qsort(s->names, (size_t)s->n_names, sizeof(char *), cmp_str);
+    s->dir = dir;
+    return CLI_OK;
+}
+
+/* The stream header: "YUV4MPEG2 W<w> H<h> ... [C<colourspace>]" and a newline. */
+static int frame_src_y4m(frame_src *s, FILE *f) {
+    char line[1024], *tok, *next;
+    size_t n = 0;
+    int ch, c420 = 1;
+    while ((ch = fgetc(f)) != EOF && ch != '\n')
+        if (n + 1 < sizeof(line)) line[n++] = (char)ch;
+    line[n] = 0;
+    if (strncmp(line, "YUV4MPEG2 ", 10)) {
+        cli_error("stdin is not a YUV4MPEG2 stream (try: ffmpeg -i clip.mp4 -f yuv4mpegpipe - | sam3 track -i - ...)");
+        return CLI_FAIL;
+    }
+    for (tok = line + 10; *tok; tok = next) {
+        for (next = tok; *next && *next != ' '; next++) {}
+        if (*next) *next++ = 0;
+        if (!*tok) continue;
+        if (tok[0] == 'W') s->yw = atoi(tok + 1);
+        else if (tok[0] == 'H') s->yh = atoi(tok + 1);
+        else if (tok[0] == 'C') {
+            if (!strncmp(tok + 1, "444", 3) && (tok[4] == 0 || !strcmp(tok + 4, "p8"))) c420 = 0;
+            else if (!strncmp(tok + 1, "420", 3) && (tok[4] == 0 || !strcmp(tok + 4, "jpeg") || !strcmp(tok + 4, "paldv") || !strcmp(tok + 4, "mpeg2")))
+                c420 = 1;
+            else {
+                cli_error("YUV4MPEG2 colour space '%s' is not supported (8-bit 4:2:0 or 4:4:4: ffmpeg -pix_fmt yuv420p)", tok + 1);
+                return CLI_FAIL;
+            }
+        } else if (tok[0] == 'I' && tok[1] != 'p' && tok[1] != '?') {
+            cli_error("YUV4MPEG2 interlacing '%s' is not supported (progressive frames only)", tok + 1);
+            return CLI_FAIL;
+        }
+    }
+    if (s->yw < 1 || s->yh < 1 || s->yw > SAM3_MAX_IMAGE_DIM || s->yh > SAM3_MAX_IMAGE_DIM) {
+        cli_error("YUV4MPEG2 frame size %dx%d outside 1x1..%dx%d", s->yw, s->yh, SAM3_MAX_IMAGE_DIM, SAM3_MAX_IMAGE_DIM);
+        return CLI_FAIL;
+    }
+    s->chroma444 = !c420;
+    s->yuv = (unsigned char *)malloc((size_t)s->yw * s->yh * 3);
+    if (!s->yuv) {
+        cli_error("out of memory for %dx%d frames", s->yw, s->yh);
+        return CLI_FAIL;
+    }
+    s->y4m = f;
+    return CLI_OK;
+}
+
+static unsigned char clip255(int v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+/* Next frame as RGB8 (malloc'd) into *rgb. CLI_OK, 1 at the end, or CLI_FAIL (printed). */
+static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, char *name, size_t name_cap) {
+    *rgb = NULL;
+    if (!s->y4m) {
+        char path[4096];
+        cli_image img;
+        size_t i, np;
+        int c;
+        if (s->next >= s->n_names) return 1;
+        snprintf(name, name_cap, "%s", s->names[s->next]);
+        if (snprintf(path, sizeof(path), "%s/%s", s->dir, s->names[s->next++]) >= (int)sizeof(path)) {
+            cli_error("path too long: %s/%s", s->dir, name);
+            return CLI_FAIL;
+        }
+        memset(&img, 0, sizeof(img));
+        if (read_image(path, &img) != CLI_OK) return CLI_FAIL;
+        np = (size_t)img.w * img.h;
+        if (!(*rgb = (unsigned char *)malloc(np * 3))) {
+            stbi_image_free(img.pixels);
+            cli_error("out of memory for a %dx%d frame", img.w, img.h);
+            return CLI_FAIL;
+        }
+        for (i = 0; i < np; i++)
+            for (c = 0; c < 3; c++) (*rgb)[3 * i + c] = img.pixels[img.channels * i + (img.channels == 1 ? 0 : c)];
+        *w = img.w;
+        *h = img.h;
+        stbi_image_free(img.pixels);
+        return CLI_OK;
+    } else {
+        const int W = s->yw, H = s->yh, cw = s->chroma444 ? W : (W + 1) / 2, chh = s->chroma444 ? H : (H + 1) / 2;
+        const size_t ny = (size_t)W * H, nc = (size_t)cw * chh;
+        char line[256];
+        size_t n = 0;
+        int ch, x, y;
+        unsigned char *o;
+        while ((ch = fgetc(s->y4m)) != EOF && ch != '\n')
+            if (n + 1 < sizeof(line)) line[n++] = (char)ch;
+        line[n] = 0;
+        if (ch == EOF && n == 0) return 1;
+        if (strncmp(line, "FRAME", 5) || ch == EOF) {
+            cli_error("YUV4MPEG2 stream: expected a FRAME header at frame %d, got '%.20s'", s->next, line);
+            return CLI_FAIL;
+        }
+        if (fread(s->yuv, 1, ny + 2 * nc, s->y4m) != ny + 2 * nc) {
+            cli_error("YUV4MPEG2 stream truncated in frame %d", s->next);
+            return CLI_FAIL;
+        }
+        snprintf(name, name_cap, "%d", s->next++);
+        if (!(o = (unsigned char *)malloc(ny * 3))) {
+            cli_error("out of memory for a %dx%d frame", W, H);
+            return CLI_FAIL;
+        }
+        for (y = 0; y < H; y++)
+            for (x = 0; x < W; x++) {
+                const size_t ci = s->chroma444 ? (size_t)y * cw + x : (size_t)(y / 2) * cw + x / 2;
+                const int Y = s->yuv[(size_t)y * W + x] - 16, U = s->yuv[ny + ci] - 128, V = s->yuv[ny + nc + ci] - 128;
+                unsigned char *p = o + ((size_t)y * W + x) * 3;
+                /* BT.601 limited range, in 1/256ths */
+                p[0] = clip255((298 * Y + 409 * V + 128) >> 8);
+                p[1] = clip255((298 * Y - 100 * U - 208 * V + 128) >> 8);
+                p[2] = clip255((298 * Y + 516 * U + 128) >> 8);
+            }
+        *rgb = o;
+        *w = W;
+        *h = H;
+        return CLI_OK;
+    }
+}
+
+/* A --mask PNG as 0/1 bytes (first channel non-zero). */
+static int read_track_mask(const char *path, uint8_t **mask, int *w, int *h) {
+    cli_image img;
+    size_t i, np;
+    memset(&img, 0, sizeof(img));
+    if (read_image(path, &img) != CLI_OK) return CLI_FAIL;
+    np = (size_t)img.w * img.h;
+    if (!(*mask = (uint8_t *)malloc(np))) {
+        stbi_image_free(img.pixels);
+        cli_error("out of memory for the mask '%s'", path);
+        return CLI_FAIL;
+    }
+    for (i = 0; i < np; i++) (*mask)[i] = img.pixels[(size_t)img.channels * i] != 0;
+    *w = img.w;
+    *h = img.h;
+    stbi_image_free(img.pixels);
+    return CLI_OK;
+}
+
+static int run_track(track_args *a) {
+    sam3_model *m = NULL;
+    sam3_ctx *c = NULL;
+    sam3_tracker *tr = NULL;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    frame_src src;
+    FILE *jl = NULL;
+    char path[4096], name[1024];
+    unsigned char *rgb = NULL, *ov = NULL, *m255 = NULL;
+    int rc = CLI_FAIL, f, i, w = 0, h = 0, res;
+    double t_all = sam3_time_ms();
+    sam3_result r;
+    memset(&src, 0, sizeof(src));
+    if (make_dirs(a->outdir) != 0) {
+        cli_error("cannot create output directory '%s': %s", a->outdir, strerror(errno));
+        return CLI_FAIL;
+    }
+    if (!join_path(path, sizeof(path), a->outdir, "masks") || make_dirs(path) != 0 ||
+        (a->overlay && (!join_path(path, sizeof(path), a->outdir, "overlays") || make_dirs(path) != 0))) {
+        cli_error("cannot create '%s': %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    if (!load_model("track", a->model, a->quiet, &m)) return CLI_FAIL;
+    co.n_threads = a->threads;
+    co.blas_threads = 1;
+    if ((r = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
+        cli_error("cannot create a context: %s", sam3_result_string(r));
+        goto done;
+    }
+    if ((r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
+        cli_error("%s", sam3_ctx_last_error(c));
+        goto done;
+    }
+    if (!strcmp(a->input, "-")) {
+        if (frame_src_y4m(&src, stdin) != CLI_OK) goto done;
+    } else if (frame_src_dir(&src, a->input) != CLI_OK) {
+        goto done;
+    }
+    if (!join_path(path, sizeof(path), a->outdir, "tracks.jsonl") || !(jl = fopen(path, "wb"))) {
+        cli_error("cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    for (f = 0;; f++) {
+        sam3_track_frame out;
+        text_buf tb;
+        double t0 = sam3_time_ms();
+        free(rgb);
+        rgb = NULL;
+        if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == 1) break;
+        if (res != CLI_OK) goto done;
+        for (i = 0; i < a->n_prompts; i++) {
+            track_prompt *p = &a->prompts[i];
+            sam3_track_prompt tp;
+            uint8_t *mk = NULL;
+            if (p->frame != f) continue;
+            memset(&tp, 0, sizeof(tp));
+            tp.points = p->points;
+            tp.n_points = p->n_points;
+            tp.box = p->has_box ? p->box : NULL;
+            if (p->mask_path) {
+                if (read_track_mask(p->mask_path, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
+                tp.mask = mk;
+            }
+            r = sam3_tracker_add_prompt(tr, f, p->id, &tp);
+            free(mk);
+            if (r != SAM3_OK) {
+                cli_error("frame %d object %d: %s", f, p->id, sam3_ctx_last_error(c));
+                goto done;
+            }
+            p->used = 1;
+        }
+        if ((r = sam3_tracker_push_frame(tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK) {
+            cli_error("frame %d (%s): %s", f, name, sam3_ctx_last_error(c));
+            goto done;
+        }
+        memset(&tb, 0, sizeof(tb));
+        tb_printf(&tb, "{\"frame\": %d, \"image\": ", f);
+        if (src.y4m) tb_printf(&tb, "null");
+        else tb_json_string(&tb, name);
+        tb_printf(&tb, ", \"objects\": [");
+        if (a->overlay && out.n_objects) {
+            free(ov);
+            if (!(ov = (unsigned char *)malloc((size_t)w * h * 3))) goto oom;
+            memcpy(ov, rgb, (size_t)w * h * 3);
+        }
+        free(m255);
+        if (!(m255 = (unsigned char *)malloc((size_t)w * h))) goto oom;
+        for (i = 0; i < out.n_objects; i++) {
+            const sam3_track_object *ob = &out.objects[i];
+            char mname[64];
+            size_t q;
+            snprintf(mname, sizeof(mname), "masks/%05d_%d.png", f, ob->id);
+            for (q = 0; q < (size_t)w * h; q++) m255[q] = ob->mask[q] ? 255 : 0;
+            if (!join_path(path, sizeof(path), a->outdir, mname) || write_png(path, m255, w, h, 1) != 0) {
+                cli_error("cannot write '%s': %s", path, strerror(errno));
+                goto done;
+            }
+            tb_printf(&tb, "%s{\"id\": %d, \"object_score_logit\": ", i ? ", " : "", ob->id);
+            tb_json_number(&tb, ob->object_score);
+            tb_printf(&tb, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"%s\"}", ob->box[0], ob->box[1], ob->box[2], ob->box[3],
+                      (long long)ob->area, mname);
+            if (a->overlay) {
+                const unsigned char *col = PALETTE[(unsigned)ob->id % 12];
+                char label[32];
+                int tw, th;
+                tint_mask(ov, w, h, ob->mask, col);
+                if (ob->area > 0) {
+                    snprintf(label, sizeof(label), "%d", ob->id);
+                    draw_box(ov, w, h, (int)ob->box[0], (int)ob->box[1], (int)ob->box[2] - 1, (int)ob->box[3] - 1, line_scale(w, h), col);
+                    draw_text(ov, w, h, (int)ob->box[0] + 2, (int)ob->box[1] + 2, line_scale(w, h), label, col, 1, &tw, &th);
+                }
+            }
+        }
+        tb_printf(&tb, "]}\n");
+        if (tb.oom) goto oom;
+        if (fwrite(tb.p, 1, tb.len, jl) != tb.len || fflush(jl) != 0) {
+            free(tb.p);
+            cli_error("cannot write tracks.jsonl: %s", strerror(errno));
+            goto done;
+        }
+        free(tb.p);
+        if (a->overlay) {
+            snprintf(name, sizeof(name), "overlays/%05d.png", f);
+            if (!join_path(path, sizeof(path), a->outdir, name) || write_png(path, out.n_objects ? ov : rgb, w, h, 3) != 0) {
+                cli_error("cannot write '%s': %s", path, strerror(errno));
+                goto done;
+            }
+        }
+        if (!a->quiet) {
+            int visible = 0;
+            for (i = 0; i < out.n_objects; i++) visible += out.objects[i].object_score > 0;
+            fprintf(stderr, "sam3 track: frame %d: %dx%d, %d object%s (%d visible), %s\n", f, w, h, out.n_objects, out.n_objects == 1 ? "" : "s",
+                    visible, fmt_ms(sam3_time_ms() - t0));
+        }
+    }
+    for (i = 0; i < a->n_prompts; i++)
+        if (!a->prompts[i].used) {
+            cli_error("frame %d object %d: the input has only %d frames: the prompt was not used", a->prompts[i].frame, a->prompts[i].id, f);
+            goto done;
+        }
+    if (!a->quiet) fprintf(stderr, "sam3 track: %d frames in %s; wrote %s/tracks.jsonl\n", f, fmt_ms(sam3_time_ms() - t_all), a->outdir);
+    rc = CLI_OK;
+    goto done;
+oom:
+    cli_error("out of memory");
+done:
+    if (jl && fclose(jl) != 0 && rc == CLI_OK) {
+        cli_error("cannot write tracks.jsonl: %s", strerror(errno));
+        rc = CLI_FAIL;
+    }
+    free(rgb);
+    free(ov);
+    free(m255);
+    frame_src_free(&src);
+    sam3_tracker_free(tr);
+    sam3_ctx_free(c);
+    sam3_free(m);
+    return rc;
+}
+
+static int cmd_track(int argc, char **argv) {
+    static track_prompt prompts[TRACK_MAX_PROMPTS];
+    track_args a;
+    int help, rc;
+    memset(&a, 0, sizeof(a));
+    a.prompts = prompts;
+    cli_cmd = "track";
+    rc = parse_track_args(argc, argv, &a, &help);
+    if (rc != CLI_OK || help) return rc;
+    return run_track(&a);
+}
+
