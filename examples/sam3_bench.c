@@ -58,7 +58,8 @@ static const char *BENCH_HELP =
     "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
     "                    prints its times, so that another program's runs alternate with ours\n"
     "  --video K         instead: the video tracker with K objects (a box and a click each on the\n"
-    "                    first frame, 8 untimed frames to fill its memory), R frames timed: the whole\n"
+    "                    first frame, then --warm W untimed frames (default 8: its memory fills up in\n"
+    "                    the released config's 7), then R frames timed: the whole\n"
     "                    frame and the tracking beyond the image encoder (also per object); with\n"
     "                    --paired, one frame per line on stdin (tools/bench_video_pytorch.py)\n"
     "  --frames N        with --video: N more untimed frames first, then peak RSS and the tracker's memory\n";
@@ -188,7 +189,7 @@ static void bench_line(const char *what, double ms) {
 typedef struct bench_args {
     const char *path;
     int threads, blas_threads, runs, width, height, paired;
-    int video, frames; /* --video K objects, --frames N */
+    int video, frames, warm; /* --video K objects, --frames N, --warm W */
 } bench_args;
 
 /* Returns -1 to go on, else the exit status (--help: 0, a usage error: 2). */
@@ -199,6 +200,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     a->runs = 3;
     a->width = 1280;
     a->height = 960;
+    a->warm = 8;
     for (i = 0; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -225,6 +227,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(arg, "--video") && val) {
             a->video = atoi(val), i++;
             if (a->video < 1 || a->video > SAM3_MAX_TRACKED_OBJECTS) return usage_error("--video wants 1..64 objects, got '%s'", val);
+        } else if (!strcmp(arg, "--warm") && val) {
+            a->warm = atoi(val), i++;
+            if (a->warm < 0) return usage_error("--warm wants a number >= 0, got '%s'", val);
         } else if (!strcmp(arg, "--frames") && val) {
             a->frames = atoi(val), i++;
             if (a->frames < 0) return usage_error("--frames wants a number >= 0, got '%s'", val);
@@ -254,14 +259,13 @@ static int sgemm_rate(sam3_ctx *c, sam3_gemm_path path, double *gflops) {
 /* ---- sam3 bench --video: the tracker per frame ---- */
 
 /* Per-frame cost of tracking n_obj objects on a W x H synthetic stream: objects prompted on frame 0
-   (a box and a click each), then `warm` untimed frames so the memory bank fills, then runs timed
+   (a box and a click each, untimed), then `warm` untimed frames so the memory bank fills, then runs timed
    frames; paired: one line on stdin starts each timed frame, which prints its times. */
-static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int n_obj, int runs, int paired, int frames_rss) {
+static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int n_obj, int runs, int paired, int frames_rss, int warm) {
     sam3_tracker *tr = NULL;
     sam3_track_frame out;
     double *t_frame = (double *)calloc((size_t)runs * 2, sizeof(double)), *t_trk;
     int i, k, rc = CLI_FAIL;
-    const int warm = 8;
     if (!t_frame) return CLI_FAIL;
     t_trk = t_frame + runs;
     if (sam3_tracker_new(c, NULL, &tr) != SAM3_OK) {
@@ -282,7 +286,7 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
         p.box = box;
         if (sam3_tracker_add_prompt(tr, 0, k + 1, &p) != SAM3_OK) goto fail;
     }
-    for (i = 0; i < warm + (frames_rss > 0 ? frames_rss : 0); i++)
+    for (i = 0; i < 1 + warm + (frames_rss > 0 ? frames_rss : 0); i++)
         if (sam3_tracker_push_frame(tr, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
     if (frames_rss > 0) {
         printf("  %-40s %10.1f MB\n", "peak RSS after the frames", peak_rss_kb() / 1024.0);
@@ -311,7 +315,8 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
             fflush(stdout);
         }
     }
-    printf("sam3 bench --video: %d object%s, %d warm-up frames, %d timed frames (medians)\n", n_obj, n_obj == 1 ? "" : "s", warm, runs);
+    printf("sam3 bench --video: %d object%s, image %dx%d, threads %d, the prompted frame and %d more untimed, %d timed frames (medians)\n", n_obj,
+           n_obj == 1 ? "" : "s", W, H, sam3_ctx_n_threads(c), warm, runs);
     bench_line("frame (image encoder + tracking)", median(t_frame, runs));
     bench_line("tracking beyond the image encoder", median(t_trk, runs));
     bench_line("  per object", median(t_trk, runs) / n_obj);
@@ -372,7 +377,7 @@ int bench_main(int argc, char **argv) {
         goto done;
     }
     if (a.video) {
-        rc_cli = bench_video(c, img, W, H, a.video, runs, paired, a.frames);
+        rc_cli = bench_video(c, img, W, H, a.video, runs, paired, a.frames, a.warm);
         goto done;
     }
     /* A round: the image, a first prompt on it, then a new prompt on the cached image. Paired

@@ -4,9 +4,12 @@
 #         converted by our converter; HF Sam3Model (detector) and Sam3TrackerModel (interactive head)
 #         dump every stage (tools/make_reference.py, tools/make_reference_points.py);
 #   sam1: HF SamModel at ViT-B size with random weights (tools/make_reference_sam1.py --fullsize).
+#   video: the same 840M checkpoint's tracker: HF Sam3TrackerVideoModel streaming 10 frames of PHOTO
+#         (tests/video_frames.h; 2 objects, a box and a click each, object 1 corrected on frame 5;
+#         tools/make_reference_video.py --scenario full) against build/test_video --parity-only.
 # build/test_parity then runs sam3.h on the same inputs and compares every stage. ~15 GB of disk.
 #
-#   tools/check_fullsize.sh [all|sam3|sam1] [CLIP_VOCAB_DIR] [IMAGE]
+#   tools/check_fullsize.sh [all|sam3|sam1|video] [CLIP_VOCAB_DIR] [IMAGE] [PHOTO]
 #
 # CLIP_VOCAB_DIR holds the real vocab.json + merges.txt (default ../shared/clip); IMAGE defaults to
 # ../shared/images/truck.jpg. Work files go to $FULLSIZE_DIR (default /tmp/sam3_full).
@@ -15,15 +18,30 @@ cd "$(dirname "$0")/.."
 WHAT=${1:-all}
 CLIP=${2:-../shared/clip}
 IMG=${3:-../shared/images/truck.jpg}
+PHOTO=${4:-../shared/images/test_image.jpg}
 W=${FULLSIZE_DIR:-/tmp/sam3_full}
 PY=${PYTHON:-python3}
 mkdir -p "$W"
 t0=$(date +%s)
-make -s build/test_parity
-if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ]; then
-    [ -f "$W/src/model.safetensors" ] || $PY tools/make_random_checkpoint.py "$W/src" --vocab "$CLIP"
+make -s build/test_parity build/test_video build/make_video_frames
+if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ] || [ "$WHAT" = video ]; then
+    if [ ! -f "$W/src/model.safetensors" ]; then
+        $PY tools/make_random_checkpoint.py "$W/src" --vocab "$CLIP"
+        # random weights leave every tracked object "absent" (object scores ~ -1): move the score head's
+        # bias so that objects fall on both sides of 0 and the video check reaches masks and pointers
+        $PY tools/patch_tensor.py "$W/src/model.safetensors" tracker_model.mask_decoder.pred_obj_score_head.proj_out.bias 1.0
+    fi
     [ -f "$W/full.sam3" ] || $PY tools/convert.py --quiet "$W/src" "$W/full.sam3"
     echo "sam3 checkpoint + conversion: $(( $(date +%s) - t0 )) s"
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = video ]; then
+    mkdir -p "$W/frames"
+    build/make_video_frames "$PHOTO" 10 "$W/frames" >/dev/null
+    [ -f "$W/ref_video_full.sam3" ] || $PY tools/make_reference_video.py "$W/src" "$W/frames" "$W/ref_video_full.sam3" --scenario full
+    echo "video reference: $(( $(date +%s) - t0 )) s"
+    build/test_video --model "$W/full.sam3" --ref "$W/ref_video_full.sam3" --photo "$PHOTO" --parity-only
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ]; then
     [ -f "$W/ref/full/ref_case_boxes_edge.sam3" ] || $PY tools/make_reference.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"
     [ -f "$W/ref/full/ref_points_image.sam3" ] || $PY tools/make_reference_points.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"
     echo "sam3 reference dumps: $(( $(date +%s) - t0 )) s"
