@@ -204,6 +204,11 @@ typedef struct sam3_load_options {
     sam3_log_fn log; /* load errors and notes; NULL = silent */
     void *log_user;
     int no_mmap; /* 1: read the file into memory instead of mapping it */
+    int verify;  /* 1: read every weight once: each tensor's checksum (files from a converter that
+                    writes them) and every float weight finite, else SAM3_ERR_CORRUPT_FILE naming
+                    the tensor. 0 (default): the weights are not read at load (zero-copy, fast) */
+    char *error;       /* optional: a failed load writes its reason here (NUL-terminated, cut to */
+    size_t error_size; /* error_size bytes); "" after a successful one. No log callback needed. */
 } sam3_load_options;
 
 typedef enum sam3_pixel_format { SAM3_RGB8 = 0, SAM3_RGBA8 = 1, SAM3_GRAY8 = 2 } sam3_pixel_format;
@@ -427,6 +432,7 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt 
 /* ==== sam3: configuration macros ==== */
 #include <float.h>
 #include <limits.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -850,6 +856,101 @@ static const sam3__cfg *sam3__file_cfg(const sam3__file *f, const char *key) {
     for (i = 0; i < f->n_cfg; i++)
         if (strcmp(f->cfg[i].key, key) == 0) return &f->cfg[i];
     return NULL;
+}
+
+/* Per-tensor checksums (config key "file.checksums.mx64": one i64 per tensor, in table order;
+   files without the key load as before). mx64 of n bytes, read as little-endian u64 words w[i]
+   (the last one zero-extended):
+       s = sum over i of mix((w[i] ^ (i * K1)) * K2)  mod 2^64,   mix(x) = x ^ (x >> 32)
+       h = mix((s ^ n) * K2)
+   Every word is mixed independently, so numpy computes it in vectorised passes (the converter)
+   and C at memory speed; one changed word always changes the sum (both steps are bijections).
+   A check against accidents (bit rot, truncated copies), not against an attacker, who could
+   rewrite the checksums as well. */
+#define SAM3__MX64_K1 0x9E3779B97F4A7C15ull
+#define SAM3__MX64_K2 0xD6E8FEB86659FD93ull
+typedef struct sam3__mx64_state { uint64_t s, i; } sam3__mx64_state;
+/* Adds nbytes (a multiple of 8 except in the last call) to the running sum. */
+static void sam3__mx64_update(sam3__mx64_state *st, const uint8_t *p, size_t nbytes) {
+    uint64_t s = st->s, i = st->i, w, x;
+    size_t k, nw = nbytes / 8;
+    for (k = 0; k < nw; k++) {
+        memcpy(&w, p + 8 * k, 8); /* little-endian hosts only, as the weights themselves */
+        x = (w ^ ((i + k) * SAM3__MX64_K1)) * SAM3__MX64_K2;
+        s += x ^ (x >> 32);
+    }
+    i += nw;
+    if (nbytes % 8) {
+        w = 0;
+        memcpy(&w, p + 8 * nw, nbytes % 8);
+        x = (w ^ (i * SAM3__MX64_K1)) * SAM3__MX64_K2;
+        s += x ^ (x >> 32);
+        i++;
+    }
+    st->s = s;
+    st->i = i;
+}
+static uint64_t sam3__mx64_final(const sam3__mx64_state *st, uint64_t nbytes) {
+    uint64_t h = (st->s ^ nbytes) * SAM3__MX64_K2;
+    return h ^ (h >> 32);
+}
+
+/* Reads every tensor once: its checksum when the file has them, and that every f32/f16/bf16
+   value is finite. SAM3_OK, or SAM3_ERR_CORRUPT_FILE with the first bad tensor named in err. */
+static sam3_result sam3__file_verify(const sam3__file *f, char *err, size_t cap, int *n_checked) {
+    const sam3__cfg *ck = sam3__file_cfg(f, "file.checksums.mx64");
+    uint32_t i;
+    *n_checked = 0;
+    if (ck && (ck->type != SAM3__T_I64_ARRAY || ck->count != f->n_tensors)) {
+        snprintf(err, cap, "config key 'file.checksums.mx64' must be an i64 array of %u entries (one per tensor)", f->n_tensors);
+        return SAM3_ERR_CORRUPT_FILE;
+    }
+    for (i = 0; i < f->n_tensors; i++) {
+        const sam3__tensor *t = &f->tensors[i];
+        const uint8_t *p = (const uint8_t *)t->data;
+        const uint64_t nb = t->nbytes;
+        const uint32_t dt = t->dtype;
+        sam3__mx64_state st;
+        uint64_t off = 0, bad = 0;
+        st.s = st.i = 0;
+        /* in 64 KB pieces, each hashed and checked while it is in L1/L2 */
+        while (off < nb && !bad) {
+            const size_t n = (size_t)SAM3__MIN(nb - off, (uint64_t)65536);
+            size_t k;
+            if (ck) sam3__mx64_update(&st, p + off, n);
+            if (dt == SAM3__DT_F32) {
+                uint32_t u, b = 0;
+                for (k = 0; k + 4 <= n; k += 4) {
+                    memcpy(&u, p + off + k, 4);
+                    b |= (u & 0x7f800000u) == 0x7f800000u;
+                }
+                bad = b;
+            } else if (dt == SAM3__DT_F16 || dt == SAM3__DT_BF16) {
+                const uint16_t e = dt == SAM3__DT_F16 ? 0x7c00u : 0x7f80u;
+                uint16_t u, b = 0;
+                for (k = 0; k + 2 <= n; k += 2) {
+                    memcpy(&u, p + off + k, 2);
+                    b |= (u & e) == e;
+                }
+                bad = b;
+            }
+            off += n;
+        }
+        if (bad) {
+            snprintf(err, cap, "tensor '%.*s': a weight is NaN or infinite", (int)SAM3__MIN(t->name_len, 200u), t->name);
+            return SAM3_ERR_CORRUPT_FILE;
+        }
+        if (ck) {
+            const uint64_t want = sam3__rd64(ck->data + 8 * (size_t)i), got = sam3__mx64_final(&st, nb);
+            if (got != want) {
+                snprintf(err, cap, "tensor '%.*s': checksum %016llx, the file records %016llx (the data is damaged)",
+                         (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)got, (unsigned long long)want);
+                return SAM3_ERR_CORRUPT_FILE;
+            }
+            (*n_checked)++;
+        }
+    }
+    return SAM3_OK;
 }
 
 /* ==== sam3: tokenizer ==== */
@@ -2269,7 +2370,7 @@ typedef struct sam3__neck_cfg {
     int side[SAM3__MAX_LEVELS];       /* square side of each level's map */
 } sam3__neck_cfg;
 
-typedef struct sam3__text_cfg { int vocab, hidden, inter, layers, heads, max_pos; float ln_eps; } sam3__text_cfg;
+typedef struct sam3__text_cfg { int vocab, hidden, inter, layers, heads, max_pos; float ln_eps; int quick_gelu; } sam3__text_cfg;
 typedef struct sam3__tok_cfg { int vocab, n_merges, bos, eos, pad, max_length; } sam3__tok_cfg;
 typedef struct sam3__geo_cfg { int hidden, layers, heads, inter, roi; } sam3__geo_cfg;
 typedef struct sam3__enc_cfg { int hidden, layers, heads, inter; } sam3__enc_cfg;
@@ -2869,7 +2970,12 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     m->text.heads = (int)sam3__cfg_i(L, "text.num_attention_heads", 1, 4096);
     m->text.max_pos = (int)sam3__cfg_i(L, "text.max_position_embeddings", 2, 65536);
     m->text.ln_eps = (float)sam3__cfg_f(L, "text.layer_norm_eps", 0, 1);
-    sam3__cfg_act(L, "text.hidden_act", "gelu");
+    {
+        /* CLIP's own activation, quick_gelu, is what transformers gives a text_config built from a dict */
+        const sam3__cfg *ca = sam3__file_cfg(L->f, "text.hidden_act");
+        m->text.quick_gelu = ca && ca->type == SAM3__T_STR && ca->count == 10 && memcmp(ca->data, "quick_gelu", 10) == 0;
+        if (!m->text.quick_gelu) sam3__cfg_act(L, "text.hidden_act", "gelu");
+    }
     sam3__check_heads(L, "text", m->text.hidden, m->text.heads);
 
     m->tok.vocab = (int)sam3__cfg_i(L, "tokenizer.vocab_size", 1, 1 << 24);
@@ -3239,11 +3345,31 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
 static void sam3__log(const sam3_load_options *opt, int level, const char *fmt, ...) {
     char buf[512];
     va_list ap;
-    if (!opt || !opt->log) return;
+    if (!opt || (!opt->log && !(level == SAM3_LOG_ERROR && opt->error && opt->error_size))) return;
     va_start(ap, fmt);
     sam3__vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    opt->log(opt->log_user, level, buf);
+    /* a load fails with one error message: the caller's buffer gets it, with or without a logger */
+    if (level == SAM3_LOG_ERROR && opt->error && opt->error_size) snprintf(opt->error, opt->error_size, "%s", buf);
+    if (opt->log) opt->log(opt->log_user, level, buf);
+}
+#ifndef SAM3_NO_STDIO
+/* The reason an open failed, without strerror (not required to be thread-safe). */
+static const char *sam3__errno_text(int e) {
+    switch (e) {
+    case ENOENT: return "no such file or directory";
+    case EACCES: return "permission denied";
+    case EISDIR: return "is a directory";
+    case ENOTDIR: return "a path component is not a directory";
+    case ENAMETOOLONG: return "file name too long";
+    case EMFILE: case ENFILE: return "too many open files";
+    case ENOMEM: return "out of memory";
+    default: return "cannot be opened";
+    }
+}
+#endif
+static void sam3__load_error_clear(const sam3_load_options *opt) {
+    if (opt && opt->error && opt->error_size) opt->error[0] = 0;
 }
 
 SAM3DEF sam3_load_options sam3_load_options_default(void) {
@@ -3312,13 +3438,28 @@ static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_m
         sam3__model_release(m);
         return L.rc;
     }
+    if (opt && opt->verify) {
+        int n_checked = 0;
+        if ((rc = sam3__file_verify(&m->file, err, sizeof(err), &n_checked)) != SAM3_OK) {
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: verify: %s", err);
+            sam3__model_release(m);
+            return rc;
+        }
+        if (n_checked) sam3__log(opt, SAM3_LOG_INFO, "verify: %d tensor checksums match, every weight is finite", n_checked);
+        else sam3__log(opt, SAM3_LOG_WARN, "verify: the file has no checksums (converted before they were added: re-convert "
+                                           "with tools/convert.py); every weight is finite");
+    }
     *out = m;
     return SAM3_OK;
 }
 
 SAM3DEF sam3_result sam3_load_from_memory(const void *blob, size_t size, const sam3_load_options *opt, sam3_model **out) {
     sam3_allocator a;
-    if (!out) return SAM3_ERR_INVALID_ARG;
+    sam3__load_error_clear(opt);
+    if (!out) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load_from_memory: out is NULL");
+        return SAM3_ERR_INVALID_ARG;
+    }
     *out = NULL;
     if (!blob || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load_from_memory: %s", blob ? "allocator must set both alloc and free" : "blob is NULL");
@@ -3334,7 +3475,11 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
     long end;
     size_t size, got;
     uint8_t *buf;
-    if (!out) return SAM3_ERR_INVALID_ARG;
+    sam3__load_error_clear(opt);
+    if (!out) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: out is NULL");
+        return SAM3_ERR_INVALID_ARG;
+    }
     *out = NULL;
     if (!path || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", path ? "allocator must set both alloc and free" : "path is NULL");
@@ -3346,7 +3491,7 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         void *p;
         int fd = open(path, O_RDONLY);
         if (fd < 0) {
-            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s': %s", path, sam3__errno_text(errno));
             return SAM3_ERR_IO;
         }
         if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
@@ -3366,7 +3511,7 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
 #endif
     fp = fopen(path, "rb");
     if (!fp) {
-        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s': %s", path, sam3__errno_text(errno));
         return SAM3_ERR_IO;
     }
     /* the one-byte read: a directory opens and seeks on Linux (its "size" is 2^63 - 1) but cannot
@@ -5826,6 +5971,21 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *m, const char *text, int32_t
 /* CLIP on the n valid tokens only: with the causal mask, tokens 0..n-1 never see the padding, so
    this equals the reference's padded run on those tokens (spec 5.2, checked to 1e-14), and every
    later use masks the padding out anyway. ids (n) -> out (n, D), projected to the detector width. */
+/* CLIPMLP with hidden_act "quick_gelu": fc2(q(fc1(x))), q(v) = v * sigmoid(1.702 v). x (n, T) -> y (n, T).
+   At most 32 tokens, so plain expf. */
+static sam3_result sam3__clip_mlp_quick(sam3_ctx *c, const float *x, int n, int T, const sam3__lin *fc1, int TI,
+                                        const sam3__lin *fc2, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)n * TI); /* (n, TI) */
+    size_t i, nh = (size_t)n * TI;
+    if (!h) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, x, n, T, fc1, TI, h);
+    for (i = 0; i < nh; i++) h[i] = h[i] / (1.0f + expf(-1.702f * h[i]));
+    sam3__linear(c, h, n, TI, fc2, T, y);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
 static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n, float *out) {
     const sam3_model *m = c->m;
     const int T = m->text.hidden, TI = m->text.inter, D = m->neck.fpn;
@@ -5848,7 +6008,11 @@ static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n,
         if ((rc = sam3__mha(c, &w->attn, h, h, h, n, n, T, m->text.heads, 1, y)) != SAM3_OK) return rc;
         sam3__vadd(c, x, y, (size_t)n * T);
         sam3__layernorm(c, x, h, n, T, &w->ln2, m->text.ln_eps);
-        if ((rc = sam3__mlp2(c, h, n, T, &w->fc1, TI, &w->fc2, T, 0, y)) != SAM3_OK) return rc;
+        if (m->text.quick_gelu) {
+            if ((rc = sam3__clip_mlp_quick(c, h, n, T, &w->fc1, TI, &w->fc2, y)) != SAM3_OK) return rc;
+        } else if ((rc = sam3__mlp2(c, h, n, T, &w->fc1, TI, &w->fc2, T, 0, y)) != SAM3_OK) {
+            return rc;
+        }
         sam3__vadd(c, x, y, (size_t)n * T);
     }
     sam3__layernorm(c, x, x, n, T, &m->text_w.final_ln, m->text.ln_eps);
