@@ -176,7 +176,8 @@ extern "C" {
     X(SAM3_ERR_SHAPE_MISMATCH, -8, "a tensor has the wrong shape or dtype")                  \
     X(SAM3_ERR_UNSUPPORTED, -9, "not supported by this model or build")                      \
     X(SAM3_ERR_ABORTED, -10, "aborted by the abort callback")                                \
-    X(SAM3_ERR_NO_IMAGE, -11, "no image set on this context")
+    X(SAM3_ERR_NO_IMAGE, -11, "no image set on this context")                                \
+    X(SAM3_ERR_BUSY, -12, "the context is in use by a call on another thread")
 
 typedef enum sam3_result {
 #define SAM3__ENUM(name, value, text) name = value,
@@ -533,6 +534,40 @@ static double sam3__now_ms(void) {
     return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
 #endif
 }
+
+/* The in-use flag of a context (SAM3_ERR_BUSY): one compare-and-swap at the entry of a call, one
+   store at its exit. GCC and clang (and MinGW) builtins, MSVC's Interlocked functions, C11 atomics
+   elsewhere; a compiler with none of these gets a plain flag, which still catches calls that do
+   not overlap exactly but is not a guarantee (define SAM3_BUSY_FLAG_NONE to see where). */
+#if defined(__GNUC__) || defined(__clang__)
+typedef int sam3__flag;
+static int sam3__flag_take(sam3__flag *f) {
+    int expected = 0;
+    return __atomic_compare_exchange_n(f, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+static void sam3__flag_drop(sam3__flag *f) { __atomic_store_n(f, 0, __ATOMIC_RELEASE); }
+#elif defined(_MSC_VER)
+typedef volatile long sam3__flag;
+static int sam3__flag_take(sam3__flag *f) { return InterlockedCompareExchange(f, 1, 0) == 0; }
+static void sam3__flag_drop(sam3__flag *f) { InterlockedExchange(f, 0); }
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+typedef atomic_int sam3__flag;
+static int sam3__flag_take(sam3__flag *f) {
+    int expected = 0;
+    return atomic_compare_exchange_strong_explicit(f, &expected, 1, memory_order_acquire, memory_order_relaxed);
+}
+static void sam3__flag_drop(sam3__flag *f) { atomic_store_explicit(f, 0, memory_order_release); }
+#else
+#define SAM3_BUSY_FLAG_NONE 1
+typedef volatile int sam3__flag;
+static int sam3__flag_take(sam3__flag *f) {
+    if (*f) return 0;
+    *f = 1;
+    return 1;
+}
+static void sam3__flag_drop(sam3__flag *f) { *f = 0; }
+#endif
 
 /* ==== sam3: internal utils ==== */
 SAM3DEF const char *sam3_version_string(void) { return SAM3_VERSION_STRING; }
@@ -3661,6 +3696,7 @@ struct sam3_ctx {
     uint8_t *res_mask, *res_sem_mask;
     float *res_low, *res_sem;
     size_t res_inst_cap, res_mask_cap, res_sem_mask_cap, res_low_cap, res_sem_cap;
+    sam3__flag busy; /* 1 while a public call runs on this context (SAM3_ERR_BUSY for a second one) */
 };
 
 /* Makes *p hold at least `need` bytes (contents not kept). */
@@ -7034,8 +7070,19 @@ SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *c) {
     memset(&t, 0, sizeof(t));
     return t;
 }
+/* Everything the context owns: itself, the image state, the scratch arena (or its high-water mark,
+   which the next call grows it to), the result buffers and the text-feature cache. */
 SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
-    return c ? c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high) + sizeof(*c) : 0;
+    size_t n;
+    int j;
+    if (!c) return 0;
+    n = sizeof(*c) + c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high);
+    n += c->res_inst_cap + c->res_mask_cap + c->res_sem_mask_cap + c->res_low_cap + c->res_sem_cap;
+    for (j = 0; j < SAM3__TEXT_CACHE; j++) {
+        if (c->tcache[j].text) n += strlen(c->tcache[j].text) + 1;
+        if (c->tcache[j].feat) n += (size_t)SAM3__MIN(c->m->tok.max_length, c->m->text.max_pos) * c->m->neck.fpn * sizeof(float);
+    }
+    return n;
 }
 
 /* Entry-point prologue: clear the error, settle the arena. */
@@ -7049,7 +7096,7 @@ static sam3_result sam3__end(sam3_ctx *c, sam3_result rc) {
     return rc;
 }
 
-SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+static sam3_result sam3__set_image_run(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
     const sam3_model *m;
     int bpp;
     size_t need;
@@ -7123,6 +7170,43 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     return sam3__end(c, SAM3_OK);
 }
 
+/* The public calls that use a context: each holds the context's in-use flag for its duration, so
+   a second call from another thread gets SAM3_ERR_BUSY (touching nothing in the context) instead
+   of corrupting the first one's state. */
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out);
+static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
+                                            sam3_points_result *out);
+SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&c->busy)) return SAM3_ERR_BUSY;
+    rc = sam3__set_image_run(c, pixels, w, h, stride, format);
+    sam3__flag_drop(&c->busy);
+    return rc;
+}
+SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__segment_run(c, pr, opt, out);
+    sam3__flag_drop(&c->busy);
+    return rc;
+}
+SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__segment_points_run(c, pp, opt, out);
+    sam3__flag_drop(&c->busy);
+    return rc;
+}
+
 SAM3DEF sam3_segment_options sam3_segment_options_default(void) {
     sam3_segment_options o;
     memset(&o, 0, sizeof(o));
@@ -7173,7 +7257,7 @@ static sam3_result sam3__text_features(sam3_ctx *c, const char *text, const floa
 
 static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
 
-SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
     const sam3_model *m;
     sam3_segment_options o = sam3_segment_options_default();
     int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
@@ -7386,7 +7470,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
 }
 
 
-SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
     const sam3_model *m;
     const sam3__trk_cfg *t;
     sam3_points_options o;

@@ -1215,6 +1215,71 @@ static void test_verify(void) {
     t_free_file(blob);
 }
 
+/* A byte-counting allocator: sam3_ctx_memory_used must account for what the context holds. */
+typedef struct byte_counter { size_t live; } byte_counter;
+static void *b_alloc(size_t size, size_t align, void *user) {
+    byte_counter *k = (byte_counter *)user;
+    unsigned char *p;
+    (void)align; /* <= 64: the 64-byte header keeps 64-byte alignment */
+    if (posix_memalign((void **)&p, 64, size + 64) != 0) return NULL;
+    memcpy(p, &size, sizeof(size));
+    k->live += size;
+    return p + 64;
+}
+static void b_free(void *q, void *user) {
+    byte_counter *k = (byte_counter *)user;
+    unsigned char *p = (unsigned char *)q - 64;
+    size_t size;
+    memcpy(&size, p, sizeof(size));
+    k->live -= size;
+    free(p);
+}
+
+static void test_accounting(const sam3_model *m) {
+    sam3_ctx_options co = sam3_ctx_options_default();
+    byte_counter k = {0};
+    sam3_ctx *c = NULL;
+    sam3_segment_options so = sam3_segment_options_default();
+    sam3_segmentation seg;
+    sam3_prompt p;
+    uint8_t *img = picture(61, 47, 3, 61 * 3);
+    size_t before, after, live;
+    static const char *texts[10] = {"cat", "dog", "a red car", "bus", "tree", "the sky", "a", "b", "c", "d"};
+    int i;
+    co.allocator.alloc = b_alloc;
+    co.allocator.free = b_free;
+    co.allocator.user = &k;
+    co.n_threads = 1;
+    co.blas_threads = 1;
+    if (!img || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "accounting: ctx");
+        free(img);
+        return;
+    }
+    t_check(sam3_set_image(c, img, 61, 47, 61 * 3, SAM3_RGB8) == SAM3_OK, "accounting: set_image");
+    before = sam3_ctx_memory_used(c);
+    memset(&p, 0, sizeof(p));
+    so.score_threshold = -1; /* every query: the most result memory */
+    so.low_res = so.semantic = 1;
+    for (i = 0; i < 10; i++) {
+        p.text = texts[i];
+        t_check(sam3_segment(c, &p, &so, &seg) >= 0, "accounting: segment \"%s\" (%s)", texts[i], sam3_ctx_last_error(c));
+    }
+    p.text = texts[9]; /* once more: the arena is now settled at its high-water mark */
+    t_check(sam3_segment(c, &p, &so, &seg) >= 0, "accounting: segment");
+    after = sam3_ctx_memory_used(c);
+    live = k.live;
+    t_check(after >= before + (size_t)seg.n * seg.width * seg.height + (size_t)seg.width * seg.height,
+            "memory_used grows when results are held: %lu -> %lu bytes (%d masks of %dx%d held)", (unsigned long)before,
+            (unsigned long)after, seg.n, seg.width, seg.height);
+    t_check(after <= live + sizeof(sam3_ctx) && after + after / 100 >= live,
+            "memory_used %lu = the bytes the context holds through its allocator (%lu) within 1%%", (unsigned long)after,
+            (unsigned long)live);
+    sam3_ctx_free(c);
+    t_check(k.live == 0, "accounting: every byte freed (%lu)", (unsigned long)k.live);
+    free(img);
+}
+
 int main(int argc, char **argv) {
     sam3_model *m = NULL;
     counter k = {0, 0, 0, 0, 0};
@@ -1251,6 +1316,7 @@ int main(int argc, char **argv) {
 
     TIMED(test_load_errors());
     TIMED(test_verify());
+    TIMED(test_accounting(m));
     TIMED(test_nulls(m));
     TIMED(test_images(m));
     TIMED(test_prompts(m));
