@@ -66,12 +66,18 @@ DOCUMENTATION
      until the next call on the same context that returns results or sets an image, or until
      `sam3_ctx_free`; copy what you keep.
    * Scratch memory is one stack arena that grows to the peak of the first image and prompt (with
-     1/8 headroom, not resident until touched) and is reused after that; `sam3_ctx_memory_used`
-     reports it.
+     1/8 headroom, not resident until touched) and is reused after that. `sam3_ctx_memory_used`
+     reports everything a context holds: image state, arena, result buffers, text-feature cache.
+   * `sam3_load` reads no weights (pages come in as the model uses them). With
+     `sam3_load_options.verify = 1` it reads every tensor once, at memory speed (~10 GB/s a core,
+     more with AVX-512): the checksum the converter recorded for it, and that every float is finite.
 
 3. Threading
    The model is read-only after sam3_load returns and can be shared by any number of threads. A
-   context may only be used by one thread at a time; give each thread its own context. sam3 has no
+   context may only be used by one thread at a time; give each thread its own context. A call on a
+   context while another call runs on it (another thread, or a callback of the running call)
+   returns SAM3_ERR_BUSY at once and changes nothing in the context; the getters
+   (sam3_ctx_last_error, _timings, _memory_used) read it unguarded, so call them between calls. sam3 has no
    mutable global state. Our own loops use OpenMP (when compiled with -fopenmp), capped by
    sam3_ctx_options.n_threads. Matrix products go to BLAS, whose threading belongs to you: sam3
    never changes it unless sam3_ctx_options.blas_threads > 0, which calls
@@ -89,8 +95,10 @@ DOCUMENTATION
    Every call returns a sam3_result: SAM3_OK (0), a positive note (success with a remark, e.g.
    SAM3_TRUNCATED), or a negative error. sam3_result_string() names it; sam3_ctx_last_error(ctx)
    gives the detail of the last failed call on that context (e.g. "tensor 'x.weight': shape
-   [256,1024], expected [256,512]"). Errors during loading, where no context exists yet, go to the
-   log callback in sam3_load_options. Library code never prints, exits or aborts on bad input.
+   [256,1024], expected [256,512]"). Errors during loading, where no context exists yet, are written
+   to sam3_load_options.error (error_size bytes, when set) and go to its log callback. Library code
+   never prints, exits or aborts on bad input. SAM3_ERR_BUSY: see 3. A failed verify (see 2) is
+   SAM3_ERR_CORRUPT_FILE naming the tensor.
 
 5. Configuration macros (define before including the implementation)
    SAM3_STATIC             make every function static (private copy in one translation unit)
@@ -112,7 +120,11 @@ DOCUMENTATION
    PyTorch-order shape, 64-byte aligned absolute offset and byte size), the string table, then
    the tensor data. Tensor names are the Hugging Face state-dict names verbatim. The CLIP
    tokenizer (vocabulary and merges) travels inside as ordinary tensors. tools/convert.py writes
-   it from a Hugging Face checkpoint; tools/sam3file.py documents every byte. The SAM 3 weights
+   it from a Hugging Face checkpoint; tools/sam3file.py documents every byte. Config key
+   file.checksums.mx64 (i64 per tensor, table order) holds each tensor's checksum: mx64 of its
+   bytes as little-endian u64 words w[i] (the last zero-extended): s = sum of mix((w[i] ^ i*K1) *
+   K2) mod 2^64, mix(x) = x ^ (x >> 32), checksum mix((s ^ nbytes) * K2), K1 = 0x9E3779B97F4A7C15,
+   K2 = 0xD6E8FEB86659FD93. Against accidents, not attackers. Files without it load as before. The SAM 3 weights
    are Meta's, under the SAM License, and converted files carry that licence.
 
 7. Limits
@@ -292,7 +304,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *model, const sam3_ctx_options
 SAM3DEF void sam3_ctx_free(sam3_ctx *ctx); /* NULL is a no-op */
 SAM3DEF const char *sam3_ctx_last_error(const sam3_ctx *ctx);
 SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *ctx);
-SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now */
+SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now: everything it allocated */
 
 /* Runs the image encoder (the expensive part: ~6 TFLOP at 1008x1008) and caches its output.
    pixels: width*height pixels in `format`, rows `stride` bytes apart (stride >= width*bpp). */
