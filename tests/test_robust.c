@@ -1152,7 +1152,9 @@ static void test_verify(void) {
     }
     {
         char name[256];
+        /* offsets and sizes kept: t and cc point into the model, freed below */
         const size_t data_off = (size_t)((const unsigned char *)t->data - blob), ck_off = (size_t)(cc->data - blob);
+        const uint64_t t_nbytes = t->nbytes;
         snprintf(name, sizeof(name), "'%.*s'", (int)t->name_len, t->name);
         off = data_off + 100;
         sam3_free(m);
@@ -1170,8 +1172,8 @@ static void test_verify(void) {
         /* 2. one infinite weight, its checksum made to match: only the finiteness check sees it */
         memcpy(blob + data_off + 4 * 3, &inf, 4);
         st.s = st.i = 0;
-        sam3__mx64_update(&st, blob + data_off, (size_t)t->nbytes);
-        h = sam3__mx64_final(&st, t->nbytes);
+        sam3__mx64_update(&st, blob + data_off, (size_t)t_nbytes);
+        h = sam3__mx64_final(&st, t_nbytes);
         ck = blob + ck_off + 8 * idx;
         for (j = 0; j < 8; j++) ck[j] = (unsigned char)(h >> (8 * j));
         lo.verify = 1;
@@ -1182,8 +1184,8 @@ static void test_verify(void) {
             const uint32_t qnan = 0x7fc00000u;
             memcpy(blob + data_off + 4 * 3, &qnan, 4);
             st.s = st.i = 0;
-            sam3__mx64_update(&st, blob + data_off, (size_t)t->nbytes);
-            h = sam3__mx64_final(&st, t->nbytes);
+            sam3__mx64_update(&st, blob + data_off, (size_t)t_nbytes);
+            h = sam3__mx64_final(&st, t_nbytes);
             for (j = 0; j < 8; j++) ck[j] = (unsigned char)(h >> (8 * j));
             rc = sam3_load_from_memory(blob, g_size, &lo, &m);
             t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, name) && strstr(err, "NaN"), "a NaN weight: verify fails (\"%s\")", err);
