@@ -166,6 +166,13 @@ $(FUZZ_SEEDS): tests/make_fuzz_seeds.py tools/convert.py tools/sam3file.py tools
 $(FUZZ_KEPT): tests/fuzz/corpus.tar.xz tests/fuzz_corpus.py | $(BUILD)
 	@$(PYTHON) tests/fuzz_corpus.py unpack tests/fuzz/corpus.tar.xz $(BUILD)/fuzz_kept && touch $@
 
+# A tiny SAM 3 whose text encoder uses quick_gelu, and its text features from a numpy restatement
+# of the CLIP text encoder (token ids from the CLI's tokenizer): test_parity's text test on it.
+QGELU := $(BUILD)/qgelu/ref_text.sam3
+$(QGELU): tests/make_quick_gelu.py tools/convert.py tools/sam3file.py tools/make_random_checkpoint.py $(BUILD)/sam3 | $(BUILD)
+	$(PYTHON) tests/make_quick_gelu.py $(BUILD)/qgelu $(BUILD)/sam3
+test-c: $(QGELU)
+
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
 test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 $(FUZZ_SEEDS) $(FUZZ_KEPT)
@@ -175,6 +182,7 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
 	@for n in $(TINY) $(SAM1_TINY); do $(BUILD)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; done
+	@$(BUILD)/test_parity --model $(BUILD)/qgelu/model.sam3 --data $(BUILD)/qgelu
 	@$(BUILD)/test_video --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 --photo $(SHARED)/images/test_image.jpg \
 	    --unsupported $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_robust $(BUILD)/tiny_a.sam3

@@ -66,12 +66,18 @@ DOCUMENTATION
      until the next call on the same context that returns results or sets an image, or until
      `sam3_ctx_free`; copy what you keep.
    * Scratch memory is one stack arena that grows to the peak of the first image and prompt (with
-     1/8 headroom, not resident until touched) and is reused after that; `sam3_ctx_memory_used`
-     reports it.
+     1/8 headroom, not resident until touched) and is reused after that. `sam3_ctx_memory_used`
+     reports everything a context holds: image state, arena, result buffers, text-feature cache.
+   * `sam3_load` reads no weights (pages come in as the model uses them). With
+     `sam3_load_options.verify = 1` it reads every tensor once, at memory speed (~10 GB/s a core,
+     more with AVX-512): the checksum the converter recorded for it, and that every float is finite.
 
 3. Threading
    The model is read-only after sam3_load returns and can be shared by any number of threads. A
-   context may only be used by one thread at a time; give each thread its own context. sam3 has no
+   context may only be used by one thread at a time; give each thread its own context. A call on a
+   context while another call runs on it (another thread, or a callback of the running call)
+   returns SAM3_ERR_BUSY at once and changes nothing in the context; the getters
+   (sam3_ctx_last_error, _timings, _memory_used) read it unguarded, so call them between calls. sam3 has no
    mutable global state. Our own loops use OpenMP (when compiled with -fopenmp), capped by
    sam3_ctx_options.n_threads. Matrix products go to BLAS, whose threading belongs to you: sam3
    never changes it unless sam3_ctx_options.blas_threads > 0, which calls
@@ -89,8 +95,10 @@ DOCUMENTATION
    Every call returns a sam3_result: SAM3_OK (0), a positive note (success with a remark, e.g.
    SAM3_TRUNCATED), or a negative error. sam3_result_string() names it; sam3_ctx_last_error(ctx)
    gives the detail of the last failed call on that context (e.g. "tensor 'x.weight': shape
-   [256,1024], expected [256,512]"). Errors during loading, where no context exists yet, go to the
-   log callback in sam3_load_options. Library code never prints, exits or aborts on bad input.
+   [256,1024], expected [256,512]"). Errors during loading, where no context exists yet, are written
+   to sam3_load_options.error (error_size bytes, when set) and go to its log callback. Library code
+   never prints, exits or aborts on bad input. SAM3_ERR_BUSY: see 3. A failed verify (see 2) is
+   SAM3_ERR_CORRUPT_FILE naming the tensor.
 
 5. Configuration macros (define before including the implementation)
    SAM3_STATIC             make every function static (private copy in one translation unit)
@@ -114,7 +122,11 @@ DOCUMENTATION
    PyTorch-order shape, 64-byte aligned absolute offset and byte size), the string table, then
    the tensor data. Tensor names are the Hugging Face state-dict names verbatim. The CLIP
    tokenizer (vocabulary and merges) travels inside as ordinary tensors. tools/convert.py writes
-   it from a Hugging Face checkpoint; tools/sam3file.py documents every byte. The SAM 3 weights
+   it from a Hugging Face checkpoint; tools/sam3file.py documents every byte. Config key
+   file.checksums.mx64 (i64 per tensor, table order) holds each tensor's checksum: mx64 of its
+   bytes as little-endian u64 words w[i] (the last zero-extended): s = sum of mix((w[i] ^ i*K1) *
+   K2) mod 2^64, mix(x) = x ^ (x >> 32), checksum mix((s ^ nbytes) * K2), K1 = 0x9E3779B97F4A7C15,
+   K2 = 0xD6E8FEB86659FD93. Against accidents, not attackers. Files without it load as before. The SAM 3 weights
    are Meta's, under the SAM License, and converted files carry that licence.
 
 7. Limits
@@ -186,7 +198,8 @@ extern "C" {
     X(SAM3_ERR_SHAPE_MISMATCH, -8, "a tensor has the wrong shape or dtype")                  \
     X(SAM3_ERR_UNSUPPORTED, -9, "not supported by this model or build")                      \
     X(SAM3_ERR_ABORTED, -10, "aborted by the abort callback")                                \
-    X(SAM3_ERR_NO_IMAGE, -11, "no image set on this context")
+    X(SAM3_ERR_NO_IMAGE, -11, "no image set on this context")                                \
+    X(SAM3_ERR_BUSY, -12, "the context is in use by a call on another thread")
 
 typedef enum sam3_result {
 #define SAM3__ENUM(name, value, text) name = value,
@@ -214,6 +227,11 @@ typedef struct sam3_load_options {
     sam3_log_fn log; /* load errors and notes; NULL = silent */
     void *log_user;
     int no_mmap; /* 1: read the file into memory instead of mapping it */
+    int verify;  /* 1: read every weight once: each tensor's checksum (files from a converter that
+                    writes them) and every float weight finite, else SAM3_ERR_CORRUPT_FILE naming
+                    the tensor. 0 (default): the weights are not read at load (zero-copy, fast) */
+    char *error;       /* optional: a failed load writes its reason here (NUL-terminated, cut to */
+    size_t error_size; /* error_size bytes); "" after a successful one. No log callback needed. */
 } sam3_load_options;
 
 typedef enum sam3_pixel_format { SAM3_RGB8 = 0, SAM3_RGBA8 = 1, SAM3_GRAY8 = 2 } sam3_pixel_format;
@@ -297,7 +315,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *model, const sam3_ctx_options
 SAM3DEF void sam3_ctx_free(sam3_ctx *ctx); /* NULL is a no-op */
 SAM3DEF const char *sam3_ctx_last_error(const sam3_ctx *ctx);
 SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *ctx);
-SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now */
+SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now: everything it allocated */
 
 /* ---- Threads, clock and GEMM rate, for benchmarks and tools (nothing here is needed to segment) ---- */
 SAM3DEF int sam3_ctx_n_threads(const sam3_ctx *ctx);       /* threads the context's loops use (n_threads resolved); 0 for NULL */
@@ -508,7 +526,7 @@ SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t);
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
                                             sam3_track_frame *out);
 /* Forgets every object and restarts the frame count at 0. */
-SAM3DEF void sam3_tracker_reset(sam3_tracker *t);
+SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t);
 /* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
 SAM3DEF size_t sam3_tracker_memory_used(const sam3_tracker *t);
 SAM3DEF void sam3_tracker_free(sam3_tracker *t);
@@ -531,6 +549,7 @@ SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 /* ==== sam3: configuration macros ==== */
 #include <float.h>
 #include <limits.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -631,6 +650,40 @@ static double sam3__now_ms(void) {
     return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
 #endif
 }
+
+/* The in-use flag of a context (SAM3_ERR_BUSY): one compare-and-swap at the entry of a call, one
+   store at its exit. GCC and clang (and MinGW) builtins, MSVC's Interlocked functions, C11 atomics
+   elsewhere; a compiler with none of these gets a plain flag, which still catches calls that do
+   not overlap exactly but is not a guarantee (define SAM3_BUSY_FLAG_NONE to see where). */
+#if defined(__GNUC__) || defined(__clang__)
+typedef int sam3__flag;
+static int sam3__flag_take(sam3__flag *f) {
+    int expected = 0;
+    return __atomic_compare_exchange_n(f, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+static void sam3__flag_drop(sam3__flag *f) { __atomic_store_n(f, 0, __ATOMIC_RELEASE); }
+#elif defined(_MSC_VER)
+typedef volatile long sam3__flag;
+static int sam3__flag_take(sam3__flag *f) { return InterlockedCompareExchange(f, 1, 0) == 0; }
+static void sam3__flag_drop(sam3__flag *f) { InterlockedExchange(f, 0); }
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+typedef atomic_int sam3__flag;
+static int sam3__flag_take(sam3__flag *f) {
+    int expected = 0;
+    return atomic_compare_exchange_strong_explicit(f, &expected, 1, memory_order_acquire, memory_order_relaxed);
+}
+static void sam3__flag_drop(sam3__flag *f) { atomic_store_explicit(f, 0, memory_order_release); }
+#else
+#define SAM3_BUSY_FLAG_NONE 1
+typedef volatile int sam3__flag;
+static int sam3__flag_take(sam3__flag *f) {
+    if (*f) return 0;
+    *f = 1;
+    return 1;
+}
+static void sam3__flag_drop(sam3__flag *f) { *f = 0; }
+#endif
 
 /* ==== sam3: internal utils ==== */
 SAM3DEF const char *sam3_version_string(void) { return SAM3_VERSION_STRING; }
@@ -954,6 +1007,101 @@ static const sam3__cfg *sam3__file_cfg(const sam3__file *f, const char *key) {
     for (i = 0; i < f->n_cfg; i++)
         if (strcmp(f->cfg[i].key, key) == 0) return &f->cfg[i];
     return NULL;
+}
+
+/* Per-tensor checksums (config key "file.checksums.mx64": one i64 per tensor, in table order;
+   files without the key load as before). mx64 of n bytes, read as little-endian u64 words w[i]
+   (the last one zero-extended):
+       s = sum over i of mix((w[i] ^ (i * K1)) * K2)  mod 2^64,   mix(x) = x ^ (x >> 32)
+       h = mix((s ^ n) * K2)
+   Every word is mixed independently, so numpy computes it in vectorised passes (the converter)
+   and C at memory speed; one changed word always changes the sum (both steps are bijections).
+   A check against accidents (bit rot, truncated copies), not against an attacker, who could
+   rewrite the checksums as well. */
+#define SAM3__MX64_K1 0x9E3779B97F4A7C15ull
+#define SAM3__MX64_K2 0xD6E8FEB86659FD93ull
+typedef struct sam3__mx64_state { uint64_t s, i; } sam3__mx64_state;
+/* Adds nbytes (a multiple of 8 except in the last call) to the running sum. */
+static void sam3__mx64_update(sam3__mx64_state *st, const uint8_t *p, size_t nbytes) {
+    uint64_t s = st->s, i = st->i, w, x;
+    size_t k, nw = nbytes / 8;
+    for (k = 0; k < nw; k++) {
+        memcpy(&w, p + 8 * k, 8); /* little-endian hosts only, as the weights themselves */
+        x = (w ^ ((i + k) * SAM3__MX64_K1)) * SAM3__MX64_K2;
+        s += x ^ (x >> 32);
+    }
+    i += nw;
+    if (nbytes % 8) {
+        w = 0;
+        memcpy(&w, p + 8 * nw, nbytes % 8);
+        x = (w ^ (i * SAM3__MX64_K1)) * SAM3__MX64_K2;
+        s += x ^ (x >> 32);
+        i++;
+    }
+    st->s = s;
+    st->i = i;
+}
+static uint64_t sam3__mx64_final(const sam3__mx64_state *st, uint64_t nbytes) {
+    uint64_t h = (st->s ^ nbytes) * SAM3__MX64_K2;
+    return h ^ (h >> 32);
+}
+
+/* Reads every tensor once: its checksum when the file has them, and that every f32/f16/bf16
+   value is finite. SAM3_OK, or SAM3_ERR_CORRUPT_FILE with the first bad tensor named in err. */
+static sam3_result sam3__file_verify(const sam3__file *f, char *err, size_t cap, int *n_checked) {
+    const sam3__cfg *ck = sam3__file_cfg(f, "file.checksums.mx64");
+    uint32_t i;
+    *n_checked = 0;
+    if (ck && (ck->type != SAM3__T_I64_ARRAY || ck->count != f->n_tensors)) {
+        snprintf(err, cap, "config key 'file.checksums.mx64' must be an i64 array of %u entries (one per tensor)", f->n_tensors);
+        return SAM3_ERR_CORRUPT_FILE;
+    }
+    for (i = 0; i < f->n_tensors; i++) {
+        const sam3__tensor *t = &f->tensors[i];
+        const uint8_t *p = (const uint8_t *)t->data;
+        const uint64_t nb = t->nbytes;
+        const uint32_t dt = t->dtype;
+        sam3__mx64_state st;
+        uint64_t off = 0, bad = 0;
+        st.s = st.i = 0;
+        /* in 64 KB pieces, each hashed and checked while it is in L1/L2 */
+        while (off < nb && !bad) {
+            const size_t n = (size_t)SAM3__MIN(nb - off, (uint64_t)65536);
+            size_t k;
+            if (ck) sam3__mx64_update(&st, p + off, n);
+            if (dt == SAM3__DT_F32) {
+                uint32_t u, b = 0;
+                for (k = 0; k + 4 <= n; k += 4) {
+                    memcpy(&u, p + off + k, 4);
+                    b |= (u & 0x7f800000u) == 0x7f800000u;
+                }
+                bad = b;
+            } else if (dt == SAM3__DT_F16 || dt == SAM3__DT_BF16) {
+                const uint16_t e = dt == SAM3__DT_F16 ? 0x7c00u : 0x7f80u;
+                uint16_t u, b = 0;
+                for (k = 0; k + 2 <= n; k += 2) {
+                    memcpy(&u, p + off + k, 2);
+                    b |= (u & e) == e;
+                }
+                bad = b;
+            }
+            off += n;
+        }
+        if (bad) {
+            snprintf(err, cap, "tensor '%.*s': a weight is NaN or infinite", (int)SAM3__MIN(t->name_len, 200u), t->name);
+            return SAM3_ERR_CORRUPT_FILE;
+        }
+        if (ck) {
+            const uint64_t want = sam3__rd64(ck->data + 8 * (size_t)i), got = sam3__mx64_final(&st, nb);
+            if (got != want) {
+                snprintf(err, cap, "tensor '%.*s': checksum %016llx, the file records %016llx (the data is damaged)",
+                         (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)got, (unsigned long long)want);
+                return SAM3_ERR_CORRUPT_FILE;
+            }
+            (*n_checked)++;
+        }
+    }
+    return SAM3_OK;
 }
 
 /* ==== sam3: tokenizer ==== */
@@ -2373,7 +2521,7 @@ typedef struct sam3__neck_cfg {
     int side[SAM3__MAX_LEVELS];       /* square side of each level's map */
 } sam3__neck_cfg;
 
-typedef struct sam3__text_cfg { int vocab, hidden, inter, layers, heads, max_pos; float ln_eps; } sam3__text_cfg;
+typedef struct sam3__text_cfg { int vocab, hidden, inter, layers, heads, max_pos; float ln_eps; int quick_gelu; } sam3__text_cfg;
 typedef struct sam3__tok_cfg { int vocab, n_merges, bos, eos, pad, max_length; } sam3__tok_cfg;
 typedef struct sam3__geo_cfg { int hidden, layers, heads, inter, roi; } sam3__geo_cfg;
 typedef struct sam3__enc_cfg { int hidden, layers, heads, inter; } sam3__enc_cfg;
@@ -3080,7 +3228,12 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     m->text.heads = (int)sam3__cfg_i(L, "text.num_attention_heads", 1, 4096);
     m->text.max_pos = (int)sam3__cfg_i(L, "text.max_position_embeddings", 2, 65536);
     m->text.ln_eps = (float)sam3__cfg_f(L, "text.layer_norm_eps", 0, 1);
-    sam3__cfg_act(L, "text.hidden_act", "gelu");
+    {
+        /* CLIP's own activation, quick_gelu, is what transformers gives a text_config built from a dict */
+        const sam3__cfg *ca = sam3__file_cfg(L->f, "text.hidden_act");
+        m->text.quick_gelu = ca && ca->type == SAM3__T_STR && ca->count == 10 && memcmp(ca->data, "quick_gelu", 10) == 0;
+        if (!m->text.quick_gelu) sam3__cfg_act(L, "text.hidden_act", "gelu");
+    }
     sam3__check_heads(L, "text", m->text.hidden, m->text.heads);
 
     m->tok.vocab = (int)sam3__cfg_i(L, "tokenizer.vocab_size", 1, 1 << 24);
@@ -3498,11 +3651,31 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
 static void sam3__log(const sam3_load_options *opt, int level, const char *fmt, ...) {
     char buf[512];
     va_list ap;
-    if (!opt || !opt->log) return;
+    if (!opt || (!opt->log && !(level == SAM3_LOG_ERROR && opt->error && opt->error_size))) return;
     va_start(ap, fmt);
     sam3__vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    opt->log(opt->log_user, level, buf);
+    /* a load fails with one error message: the caller's buffer gets it, with or without a logger */
+    if (level == SAM3_LOG_ERROR && opt->error && opt->error_size) snprintf(opt->error, opt->error_size, "%s", buf);
+    if (opt->log) opt->log(opt->log_user, level, buf);
+}
+#ifndef SAM3_NO_STDIO
+/* The reason an open failed, without strerror (not required to be thread-safe). */
+static const char *sam3__errno_text(int e) {
+    switch (e) {
+    case ENOENT: return "no such file or directory";
+    case EACCES: return "permission denied";
+    case EISDIR: return "is a directory";
+    case ENOTDIR: return "a path component is not a directory";
+    case ENAMETOOLONG: return "file name too long";
+    case EMFILE: case ENFILE: return "too many open files";
+    case ENOMEM: return "out of memory";
+    default: return "cannot be opened";
+    }
+}
+#endif
+static void sam3__load_error_clear(const sam3_load_options *opt) {
+    if (opt && opt->error && opt->error_size) opt->error[0] = 0;
 }
 
 SAM3DEF sam3_load_options sam3_load_options_default(void) {
@@ -3571,13 +3744,28 @@ static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_m
         sam3__model_release(m);
         return L.rc;
     }
+    if (opt && opt->verify) {
+        int n_checked = 0;
+        if ((rc = sam3__file_verify(&m->file, err, sizeof(err), &n_checked)) != SAM3_OK) {
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: verify: %s", err);
+            sam3__model_release(m);
+            return rc;
+        }
+        if (n_checked) sam3__log(opt, SAM3_LOG_INFO, "verify: %d tensor checksums match, every weight is finite", n_checked);
+        else sam3__log(opt, SAM3_LOG_WARN, "verify: the file has no checksums (converted before they were added: re-convert "
+                                           "with tools/convert.py); every weight is finite");
+    }
     *out = m;
     return SAM3_OK;
 }
 
 SAM3DEF sam3_result sam3_load_from_memory(const void *blob, size_t size, const sam3_load_options *opt, sam3_model **out) {
     sam3_allocator a;
-    if (!out) return SAM3_ERR_INVALID_ARG;
+    sam3__load_error_clear(opt);
+    if (!out) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load_from_memory: out is NULL");
+        return SAM3_ERR_INVALID_ARG;
+    }
     *out = NULL;
     if (!blob || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load_from_memory: %s", blob ? "allocator must set both alloc and free" : "blob is NULL");
@@ -3593,7 +3781,11 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
     long end;
     size_t size, got;
     uint8_t *buf;
-    if (!out) return SAM3_ERR_INVALID_ARG;
+    sam3__load_error_clear(opt);
+    if (!out) {
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: out is NULL");
+        return SAM3_ERR_INVALID_ARG;
+    }
     *out = NULL;
     if (!path || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", path ? "allocator must set both alloc and free" : "path is NULL");
@@ -3605,7 +3797,7 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         void *p;
         int fd = open(path, O_RDONLY);
         if (fd < 0) {
-            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s': %s", path, sam3__errno_text(errno));
             return SAM3_ERR_IO;
         }
         if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
@@ -3625,7 +3817,7 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
 #endif
     fp = fopen(path, "rb");
     if (!fp) {
-        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
+        sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s': %s", path, sam3__errno_text(errno));
         return SAM3_ERR_IO;
     }
     /* the one-byte read: a directory opens and seeks on Linux (its "size" is 2^63 - 1) but cannot
@@ -3775,6 +3967,7 @@ struct sam3_ctx {
     uint8_t *res_mask, *res_sem_mask;
     float *res_low, *res_sem;
     size_t res_inst_cap, res_mask_cap, res_sem_mask_cap, res_low_cap, res_sem_cap;
+    sam3__flag busy; /* 1 while a public call runs on this context (SAM3_ERR_BUSY for a second one) */
 };
 
 /* Makes *p hold at least `need` bytes (contents not kept). */
@@ -6085,6 +6278,21 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *m, const char *text, int32_t
 /* CLIP on the n valid tokens only: with the causal mask, tokens 0..n-1 never see the padding, so
    this equals the reference's padded run on those tokens (spec 5.2, checked to 1e-14), and every
    later use masks the padding out anyway. ids (n) -> out (n, D), projected to the detector width. */
+/* CLIPMLP with hidden_act "quick_gelu": fc2(q(fc1(x))), q(v) = v * sigmoid(1.702 v). x (n, T) -> y (n, T).
+   At most 32 tokens, so plain expf. */
+static sam3_result sam3__clip_mlp_quick(sam3_ctx *c, const float *x, int n, int T, const sam3__lin *fc1, int TI,
+                                        const sam3__lin *fc2, float *y) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *h = sam3__sallocf(c, (size_t)n * TI); /* (n, TI) */
+    size_t i, nh = (size_t)n * TI;
+    if (!h) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, x, n, T, fc1, TI, h);
+    for (i = 0; i < nh; i++) h[i] = h[i] / (1.0f + expf(-1.702f * h[i]));
+    sam3__linear(c, h, n, TI, fc2, T, y);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
 static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n, float *out) {
     const sam3_model *m = c->m;
     const int T = m->text.hidden, TI = m->text.inter, D = m->neck.fpn;
@@ -6107,7 +6315,11 @@ static sam3_result sam3__clip_text_model(sam3_ctx *c, const int32_t *ids, int n,
         if ((rc = sam3__mha(c, &w->attn, h, h, h, n, n, T, m->text.heads, 1, y)) != SAM3_OK) return rc;
         sam3__vadd(c, x, y, (size_t)n * T);
         sam3__layernorm(c, x, h, n, T, &w->ln2, m->text.ln_eps);
-        if ((rc = sam3__mlp2(c, h, n, T, &w->fc1, TI, &w->fc2, T, 0, y)) != SAM3_OK) return rc;
+        if (m->text.quick_gelu) {
+            if ((rc = sam3__clip_mlp_quick(c, h, n, T, &w->fc1, TI, &w->fc2, y)) != SAM3_OK) return rc;
+        } else if ((rc = sam3__mlp2(c, h, n, T, &w->fc1, TI, &w->fc2, T, 0, y)) != SAM3_OK) {
+            return rc;
+        }
         sam3__vadd(c, x, y, (size_t)n * T);
     }
     sam3__layernorm(c, x, x, n, T, &m->text_w.final_ln, m->text.ln_eps);
@@ -7418,8 +7630,19 @@ SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *c) {
     memset(&t, 0, sizeof(t));
     return t;
 }
+/* Everything the context owns: itself, the image state, the scratch arena (or its high-water mark,
+   which the next call grows it to), the result buffers and the text-feature cache. */
 SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
-    return c ? c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high) + sizeof(*c) : 0;
+    size_t n;
+    int j;
+    if (!c) return 0;
+    n = sizeof(*c) + c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high);
+    n += c->res_inst_cap + c->res_mask_cap + c->res_sem_mask_cap + c->res_low_cap + c->res_sem_cap;
+    for (j = 0; j < SAM3__TEXT_CACHE; j++) {
+        if (c->tcache[j].text) n += strlen(c->tcache[j].text) + 1;
+        if (c->tcache[j].feat) n += (size_t)SAM3__MIN(c->m->tok.max_length, c->m->text.max_pos) * c->m->neck.fpn * sizeof(float);
+    }
+    return n;
 }
 
 /* ==== sam3: benchmark support ==== */
@@ -7569,9 +7792,41 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     return sam3__end(c, SAM3_OK);
 }
 
+/* The public calls that use a context: each holds the context's in-use flag for its duration, so
+   a second call from another thread gets SAM3_ERR_BUSY (touching nothing in the context) instead
+   of corrupting the first one's state. */
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out);
+static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
+                                            sam3_points_result *out);
 SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+    sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
-    return sam3__image_encode(c, "sam3_set_image", pixels, w, h, stride, format, 1);
+    if (!sam3__flag_take(&c->busy)) return SAM3_ERR_BUSY;
+    rc = sam3__image_encode(c, "sam3_set_image", pixels, w, h, stride, format, 1);
+    sam3__flag_drop(&c->busy);
+    return rc;
+}
+SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__segment_run(c, pr, opt, out);
+    sam3__flag_drop(&c->busy);
+    return rc;
+}
+SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__segment_points_run(c, pp, opt, out);
+    sam3__flag_drop(&c->busy);
+    return rc;
 }
 
 SAM3DEF sam3_segment_options sam3_segment_options_default(void) {
@@ -7624,7 +7879,7 @@ static sam3_result sam3__text_features(sam3_ctx *c, const char *text, const floa
 
 static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
 
-SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
     const sam3_model *m;
     sam3_segment_options o = sam3_segment_options_default();
     int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
@@ -7837,7 +8092,7 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
 }
 
 
-SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
     const sam3_model *m;
     const sam3__trk_cfg *t;
     sam3_points_options o;
@@ -8170,7 +8425,7 @@ static int sam3__trk_find(const sam3_tracker *t, int id) {
     return -1;
 }
 
-SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
     sam3_ctx *c;
     sam3__trk_obj *o;
     int i, k, fresh = 0;
@@ -8239,25 +8494,43 @@ SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int obje
     return SAM3_OK;
 }
 
+/* The tracker's calls hold its context's in-use flag, as the context's own calls do. */
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+    sam3_result rc;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
+    rc = sam3__tracker_add_prompt_run(t, frame, object_id, p);
+    sam3__flag_drop(&t->c->busy);
+    return rc;
+}
+
 SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id) {
     int k;
     if (!t) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
     t->c->err[0] = 0;
     k = sam3__trk_find(t, object_id);
-    if (k < 0) return sam3__fail(t->c, SAM3_ERR_INVALID_ARG, "sam3_tracker_remove_object: no object with id %d", object_id);
+    if (k < 0) {
+        sam3__flag_drop(&t->c->busy);
+        return sam3__fail(t->c, SAM3_ERR_INVALID_ARG, "sam3_tracker_remove_object: no object with id %d", object_id);
+    }
     sam3__trk_obj_free(t, &t->obj[k]);
     memmove(&t->obj[k], &t->obj[k + 1], (size_t)(t->n_obj - k - 1) * sizeof(sam3__trk_obj));
     t->n_obj--;
     memset(&t->obj[t->n_obj], 0, sizeof(sam3__trk_obj));
+    sam3__flag_drop(&t->c->busy);
     return SAM3_OK;
 }
 
-SAM3DEF void sam3_tracker_reset(sam3_tracker *t) {
+SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t) {
     int i;
-    if (!t) return;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
     for (i = 0; i < t->n_obj; i++) sam3__trk_obj_free(t, &t->obj[i]);
     t->n_obj = 0;
     t->next = 0;
+    sam3__flag_drop(&t->c->busy);
+    return SAM3_OK;
 }
 
 /* _select_closest_cond_frames for frame f: which conditioning frames the memory attention reads,
@@ -8546,8 +8819,8 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
     return SAM3_OK;
 }
 
-SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                            sam3_track_frame *out) {
+static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                                sam3_track_frame *out) {
     sam3_ctx *c;
     const sam3_model *m;
     const sam3__vid_cfg *v;
@@ -8750,6 +9023,19 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
     out->n_objects = n;
     c->t.tracking = sam3__now_ms() - t0;
     return sam3__end(c, SAM3_OK);
+}
+
+SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                            sam3_track_frame *out) {
+    sam3_result rc;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&t->c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, out);
+    sam3__flag_drop(&t->c->busy);
+    return rc;
 }
 
 #endif /* SAM3_IMPLEMENTATION_INCLUDED */

@@ -74,10 +74,11 @@ static void on_load_log(void *user, int level, const char *msg) {
 
 /* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file
    or directory"). Returns 1 on success. */
-static int load_model(const char *cmd, const char *path, int quiet, sam3_model **out) {
+static int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3_model **out) {
     sam3_load_options lo = sam3_load_options_default();
     load_log ll;
     sam3_result r;
+    char err[512];
     FILE *f = fopen(path, "rb");
     *out = NULL;
     if (!f) {
@@ -89,11 +90,18 @@ static int load_model(const char *cmd, const char *path, int quiet, sam3_model *
     ll.quiet = quiet;
     lo.log = on_load_log;
     lo.log_user = &ll;
+    lo.verify = verify;
+    lo.error = err; /* the reason of a failure, from the library itself */
+    lo.error_size = sizeof(err);
     if ((r = sam3_load(path, &lo, out)) != SAM3_OK) {
-        fprintf(stderr, "sam3 %s: cannot load model '%s': %s\n", cmd, path, ll.error[0] ? ll.error : sam3_result_string(r));
+        const char *e = !strncmp(err, "sam3_load: ", 11) ? err + 11 : err;
+        fprintf(stderr, "sam3 %s: cannot load model '%s': %s\n", cmd, path, e[0] ? e : sam3_result_string(r));
         return 0;
     }
     return 1;
+}
+static int load_model(const char *cmd, const char *path, int quiet, sam3_model **out) {
+    return load_model_ex(cmd, path, quiet, 0, out);
 }
 
 /* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */
@@ -125,17 +133,20 @@ static const char *MAIN_HELP =
     "  --version  print the version\n";
 
 static const char *INFO_HELP =
-    "usage: sam3 info -m FILE [--tensors]\n"
+    "usage: sam3 info -m FILE [--tensors] [--verify]\n"
     "\n"
     "Loads and validates a .sam3 file and prints its config, tensor count, dtypes and byte size.\n"
     "  -m, --model FILE  the .sam3 file\n"
-    "  --tensors         also list every tensor (name, dtype, shape)\n";
+    "  --tensors         also list every tensor (name, dtype, shape)\n"
+    "  --verify          also read every weight: each tensor's checksum must match the one the\n"
+    "                    converter recorded and every float must be finite; exit status 1 naming\n"
+    "                    the first bad tensor otherwise\n";
 
 static const char *DTYPES[5] = {"f32", "f16", "bf16", "i32", "u8"};
 
 static int cmd_info(int argc, char **argv) {
     const char *path = NULL;
-    int i, list = 0, n, counts[8] = {0};
+    int i, list = 0, verify = 0, n, counts[8] = {0};
     sam3_model *m;
     uint64_t total = 0;
     char val[1024];
@@ -148,17 +159,21 @@ static int cmd_info(int argc, char **argv) {
             path = argv[i];
         } else if (!strcmp(argv[i], "--tensors")) {
             list = 1;
+        } else if (!strcmp(argv[i], "--verify")) {
+            verify = 1;
         } else {
             return usage_error("info", "unknown option '%s'", argv[i]);
         }
     }
     if (!path) return usage_error("info", "missing -m FILE%s", NULL);
-    if (!load_model("info", path, 0, &m)) return CLI_FAIL;
+    if (!load_model_ex("info", path, 0, verify, &m)) return CLI_FAIL;
     printf("file: %s (%llu bytes)\n", path, (unsigned long long)sam3_model_file_size(m));
     printf("config:\n");
     n = sam3_model_config_count(m);
     for (i = 0; i < n; i++) {
         const char *key = sam3_model_config_entry(m, i, val, sizeof(val));
+        if (!strcmp(key, "file.checksums.mx64")) /* one per tensor: a count says more than 1 KB of numbers */
+            snprintf(val, sizeof(val), "(%d per-tensor checksums)", sam3_model_tensor_count(m));
         printf("  %-48s %s\n", key, val);
     }
     n = sam3_model_tensor_count(m);

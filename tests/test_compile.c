@@ -25,7 +25,7 @@ int main(void) {
     sam3_segment_options so = sam3_segment_options_default();
     int r;
     check(strcmp(sam3_version_string(), SAM3_VERSION_STRING) == 0, "version string");
-    for (r = -11; r <= 1; r++) check(strcmp(sam3_result_string((sam3_result)r), "unknown sam3_result") != 0, "every result has a string");
+    for (r = -12; r <= 1; r++) check(strcmp(sam3_result_string((sam3_result)r), "unknown sam3_result") != 0, "every result has a string");
     check(strcmp(sam3_result_string((sam3_result)-99), "unknown sam3_result") == 0, "unknown result string");
     check(lo.no_mmap == 0 && lo.log == NULL && co.n_threads == 0 && co.tap == NULL, "zeroed defaults");
     check(so.score_threshold == 0.5f && so.mask_threshold == 0.5f, "segment defaults");

@@ -1109,6 +1109,205 @@ static void test_bench_api(const sam3_model *m) {
     sam3_ctx_free(c);
 }
 
+/* ---- load errors without a log callback; verify; memory accounting ---- */
+static void test_load_errors(void) {
+    sam3_load_options lo = sam3_load_options_default();
+    sam3_model *m = NULL;
+    char err[256], tiny[12];
+    unsigned char *bad;
+    sam3_result rc;
+    lo.error = err;
+    lo.error_size = sizeof(err);
+    strcpy(err, "stale");
+    rc = sam3_load("/nonexistent/dir/model.sam3", &lo, &m);
+    t_check(rc == SAM3_ERR_IO && m == NULL && strstr(err, "cannot open") && strstr(err, "no such file"),
+            "missing file, no log callback: the reason is in opt.error (\"%s\")", err);
+    bad = (unsigned char *)malloc(g_size);
+    if (!bad) return;
+    memcpy(bad, g_blob, g_size);
+    bad[0] = 'X';
+    rc = sam3_load_from_memory(bad, g_size, &lo, &m);
+    t_check(rc == SAM3_ERR_BAD_MAGIC && strstr(err, "magic"), "bad magic: \"%s\"", err);
+    lo.error = tiny;
+    lo.error_size = sizeof(tiny);
+    memset(tiny, 'z', sizeof(tiny));
+    rc = sam3_load_from_memory(bad, g_size, &lo, &m);
+    t_check(rc == SAM3_ERR_BAD_MAGIC && memchr(tiny, 0, sizeof(tiny)) != NULL, "a small error buffer is cut and NUL-terminated");
+    lo.error = err;
+    lo.error_size = sizeof(err);
+    rc = sam3_load_from_memory(g_blob, g_size, &lo, &m);
+    t_check(rc == SAM3_OK && err[0] == 0, "a successful load leaves opt.error empty (\"%s\")", err);
+    sam3_free(m);
+    free(bad);
+}
+
+/* Flips bytes in one weight, or makes one NaN/inf with its checksum rewritten to match: the load
+   without verify does not read the weights (it succeeds), verify names the tensor. */
+static void test_verify(void) {
+    sam3_load_options lo = sam3_load_options_default();
+    sam3_model *m = NULL;
+    char err[512];
+    unsigned char *blob = (unsigned char *)t_read_file(g_path, &g_size), *ck;
+    const sam3__cfg *cc;
+    const sam3__tensor *t = NULL;
+    size_t off, idx = 0, j;
+    uint32_t i;
+    sam3__mx64_state st;
+    uint64_t h;
+    float inf = (float)HUGE_VAL;
+    sam3_result rc;
+    if (!blob) return;
+    lo.error = err;
+    lo.error_size = sizeof(err);
+    lo.verify = 1;
+    rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+    t_check(rc == SAM3_OK, "untouched file: verify passes (%s)", err);
+    if (rc != SAM3_OK) return;
+    cc = sam3__file_cfg(&m->file, "file.checksums.mx64");
+    t_check(cc && cc->count == m->file.n_tensors, "the converter recorded one checksum per tensor");
+    for (i = 0; i < m->file.n_tensors; i++) /* a mid-sized f32 weight */
+        if (m->file.tensors[i].dtype == 0 && m->file.tensors[i].nbytes >= 1024) {
+            t = &m->file.tensors[i];
+            idx = i;
+            break;
+        }
+    if (!cc || !t) {
+        sam3_free(m);
+        t_free_file(blob);
+        return;
+    }
+    {
+        char name[256];
+        /* offsets and sizes kept: t and cc point into the model, freed below */
+        const size_t data_off = (size_t)((const unsigned char *)t->data - blob), ck_off = (size_t)(cc->data - blob);
+        const uint64_t t_nbytes = t->nbytes;
+        snprintf(name, sizeof(name), "'%.*s'", (int)t->name_len, t->name);
+        off = data_off + 100;
+        sam3_free(m);
+        /* 1. flipped bytes */
+        for (j = 0; j < 8; j++) blob[off + j] ^= 0xA5;
+        rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+        t_check(rc == SAM3_ERR_CORRUPT_FILE && m == NULL && strstr(err, name) && strstr(err, "checksum"),
+                "8 flipped bytes in a weight: verify fails naming the tensor (\"%s\")", err);
+        lo.verify = 0;
+        rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+        t_check(rc == SAM3_OK, "without verify the same file loads (the weights are not read at load)");
+        sam3_free(m);
+        m = NULL;
+        for (j = 0; j < 8; j++) blob[off + j] ^= 0xA5;
+        /* 2. one infinite weight, its checksum made to match: only the finiteness check sees it */
+        memcpy(blob + data_off + 4 * 3, &inf, 4);
+        st.s = st.i = 0;
+        sam3__mx64_update(&st, blob + data_off, (size_t)t_nbytes);
+        h = sam3__mx64_final(&st, t_nbytes);
+        ck = blob + ck_off + 8 * idx;
+        for (j = 0; j < 8; j++) ck[j] = (unsigned char)(h >> (8 * j));
+        lo.verify = 1;
+        rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+        t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, name) && strstr(err, "infinite"),
+                "an infinite weight (checksum matching): verify fails naming the tensor (\"%s\")", err);
+        {
+            const uint32_t qnan = 0x7fc00000u;
+            memcpy(blob + data_off + 4 * 3, &qnan, 4);
+            st.s = st.i = 0;
+            sam3__mx64_update(&st, blob + data_off, (size_t)t_nbytes);
+            h = sam3__mx64_final(&st, t_nbytes);
+            for (j = 0; j < 8; j++) ck[j] = (unsigned char)(h >> (8 * j));
+            rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+            t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, name) && strstr(err, "NaN"), "a NaN weight: verify fails (\"%s\")", err);
+        }
+        /* 3. a file from before checksums (the key renamed away): loads, and verify still checks finiteness */
+        {
+            unsigned char *key = NULL;
+            size_t k;
+            for (k = 0; k + 19 <= g_size && !key; k++)
+                if (!memcmp(blob + k, "file.checksums.mx64", 19)) key = blob + k;
+            t_check(key != NULL, "found the checksum key in the config table");
+            if (key) {
+                key[15] = 'o';
+                key[16] = 'l';
+                key[17] = 'd';
+                rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+                t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, "NaN"), "no checksums, a NaN weight: verify still fails (\"%s\")", err);
+                {
+                    const uint32_t one = 0x3f800000u;
+                    memcpy(blob + data_off + 4 * 3, &one, 4);
+                }
+                rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+                t_check(rc == SAM3_OK, "no checksums (an older file): loads with verify, finiteness checked (%s)", err);
+                sam3_free(m);
+                m = NULL;
+            }
+        }
+    }
+    t_free_file(blob);
+}
+
+/* A byte-counting allocator: sam3_ctx_memory_used must account for what the context holds. */
+typedef struct byte_counter { size_t live; } byte_counter;
+static void *b_alloc(size_t size, size_t align, void *user) {
+    byte_counter *k = (byte_counter *)user;
+    unsigned char *p;
+    (void)align; /* <= 64: the 64-byte header keeps 64-byte alignment */
+    if (posix_memalign((void **)&p, 64, size + 64) != 0) return NULL;
+    memcpy(p, &size, sizeof(size));
+    k->live += size;
+    return p + 64;
+}
+static void b_free(void *q, void *user) {
+    byte_counter *k = (byte_counter *)user;
+    unsigned char *p = (unsigned char *)q - 64;
+    size_t size;
+    memcpy(&size, p, sizeof(size));
+    k->live -= size;
+    free(p);
+}
+
+static void test_accounting(const sam3_model *m) {
+    sam3_ctx_options co = sam3_ctx_options_default();
+    byte_counter k = {0};
+    sam3_ctx *c = NULL;
+    sam3_segment_options so = sam3_segment_options_default();
+    sam3_segmentation seg;
+    sam3_prompt p;
+    uint8_t *img = picture(61, 47, 3, 61 * 3);
+    size_t before, after, live;
+    static const char *texts[10] = {"cat", "dog", "a red car", "bus", "tree", "the sky", "a", "b", "c", "d"};
+    int i;
+    co.allocator.alloc = b_alloc;
+    co.allocator.free = b_free;
+    co.allocator.user = &k;
+    co.n_threads = 1;
+    co.blas_threads = 1;
+    if (!img || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "accounting: ctx");
+        free(img);
+        return;
+    }
+    t_check(sam3_set_image(c, img, 61, 47, 61 * 3, SAM3_RGB8) == SAM3_OK, "accounting: set_image");
+    before = sam3_ctx_memory_used(c);
+    memset(&p, 0, sizeof(p));
+    so.score_threshold = -1; /* every query: the most result memory */
+    so.low_res = so.semantic = 1;
+    for (i = 0; i < 10; i++) {
+        p.text = texts[i];
+        t_check(sam3_segment(c, &p, &so, &seg) >= 0, "accounting: segment \"%s\" (%s)", texts[i], sam3_ctx_last_error(c));
+    }
+    p.text = texts[9]; /* once more: the arena is now settled at its high-water mark */
+    t_check(sam3_segment(c, &p, &so, &seg) >= 0, "accounting: segment");
+    after = sam3_ctx_memory_used(c);
+    live = k.live;
+    t_check(after >= before + (size_t)seg.n * seg.width * seg.height + (size_t)seg.width * seg.height,
+            "memory_used grows when results are held: %lu -> %lu bytes (%d masks of %dx%d held)", (unsigned long)before,
+            (unsigned long)after, seg.n, seg.width, seg.height);
+    t_check(after <= live + sizeof(sam3_ctx) && after + after / 100 >= live,
+            "memory_used %lu = the bytes the context holds through its allocator (%lu) within 1%%", (unsigned long)after,
+            (unsigned long)live);
+    sam3_ctx_free(c);
+    t_check(k.live == 0, "accounting: every byte freed (%lu)", (unsigned long)k.live);
+    free(img);
+}
+
 int main(int argc, char **argv) {
     sam3_model *m = NULL;
     counter k = {0, 0, 0, 0, 0};
@@ -1143,6 +1342,9 @@ int main(int argc, char **argv) {
     for (i = 0; i < SEQ_STEPS; i++) t_check(seq_step(c, i, &ref) >= 0, "reference sequence step %d: %s", i, sam3_ctx_last_error(c));
     sam3_ctx_free(c);
 
+    TIMED(test_load_errors());
+    TIMED(test_verify());
+    TIMED(test_accounting(m));
     TIMED(test_nulls(m));
     TIMED(test_bench_api(m));
     TIMED(test_images(m));

@@ -19,6 +19,7 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #define N_JOBS 6
 
@@ -137,6 +138,179 @@ static sam3_ctx *make_ctx(void) {
 
 static out_buf g_ref[N_JOBS];
 
+/* ---- one context, two threads: SAM3_ERR_BUSY, never a crash ---- */
+typedef struct blocker {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int inside, release, calls, reentrant_rc;
+    sam3_ctx *ctx;
+} blocker;
+
+/* progress_fn of the first set_image: from inside the call, try the context again on this thread,
+   then tell the main thread we are inside and wait until it has tried too. */
+static void block_in_call(void *user, const char *stage, int step, int n) {
+    blocker *b = (blocker *)user;
+    sam3_segmentation seg;
+    sam3_prompt p;
+    (void)stage, (void)step, (void)n;
+    if (b->calls++) return;
+    memset(&p, 0, sizeof(p));
+    p.text = "cat";
+    b->reentrant_rc = sam3_segment(b->ctx, &p, NULL, &seg);
+    pthread_mutex_lock(&b->mu);
+    b->inside = 1;
+    pthread_cond_broadcast(&b->cv);
+    while (!b->release) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+typedef struct img_call {
+    sam3_ctx *ctx;
+    const uint8_t *img;
+    int w, h, rc;
+} img_call;
+static void *set_image_thread(void *arg) {
+    img_call *a = (img_call *)arg;
+    a->rc = sam3_set_image(a->ctx, a->img, a->w, a->h, a->w * 3, SAM3_RGB8);
+    return NULL;
+}
+
+typedef struct hammer {
+    pthread_t tid;
+    sam3_ctx *ctx;
+    int index, want; /* calls to get through (BUSY ones are retried, up to a cap) */
+    long ok, busy, bad;
+} hammer;
+/* Calls on a shared context as fast as it can. Only status codes are looked at: the results
+   belong to whichever call ran last, so reading them here would race with the other thread. */
+static void *hammer_thread(void *arg) {
+    hammer *h = (hammer *)arg;
+    static const char *texts[3] = {"cat", "a red car", "dog"};
+    const int w = 24 + 5 * h->index, hh = 19 + 3 * h->index;
+    uint8_t *img = (uint8_t *)malloc((size_t)w * hh * 3);
+    int i, x, rc;
+    if (!img) {
+        h->bad++;
+        return NULL;
+    }
+    for (x = 0; x < w * hh * 3; x++) img[x] = (uint8_t)(x * (h->index + 5));
+    for (i = 0; h->ok < h->want && i < 1000000 && !h->bad; i++) {
+        sam3_segmentation seg;
+        sam3_points_result pr;
+        sam3_prompt p;
+        sam3_point pt;
+        sam3_points_prompt pp;
+        memset(&p, 0, sizeof(p));
+        memset(&pp, 0, sizeof(pp));
+        p.text = texts[(i + h->index) % 3];
+        pt.x = 5.0f;
+        pt.y = 7.0f;
+        pt.label = 1;
+        pp.points = &pt;
+        pp.n_points = 1;
+        switch (i % 3) {
+        case 0: rc = sam3_set_image(h->ctx, img, w, hh, w * 3, SAM3_RGB8); break;
+        case 1: rc = sam3_segment(h->ctx, &p, NULL, &seg); break;
+        default: rc = g_has_points ? sam3_segment_points(h->ctx, &pp, NULL, &pr) : sam3_segment(h->ctx, &p, NULL, &seg); break;
+        }
+        if (rc == SAM3_ERR_BUSY) h->busy++, sched_yield();
+        else if (rc >= 0 || rc == SAM3_ERR_NO_IMAGE) h->ok++;
+        else h->bad++;
+    }
+    free(img);
+    return NULL;
+}
+
+static void test_busy(void) {
+    blocker b;
+    img_call a;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_ctx *c = NULL;
+    sam3_segmentation seg;
+    sam3_points_result pr;
+    sam3_prompt p;
+    sam3_points_prompt pp;
+    pthread_t tid;
+    uint8_t img[32 * 24 * 3];
+    hammer hs[3];
+    int i, rc_seg, rc_img, rc_pts = SAM3_ERR_BUSY;
+    long busy = 0, ok = 0, bad = 0;
+    for (i = 0; i < (int)sizeof(img); i++) img[i] = (uint8_t)(i * 7);
+    memset(&b, 0, sizeof(b));
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    co.n_threads = g_ctx_threads;
+    co.progress_fn = block_in_call;
+    co.progress_user = &b;
+    if (sam3_ctx_new(g_model, &co, &c) != SAM3_OK) {
+        t_check(0, "busy: ctx_new");
+        return;
+    }
+    b.ctx = c;
+    /* thread A holds the context (blocked in its progress callback) while this thread tries it */
+    a.ctx = c;
+    a.img = img;
+    a.w = 32;
+    a.h = 24;
+    a.rc = 99;
+    if (pthread_create(&tid, NULL, set_image_thread, &a) != 0) {
+        t_check(0, "busy: pthread_create");
+        sam3_ctx_free(c);
+        return;
+    }
+    pthread_mutex_lock(&b.mu);
+    while (!b.inside) pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    memset(&p, 0, sizeof(p));
+    p.text = "cat";
+    memset(&seg, 0x5a, sizeof(seg));
+    rc_seg = sam3_segment(c, &p, NULL, &seg);
+    rc_img = sam3_set_image(c, img, 32, 24, 96, SAM3_RGB8);
+    memset(&pp, 0, sizeof(pp));
+    if (g_has_points) rc_pts = sam3_segment_points(c, &pp, NULL, &pr);
+    pthread_mutex_lock(&b.mu);
+    b.release = 1;
+    pthread_cond_broadcast(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    pthread_join(tid, NULL);
+    t_check(rc_seg == SAM3_ERR_BUSY && rc_img == SAM3_ERR_BUSY && rc_pts == SAM3_ERR_BUSY,
+            "a call while another thread's call runs on the context -> SAM3_ERR_BUSY (segment %d, set_image %d, points %d)", rc_seg,
+            rc_img, rc_pts);
+    t_check(seg.n == 0 && seg.instances == NULL, "BUSY zeroes the caller's result struct");
+    t_check(b.reentrant_rc == SAM3_ERR_BUSY, "a call from inside a callback of a running call -> SAM3_ERR_BUSY (%d)", b.reentrant_rc);
+    t_check(a.rc == SAM3_OK, "the running call was not disturbed (%s; \"%s\")", sam3_result_string((sam3_result)a.rc), sam3_ctx_last_error(c));
+    t_check(sam3_segment(c, &p, NULL, &seg) >= 0, "the context is usable again once the call returned (%s)", sam3_ctx_last_error(c));
+    sam3_ctx_free(c);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
+
+    /* three threads hammering one context: every call succeeds or says BUSY; nothing crashes */
+    c = make_ctx();
+    if (!c) {
+        t_check(0, "busy: ctx_new");
+        return;
+    }
+    for (i = 0; i < 3; i++) {
+        memset(&hs[i], 0, sizeof(hs[i]));
+        hs[i].ctx = c;
+        hs[i].index = i;
+        hs[i].want = 12;
+        if (pthread_create(&hs[i].tid, NULL, hammer_thread, &hs[i]) != 0) hs[i].tid = 0, hs[i].bad++;
+    }
+    for (i = 0; i < 3; i++) {
+        if (hs[i].tid) pthread_join(hs[i].tid, NULL);
+        busy += hs[i].busy;
+        ok += hs[i].ok;
+        bad += hs[i].bad;
+    }
+    t_check(bad == 0 && ok == 3 * 12, "3 threads on one context, each until 12 of its calls ran: %ld ran, %ld got BUSY, %ld other errors",
+            ok, busy, bad);
+    t_note("  one context, 3 threads: %ld calls ran interleaved, %ld refused with SAM3_ERR_BUSY", ok, busy);
+    t_check(sam3_set_image(c, img, 32, 24, 96, SAM3_RGB8) == SAM3_OK && sam3_segment(c, &p, NULL, &seg) >= 0,
+            "the hammered context still works (%s)", sam3_ctx_last_error(c));
+    sam3_ctx_free(c);
+}
+
 typedef struct worker {
     pthread_t tid;
     int index, rounds;
@@ -242,6 +416,7 @@ int main(int argc, char **argv) {
         sam3_ctx_free(c);
     }
     free(ws);
+    test_busy();
     for (j = 0; j < N_JOBS; j++) free(g_ref[j].p);
     sam3_free(m);
     return t_done("test_threads");

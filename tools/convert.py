@@ -10,6 +10,16 @@ and optionally preprocessor_config.json.  Or, for the original Segment Anything
 config.json, model.safetensors (or shards) and optionally preprocessor_config.json;
 no tokenizer files.  See "SAM 1" at the end.  json + numpy only.
 
+Exit status: 0 converted; 1 any failure, reported as exactly one line
+"convert.py: error: ..." on stderr (no traceback) with no OUT and no OUT.tmp left behind;
+2 bad command line (argparse's usage line and its "convert.py: error: ..." line); 130
+interrupted.  Refused as well as malformed inputs: a folder holding both model.safetensors and
+a shard index (ambiguous); JSON (config.json, safetensors headers, ...) nested deeper than 64
+levels; an OUT that is, or links to, a file in SRC_DIR (same inode, or same resolved path); an
+existing OUT.tmp (created exclusively, never through a link); a config sam3.h cannot run
+(_check_runnable: e.g. a processor image size other than vision image_size, an activation
+sam3.h does not implement), with the reason.
+
 Input
 -----
 safetensors: u64 little-endian header length N, N bytes of JSON
@@ -44,7 +54,8 @@ Output: the .sam3 container (see tools/sam3file.py for the authoritative byte la
   string table     names, config strings and arrays
   data             each tensor 64-byte aligned, zero padding between
 All little-endian.  The file is written to OUT.tmp and renamed, so OUT is never
-half-written; the same input gives the same bytes.
+half-written; the same input gives the same bytes.  Config key file.checksums.mx64 [i64[]]
+holds each tensor's checksum, in table order (sam3file.mx64; sam3.h verifies them when asked).
 
 Tensor order: the order of expected_tensors(cfg), which is the released state-dict order
 (detector in model order, then tracker_model.*, then tracker_neck.*), keeping role "keep"
@@ -157,6 +168,7 @@ import argparse
 import json
 import math
 import os
+import re
 import struct
 import sys
 import time
@@ -507,6 +519,135 @@ def _check_config(cfg):
                  "attention width a multiple of num_attention_heads")
         if tm["iou_head_depth"] < 2:
             fail("config: tracker_config.mask_decoder_config.iou_head_depth must be >= 2")
+
+
+def _check_runnable(cfg, proc):
+    """What sam3.h's loader (sam3__load_config, sam3__load_tracker_config and the GroupNorm check
+    of sam3__load_weights) requires beyond HF's own constraints, so that a config sam3.h cannot
+    run fails here, with the reason, instead of converting and then failing every load. Keep in
+    step with those functions (tests/test_convert_robust.py converts variants and loads each
+    result with build/sam3 info to catch drift)."""
+    BIG = 1 << 20
+
+    def rng(name, v, lo, hi):
+        if not lo <= v <= hi:
+            fail(f"config: {name} = {v}: sam3.h runs {lo}..{hi}")
+
+    def act(name, v, ok):
+        if v not in ok:
+            fail(f"config: {name} = {v!r}: sam3.h implements {' and '.join(repr(a) for a in ok)} here")
+
+    v, nk, t = cfg["vit"], cfg["neck"], cfg["text"]
+    for k in ("hidden_size", "intermediate_size"):
+        rng(f"vision.{k}", v[k], 1, BIG)
+    for k in ("num_hidden_layers", "num_attention_heads"):
+        rng(f"vision.{k}", v[k], 1, 4096)
+    for k in ("image_size", "patch_size", "pretrain_image_size", "window_size"):
+        rng(f"vision.{k}", v[k], 1, 65536)
+    if v["num_channels"] != 3:
+        fail(f"config: vision.num_channels = {v['num_channels']}: only RGB models are supported")
+    act("vision.hidden_act", v["hidden_act"], ("gelu",))
+    rng("vision.layer_norm_eps", v["layer_norm_eps"], 0, 1)
+    if (v["hidden_size"] // v["num_attention_heads"]) % 4:
+        fail(f"config: vision head dim {v['hidden_size'] // v['num_attention_heads']} must be divisible by 4 "
+             "(axial RoPE)")
+    if len(v["global_attn_indexes"]) > 64:
+        fail("config: vision.global_attn_indexes: at most 64 entries")
+    if proc["image_size"] != v["image_size"]:
+        fail(f"processor image size {proc['image_size']} (preprocessor_config.json, or Sam3Processor's default 1008 "
+             f"without one) differs from vision image_size {v['image_size']}: the model's RoPE grid is fixed by "
+             "the latter, so the processor must resize to exactly that (add a preprocessor_config.json with "
+             f"'size': {{'height': {v['image_size']}, 'width': {v['image_size']}}})")
+    if any(not x > 0 for x in proc["image_std"]):
+        fail(f"processor image_std {proc['image_std']} must be positive")
+    rng("processor.rescale_factor", proc["rescale_factor"], 1e-12, 1e12)
+    sf = nk["scale_factors"]
+    if len(sf) > 8:
+        fail(f"config: neck.scale_factors has {len(sf)} levels, at most 8")
+    g = v["image_size"] // v["patch_size"]
+    for s_ in sf:
+        side = int(g * s_) if s_ >= 1 else g // 2
+        if side < 1:
+            fail(f"config: neck level {s_}x of the {g}x{g} token grid would be empty")
+        if s_ == 4.0 and v["hidden_size"] % 4 or s_ == 2.0 and v["hidden_size"] % 2:
+            fail(f"config: vision hidden_size {v['hidden_size']} must be divisible by {int(s_)} for the {s_}x neck level")
+    rng("neck.fpn_hidden_size", nk["fpn_hidden_size"], 1, BIG)
+    rng("text.vocab_size", t["vocab_size"], 1, 1 << 24)
+    for k in ("hidden_size", "intermediate_size"):
+        rng(f"text.{k}", t[k], 1, BIG)
+    for k in ("num_hidden_layers", "num_attention_heads"):
+        rng(f"text.{k}", t[k], 1, 4096)
+    rng("text.max_position_embeddings", t["max_position_embeddings"], 2, 65536)
+    rng("text.layer_norm_eps", t["layer_norm_eps"], 0, 1)
+    act("text.hidden_act", t["hidden_act"], ("gelu", "quick_gelu"))
+    for sec, lo in (("geometry", 0), ("detr_encoder", 0), ("detr_decoder", 1)):
+        d = cfg[sec]
+        act(f"{sec}.hidden_act", d["hidden_act"], ("relu",))
+        rng(f"{sec}.num_layers", d["num_layers"], lo, 4096)
+        rng(f"{sec}.num_attention_heads", d["num_attention_heads"], 1, 4096)
+        for k in ("hidden_size", "intermediate_size"):
+            rng(f"{sec}.{k}", d[k], 1, BIG)
+    rng("geometry.roi_size", cfg["geometry"]["roi_size"], 1, 64)
+    rng("detr_decoder.num_queries", cfg["detr_decoder"]["num_queries"], 1, 1 << 16)
+    md = cfg["mask_decoder"]
+    rng("mask_decoder.num_upsampling_stages", md["num_upsampling_stages"], 0, 8)
+    rng("mask_decoder.num_attention_heads", md["num_attention_heads"], 1, 4096)
+    D = nk["fpn_hidden_size"]
+    widths = {"neck.fpn_hidden_size": D, "geometry.hidden_size": cfg["geometry"]["hidden_size"],
+              "detr_encoder.hidden_size": cfg["detr_encoder"]["hidden_size"],
+              "detr_decoder.hidden_size": cfg["detr_decoder"]["hidden_size"], "mask_decoder.hidden_size": md["hidden_size"]}
+    if len(set(widths.values())) != 1:
+        fail("config: sam3.h wires these without projections, so they must be equal: " +
+             ", ".join(f"{k} = {x}" for k, x in widths.items()))
+    if D % 2:
+        fail(f"config: neck width {D} must be even (sine position features)")
+    if D % 8:
+        fail(f"config: mask decoder width {D} is not divisible by GroupNorm's 8 groups")
+    tr = cfg["tracker"]
+    if tr is None:
+        return
+    pe, tm, tn = tr["prompt_encoder"], tr["mask_decoder"], tr["neck"]
+    TD = pe["hidden_size"]
+    if tm["hidden_size"] != TD or tn["fpn_hidden_size"] != TD:
+        fail(f"config: tracker neck {tn['fpn_hidden_size']}, prompt encoder {TD} and mask decoder "
+             f"{tm['hidden_size']} widths must be equal")
+    rng("tracker prompt_encoder.hidden_size", TD, 1, BIG)
+    rng("tracker prompt_encoder.mask_input_channels", pe["mask_input_channels"], 4, BIG)
+    rng("tracker prompt_encoder.num_point_embeddings", pe["num_point_embeddings"], 4, 8)
+    rng("tracker prompt_encoder.layer_norm_eps", pe["layer_norm_eps"], 0, 1)
+    rng("tracker mask_decoder.num_hidden_layers", tm["num_hidden_layers"], 1, 10)
+    rng("tracker mask_decoder.num_multimask_outputs", tm["num_multimask_outputs"], 1, 7)
+    rng("tracker mask_decoder.iou_head_depth", tm["iou_head_depth"], 2, 9)
+    rng("tracker mask_decoder.mlp_dim", tm["mlp_dim"], 1, BIG)
+    rng("tracker mask_decoder.iou_head_hidden_dim", tm["iou_head_hidden_dim"], 1, BIG)
+    rng("tracker mask_decoder.num_attention_heads", tm["num_attention_heads"], 1, 4096)
+    rng("tracker mask_decoder.attention_downsample_rate", tm["attention_downsample_rate"], 1, 4096)
+    if (TD % 8 or (TD // tm["attention_downsample_rate"]) % tm["num_attention_heads"] or
+            TD % tm["num_attention_heads"] or pe["mask_input_channels"] % 4):
+        fail(f"config: tracker width {TD} does not split into the decoder's heads/upscaling")
+    if pe["image_size"] // pe["patch_size"] != g:
+        fail(f"config: tracker prompt grid {pe['image_size']} // {pe['patch_size']} differs from the vision grid {g}")
+    if len(tn["scale_factors"]) < 4 or [float(x) for x in tn["scale_factors"][:3]] != [4.0, 2.0, 1.0]:
+        fail(f"config: tracker neck scale_factors {tn['scale_factors']}: the interactive head needs 4 levels "
+             "starting 4, 2, 1")
+
+
+def _check_runnable_sam1(cfg):
+    """The SAM 1 counterpart (sam3__load_sam1_config): what _check_config_sam1 does not cover."""
+    v, pe, md = cfg["vision"], cfg["prompt_encoder"], cfg["mask_decoder"]
+    if v["num_channels"] != 3:
+        fail(f"config: vision_config.num_channels = {v['num_channels']}: only RGB models are supported")
+    for name, a, ok in (("vision_config.hidden_act", v["hidden_act"], "gelu"),
+                        ("prompt_encoder_config.hidden_act", pe["hidden_act"], "gelu"),
+                        ("mask_decoder_config.hidden_act", md["hidden_act"], "relu")):
+        if a != ok:
+            fail(f"config: {name} = {a!r}: sam3.h implements only {ok!r} here")
+    if len(v["global_attn_indexes"]) > 64 or v["num_hidden_layers"] > 4096 or v["num_attention_heads"] > 4096:
+        fail("config: vision_config: at most 4096 layers and heads and 64 global_attn_indexes")
+    if pe["num_point_embeddings"] > 8 or md["num_multimask_outputs"] > 7 or md["iou_head_depth"] > 9 or \
+            md["num_hidden_layers"] > 64:
+        fail("config: sam3.h runs at most 8 point embeddings, 7 multimask outputs, iou_head_depth 9 and 64 "
+             "two-way layers")
 
 
 # ----------------------------------------------------------------------------------------
@@ -920,6 +1061,24 @@ class SourceTensor:
         return a.reshape(self.shape)
 
 
+MAX_JSON_DEPTH = 64  # HF's files nest 4 levels; Python's json recurses once per level
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _json_loads(raw, label, what="bad JSON", **kw):
+    """json.loads of raw bytes, refusing nesting deeper than MAX_JSON_DEPTH before parsing (a
+    deeply nested file would otherwise end in a RecursionError)."""
+    b = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
+    step = (b == ord("[")).astype(np.int32) + (b == ord("{")) - (b == ord("]")) - (b == ord("}"))
+    depth = int(np.cumsum(step).max()) if b.size else 0
+    if depth > MAX_JSON_DEPTH:
+        fail(f"{label}: {what}: nested {depth} levels deep (at most {MAX_JSON_DEPTH} accepted)")
+    try:
+        return json.loads(raw.decode("utf-8"), **kw)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        fail(f"{label}: {what}: {e}")
+
+
 def _no_duplicates(pairs):
     d = {}
     for k, v in pairs:
@@ -944,10 +1103,7 @@ def read_safetensors(path):
             raw = f.read(n)
     except OSError as e:
         fail(f"{label}: cannot read: {e.strerror}")
-    try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except (UnicodeDecodeError, ValueError) as e:
-        fail(f"{label}: bad JSON header: {e}")
+    header = _json_loads(raw, label, "bad JSON header", object_pairs_hook=_no_duplicates)
     if not isinstance(header, dict):
         fail(f"{label}: bad JSON header: not an object")
     data_start, data_len = 8 + n, size - 8 - n
@@ -985,6 +1141,9 @@ def read_checkpoint(src):
     """All tensors of SRC_DIR (single file or sharded), and a description of the files."""
     single = os.path.join(src, "model.safetensors")
     index = os.path.join(src, "model.safetensors.index.json")
+    if os.path.isfile(single) and os.path.isfile(index):
+        fail(f"{src}: holds both model.safetensors and model.safetensors.index.json (shards): which one is "
+             "the model is ambiguous; move the one you do not want out of the folder")
     if os.path.isfile(single):
         t = read_safetensors(single)
         return t, ["model.safetensors"]
@@ -1016,11 +1175,10 @@ def _load_json(path):
     label = os.path.basename(path)
     try:
         with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"))
+            raw = f.read()
     except OSError as e:
         fail(f"{label}: cannot read: {e.strerror}")
-    except (UnicodeDecodeError, ValueError) as e:
-        fail(f"{label}: bad JSON: {e}")
+    return _json_loads(raw, label)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1260,6 +1418,7 @@ def plan(src):
         cfg = dict(cfg, prefix=DETECTOR_PREFIX)
     tok = read_tokenizer(src)
     proc, proc_src = read_processor(src)
+    _check_runnable(cfg, proc)
 
     expected = manifest(cfg)
     check_tensors(expected, tensors)
@@ -1404,6 +1563,7 @@ def sam1_config(cfg, proc, source):
 
 def plan_sam1(src, cfg):
     """plan() for a HF SamModel checkpoint (config.json model_type "sam")."""
+    _check_runnable_sam1(cfg)
     tensors, files = read_checkpoint(src)
     n_src = len(tensors)
     proc, proc_src = read_processor_sam1(src, cfg)
@@ -1451,8 +1611,44 @@ def storage_order(tensors):
     return out
 
 
+def check_output(src, out):
+    """OUT must not be, or lead to, a file the conversion reads: any file in SRC (the checkpoint,
+    its shards, config.json, ...). Compared by identity (device and inode, so a hard link is
+    caught) and by resolved path (a symbolic link, also a dangling one into SRC)."""
+    if not os.path.lexists(out):
+        return
+    inputs = {}
+    try:
+        names = os.listdir(src)
+    except OSError as e:
+        fail(f"{src}: cannot list: {e.strerror}")
+    for n in names:
+        p = os.path.join(src, n)
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        inputs[(st.st_dev, st.st_ino)] = n
+        inputs[os.path.realpath(p)] = n
+    try:
+        st = os.stat(out)
+        hit = inputs.get((st.st_dev, st.st_ino))
+    except OSError:
+        hit = None
+    hit = hit or inputs.get(os.path.realpath(out))
+    if hit is not None:
+        fail(f"{out}: the output is{' a link to' if os.path.islink(out) else ''} an input file "
+             f"({os.path.join(src, hit)}); refusing to overwrite it: choose another output path")
+
+
 def verify(path, config, tensors):
     f = sam3file.read(path)
+    bad = f.checksum_errors()
+    if bad is None:
+        fail("verify: the file has no checksums")
+    if bad:
+        fail(f"verify: tensor {bad[0]}: checksum mismatch")
+    config = dict(config, **{sam3file.CHECKSUM_KEY: f.config[sam3file.CHECKSUM_KEY]})
     if list(f.config) != list(config):
         fail(f"verify: config keys differ: {list(f.config)} vs {list(config)}")
     for k, v in config.items():
@@ -1481,6 +1677,7 @@ def main(argv=None):
     try:
         if args.dtype != "f32":
             fail(f"--dtype {args.dtype}: only f32 output is supported for now")
+        check_output(args.src, args.out)
         config, tensors, dropped, notes = plan(args.src)
         tensors = storage_order(tensors)
         for n in notes:
@@ -1504,6 +1701,9 @@ def main(argv=None):
                 print(f"  dropped {name} {_shape_str(src.shape)}")
         try:
             sam3file.write(args.out, config, entries)
+        except FileExistsError:
+            fail(f"{args.out}.tmp exists (left by an interrupted run, or put there): remove it and run again; "
+                 "it is never written through")
         except OSError as e:
             fail(f"{args.out}: cannot write: {e.strerror or e}")
         size = os.path.getsize(args.out)
@@ -1520,6 +1720,15 @@ def main(argv=None):
             print(f"verify: OK, {n} tensors and {len(config)} config values match the source")
     except ConvertError as e:
         print(f"convert.py: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("convert.py: error: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:  # e.g. reading a mapped checkpoint that shrank, or a full disk
+        print(f"convert.py: error: {e.filename + ': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except (MemoryError, RecursionError, ValueError, TypeError) as e:  # nothing known reaches here
+        print(f"convert.py: error: {type(e).__name__}: {e} (a bug in convert.py: please report it)", file=sys.stderr)
         return 1
     return 0
 

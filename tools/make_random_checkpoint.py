@@ -214,6 +214,17 @@ def random_tensor(rng, shape, kind):
     return a
 
 
+def write_processor(outdir, cfg):
+    """A SAM 3 model whose vision image_size is not Sam3Processor's default 1008 needs a
+    preprocessor_config.json saying so (as one saved by HF would); written only then."""
+    if cfg.get("model_type") == "sam":
+        return
+    S = cfg["vit"]["image_size"]
+    if S != convert.PROCESSOR_DEFAULTS["image_size"]:
+        with open(os.path.join(outdir, "preprocessor_config.json"), "w") as f:
+            json.dump({"size": {"height": S, "width": S}}, f)
+
+
 def make_checkpoint(outdir, config_json, seed=0, dtype="f32", vocab_dir=None, quiet=False):
     """Write the four files; vocab_dir None = synthetic vocab.  Returns the safetensors path."""
     os.makedirs(outdir, exist_ok=True)
@@ -237,6 +248,7 @@ def make_checkpoint(outdir, config_json, seed=0, dtype="f32", vocab_dir=None, qu
     with open(os.path.join(outdir, "config.json"), "w") as f:
         json.dump(config_json, f, indent=2)
         f.write("\n")
+    write_processor(outdir, cfg)
 
     rng = np.random.default_rng(seed)
     items = convert.manifest(cfg)

@@ -41,6 +41,12 @@ unless it says "string-table relative"):
   data: tensors in table order, each 64-byte aligned, no overlap, zero padding between
 
 Tensor names are the Hugging Face state-dict names verbatim.
+
+Checksums: config key "file.checksums.mx64" (i64 array, one entry per tensor in table order;
+the u64 value's bits) holds mx64 of each tensor's data_bytes (see mx64 below; sam3.h verifies
+them when asked: sam3_load_options.verify, `sam3 info --verify`). Files without the key (from
+an older converter) are still valid. It is written last: the writer hashes each tensor as it
+writes it and then patches the array in the string table, so a multi-GB file is read once.
 """
 import json
 import os
@@ -60,13 +66,57 @@ NP_DTYPE = {np.dtype(np.float32): DT_F32, np.dtype(np.float16): DT_F16,
             np.dtype(np.int32): DT_I32, np.dtype(np.uint8): DT_U8}
 DTYPE_NAME = {DT_F32: "f32", DT_F16: "f16", DT_BF16: "bf16", DT_I32: "i32", DT_U8: "u8"}
 KEY_MAX = 47
+CHECKSUM_KEY = "file.checksums.mx64"
+MX64_K1, MX64_K2 = 0x9E3779B97F4A7C15, 0xD6E8FEB86659FD93
+_M64 = (1 << 64) - 1
+_MX64_CHUNK = 1 << 17  # words a pass: 1 MB pieces stay in L2
+_MX64_RAMP = None
+
+
+def mx64(data):
+    """mx64 of a bytes-like object or array (its raw bytes), as sam3.h's sam3__mx64_update/final:
+    words w[i] = the bytes as little-endian u64 (the last one zero-extended),
+    s = sum_i mix((w[i] ^ (i * K1)) * K2) mod 2^64 with mix(x) = x ^ (x >> 32), h = mix((s ^ n) * K2).
+    Vectorised over pieces of _MX64_CHUNK words (uint64 arithmetic wraps in numpy arrays)."""
+    global _MX64_RAMP
+    b = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+    n = b.size
+    nw = n // 8
+    if _MX64_RAMP is None:
+        _MX64_RAMP = np.arange(_MX64_CHUNK, dtype=np.uint64) * np.uint64(MX64_K1)
+    k2, sh = np.uint64(MX64_K2), np.uint64(32)
+    words = b[:nw * 8].view("<u8")
+    s = 0
+    x = np.empty(min(nw, _MX64_CHUNK), dtype=np.uint64)
+    t = np.empty_like(x)
+    for start in range(0, nw, _MX64_CHUNK):
+        w = words[start:start + _MX64_CHUNK]
+        m = w.size
+        xs, ts = x[:m], t[:m]
+        np.add(_MX64_RAMP[:m], np.uint64((start * MX64_K1) & _M64), out=xs)  # (i * K1) mod 2^64
+        np.bitwise_xor(xs, w, out=xs)
+        np.multiply(xs, k2, out=xs)
+        np.right_shift(xs, sh, out=ts)
+        np.bitwise_xor(xs, ts, out=xs)
+        s += int(xs.sum(dtype=np.uint64))
+    if n % 8:
+        w = int.from_bytes(b[nw * 8:].tobytes(), "little")
+        xv = ((w ^ ((nw * MX64_K1) & _M64)) * MX64_K2) & _M64
+        s += xv ^ (xv >> 32)
+    h = (((s & _M64) ^ n) * MX64_K2) & _M64
+    return h ^ (h >> 32)
+
+
+def _i64(u):
+    """A u64's bits as the i64 the config table stores."""
+    return u - (1 << 64) if u >= 1 << 63 else u
 
 
 def _align(n, a):
     return (n + a - 1) // a * a
 
 
-def write(path, config, tensors):
+def write(path, config, tensors, checksums=True):
     """Write a .sam3 file.
 
     config: dict key -> int | float | bool | str | list[int] | list[float] (insertion order kept).
@@ -74,9 +124,18 @@ def write(path, config, tensors):
     f32/f16/i32/u8 and C-contiguous-able.  An array may also be a `Lazy` (shape and
     dtype known up front, data produced by a function when its turn comes), so a
     multi-GB file is written one tensor at a time.  Writes path + ".tmp" then renames,
-    so an interrupted run never leaves a half-written file under the final name.
+    so an interrupted run never leaves a half-written file under the final name.  The
+    temporary file is created exclusively and never through a symbolic link (O_EXCL |
+    O_NOFOLLOW): an existing path + ".tmp" (a leftover, or a link planted there) is an error,
+    not something to write through.  checksums: record mx64 of every tensor (CHECKSUM_KEY).
     """
     strtab = bytearray()
+    config = dict(config)
+    if checksums:
+        if CHECKSUM_KEY in config:
+            raise ValueError(f"config key {CHECKSUM_KEY!r} is written by the writer itself")
+        config[CHECKSUM_KEY] = [0] * len(tensors)  # patched once the data is written
+    checksum_off = None
 
     def put(b, align=1):
         while len(strtab) % align:
@@ -103,6 +162,8 @@ def write(path, config, tensors):
             if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
                 b = np.asarray(v, dtype="<i8").tobytes()
                 ent = (T_I64_ARRAY, len(v), struct.pack("<Q", put(b, 8)))
+                if checksums and key == CHECKSUM_KEY:
+                    checksum_off = struct.unpack("<Q", ent[2])[0]
             else:
                 b = np.asarray([float(x) for x in v], dtype="<f8").tobytes()
                 ent = (T_F64_ARRAY, len(v), struct.pack("<Q", put(b, 8)))
@@ -146,8 +207,11 @@ def write(path, config, tensors):
     hdr = hdr.ljust(HEADER_BYTES, b"\0")
 
     tmp = path + ".tmp"
+    sums = []
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(tmp, flags, 0o644)  # FileExistsError when tmp exists (also as a link): nothing of ours to clean
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(hdr)
             for e in cfg_entries:
                 f.write(e)
@@ -163,12 +227,20 @@ def write(path, config, tensors):
                 if NP_DTYPE.get(a.dtype) != m[2] or a.shape != m[3]:
                     raise ValueError(f"tensor {name!r}: data is {a.dtype} {a.shape}, "
                                      f"declared {DTYPE_NAME[m[2]]} {m[3]}")
-                np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tofile(f)
+                a = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False)
+                if checksums:
+                    sums.append(_i64(mx64(a)))
+                a.tofile(f)
             f.write(b"\0" * (file_bytes - f.tell()))
+            if checksums and sums:
+                f.seek(string_table_offset + checksum_off)
+                f.write(np.asarray(sums, dtype="<i8").tobytes())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
 
 
@@ -229,6 +301,21 @@ class Sam3File:
             name = strtab[noff:noff + nlen].decode("utf-8")
             self.tensors[name] = (dt, tuple(int(s) for s in shape), off, nbytes)
             self.order.append(name)
+
+    def checksum_errors(self):
+        """Names of the tensors whose data does not match the recorded checksum ([] when it all
+        matches); None when the file has no checksums."""
+        sums = self.config.get(CHECKSUM_KEY)
+        if sums is None:
+            return None
+        if not isinstance(sums, list) or len(sums) != len(self.order):
+            return ["(the checksum array does not have one entry per tensor)"]
+        bad = []
+        for name, want in zip(self.order, sums):
+            dt, shape, off, nbytes = self.tensors[name]
+            if _i64(mx64(self.buf[off:off + nbytes])) != want:
+                bad.append(name)
+        return bad
 
     def __contains__(self, name):
         return name in self.tensors
