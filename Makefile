@@ -61,7 +61,7 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c examples/sam3_bench.c sam3.h | $(BUILD)
+$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/sam3_bench.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
@@ -183,6 +183,7 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@OMP_WAIT_POLICY=passive $(BUILD)/fuzz_replay $(BUILD)/fuzz_seeds $(BUILD)/fuzz_kept
 	@PYTHON=$(PYTHON) sh tests/test_examples.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_track.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
 
 # Everything hermetic: no network, no GPU.

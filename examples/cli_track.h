@@ -1,5 +1,8 @@
 /* sam3 track: follow prompted objects through frames (sam3.h's video tracker). Included by
    sam3_cli.c, whose helpers it uses (options, messages, files, images). */
+#if defined(_WIN32)
+#include <fcntl.h> /* _O_BINARY */
+#endif
 
 static const char *TRACK_HELP =
     "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
@@ -35,6 +38,7 @@ static const char *TRACK_HELP =
     "the input does not have, a file that could not be written), 2 bad command line.\n";
 
 #define TRACK_MAX_PROMPTS 256
+#define TRACK_END (-1) /* frame_src_next: no more frames (CLI_FAIL is 1) */
 
 typedef struct track_prompt {
     int frame, id;
@@ -245,9 +249,13 @@ static int frame_src_y4m(frame_src *s, FILE *f) {
         for (next = tok; *next && *next != ' '; next++) {}
         if (*next) *next++ = 0;
         if (!*tok) continue;
-        if (tok[0] == 'W') s->yw = atoi(tok + 1);
-        else if (tok[0] == 'H') s->yh = atoi(tok + 1);
-        else if (tok[0] == 'C') {
+        if (tok[0] == 'W' || tok[0] == 'H') {
+            if (!parse_int(tok + 1, 1, SAM3_MAX_IMAGE_DIM, tok[0] == 'W' ? &s->yw : &s->yh)) {
+                cli_error("YUV4MPEG2 frame size: %s '%s' is not a number in 1..%d", tok[0] == 'W' ? "width" : "height", tok + 1,
+                          SAM3_MAX_IMAGE_DIM);
+                return CLI_FAIL;
+            }
+        } else if (tok[0] == 'C') {
             if (!strncmp(tok + 1, "444", 3) && (tok[4] == 0 || !strcmp(tok + 4, "p8"))) c420 = 0;
             else if (!strncmp(tok + 1, "420", 3) && (tok[4] == 0 || !strcmp(tok + 4, "jpeg") || !strcmp(tok + 4, "paldv") || !strcmp(tok + 4, "mpeg2")))
                 c420 = 1;
@@ -276,7 +284,7 @@ static int frame_src_y4m(frame_src *s, FILE *f) {
 
 static unsigned char clip255(int v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
 
-/* Next frame as RGB8 (malloc'd) into *rgb. CLI_OK, 1 at the end, or CLI_FAIL (printed). */
+/* Next frame as RGB8 (malloc'd) into *rgb. CLI_OK, TRACK_END at the end, or CLI_FAIL (printed). */
 static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, char *name, size_t name_cap) {
     *rgb = NULL;
     if (!s->y4m) {
@@ -284,7 +292,7 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
         cli_image img;
         size_t i, np;
         int c;
-        if (s->next >= s->n_names) return 1;
+        if (s->next >= s->n_names) return TRACK_END;
         snprintf(name, name_cap, "%s", s->names[s->next]);
         if (snprintf(path, sizeof(path), "%s/%s", s->dir, s->names[s->next++]) >= (int)sizeof(path)) {
             cli_error("path too long: %s/%s", s->dir, name);
@@ -314,7 +322,7 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
         while ((ch = fgetc(s->y4m)) != EOF && ch != '\n')
             if (n + 1 < sizeof(line)) line[n++] = (char)ch;
         line[n] = 0;
-        if (ch == EOF && n == 0) return 1;
+        if (ch == EOF && n == 0) return TRACK_END;
         if (strncmp(line, "FRAME", 5) || ch == EOF) {
             cli_error("YUV4MPEG2 stream: expected a FRAME header at frame %d, got '%.20s'", s->next, line);
             return CLI_FAIL;
@@ -398,10 +406,20 @@ static int run_track(track_args *a) {
         goto done;
     }
     if (!strcmp(a->input, "-")) {
+#if defined(_WIN32)
+        _setmode(_fileno(stdin), _O_BINARY); /* no CR-LF or ^Z translation of the frames' bytes */
+#endif
         if (frame_src_y4m(&src, stdin) != CLI_OK) goto done;
     } else if (frame_src_dir(&src, a->input) != CLI_OK) {
         goto done;
     }
+    /* a folder's length is known: a prompt past its end fails now rather than after the last frame */
+    for (i = 0; !src.y4m && i < a->n_prompts; i++)
+        if (a->prompts[i].frame >= src.n_names) {
+            cli_error("frame %d object %d: the input has only %d frames (0..%d)", a->prompts[i].frame, a->prompts[i].id, src.n_names,
+                      src.n_names - 1);
+            goto done;
+        }
     if (!join_path(path, sizeof(path), a->outdir, "tracks.jsonl") || !(jl = fopen(path, "wb"))) {
         cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;
@@ -412,7 +430,7 @@ static int run_track(track_args *a) {
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
-        if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == 1) break;
+        if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == TRACK_END) break;
         if (res != CLI_OK) goto done;
         for (i = 0; i < a->n_prompts; i++) {
             track_prompt *p = &a->prompts[i];
