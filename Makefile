@@ -35,6 +35,7 @@ VIDEO_SAM3 := $(BUILD)/video_a.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
+EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
 
 .PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-corpus clean debug
@@ -71,6 +72,9 @@ $(BUILD)/embed_min: examples/embed_min.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. $(STB_INC) -o $@ examples/embed_min.c $(LIBS)
 $(BUILD)/camera_loop: examples/camera_loop.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. -pthread -o $@ examples/camera_loop.c $(LIBS)
+# track_loop.c follows one clicked object through camera frames with the video tracker.
+$(BUILD)/track_loop: examples/track_loop.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -I. -o $@ examples/track_loop.c $(LIBS)
 
 # ---- Library and install (README "Install"). `make lib`: sam3.h compiled once (lib/sam3_lib.c)
 # into build/libsam3.a and build/libsam3.so (exports the public sam3_* functions only). `make install`
