@@ -19,6 +19,7 @@ static const char *TRACK_HELP =
     "                 zeros when empty; an object is visible where its logit L > 0)\n"
     "  masks/         FFFFF_ID.png: 255 = object, 0 = background, the frame's size\n"
     "  overlays/      FFFFF.png with --overlay: the frame with every object's mask and id\n"
+    "                 (masks and overlays an earlier run left in OUTDIR are removed)\n"
     "\n"
     "  -m, --model FILE           the .sam3 file (a SAM 3 checkpoint converted with its memory modules)\n"
     "  -i, --input FRAMES         a folder of images (JPEG, PNG, ...; frames in sorted name order), or -\n"
@@ -372,6 +373,44 @@ static int read_track_mask(const char *path, uint8_t **mask, int *w, int *h) {
     return CLI_OK;
 }
 
+/* An output name of ours: FFFFF.png, or FFFFF_ID.png with with_id (F: 5 or more digits). */
+static int track_output_name(const char *nm, int with_id) {
+    const char *p = nm;
+    int nd = 0;
+    while (*p >= '0' && *p <= '9') p++, nd++;
+    if (nd < 5) return 0;
+    if (with_id) {
+        if (*p++ != '_') return 0;
+        if (*p == '-') p++;
+        for (nd = 0; *p >= '0' && *p <= '9'; p++) nd++;
+        if (!nd) return 0;
+    }
+    return !strcmp(p, ".png");
+}
+
+/* Removes the masks or overlays an earlier run left in OUTDIR/sub (names of ours only), so that the
+   folder holds this run's files alone, as tracks.jsonl lists them. */
+static void track_clean(const char *outdir, const char *sub, int with_id) {
+    char dir[4096], path[4096];
+#if defined(_WIN32)
+    WIN32_FIND_DATAA fd;
+    HANDLE h;
+    if (!join_path(dir, sizeof(dir), outdir, sub) || snprintf(path, sizeof(path), "%s\\*.png", dir) >= (int)sizeof(path)) return;
+    if ((h = FindFirstFileA(path, &fd)) == INVALID_HANDLE_VALUE) return;
+    do {
+        if (track_output_name(fd.cFileName, with_id) && join_path(path, sizeof(path), dir, fd.cFileName)) remove(path);
+    } while (FindNextFileA(h, &fd));
+    FindClose(h);
+#else
+    DIR *d;
+    struct dirent *e;
+    if (!join_path(dir, sizeof(dir), outdir, sub) || !(d = opendir(dir))) return;
+    while ((e = readdir(d)) != NULL)
+        if (track_output_name(e->d_name, with_id) && join_path(path, sizeof(path), dir, e->d_name)) remove(path);
+    closedir(d);
+#endif
+}
+
 static int run_track(track_args *a) {
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
@@ -420,6 +459,8 @@ static int run_track(track_args *a) {
                       src.n_names - 1);
             goto done;
         }
+    track_clean(a->outdir, "masks", 1);
+    track_clean(a->outdir, "overlays", 0);
     if (!join_path(path, sizeof(path), a->outdir, "tracks.jsonl") || !(jl = fopen(path, "wb"))) {
         cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;

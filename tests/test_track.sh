@@ -84,6 +84,15 @@ run 0 "-q" -m "$MODEL" -i "$T/a/png" -o "$T/quiet" $PROMPTS -q --threads 1
 [ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "-q printed: $(cat "$T/out" "$T/err")"
 "$PY" tests/track_frames.py same "$T/png" "$T/quiet" && ok || bad "--threads 1 changed the results"
 
+# rerun into a used folder with fewer frames and objects: the earlier run's masks and overlays go,
+# other files stay
+cp -R "$T/png" "$T/rerun" && mkdir -p "$T/two" && cp "$T/a/png/f000.png" "$T/a/png/f001.png" "$T/two/" &&
+    printf 'x' >"$T/rerun/masks/notes.png" && printf 'x' >"$T/rerun/masks/00001_1.png.bak" || exit 1
+run 0 "rerun into a used folder" -m "$MODEL" -i "$T/two" -o "$T/rerun" --point 0:1:16,24 -q
+tracks "rerun into a used folder" "$T/rerun" "$T/two" "1;1"
+[ "$(ls "$T/rerun/masks" | tr '\n' ' ')" = "00000_1.png 00001_1.png 00001_1.png.bak notes.png " ] && [ -z "$(ls "$T/rerun/overlays")" ] && ok ||
+    bad "rerun into a used folder: stale or missing files: $(ls "$T/rerun/masks" "$T/rerun/overlays" | tr '\n' ' ')"
+
 # --- the same frames as YUV4MPEG2 on stdin: the same bytes in, so the same results out ---
 IN=$T/a/stream.y4m run 0 "Y4M 4:4:4" -m "$MODEL" -i - -o "$T/y444" $PROMPTS --threads 2
 tracks "Y4M 4:4:4" "$T/y444" 5 "$IDS"
