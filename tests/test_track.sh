@@ -119,6 +119,9 @@ fails 1 "memory modules" "a model without memory modules" -m "$B/tiny_a.sam3" -i
 fails 1 "mask.png" "a missing --mask PNG" -m "$MODEL" -i "$T/a/png" -o "$T/o" --mask 0:1:"$T/none/mask.png"
 fails 1 "folder" "a missing input folder" -m "$MODEL" -i "$T/none" -o "$T/o" --point 0:1:16,24
 fails 1 "$T/none.sam3" "a missing model" -m "$T/none.sam3" -i "$T/a/png" -o "$T/o" --point 0:1:16,24
+many=""
+for i in $(seq 1 65); do many="$many --point 0:$i:5,5"; done
+fails 1 "64 objects" "65 objects (the library's limit)" -m "$MODEL" -i "$T/a/png" -o "$T/o" $many
 mkdir -p "$T/junk" && printf 'not an image' >"$T/junk/f000.png"
 fails 1 "f000.png" "an unreadable frame" -m "$MODEL" -i "$T/junk" -o "$T/o" --point 0:1:16,24
 
@@ -126,6 +129,8 @@ fails 1 "f000.png" "an unreadable frame" -m "$MODEL" -i "$T/junk" -o "$T/o" --po
 fails 2 "F:ID" "--point 0:1" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1
 fails 2 "--box" "--box with 3 numbers" -m "$MODEL" -i "$T/a/png" -o "$T/o" --box 0:1:1,2,3
 fails 2 "mask" "a mask and a click for one F:ID" -m "$MODEL" -i "$T/a/png" -o "$T/o" --mask 0:1:"$T/a/mask.png" --point 0:1:5,5
+fails 2 "numbers" "a NaN click" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:nan,5
+fails 2 "x0 < x1" "an inverted box" -m "$MODEL" -i "$T/a/png" -o "$T/o" --box 0:1:30,10,20,40
 fails 2 "two boxes" "two boxes for one F:ID" -m "$MODEL" -i "$T/a/png" -o "$T/o" --box 0:1:1,2,3,4 --box 0:1:1,2,3,5
 fails 2 "frame" "a negative frame" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point -1:1:5,5
 fails 2 "ID" "a non-numeric id" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:cat:5,5
