@@ -221,7 +221,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 
 # valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
 # buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
-# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks), then test_robust's quick mode.
+# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks; `sam3 track` on a 3-frame Y4M
+# stream with a click, a box and overlays), then test_robust's quick mode.
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
@@ -230,10 +231,14 @@ VG_BUILD := $(BUILD)/valgrind
 valgrind: deps
 	@$(MAKE) --no-print-directory deps DEB_PKGS=valgrind
 	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/sam3 $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3
+	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/video_a.sam3
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" -t dog --box 20,15,90,70 --box 5,5,30,40,neg --threshold 0 --threads 1 -q -o $(VG_BUILD)/out_segment
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 points -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -p 40,30 -p 90,60,neg --box 20,15,90,70 --threads 1 -q -o $(VG_BUILD)/out_points
+	$(PYTHON) tests/track_frames.py make $(VG_BUILD)/track_frames 64 48 3 420
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 track -m $(VG_BUILD)/video_a.sam3 -i - --point 0:1:16,24 --box 1:2:30,10,60,40 \
+	    --overlay --threads 1 -q -o $(VG_BUILD)/out_track <$(VG_BUILD)/track_frames/stream.y4m
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 -q
 
 # libFuzzer on the loader and everything a loaded file reaches (tests/fuzz_load.c), with clang:
