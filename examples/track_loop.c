@@ -11,8 +11,9 @@
    * The operator clicks the object once, on the first frame (--click; default: where the ball
      is). From then on the tracker follows it from its memory of earlier frames, at a steady cost
      per frame (its memory bank has a fixed size).
-   * Per frame it prints the object's box, area and object-score logit (visible when > 0: what a
-     robot steers to) and the frame's time; at the end a summary.
+   * Per frame it prints the object's box, area and object-score logit (visible when > 0), the
+     target a robot steers to (the centroid of the mask, read in memory) and the frame's time; at
+     the end a summary.
    * Errors, handled as a robot must (keep going on fresh frames, stop safely when broken):
      - each frame has a deadline (capture time + B ms); the abort callback, polled between blocks,
        stops a late frame with SAM3_ERR_ABORTED. The tracker is then exactly as before that frame
@@ -81,6 +82,18 @@ static int save_ppm(const char *dir, int k, const uint8_t *rgba) {
     for (y = 0; y < FRAME_H && ok; y++)
         for (x = 0; x < FRAME_W && ok; x++) ok = fwrite(rgba + (size_t)y * FRAME_STRIDE + 4 * x, 1, 3, f) == 3;
     return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* What a consumer does with the mask in memory: the centroid of its pixels (w*h bytes, 1 = object). */
+static void mask_centroid(const uint8_t *mask, int w, int h, double *cx, double *cy) {
+    double sx = 0, sy = 0;
+    int64_t n = 0;
+    int x, y;
+    for (y = 0; y < h; y++)
+        for (x = 0; x < w; x++)
+            if (mask[(size_t)y * w + x]) sx += x, sy += y, n++;
+    *cx = n ? sx / (double)n : -1;
+    *cy = n ? sy / (double)n : -1;
 }
 
 /* sam3_ctx_options.abort_fn: polled between blocks; the frame's deadline is in *user. */
@@ -207,9 +220,12 @@ int main(int argc, char **argv) {
             const sam3_track_object *ob = &out.objects[i];
             if (ob->id != OBJECT_ID) continue;
             if (ob->object_score > 0) {
+                double cx, cy;
+                mask_centroid(ob->mask, out.width, out.height, &cx, &cy);
                 visible++;
-                printf("frame %3d: object %d visible, score %.6g, box %.0f,%.0f,%.0f,%.0f, area %lld; %.1f ms, tracker memory %zu KB\n", k,
-                       ob->id, ob->object_score, ob->box[0], ob->box[1], ob->box[2], ob->box[3], (long long)ob->area, ms,
+                printf("frame %3d: object %d visible, score %.6g, box %.0f,%.0f,%.0f,%.0f, area %lld, target %.1f,%.1f; %.1f ms, "
+                       "tracker memory %zu KB\n",
+                       k, ob->id, ob->object_score, ob->box[0], ob->box[1], ob->box[2], ob->box[3], (long long)ob->area, cx, cy, ms,
                        sam3_tracker_memory_used(tracker) / 1024);
             } else {
                 printf("frame %3d: object %d lost, score %.6g, no target; %.1f ms, tracker memory %zu KB\n", k, ob->id, ob->object_score,

@@ -76,13 +76,16 @@ check "track_loop exits 0 (got $rc: $(cat "$T/trk.err"))" test $rc -eq 0
 check "track_loop prints a line per frame" test "$(grep -c '^frame .*: object 1 .*score .*ms, tracker memory' "$T/trk.out")" -eq 8
 check "track_loop tracks 8 of 8 frames: $(tail -n 1 "$T/trk.out")" grep -q "8 tracked (.*), 0 dropped at the deadline, 0 failed; .* ms a frame" "$T/trk.out"
 # ... and finds what `sam3 track` finds on the frames it saved (scores as both print them, %.6g;
-# box and area where visible)
+# box, area and the target, the centroid of the mask PNG, where visible)
 click=$(sed -n 's/.*click at \([0-9]*,[0-9]*\) .*/\1/p' "$T/trk.out")
 "$B/sam3" track -m "$VIDEO" -i "$T/frames" -o "$T/trk_cli" --point "0:1:$click" --threads 2 -q 2>"$T/trk_cli.err"
 rc=$?
 check "sam3 track on track_loop's frames exits 0 (got $rc: $(cat "$T/trk_cli.err"))" test $rc -eq 0
 "${PYTHON:-/usr/bin/python3}" - "$T/trk.out" "$T/trk_cli/tracks.jsonl" >"$T/trk_cmp.txt" 2>&1 <<'PYEOF'
-import json, re, sys
+import json, os, re, sys
+import numpy as np
+sys.path.insert(0, "tests")
+import cli_images
 loop = [l for l in open(sys.argv[1]) if l.startswith("frame ")]
 cli = [json.loads(l) for l in open(sys.argv[2])]
 assert len(loop) == len(cli) == 8, (len(loop), len(cli))
@@ -92,7 +95,10 @@ for l, c in zip(loop, cli):
     assert m and int(m.group(1)) == c["frame"] and m.group(3) == "%.6g" % o["object_score_logit"], (l, o)
     assert (m.group(2) == "visible") == (o["object_score_logit"] > 0), (l, o)
     if m.group(2) == "visible":
-        assert ("box %s, area %d;" % (",".join(str(v) for v in o["box"]), o["area"])) in l, (l, o)
+        m = cli_images.read_png(os.path.join(os.path.dirname(sys.argv[2]), o["mask"]))[:, :, 0] > 0
+        ys, xs = np.nonzero(m)
+        want = "box %s, area %d, target %.1f,%.1f;" % (",".join(str(v) for v in o["box"]), o["area"], xs.mean(), ys.mean())
+        assert want in l, (l, want)
 PYEOF
 rc=$?
 check "track_loop finds the objects sam3 track finds on its frames: $(cat "$T/trk_cmp.txt")" test $rc -eq 0
