@@ -35,6 +35,7 @@ VIDEO_SAM3 := $(BUILD)/video_a.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
+EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
 
 .PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-corpus clean debug
@@ -61,7 +62,7 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c examples/sam3_bench.c sam3.h | $(BUILD)
+$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/sam3_bench.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
@@ -71,6 +72,9 @@ $(BUILD)/embed_min: examples/embed_min.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. $(STB_INC) -o $@ examples/embed_min.c $(LIBS)
 $(BUILD)/camera_loop: examples/camera_loop.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. -pthread -o $@ examples/camera_loop.c $(LIBS)
+# track_loop.c follows one clicked object through camera frames with the video tracker.
+$(BUILD)/track_loop: examples/track_loop.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -I. -o $@ examples/track_loop.c $(LIBS)
 
 # ---- Library and install (README "Install"). `make lib`: sam3.h compiled once (lib/sam3_lib.c)
 # into build/libsam3.a and build/libsam3.so (exports the public sam3_* functions only). `make install`
@@ -191,6 +195,7 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@OMP_WAIT_POLICY=passive $(BUILD)/fuzz_replay $(BUILD)/fuzz_seeds $(BUILD)/fuzz_kept
 	@PYTHON=$(PYTHON) sh tests/test_examples.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_track.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
 
 # Everything hermetic: no network, no GPU.
@@ -224,7 +229,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 
 # valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
 # buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
-# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks), then test_robust's quick mode.
+# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks; `sam3 track` on a 3-frame Y4M
+# stream with a click, a box and overlays), then test_robust's quick mode.
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
@@ -233,10 +239,14 @@ VG_BUILD := $(BUILD)/valgrind
 valgrind: deps
 	@$(MAKE) --no-print-directory deps DEB_PKGS=valgrind
 	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/sam3 $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3
+	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/video_a.sam3
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" -t dog --box 20,15,90,70 --box 5,5,30,40,neg --threshold 0 --threads 1 -q -o $(VG_BUILD)/out_segment
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 points -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -p 40,30 -p 90,60,neg --box 20,15,90,70 --threads 1 -q -o $(VG_BUILD)/out_points
+	$(PYTHON) tests/track_frames.py make $(VG_BUILD)/track_frames 64 48 3 420
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 track -m $(VG_BUILD)/video_a.sam3 -i - --point 0:1:16,24 --box 1:2:30,10,60,40 \
+	    --overlay --threads 1 -q -o $(VG_BUILD)/out_track <$(VG_BUILD)/track_frames/stream.y4m
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 -q
 
 # libFuzzer on the loader and everything a loaded file reaches (tests/fuzz_load.c), with clang:

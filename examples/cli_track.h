@@ -1,5 +1,8 @@
 /* sam3 track: follow prompted objects through frames (sam3.h's video tracker). Included by
    sam3_cli.c, whose helpers it uses (options, messages, files, images). */
+#if defined(_WIN32)
+#include <fcntl.h> /* _O_BINARY */
+#endif
 
 static const char *TRACK_HELP =
     "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
@@ -16,6 +19,7 @@ static const char *TRACK_HELP =
     "                 zeros when empty; an object is visible where its logit L > 0)\n"
     "  masks/         FFFFF_ID.png: 255 = object, 0 = background, the frame's size\n"
     "  overlays/      FFFFF.png with --overlay: the frame with every object's mask and id\n"
+    "                 (masks and overlays an earlier run left in OUTDIR are removed)\n"
     "\n"
     "  -m, --model FILE           the .sam3 file (a SAM 3 checkpoint converted with its memory modules)\n"
     "  -i, --input FRAMES         a folder of images (JPEG, PNG, ...; frames in sorted name order), or -\n"
@@ -35,6 +39,7 @@ static const char *TRACK_HELP =
     "the input does not have, a file that could not be written), 2 bad command line.\n";
 
 #define TRACK_MAX_PROMPTS 256
+#define TRACK_END (-1) /* frame_src_next: no more frames (CLI_FAIL is 1) */
 
 typedef struct track_prompt {
     int frame, id;
@@ -245,9 +250,13 @@ static int frame_src_y4m(frame_src *s, FILE *f) {
         for (next = tok; *next && *next != ' '; next++) {}
         if (*next) *next++ = 0;
         if (!*tok) continue;
-        if (tok[0] == 'W') s->yw = atoi(tok + 1);
-        else if (tok[0] == 'H') s->yh = atoi(tok + 1);
-        else if (tok[0] == 'C') {
+        if (tok[0] == 'W' || tok[0] == 'H') {
+            if (!parse_int(tok + 1, 1, SAM3_MAX_IMAGE_DIM, tok[0] == 'W' ? &s->yw : &s->yh)) {
+                cli_error("YUV4MPEG2 frame size: %s '%s' is not a number in 1..%d", tok[0] == 'W' ? "width" : "height", tok + 1,
+                          SAM3_MAX_IMAGE_DIM);
+                return CLI_FAIL;
+            }
+        } else if (tok[0] == 'C') {
             if (!strncmp(tok + 1, "444", 3) && (tok[4] == 0 || !strcmp(tok + 4, "p8"))) c420 = 0;
             else if (!strncmp(tok + 1, "420", 3) && (tok[4] == 0 || !strcmp(tok + 4, "jpeg") || !strcmp(tok + 4, "paldv") || !strcmp(tok + 4, "mpeg2")))
                 c420 = 1;
@@ -276,7 +285,7 @@ static int frame_src_y4m(frame_src *s, FILE *f) {
 
 static unsigned char clip255(int v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
 
-/* Next frame as RGB8 (malloc'd) into *rgb. CLI_OK, 1 at the end, or CLI_FAIL (printed). */
+/* Next frame as RGB8 (malloc'd) into *rgb. CLI_OK, TRACK_END at the end, or CLI_FAIL (printed). */
 static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, char *name, size_t name_cap) {
     *rgb = NULL;
     if (!s->y4m) {
@@ -284,7 +293,7 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
         cli_image img;
         size_t i, np;
         int c;
-        if (s->next >= s->n_names) return 1;
+        if (s->next >= s->n_names) return TRACK_END;
         snprintf(name, name_cap, "%s", s->names[s->next]);
         if (snprintf(path, sizeof(path), "%s/%s", s->dir, s->names[s->next++]) >= (int)sizeof(path)) {
             cli_error("path too long: %s/%s", s->dir, name);
@@ -314,7 +323,7 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
         while ((ch = fgetc(s->y4m)) != EOF && ch != '\n')
             if (n + 1 < sizeof(line)) line[n++] = (char)ch;
         line[n] = 0;
-        if (ch == EOF && n == 0) return 1;
+        if (ch == EOF && n == 0) return TRACK_END;
         if (strncmp(line, "FRAME", 5) || ch == EOF) {
             cli_error("YUV4MPEG2 stream: expected a FRAME header at frame %d, got '%.20s'", s->next, line);
             return CLI_FAIL;
@@ -364,6 +373,44 @@ static int read_track_mask(const char *path, uint8_t **mask, int *w, int *h) {
     return CLI_OK;
 }
 
+/* An output name of ours: FFFFF.png, or FFFFF_ID.png with with_id (F: 5 or more digits). */
+static int track_output_name(const char *nm, int with_id) {
+    const char *p = nm;
+    int nd = 0;
+    while (*p >= '0' && *p <= '9') p++, nd++;
+    if (nd < 5) return 0;
+    if (with_id) {
+        if (*p++ != '_') return 0;
+        if (*p == '-') p++;
+        for (nd = 0; *p >= '0' && *p <= '9'; p++) nd++;
+        if (!nd) return 0;
+    }
+    return !strcmp(p, ".png");
+}
+
+/* Removes the masks or overlays an earlier run left in OUTDIR/sub (names of ours only), so that the
+   folder holds this run's files alone, as tracks.jsonl lists them. */
+static void track_clean(const char *outdir, const char *sub, int with_id) {
+    char dir[4096], path[4096];
+#if defined(_WIN32)
+    WIN32_FIND_DATAA fd;
+    HANDLE h;
+    if (!join_path(dir, sizeof(dir), outdir, sub) || snprintf(path, sizeof(path), "%s\\*.png", dir) >= (int)sizeof(path)) return;
+    if ((h = FindFirstFileA(path, &fd)) == INVALID_HANDLE_VALUE) return;
+    do {
+        if (track_output_name(fd.cFileName, with_id) && join_path(path, sizeof(path), dir, fd.cFileName)) remove(path);
+    } while (FindNextFileA(h, &fd));
+    FindClose(h);
+#else
+    DIR *d;
+    struct dirent *e;
+    if (!join_path(dir, sizeof(dir), outdir, sub) || !(d = opendir(dir))) return;
+    while ((e = readdir(d)) != NULL)
+        if (track_output_name(e->d_name, with_id) && join_path(path, sizeof(path), dir, e->d_name)) remove(path);
+    closedir(d);
+#endif
+}
+
 static int run_track(track_args *a) {
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
@@ -398,10 +445,22 @@ static int run_track(track_args *a) {
         goto done;
     }
     if (!strcmp(a->input, "-")) {
+#if defined(_WIN32)
+        _setmode(_fileno(stdin), _O_BINARY); /* no CR-LF or ^Z translation of the frames' bytes */
+#endif
         if (frame_src_y4m(&src, stdin) != CLI_OK) goto done;
     } else if (frame_src_dir(&src, a->input) != CLI_OK) {
         goto done;
     }
+    /* a folder's length is known: a prompt past its end fails now rather than after the last frame */
+    for (i = 0; !src.y4m && i < a->n_prompts; i++)
+        if (a->prompts[i].frame >= src.n_names) {
+            cli_error("frame %d object %d: the input has only %d frames (0..%d)", a->prompts[i].frame, a->prompts[i].id, src.n_names,
+                      src.n_names - 1);
+            goto done;
+        }
+    track_clean(a->outdir, "masks", 1);
+    track_clean(a->outdir, "overlays", 0);
     if (!join_path(path, sizeof(path), a->outdir, "tracks.jsonl") || !(jl = fopen(path, "wb"))) {
         cli_error("cannot write '%s': %s", path, strerror(errno));
         goto done;
@@ -412,7 +471,7 @@ static int run_track(track_args *a) {
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
-        if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == 1) break;
+        if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == TRACK_END) break;
         if (res != CLI_OK) goto done;
         for (i = 0; i < a->n_prompts; i++) {
             track_prompt *p = &a->prompts[i];

@@ -8,6 +8,9 @@
 - `sam3 segment` (text + boxes, text alone, boxes alone) and `sam3 points` (clicks + box, --single,
   a SAM 1 file) give exactly the binding's results: scores, boxes, IoUs, object score and
   presence as results.json prints them (%.6g), areas, every mask PNG pixel for pixel;
+- the video Tracker and `sam3 track` on the same synthetic stream (tests/track_frames.py: clicks, a
+  box, a mask prompt mid-stream, a correction) give exactly the same objects on every frame: ids,
+  object-score logits (%.6g), boxes, areas, every mask pixel; its errors, remove_object, reset;
 - errors are Python exceptions with the library's code and message;
 - examples/python/segment.py runs.
 Prints "test_python: N passed, N failed" last; exits 1 on failure.
@@ -25,6 +28,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 sys.path.insert(0, HERE)
 import cli_images  # noqa: E402  (read_png)
+import track_frames  # noqa: E402  (synthetic frames for the tracker)
 
 B = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # tests need not spin (see tests/test_cli.sh)
@@ -32,6 +36,7 @@ os.environ["SAM3_LIB"] = os.path.join(B, "libsam3.so")
 import sam3  # noqa: E402
 
 MODEL, SAM1 = os.path.join(B, "tiny_a.sam3"), os.path.join(B, "sam1_a.sam3")
+VIDEO = os.path.join(B, "video_a.sam3")
 IMAGE = os.path.join(ROOT, "tests", "data", "tiny_a", "image.png")
 T = os.path.join(B, "test_python")
 THREADS = 2
@@ -213,6 +218,83 @@ def test_errors(img):
         check(e.code == sam3.ERR_INVALID_ARG, "a closed context: ERR_INVALID_ARG: %s" % e)
 
 
+def test_tracker():
+    """The same stream through Tracker and through `sam3 track`; then the Tracker's errors."""
+    d = os.path.join(T, "track")
+    frames = track_frames.make(d, 64, 48, 5, "444")
+    mask = cli_images.read_png(os.path.join(d, "mask.png"))[:, :, 0]
+    # frame: [(id, prompt)]: objects 1 (a click) and 2 (a box) from frame 0, 3 (a mask) joins on
+    # frame 2, 1 corrected on frame 3 (a click and a negative click)
+    prompts = {0: [(1, dict(points=[(16, 24)])), (2, dict(box=(30, 10, 60, 40)))],
+               2: [(3, dict(mask=mask))],
+               3: [(1, dict(points=[(22, 24), (5, 5)], labels=[1, 0]))]}
+    out = os.path.join(T, "track_cli")
+    args = ["track", "-m", VIDEO, "-i", os.path.join(d, "png"), "-o", out, "--point", "0:1:16,24", "--box", "0:2:30,10,60,40",
+            "--mask", "2:3:" + os.path.join(d, "mask.png"), "--point", "3:1:22,24", "--point", "3:1:5,5,neg"]
+    if not cli(*args):
+        return
+    lines = track_frames.read_tracks(out)
+    with sam3.Model(VIDEO) as m, sam3.Context(m, n_threads=THREADS, blas_threads=1) as ctx, sam3.Tracker(ctx) as tr:
+        same = visible = 0
+        for k, rgb in enumerate(frames):
+            check(tr.next_frame == k, "next_frame %d, expected %d" % (tr.next_frame, k))
+            for oid, p in prompts.get(k, []):
+                tr.add_prompt(k, oid, **p)
+            objs = tr.push_frame(rgb)
+            js = lines[k]["objects"]
+            if not check([o["id"] for o in objs] == [o["id"] for o in js], "frame %d: ids %s, CLI %s" % (k, [o["id"] for o in objs], js)):
+                continue
+            for o, j in zip(objs, js):
+                png = mask_png(out, j["mask"])
+                ok = g6(o["object_score"]) == g6(j["object_score_logit"])
+                ok &= [int(v) for v in o["box"]] == j["box"] and o["area"] == j["area"] == int(o["mask"].sum())
+                ok &= o["mask"].dtype == bool and bool(np.array_equal(o["mask"], png))
+                ok &= o["prompted"] == any(oid == o["id"] for oid, _ in prompts.get(k, []))
+                ok &= o["low_res_logits"].dtype == np.float32 and o["low_res_logits"].ndim == 2
+                same += bool(ok)
+                visible += o["area"] > 0
+                check(ok, "frame %d object %d: score %s box %s area %d vs CLI %s" % (k, o["id"], g6(o["object_score"]), o["box"],
+                                                                                    o["area"], j))
+        n = sum(len(line["objects"]) for line in lines)
+        check(same == n == 13 and visible >= 3, "tracker: %d of %d objects equal to sam3 track's (%d visible)" % (same, n, visible))
+        check(tr.memory_used > 0, "memory_used %d" % tr.memory_used)
+        for what, call, word in (("a prompt for frame 9", lambda: tr.add_prompt(9, 1, points=[(5, 5)]), "frame"),
+                                 ("removing an unknown object", lambda: tr.remove_object(77), "77"),
+                                 ("a mask with points", lambda: tr.add_prompt(5, 4, points=[(5, 5)], mask=mask), "mask"),
+                                 ("a NaN click", lambda: tr.add_prompt(5, 4, points=[(float("nan"), 5)]), "NaN")):
+            try:
+                call()
+                check(False, "tracker: %s raises" % what)
+            except sam3.Error as e:
+                check(e.code == sam3.ERR_INVALID_ARG and word in str(e), "tracker: %s: ERR_INVALID_ARG with the library's detail: %s" % (what, e))
+        tr.remove_object(2)
+        check([o["id"] for o in tr.push_frame(frames[0])] == [1, 3], "remove_object(2): objects 1 and 3 left")
+        tr.reset()
+        check(tr.next_frame == 0, "reset: next_frame 0")
+        tr.add_prompt(0, 1, points=[(16, 24)])
+        tr.add_prompt(0, 2, box=(30, 10, 60, 40))
+        again = tr.push_frame(frames[0])
+        check([g6(o["object_score"]) for o in again] == [g6(o["object_score_logit"]) for o in lines[0]["objects"]],
+              "reset: frame 0 again gives the first run's scores")
+        with sam3.Tracker(ctx, masks=False) as t2:
+            t2.add_prompt(0, 5, points=[(16, 24)])
+            o = t2.push_frame(frames[0])[0]
+            check(o["mask"] is None and o["area"] == 0 and g6(o["object_score"]) == g6(lines[0]["objects"][0]["object_score_logit"]),
+                  "Tracker(masks=False): no mask, the same score: %s" % o)
+        t3 = sam3.Tracker(ctx)
+    try:
+        t3.push_frame(frames[0])
+        check(False, "a tracker whose context is closed raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_INVALID_ARG and "closed" in str(e), "a tracker whose context is closed: %s" % e)
+    with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=1) as c:
+        try:
+            sam3.Tracker(c)
+            check(False, "Tracker on a model without memory modules raises")
+        except sam3.Error as e:
+            check(e.code == sam3.ERR_UNSUPPORTED and "memory modules" in str(e), "Tracker without memory modules: ERR_UNSUPPORTED: %s" % e)
+
+
 def _has_key(m, key):
     try:
         m.config_int(key)
@@ -245,6 +327,7 @@ def main():
         ctx.set_image(img)
         compare_points(ctx, "pts_sam1", SAM1, [(40, 30)], [1])
     test_errors(img)
+    test_tracker()
     r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "segment.py"), MODEL, IMAGE, "a cat",
                         "--threshold", "0", "--threads", "1", "--save", os.path.join(T, "ex.npz")], capture_output=True, text=True)
     check(r.returncode == 0 and "instances" in r.stdout and "click at" in r.stdout,

@@ -13,19 +13,27 @@ arrays that the caller owns (copied out of the context, so they stay valid after
 Errors raise sam3.Error, whose .code is the sam3_result (e.g. sam3.ERR_INVALID_ARG) and whose
 message is the library's (sam3_ctx_last_error, or the loader's log for sam3_load).
 
-Layout, for what comes next (the video tracker, sam3_tracker_*): each C object is a Python class
-holding its pointer (`_ptr`), with close() and `with` support, its C functions declared in
-_PROTOTYPES, its calls checked by _check(); options and results are ctypes mirrors of the C structs
-(same field names: tests/test_python.py compares their offsets with the C compiler's), read into
-numpy arrays right after the call. A Tracker class would take a Context or Model the same way.
+Video: a Tracker on a Context follows prompted objects through a stream of frames (sam3_tracker_*):
+
+    with sam3.Tracker(ctx) as tr:
+        tr.add_prompt(0, 1, points=[(320, 200)])    # object 1: a click on frame 0 (the next one)
+        for rgb in frames:
+            for ob in tr.push_frame(rgb):           # per object: id, object_score, box, area, mask, ...
+                print(ob["id"], ob["object_score"] > 0, ob["box"])
+
+Layout: each C object is a Python class holding its pointer (`_ptr`), with close() and `with`
+support, its C functions declared in _PROTOTYPES, its calls checked by _check(); options and
+results are ctypes mirrors of the C structs (same field names: tests/test_python.py compares their
+offsets with the C compiler's), read into numpy arrays right after the call.
 """
 import ctypes
 import ctypes.util
 import os
+import weakref
 
 import numpy as np
 
-__all__ = ["Error", "Model", "Context", "Segmentation", "PointsResult", "version", "load_library"]
+__all__ = ["Error", "Model", "Context", "Segmentation", "PointsResult", "Tracker", "version", "load_library"]
 
 # sam3_result codes (sam3.h SAM3_RESULT_LIST)
 OK = 0
@@ -127,12 +135,32 @@ class _PointsResult(ctypes.Structure):
                 ("height", ctypes.c_int)]
 
 
+class _TrackPrompt(ctypes.Structure):
+    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", c_float_p), ("mask", c_uint8_p),
+                ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
+
+
+class _TrackerOptions(ctypes.Structure):
+    _fields_ = [("no_masks", ctypes.c_int)]
+
+
+class _TrackObject(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("object_score", ctypes.c_float), ("prompted", ctypes.c_int), ("box", ctypes.c_float * 4),
+                ("area", ctypes.c_int64), ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
+
+
+class _TrackFrame(ctypes.Structure):
+    _fields_ = [("frame", ctypes.c_int), ("n_objects", ctypes.c_int), ("objects", ctypes.POINTER(_TrackObject)),
+                ("width", ctypes.c_int), ("height", ctypes.c_int), ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int)]
+
+
 # C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
 C_STRUCTS = {"sam3_allocator": _Allocator, "sam3_load_options": _LoadOptions, "sam3_ctx_options": _CtxOptions,
              "sam3_timings": _Timings, "sam3_box": _Box, "sam3_prompt": _Prompt, "sam3_segment_options": _SegmentOptions,
              "sam3_instance": _Instance, "sam3_segmentation": _Segmentation, "sam3_point": _Point,
              "sam3_points_prompt": _PointsPrompt, "sam3_points_options": _PointsOptions,
-             "sam3_points_result": _PointsResult}
+             "sam3_points_result": _PointsResult, "sam3_track_prompt": _TrackPrompt,
+             "sam3_tracker_options": _TrackerOptions, "sam3_track_object": _TrackObject, "sam3_track_frame": _TrackFrame}
 
 
 def _zeroed(cls):
@@ -163,6 +191,15 @@ _PROTOTYPES = {
     "sam3_set_image": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
     "sam3_segment": (ctypes.c_int, [_vp, _P(_Prompt), _P(_SegmentOptions), _P(_Segmentation)]),
     "sam3_segment_points": (ctypes.c_int, [_vp, _P(_PointsPrompt), _P(_PointsOptions), _P(_PointsResult)]),
+    "sam3_tracker_new": (ctypes.c_int, [_vp, _P(_TrackerOptions), _P(_vp)]),
+    "sam3_tracker_add_prompt": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, _P(_TrackPrompt)]),
+    "sam3_tracker_remove_object": (ctypes.c_int, [_vp, ctypes.c_int]),
+    "sam3_tracker_next_frame": (ctypes.c_int, [_vp]),
+    "sam3_tracker_push_frame": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                                _P(_TrackFrame)]),
+    "sam3_tracker_reset": (None, [_vp]),
+    "sam3_tracker_memory_used": (ctypes.c_size_t, [_vp]),
+    "sam3_tracker_free": (None, [_vp]),
 }
 _lib = None
 
@@ -371,6 +408,8 @@ class Context:
         self.width = self.height = 0
 
     def close(self):
+        for t in list(getattr(self, "_trackers", ())):  # a C tracker is freed before its context
+            t.close()
         if getattr(self, "_ptr", None):
             load_library().sam3_ctx_free(self._ptr)
             self._ptr = None
@@ -458,3 +497,110 @@ class Context:
         """Milliseconds of each stage of the last calls (sam3_timings) as a dict."""
         t = load_library().sam3_ctx_timings(self._live())
         return {name: getattr(t, name) for name, _ in _Timings._fields_ if not name.startswith("_")}
+
+
+class Tracker:
+    """Follows prompted objects through a stream of frames (the SAM 3 tracker's memory), on a
+    Context (whose image and results it replaces on every frame; a model converted with its memory
+    modules). Frames are numbered 0, 1, ... in the order they are pushed. With masks=False the
+    frame-size masks are skipped (boxes and areas are then 0)."""
+
+    def __init__(self, ctx, masks=True):
+        self.ctx = ctx  # kept alive as long as the tracker
+        self.masks = masks
+        opt = _zeroed(_TrackerOptions)
+        opt.no_masks = 0 if masks else 1
+        ptr = _vp()
+        cp = ctx._live()
+        _check(load_library().sam3_tracker_new(cp, opt, ctypes.byref(ptr)), cp)
+        self._ptr = ptr
+        ctx.__dict__.setdefault("_trackers", weakref.WeakSet()).add(self)
+
+    def close(self):
+        """Frees the tracker (before its Context is closed)."""
+        if getattr(self, "_ptr", None):
+            load_library().sam3_tracker_free(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _live(self):
+        if not self._ptr:
+            raise Error(ERR_INVALID_ARG, "sam3: the tracker is closed")
+        self.ctx._live()  # the C tracker works in its context's memory
+        return self._ptr
+
+    @property
+    def next_frame(self):
+        """Index of the next frame to be pushed (the number pushed so far)."""
+        return load_library().sam3_tracker_next_frame(self._live())
+
+    @property
+    def memory_used(self):
+        """Bytes the tracker holds (memories, prompts, results), beyond its context's."""
+        return int(load_library().sam3_tracker_memory_used(self._live()))
+
+    def add_prompt(self, frame, object_id, points=None, labels=None, box=None, mask=None):
+        """Where object `object_id` is on frame `frame`, which must be the next frame to be pushed:
+        clicks ((N, 2) x y in that frame's pixels; labels 1 on the object, 0 background, default
+        all 1) and/or a box (x0, y0, x1, y1), or a mask ((h, w), non-zero = object, any size). A new
+        id starts being tracked there; a known one is corrected (a conditioning frame)."""
+        p = _float_rows([] if points is None else points, 2, "points")
+        lab = _labels(labels, len(p), "point")
+        cp = (_Point * max(1, len(p)))()
+        for i, (row, l) in enumerate(zip(p, lab)):
+            cp[i] = _Point(row[0], row[1], l)
+        tp = _zeroed(_TrackPrompt)
+        tp.points = cp if len(p) else None
+        tp.n_points = len(p)
+        cbox = mk = None
+        if box is not None:
+            cbox = (ctypes.c_float * 4)(*[float(v) for v in _float_rows(box, 4, "box")[0]])
+            tp.box = cbox
+        if mask is not None:
+            mk = np.ascontiguousarray(np.asarray(mask) != 0, dtype=np.uint8)
+            if mk.ndim != 2:
+                raise Error(ERR_INVALID_ARG, "sam3: the mask must be (h, w), got %s" % (mk.shape,))
+            tp.mask = mk.ctypes.data_as(c_uint8_p)
+            tp.mask_height, tp.mask_width = mk.shape
+        t = self._live()
+        _check(load_library().sam3_tracker_add_prompt(t, int(frame), int(object_id), tp), self.ctx._ptr)
+
+    def remove_object(self, object_id):
+        """Forgets an object (and a prompt pending for it); Error for an unknown id."""
+        t = self._live()
+        _check(load_library().sam3_tracker_remove_object(t, int(object_id)), self.ctx._ptr)
+
+    def reset(self):
+        """Forgets every object and restarts the frame count at 0."""
+        load_library().sam3_tracker_reset(self._live())
+
+    def push_frame(self, image):
+        """Processes the next frame ((H, W, 3) RGB uint8; RGBA and grey also; sizes may change) and
+        returns a list with a dict per object, in the order the objects were first prompted: id,
+        object_score (logit: > 0 visible), prompted (a prompt was given on this frame), box (x0, y0,
+        x1, y1: the mask's pixel bounds, x1 and y1 exclusive; zeros when empty), area, mask ((H, W)
+        bool, or None with masks=False), low_res_logits ((h, w) float32). On an error the tracker
+        is as it was before the call."""
+        a, fmt = _as_image(image)
+        h, w = a.shape[:2]
+        out = _zeroed(_TrackFrame)
+        t = self._live()
+        _check(load_library().sam3_tracker_push_frame(t, a.ctypes.data_as(c_uint8_p), w, h, a.strides[0], fmt, out), self.ctx._ptr)
+        lh, lw = out.low_res_height, out.low_res_width
+        objects = []
+        for i in range(out.n_objects):
+            o = out.objects[i]
+            objects.append({
+                "id": o.id, "object_score": float(o.object_score), "prompted": bool(o.prompted),
+                "box": np.array(list(o.box), dtype=np.float32), "area": int(o.area),
+                "mask": np.ctypeslib.as_array(o.mask, shape=(out.height, out.width)) != 0 if o.mask else None,
+                "low_res_logits": np.ctypeslib.as_array(o.low_res_logits, shape=(lh, lw)).copy()})
+        return objects

@@ -1,0 +1,144 @@
+#!/bin/sh
+# Tests `sam3 track` (examples/cli_track.h) on the tiny video model with synthetic frames (made by
+# tests/track_frames.py: 64x48, 5 frames): a folder of PNG frames with clicks, a box, a correction
+# and a --mask prompt for an object joining mid-stream (tracks.jsonl: one valid line per frame with
+# the documented fields; mask PNGs at frame size, 0/255, box and area those of the PNG; the mask
+# prompt's own mask; overlays); the same frames as YUV4MPEG2 4:4:4 and 4:2:0 (odd size) streams on
+# stdin give the same results to the bit; a truncated or garbled stream, a prompt for a frame the
+# input does not have and a model without memory modules fail with exit 1 and one clear line; bad
+# command lines exit 2.
+#   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3)
+# Prints "test_track: N passed, N failed" last; exits non-zero on failure.
+B=${1:-build}
+PY=${PYTHON:-/usr/bin/python3}
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" # see tests/test_cli.sh
+SAM3=$B/sam3
+MODEL=$B/video_a.sam3
+T=$B/test_track
+rm -rf "$T" && mkdir -p "$T" || exit 1
+"$PY" tests/track_frames.py make "$T/a" 64 48 5 444 || exit 1
+"$PY" tests/track_frames.py make "$T/b" 63 47 5 420 || exit 1
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# run WANT_RC NAME ARGS...: sam3 track ARGS (stdin from $IN, /dev/null by default), checks the exit
+# code; stdout/stderr in $T/out, $T/err
+run() {
+    want=$1
+    name=$2
+    shift 2
+    "$SAM3" track "$@" <"${IN:-/dev/null}" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$name: exit $got, expected $want; stderr: $(head -c 300 "$T/err")"; fi
+    return 0
+}
+
+# fails WANT_RC WORD NAME ARGS...: exactly one line on stderr, "sam3 track: ...", containing WORD
+fails() {
+    want=$1
+    word=$2
+    name=$3
+    shift 3
+    run "$want" "$name" "$@" -q
+    if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q '^sam3 track: ' "$T/err" && grep -qi -- "$word" "$T/err"; then
+        ok
+    else
+        bad "$name: wanted one line on stderr mentioning '$word', got: $(cat "$T/err")"
+    fi
+}
+
+# tracks NAME OUTDIR FRAMES IDS: OUTDIR is consistent (tests/track_frames.py check); sets $visible
+tracks() {
+    if visible=$("$PY" tests/track_frames.py check "$2" "$3" "$4" 2>&1); then ok; else bad "$1: $visible"; visible=0; fi
+}
+
+# Objects 1 (a click) and 2 (a box) from frame 0; object 3 joins on frame 2 with a mask; object 1
+# is corrected on frame 3 (a click and a negative click).
+PROMPTS="--point 0:1:16,24 --box 0:2:30,10,60,40 --mask 2:3:$T/a/mask.png --point 3:1:22,24 --point 3:1:5,5,neg"
+IDS="1,2;1,2;1,2,3;1,2,3;1,2,3"
+
+# --- a folder of PNG frames ---
+run 0 "PNG folder" -m "$MODEL" -i "$T/a/png" -o "$T/png" $PROMPTS --overlay --threads 2
+tracks "PNG folder" "$T/png" "$T/a/png" "$IDS"
+[ "$visible" -ge 3 ] && ok || bad "PNG folder: only $visible non-empty masks: the box/area checks need some"
+[ "$(grep -c '^sam3 track: frame [0-9]: 64x48, [23] objects ([0-9] visible), ' "$T/err")" -eq 5 ] && ok ||
+    bad "PNG folder: no progress line per frame on stderr: $(cat "$T/err")"
+grep -q "^sam3 track: 5 frames in .*tracks.jsonl" "$T/err" && ok || bad "PNG folder: no summary line: $(tail -n 1 "$T/err")"
+"$PY" tests/track_frames.py overlays "$T/png" "$T/a/png" && ok || bad "--overlay: overlays/ wrong"
+# the --mask prompt: object 3 on frame 2 is that mask (through the model's 4x-smaller grid and back)
+"$PY" - "$T/png" "$T/a/mask.png" <<'EOF' && ok || bad "--mask prompt: object 3's mask on frame 2 is not the prompt's"
+import json, sys
+sys.path.insert(0, "tests")
+import cli_images
+t = [json.loads(l) for l in open(sys.argv[1] + "/tracks.jsonl")][2]
+o = [o for o in t["objects"] if o["id"] == 3][0]
+a = cli_images.read_png(sys.argv[2])[:, :, 0] > 0
+b = cli_images.read_png(sys.argv[1] + "/" + o["mask"])[:, :, 0] > 0
+iou = (a & b).sum() / (a | b).sum()
+assert o["object_score_logit"] > 0 and iou >= 0.95, (o, iou)
+EOF
+run 0 "-q" -m "$MODEL" -i "$T/a/png" -o "$T/quiet" $PROMPTS -q --threads 1
+[ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "-q printed: $(cat "$T/out" "$T/err")"
+"$PY" tests/track_frames.py same "$T/png" "$T/quiet" && ok || bad "--threads 1 changed the results"
+
+# rerun into a used folder with fewer frames and objects: the earlier run's masks and overlays go,
+# other files stay
+cp -R "$T/png" "$T/rerun" && mkdir -p "$T/two" && cp "$T/a/png/f000.png" "$T/a/png/f001.png" "$T/two/" &&
+    printf 'x' >"$T/rerun/masks/notes.png" && printf 'x' >"$T/rerun/masks/00001_1.png.bak" || exit 1
+run 0 "rerun into a used folder" -m "$MODEL" -i "$T/two" -o "$T/rerun" --point 0:1:16,24 -q
+tracks "rerun into a used folder" "$T/rerun" "$T/two" "1;1"
+[ "$(ls "$T/rerun/masks" | tr '\n' ' ')" = "00000_1.png 00001_1.png 00001_1.png.bak notes.png " ] && [ -z "$(ls "$T/rerun/overlays")" ] && ok ||
+    bad "rerun into a used folder: stale or missing files: $(ls "$T/rerun/masks" "$T/rerun/overlays" | tr '\n' ' ')"
+
+# --- the same frames as YUV4MPEG2 on stdin: the same bytes in, so the same results out ---
+IN=$T/a/stream.y4m run 0 "Y4M 4:4:4" -m "$MODEL" -i - -o "$T/y444" $PROMPTS --threads 2
+tracks "Y4M 4:4:4" "$T/y444" 5 "$IDS"
+"$PY" tests/track_frames.py same "$T/png" "$T/y444" && ok || bad "Y4M 4:4:4 differs from its PNG frames"
+run 0 "PNG folder, 63x47" -m "$MODEL" -i "$T/b/png" -o "$T/png420" $PROMPTS --threads 2 -q
+tracks "PNG folder, 63x47" "$T/png420" "$T/b/png" "$IDS"
+IN=$T/b/stream.y4m run 0 "Y4M 4:2:0, 63x47" -m "$MODEL" -i - -o "$T/y420" $PROMPTS --threads 2 -q
+tracks "Y4M 4:2:0" "$T/y420" 5 "$IDS"
+"$PY" tests/track_frames.py same "$T/png420" "$T/y420" && ok || bad "Y4M 4:2:0 differs from its PNG frames"
+
+# --- failures: exit 1, one line ---
+head -c 30000 "$T/a/stream.y4m" >"$T/cut.y4m" # 3 frames of 9222 bytes and part of the 4th
+IN=$T/cut.y4m fails 1 "truncated in frame 3" "truncated Y4M" -m "$MODEL" -i - -o "$T/cut" --point 0:1:16,24
+[ "$(wc -l <"$T/cut/tracks.jsonl")" -eq 3 ] && ok || bad "truncated Y4M: the 3 whole frames are not in tracks.jsonl"
+printf 'P6 64 48 255\n' >"$T/notes.y4m"
+IN=$T/notes.y4m fails 1 "not a YUV4MPEG2" "not a Y4M stream" -m "$MODEL" -i - -o "$T/o" --point 0:1:16,24
+printf 'YUV4MPEG2 W64 H48 Cmono\n' >"$T/mono.y4m"
+IN=$T/mono.y4m fails 1 "mono" "Y4M in an unsupported colour space" -m "$MODEL" -i - -o "$T/o" --point 0:1:16,24
+printf 'YUV4MPEG2 W64 H99999999999 C444\n' >"$T/huge.y4m"
+IN=$T/huge.y4m fails 1 "size" "Y4M with an absurd height" -m "$MODEL" -i - -o "$T/o" --point 0:1:16,24
+fails 1 "only 5 frames" "a prompt for frame 5 of 5" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --box 5:2:1,1,9,9
+IN=$T/a/stream.y4m fails 1 "only 5 frames" "a prompt for frame 7 of a 5-frame stream" -m "$MODEL" -i - -o "$T/o" --point 7:1:16,24
+fails 1 "memory modules" "a model without memory modules" -m "$B/tiny_a.sam3" -i "$T/a/png" -o "$T/o" --point 0:1:16,24
+fails 1 "mask.png" "a missing --mask PNG" -m "$MODEL" -i "$T/a/png" -o "$T/o" --mask 0:1:"$T/none/mask.png"
+fails 1 "folder" "a missing input folder" -m "$MODEL" -i "$T/none" -o "$T/o" --point 0:1:16,24
+fails 1 "$T/none.sam3" "a missing model" -m "$T/none.sam3" -i "$T/a/png" -o "$T/o" --point 0:1:16,24
+many=""
+for i in $(seq 1 65); do many="$many --point 0:$i:5,5"; done
+fails 1 "64 objects" "65 objects (the library's limit)" -m "$MODEL" -i "$T/a/png" -o "$T/o" $many
+mkdir -p "$T/junk" && printf 'not an image' >"$T/junk/f000.png"
+fails 1 "f000.png" "an unreadable frame" -m "$MODEL" -i "$T/junk" -o "$T/o" --point 0:1:16,24
+
+# --- bad command lines: exit 2, one line ---
+fails 2 "F:ID" "--point 0:1" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1
+fails 2 "--box" "--box with 3 numbers" -m "$MODEL" -i "$T/a/png" -o "$T/o" --box 0:1:1,2,3
+fails 2 "mask" "a mask and a click for one F:ID" -m "$MODEL" -i "$T/a/png" -o "$T/o" --mask 0:1:"$T/a/mask.png" --point 0:1:5,5
+fails 2 "numbers" "a NaN click" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:nan,5
+fails 2 "x0 < x1" "an inverted box" -m "$MODEL" -i "$T/a/png" -o "$T/o" --box 0:1:30,10,20,40
+fails 2 "two boxes" "two boxes for one F:ID" -m "$MODEL" -i "$T/a/png" -o "$T/o" --box 0:1:1,2,3,4 --box 0:1:1,2,3,5
+fails 2 "frame" "a negative frame" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point -1:1:5,5
+fails 2 "ID" "a non-numeric id" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:cat:5,5
+fails 2 "no objects" "no prompt" -m "$MODEL" -i "$T/a/png" -o "$T/o"
+fails 2 "-o" "no output" -m "$MODEL" -i "$T/a/png" --point 0:1:5,5
+fails 2 "unknown option" "an unknown option" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --frobnicate
+run 0 "--help" --help
+grep -q "usage: sam3 track" "$T/out" && ok || bad "--help: no usage line"
+
+echo "test_track: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

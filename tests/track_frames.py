@@ -1,0 +1,168 @@
+"""Helpers of tests/test_track.sh (and tests/test_python.py): synthetic frames for `sam3 track`, as
+PNG files and as YUV4MPEG2 streams, and checks of what `sam3 track` writes. numpy + stdlib only.
+
+    track_frames.py make DIR W H N CHROMA   N frames of a disc moving over a gradient: DIR/png/fNNN.png,
+                                            DIR/stream.y4m (CHROMA 444 or 420) and DIR/mask.png (a
+                                            disc, for a --mask prompt)
+    track_frames.py check OUTDIR FRAMES IDS_BY_FRAME
+                                            checks OUTDIR against the frames (a folder of PNGs, or
+                                            N for a stream: names null); IDS_BY_FRAME is e.g.
+                                            "1,2;1,2;1,2,3": the ids expected on each frame, in order;
+                                            prints how many objects have a non-empty mask
+    track_frames.py same OUT_A OUT_B        the two outputs are equal (tracks.jsonl but the image
+                                            names, every mask PNG byte for byte)
+    track_frames.py overlays OUTDIR FRAMES  one overlay per frame, at its size, differing from the
+                                            frame where an object is visible
+
+The frames are made in YUV and turned into RGB with the exact integer BT.601 formula the CLI
+documents (limited range, chroma replicated); the PNG files hold that RGB. A stream and its PNG
+folder therefore give the tracker the same bytes, and `sam3 track` must give the same results for
+both, to the bit: that checks the stream reader and its colour conversion without a tolerance.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli_images  # noqa: E402  (png_bytes, read_png)
+
+
+def yuv_frame(k, w, h, chroma):
+    """Frame k: Y, U, V planes (U, V at half size, rounded up, for 420): a bright gradient with a
+    dark, saturated disc moving right."""
+    y, x = np.mgrid[0:h, 0:w]
+    cx, cy, r = w * (0.25 + 0.1 * k), h * 0.5, min(w, h) * 0.22
+    disc = (x - cx) ** 2 + (y - cy) ** 2 < r * r
+    Y = np.where(disc, 50, 150 + (x * 80) // max(1, w - 1)).astype(np.uint8)
+    U = np.where(disc, 200, 100 + (y * 40) // max(1, h - 1)).astype(np.uint8)
+    V = np.where(disc, 70, 140).astype(np.uint8)
+    if chroma == "420":
+        U, V = U[::2, ::2].copy(), V[::2, ::2].copy()  # (h+1)//2, (w+1)//2
+    return Y, U, V
+
+
+def yuv_to_rgb(Y, U, V):
+    """sam3 track's conversion: BT.601 limited range in 1/256ths, chroma replicated for 4:2:0."""
+    h, w = Y.shape
+    if U.shape != Y.shape:
+        U = U.repeat(2, 0).repeat(2, 1)[:h, :w]
+        V = V.repeat(2, 0).repeat(2, 1)[:h, :w]
+    c, d, e = Y.astype(np.int64) - 16, U.astype(np.int64) - 128, V.astype(np.int64) - 128
+    r = (298 * c + 409 * e + 128) >> 8
+    g = (298 * c - 100 * d - 208 * e + 128) >> 8
+    b = (298 * c + 516 * d + 128) >> 8
+    return np.clip(np.stack([r, g, b], axis=2), 0, 255).astype(np.uint8)
+
+
+def make(d, w, h, n, chroma):
+    os.makedirs(os.path.join(d, "png"), exist_ok=True)
+    frames = []
+    with open(os.path.join(d, "stream.y4m"), "wb") as f:
+        f.write(b"YUV4MPEG2 W%d H%d F25:1 Ip A1:1 C%s XCOMMENT=sam3\n" % (w, h, chroma.encode()))
+        for k in range(n):
+            Y, U, V = yuv_frame(k, w, h, chroma)
+            f.write(b"FRAME\n" + Y.tobytes() + U.tobytes() + V.tobytes())
+            rgb = yuv_to_rgb(Y, U, V)
+            frames.append(rgb)
+            with open(os.path.join(d, "png", "f%03d.png" % k), "wb") as g:
+                g.write(cli_images.png_bytes(rgb))
+    y, x = np.mgrid[0:h, 0:w]
+    disc = ((x - w * 0.45) ** 2 + (y - h * 0.5) ** 2 < (min(w, h) * 0.22) ** 2).astype(np.uint8) * 255
+    with open(os.path.join(d, "mask.png"), "wb") as g:
+        g.write(cli_images.png_bytes(disc))
+    return frames
+
+
+def read_tracks(outdir):
+    with open(os.path.join(outdir, "tracks.jsonl"), "rb") as f:
+        raw = f.read().decode("ascii")
+    if not raw.endswith("\n"):
+        raise AssertionError("tracks.jsonl does not end with a newline")
+    return [json.loads(line) for line in raw.split("\n")[:-1]]
+
+
+def check(outdir, frames, ids_by_frame):
+    """Returns the number of objects with a non-empty mask; raises AssertionError on anything wrong."""
+    if frames.isdigit():
+        names, sizes = [None] * int(frames), None
+    else:
+        names = sorted(n for n in os.listdir(frames) if not n.startswith("."))
+        sizes = [cli_images.read_png(os.path.join(frames, n)).shape[:2] for n in names]
+    want_ids = [[int(v) for v in s.split(",")] for s in ids_by_frame.split(";")]
+    tracks = read_tracks(outdir)
+    assert len(tracks) == len(names) == len(want_ids), "%d lines, %d frames, %d id lists" % (len(tracks), len(names), len(want_ids))
+    visible = 0
+    for k, t in enumerate(tracks):
+        assert sorted(t) == ["frame", "image", "objects"], "frame %d: keys %s" % (k, sorted(t))
+        assert t["frame"] == k and t["image"] == names[k], "line %d: frame %s image %s" % (k, t["frame"], t["image"])
+        ids = [o["id"] for o in t["objects"]]
+        assert ids == want_ids[k], "frame %d: ids %s, expected %s" % (k, ids, want_ids[k])
+        for o in t["objects"]:
+            what = "frame %d object %d" % (k, o["id"])
+            assert sorted(o) == ["area", "box", "id", "mask", "object_score_logit"], "%s: keys %s" % (what, sorted(o))
+            assert type(o["object_score_logit"]) in (int, float) and np.isfinite(o["object_score_logit"]), what
+            assert o["mask"] == "masks/%05d_%d.png" % (k, o["id"]), "%s: mask %s" % (what, o["mask"])
+            m = cli_images.read_png(os.path.join(outdir, o["mask"]))
+            assert m.shape[2] == 1, "%s: mask has %d channels" % (what, m.shape[2])
+            m = m[:, :, 0]
+            if sizes is not None:
+                assert m.shape == sizes[k], "%s: mask %s, frame %s" % (what, m.shape, sizes[k])
+            assert set(np.unique(m)) <= {0, 255}, "%s: mask values %s" % (what, np.unique(m))
+            on = m == 255
+            area = int(on.sum())
+            assert o["area"] == area, "%s: area %d, mask PNG %d" % (what, o["area"], area)
+            if area:
+                ys, xs = np.nonzero(on)
+                box = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
+                visible += 1
+            else:
+                box = [0, 0, 0, 0]
+            assert o["box"] == box, "%s: box %s, mask PNG bounds %s" % (what, o["box"], box)
+    return visible
+
+
+def same(a, b):
+    ta, tb = read_tracks(a), read_tracks(b)
+    assert len(ta) == len(tb), "%d vs %d frames" % (len(ta), len(tb))
+    for x, y in zip(ta, tb):
+        x, y = dict(x, image=None), dict(y, image=None)
+        assert x == y, "frame %d differs:\n  %s\n  %s" % (x["frame"], x, y)
+        for o in x["objects"]:
+            with open(os.path.join(a, o["mask"]), "rb") as f, open(os.path.join(b, o["mask"]), "rb") as g:
+                assert f.read() == g.read(), "%s differs" % o["mask"]
+
+
+def overlays(outdir, frames):
+    names = sorted(n for n in os.listdir(frames) if not n.startswith("."))
+    tracks = read_tracks(outdir)
+    for k, n in enumerate(names):
+        rgb = cli_images.read_png(os.path.join(frames, n))
+        ov = cli_images.read_png(os.path.join(outdir, "overlays", "%05d.png" % k))
+        assert ov.shape == rgb.shape, "overlay %d: %s, frame %s" % (k, ov.shape, rgb.shape)
+        shown = any(o["area"] > 0 for o in tracks[k]["objects"])
+        assert shown == bool((ov != rgb).any()), "overlay %d: objects shown %s, differs from the frame %s" % (k, shown, (ov != rgb).any())
+
+
+def main(argv):
+    try:
+        if argv[0] == "make" and len(argv) == 6:
+            make(argv[1], int(argv[2]), int(argv[3]), int(argv[4]), argv[5])
+        elif argv[0] == "check" and len(argv) == 4:
+            print(check(argv[1], argv[2], argv[3]))
+        elif argv[0] == "same" and len(argv) == 3:
+            same(argv[1], argv[2])
+        elif argv[0] == "overlays" and len(argv) == 3:
+            overlays(argv[1], argv[2])
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    except (AssertionError, OSError, ValueError, KeyError) as e:
+        print("%s: %s" % (type(e).__name__, e))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
