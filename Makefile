@@ -12,6 +12,10 @@ PYTHON   ?= /usr/bin/python3
 STB_INC  ?= -isystem /usr/include/stb
 BUILD    ?= build
 DEB_PKGS := gcc g++ make libopenblas-dev libopenblas0-openmp libstb-dev python3-numpy
+# The CLI reads images with libjpeg-turbo and libpng (examples/image_io.h); the tests compare its
+# JPEG decode with djpeg's (libjpeg-turbo-progs).
+DEB_PKGS += libjpeg62-turbo-dev libpng-dev libjpeg-turbo-progs
+IMG_LIBS := -ljpeg -lpng
 # OpenBLAS: Debian's default libopenblas is the pthread build, whose idle threads spin while our
 # OpenMP loops run (measured: vision encoder 44 s vs 28 s on 2 cores); with OPENMP=1 we link the
 # OpenMP build of the same library when it is installed, so both share one thread pool.
@@ -51,8 +55,8 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c $(LIBS)
+$(BUILD)/sam3: examples/sam3_cli.c examples/image_io.h examples/cli_outdir.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c $(LIBS) $(IMG_LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
 # camera_loop.c runs one context per thread on RGBA frames with deadlines.
