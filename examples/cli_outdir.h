@@ -62,6 +62,7 @@ typedef struct cli_outdir {
     struct cli_outdir **kids;  /* (n_kids) subfolders opened with cli_outdir_open_sub */
     int n_kids;
     char *kid_name;            /* this folder's name in its parent, for a kid */
+    int created, committed;    /* this run made the folder; the commit succeeded */
     unsigned seq;
     char err[1024];
 } cli_outdir;
@@ -307,6 +308,10 @@ static int cli_outdir_open(cli_outdir *o, const char *path, const char *const *n
         cli_outdir__fail(o, "output folder path too long: '%s'", path);
         return 0;
     }
+    {
+        struct stat st;
+        o->created = lstat(path, &st) != 0 && errno == ENOENT;
+    }
     if (cli_outdir__mkdirs(path) != 0 || (o->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         cli_outdir__fail(o, "cannot create output folder '%s': %s", path, strerror(errno));
         return 0;
@@ -335,8 +340,8 @@ static cli_outdir *cli_outdir_open_sub(cli_outdir *parent, const char *name, con
     }
     strcpy(o->path, parent->path);
     strcat(strcat(o->path, "/"), name);
-    if ((mkdirat(parent->fd, name, 0777) != 0 && errno != EEXIST) ||
-        (o->fd = openat(parent->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+    if (mkdirat(parent->fd, name, 0777) == 0) o->created = 1;
+    if ((!o->created && errno != EEXIST) || (o->fd = openat(parent->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
         cli_outdir__fail(parent, "cannot create output folder '%s': %s", o->path, strerror(errno));
         return NULL;
     }
@@ -490,6 +495,7 @@ static int cli_outdir__commit(cli_outdir *o, cli_outdir *report) {
         free(o->files[manifest].tmp);
         o->files[manifest].tmp = NULL;
     }
+    o->committed = 1;
     return 1;
 }
 
@@ -500,12 +506,20 @@ static int cli_outdir_commit(cli_outdir *o) {
     return cli_outdir__commit(o, o);
 }
 
-/* Removes the temporary files not committed, closes the folders, frees. Safe on a failed open. */
+/* Removes the temporary files not committed (and the folder, when this run made it and nothing
+   was committed: a failed run leaves no empty folder), closes, frees. Safe on a failed open. */
 static void cli_outdir_close(cli_outdir *o) {
     int k;
     for (k = 0; k < o->n_kids; k++) {
-        cli_outdir_close(o->kids[k]);
-        free(o->kids[k]);
+        cli_outdir *kid = o->kids[k];
+        int rm = kid->created && !kid->committed && o->fd >= 0;
+        char *name = kid->kid_name;
+        kid->kid_name = NULL;
+        kid->created = 0; /* removed here, relative to this folder, not by its path */
+        cli_outdir_close(kid);
+        if (rm && name) unlinkat(o->fd, name, AT_REMOVEDIR); /* only when still empty */
+        free(name);
+        free(kid);
     }
     for (k = 0; k < o->n_files; k++) {
         if (o->files[k].tmp && o->fd >= 0) unlinkat(o->fd, o->files[k].tmp, 0);
@@ -514,6 +528,7 @@ static void cli_outdir_close(cli_outdir *o) {
     }
     for (k = 0; k < o->n_listed; k++) free(o->listed[k]);
     if (o->fd >= 0) close(o->fd);
+    if (o->created && !o->committed && o->path[0]) rmdir(o->path); /* only when still empty */
     free(o->kids);
     free(o->files);
     free(o->listed);
