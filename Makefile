@@ -158,7 +158,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 
 # valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
 # buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
-# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks), then test_robust's quick mode.
+# CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks), then test_robust's quick mode,
+# then the CLI's image reader on every fuzz seed (valid and hostile JPEG/PNG, other formats).
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
@@ -173,6 +174,9 @@ valgrind: deps
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 points -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -p 40,30 -p 90,60,neg --box 20,15,90,70 --threads 1 -q -o $(VG_BUILD)/out_points
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 -q
+	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/fuzz_image_replay
+	@rm -rf $(VG_BUILD)/image_seeds && $(PYTHON) tests/make_test_images.py seeds $(VG_BUILD)/image_seeds
+	$(VALGRIND) $(VG_BUILD)/fuzz_image_replay $(VG_BUILD)/image_seeds
 
 # libFuzzer on the loader and everything a loaded file reaches (tests/fuzz_load.c), with clang:
 # FUZZ_TIME seconds on FUZZ_JOBS processes from the seeds and the committed corpus. New inputs go
