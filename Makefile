@@ -89,7 +89,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
 
 # ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
-ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay
+ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay $(BUILD)/test_outdir
 FUZZ_SEEDS := $(BUILD)/fuzz_seeds/micro.sam3
 FUZZ_KEPT  := $(BUILD)/fuzz_kept/.unpacked
 $(BUILD)/test_robust: tests/test_robust.c tests/test_util.h sam3.h | $(BUILD)
@@ -103,6 +103,9 @@ $(BUILD)/fuzz_replay: tests/fuzz_load.c sam3.h | $(BUILD)
 # mode writes the decoded pixels (tests/test_image_io.sh compares JPEGs with djpeg's decode).
 $(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_image.c $(IMG_LIBS)
+# The CLI's safe output-folder writer (examples/cli_outdir.h) alone, in a manifest + subfolder layout.
+$(BUILD)/test_outdir: tests/test_outdir.c examples/cli_outdir.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_outdir.c
 # Small seed files for the fuzzer (complete micro SAM 3 and SAM 1 models, cut tables), by script.
 $(FUZZ_SEEDS): tests/make_fuzz_seeds.py tools/convert.py tools/sam3file.py tools/make_random_checkpoint.py | $(BUILD)
 	$(PYTHON) tests/make_fuzz_seeds.py $(BUILD)/fuzz_seeds
@@ -128,6 +131,7 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_image_io.sh $(BUILD)
+	@$(BUILD)/test_outdir $(BUILD)/test_outdir.d
 
 # Everything hermetic: no network, no GPU.
 test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tok_synth.sam3

@@ -651,7 +651,7 @@ static const char *SEGMENT_HELP =
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
-    "or image, a file that could not be written, ...), 2 bad command line.\n"
+    "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
     CLI_IMAGES_HELP CLI_OUTDIR_HELP;
 
 #define SEG_MAX_PROMPTS 64
