@@ -2,7 +2,8 @@
 
    JPEG goes through libjpeg-turbo and PNG through libpng (Debian: libjpeg62-turbo-dev and
    libpng-dev; link -ljpeg -lpng). Both libraries are fuzzed continuously upstream and patched by
-   Debian security; stb_image, which this replaces, decoded eleven formats with known memory bugs.
+   Debian security; stb_image 2.27, which this replaces, decoded nine formats and crashed, hung or
+   leaked heap bytes on several of them (issue 19).
    examples/sam3_cli.c includes this file and tests/fuzz_image.c fuzzes the very same code.
 
    What is read, and how:
@@ -12,12 +13,13 @@
      side is over SAM3_MAX_IMAGE_DIM or width * height is over the caller's pixel budget.
    * JPEG is decoded exactly as Pillow decodes it, so a JPEG gives the Python pipeline's pixels:
      libjpeg-turbo's defaults (JDCT_ISLOW integer IDCT, fancy upsampling), output JCS_RGB for
-     YCbCr/RGB files and JCS_GRAYSCALE for grey ones. CMYK and YCCK JPEGs are refused: Pillow's
-     CMYK -> RGB formula has changed between releases and has no colour management, so there is
-     no one answer to match. Any libjpeg warning about damaged data (a premature end of the file,
-     a bad Huffman code, a marker inside the entropy-coded data, ...) is an error, not a partly
-     grey image; only metadata warnings (an unknown JFIF version, a bad ICC marker, extraneous
-     bytes between markers) are let through. More than CLI_IMG_MAX_SCANS scans is refused (a
+     YCbCr/RGB files and JCS_GRAYSCALE for grey ones. CMYK and YCCK JPEGs are refused: Pillow
+     turns CMYK into RGB with a plain formula and no colour management, so its pixels are not the
+     photo's colours either; rather than copy one such formula we ask for an RGB file. Any
+     libjpeg warning about damaged data (a premature end of the file, a bad Huffman code, a
+     marker inside the entropy-coded data, ...) is an error, not a partly grey image; only
+     metadata warnings (an unknown JFIF version, a bad ICC marker, extraneous bytes between
+     markers) are let through. More than CLI_IMG_MAX_SCANS scans is refused (a
      progressive file built to be slow).
    * PNG: palette and 1/2/4-bit grey are expanded to 8 bits, 16-bit samples keep their high byte
      (png_set_strip_16; what Pillow does for 16-bit RGB and RGBA), alpha and tRNS are dropped
