@@ -32,7 +32,6 @@
 #ifndef SAM3_CLI_OUTDIR_H
 #define SAM3_CLI_OUTDIR_H
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -40,7 +39,203 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* ---- the file-system calls, relative to an open folder (dfd; its path dpath for messages) ----
+   POSIX: the *at() calls with O_NOFOLLOW. Windows (MinGW, MSVC): the same by path, where creating
+   links needs privileges; O_EXCL still never opens an existing name and a rename replaces a link
+   at the final name, but a folder swapped for a link between calls is not detected there. */
+enum { CLI_OUTDIR__NONE = 0, CLI_OUTDIR__FILE = 1, CLI_OUTDIR__DIR = 2, CLI_OUTDIR__OTHER = 3 };
+
+#if defined(_WIN32)
+#include <direct.h>
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+static void cli_outdir__join(char *buf, size_t cap, const char *dpath, const char *name) { snprintf(buf, cap, "%s/%s", dpath, name); }
+/* kind of dpath/name, without following a link; -1 with errno on an error other than absence */
+static int cli_outdir__kind(int dfd, const char *dpath, const char *name, long long *size) {
+    char p[4400];
+    WIN32_FILE_ATTRIBUTE_DATA a;
+    (void)dfd;
+    cli_outdir__join(p, sizeof(p), dpath, name);
+    if (!GetFileAttributesExA(p, GetFileExInfoStandard, &a)) {
+        DWORD e = GetLastError();
+        if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND) return CLI_OUTDIR__NONE;
+        errno = EACCES;
+        return -1;
+    }
+    if (size) *size = (long long)a.nFileSizeHigh << 32 | a.nFileSizeLow;
+    if (a.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) return CLI_OUTDIR__OTHER;
+    return a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY ? CLI_OUTDIR__DIR : CLI_OUTDIR__FILE;
+}
+static int cli_outdir__open_rd(int dfd, const char *dpath, const char *name) {
+    char p[4400];
+    (void)dfd;
+    cli_outdir__join(p, sizeof(p), dpath, name);
+    return _open(p, _O_RDONLY | _O_BINARY);
+}
+static int cli_outdir__create(int dfd, const char *dpath, const char *name) {
+    char p[4400];
+    (void)dfd;
+    cli_outdir__join(p, sizeof(p), dpath, name);
+    return _open(p, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+}
+static int cli_outdir__rename(int dfd, const char *dpath, const char *from, const char *to) {
+    char a[4400], b[4400];
+    (void)dfd;
+    cli_outdir__join(a, sizeof(a), dpath, from);
+    cli_outdir__join(b, sizeof(b), dpath, to);
+    if (MoveFileExA(a, b, MOVEFILE_REPLACE_EXISTING)) return 0;
+    errno = GetLastError() == ERROR_ACCESS_DENIED ? EISDIR : EIO;
+    return -1;
+}
+static int cli_outdir__unlink(int dfd, const char *dpath, const char *name) {
+    char p[4400];
+    (void)dfd;
+    cli_outdir__join(p, sizeof(p), dpath, name);
+    return _unlink(p);
+}
+static int cli_outdir__rmdir(int dfd, const char *dpath, const char *name) {
+    char p[4400];
+    (void)dfd;
+    cli_outdir__join(p, sizeof(p), dpath, name);
+    return _rmdir(p);
+}
+static int cli_outdir__mkdir(int dfd, const char *dpath, const char *name) {
+    char p[4400];
+    (void)dfd;
+    cli_outdir__join(p, sizeof(p), dpath, name);
+    return _mkdir(p);
+}
+/* a subfolder, not through a link: a descriptor (0 stands for the path on Windows) or -1 */
+static int cli_outdir__sub(int dfd, const char *dpath, const char *name) {
+    int k = cli_outdir__kind(dfd, dpath, name, NULL);
+    if (k == CLI_OUTDIR__DIR) return 0;
+    errno = k == CLI_OUTDIR__NONE ? ENOENT : ENOTDIR;
+    return -1;
+}
+static int cli_outdir__top(const char *path) {
+    DWORD a = GetFileAttributesA(path);
+    if (a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY)) return 0;
+    errno = a == INVALID_FILE_ATTRIBUTES ? ENOENT : ENOTDIR;
+    return -1;
+}
+static void cli_outdir__closedir_fd(int fd) { (void)fd; }
+static int cli_outdir__mkdir_path(const char *path) { return _mkdir(path); }
+static int cli_outdir__rmdir_path(const char *path) { return _rmdir(path); }
+static long cli_outdir__pid(void) { return (long)_getpid(); }
+#define cli_outdir__read _read
+#define cli_outdir__write _write
+#define cli_outdir__close _close
+/* the entries of a folder (not . and ..): a malloc'ed array of malloc'ed names, or -1 */
+static int cli_outdir__list(int dfd, const char *dpath, char ***out) {
+    char p[4400];
+    WIN32_FIND_DATAA f;
+    HANDLE h;
+    char **v = NULL;
+    int n = 0;
+    (void)dfd;
+    *out = NULL;
+    cli_outdir__join(p, sizeof(p), dpath, "*");
+    if ((h = FindFirstFileA(p, &f)) == INVALID_HANDLE_VALUE) {
+        errno = EIO;
+        return -1;
+    }
+    do {
+        char **nv;
+        if (!strcmp(f.cFileName, ".") || !strcmp(f.cFileName, "..")) continue;
+        if (!(nv = (char **)realloc(v, sizeof(char *) * (size_t)(n + 1))) || !(nv[n] = (char *)malloc(strlen(f.cFileName) + 1))) {
+            if (nv) v = nv;
+            while (n) free(v[--n]);
+            free(v);
+            FindClose(h);
+            errno = ENOMEM;
+            return -1;
+        }
+        v = nv;
+        strcpy(v[n++], f.cFileName);
+    } while (FindNextFileA(h, &f));
+    FindClose(h);
+    *out = v;
+    return n;
+}
+#else
+#include <dirent.h>
 #include <unistd.h>
+static int cli_outdir__kind(int dfd, const char *dpath, const char *name, long long *size) {
+    struct stat st;
+    (void)dpath;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT ? CLI_OUTDIR__NONE : -1;
+    if (size) *size = (long long)st.st_size;
+    return S_ISREG(st.st_mode) ? CLI_OUTDIR__FILE : S_ISDIR(st.st_mode) ? CLI_OUTDIR__DIR : CLI_OUTDIR__OTHER;
+}
+static int cli_outdir__open_rd(int dfd, const char *dpath, const char *name) {
+    (void)dpath;
+    return openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+static int cli_outdir__create(int dfd, const char *dpath, const char *name) {
+    (void)dpath;
+    return openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+}
+static int cli_outdir__rename(int dfd, const char *dpath, const char *from, const char *to) {
+    (void)dpath;
+    return renameat(dfd, from, dfd, to);
+}
+static int cli_outdir__unlink(int dfd, const char *dpath, const char *name) {
+    (void)dpath;
+    return unlinkat(dfd, name, 0);
+}
+static int cli_outdir__rmdir(int dfd, const char *dpath, const char *name) {
+    (void)dpath;
+    return unlinkat(dfd, name, AT_REMOVEDIR);
+}
+static int cli_outdir__mkdir(int dfd, const char *dpath, const char *name) {
+    (void)dpath;
+    return mkdirat(dfd, name, 0777);
+}
+static int cli_outdir__sub(int dfd, const char *dpath, const char *name) {
+    (void)dpath;
+    return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+static int cli_outdir__top(const char *path) { return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+static void cli_outdir__closedir_fd(int fd) { close(fd); }
+static int cli_outdir__mkdir_path(const char *path) { return mkdir(path, 0777); }
+static int cli_outdir__rmdir_path(const char *path) { return rmdir(path); }
+static long cli_outdir__pid(void) { return (long)getpid(); }
+#define cli_outdir__read read
+#define cli_outdir__write write
+#define cli_outdir__close close
+static int cli_outdir__list(int dfd, const char *dpath, char ***out) {
+    int fd2 = dup(dfd), n = 0;
+    DIR *d;
+    struct dirent *e;
+    char **v = NULL;
+    (void)dpath;
+    *out = NULL;
+    if (fd2 < 0 || !(d = fdopendir(fd2))) {
+        if (fd2 >= 0) close(fd2);
+        return -1;
+    }
+    rewinddir(d);
+    while ((e = readdir(d)) != NULL) {
+        char **nv;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!(nv = (char **)realloc(v, sizeof(char *) * (size_t)(n + 1))) || !(nv[n] = (char *)malloc(strlen(e->d_name) + 1))) {
+            if (nv) v = nv;
+            while (n) free(v[--n]);
+            free(v);
+            closedir(d);
+            errno = ENOMEM;
+            return -1;
+        }
+        v = nv;
+        strcpy(v[n++], e->d_name);
+    }
+    closedir(d);
+    *out = v;
+    return n;
+}
+#endif
 
 #define CLI_OUTDIR_TMP_PREFIX ".sam3-tmp-"
 #define CLI_OUTDIR_MAX_MANIFEST (64 << 20) /* bytes of an old manifest read to find what it lists */
@@ -120,28 +315,27 @@ static int cli_outdir__is_tmp(const char *name) { return !strncmp(name, CLI_OUTD
    carrying the marker (then its listed names are added to o->listed), 0 when absent, -1 when it
    is something else (reason in o->err). */
 static int cli_outdir__read_manifest(cli_outdir *o, int dfd, const char *name, const char *marker) {
-    struct stat st;
-    int fd, n, i, keep;
+    int fd, n, i, keep, kind;
     char *buf, *p, *end, *s;
     size_t len = 0;
-    ssize_t got;
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT) return 0;
+    long long size = 0, got;
+    if ((kind = cli_outdir__kind(dfd, o->path, name, &size)) == CLI_OUTDIR__NONE) return 0;
+    if (kind < 0) {
         cli_outdir__fail(o, "cannot inspect '%s/%s': %s", o->path, name, strerror(errno));
         return -1;
     }
-    if (!S_ISREG(st.st_mode) || st.st_size > CLI_OUTDIR_MAX_MANIFEST) {
+    if (kind != CLI_OUTDIR__FILE || size > CLI_OUTDIR_MAX_MANIFEST) {
         cli_outdir__fail(o, "'%s' holds a '%s' that sam3 did not write (%s)", o->path, name,
-                         S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a folder" : !S_ISREG(st.st_mode) ? "not a file" : "too large");
+                         kind == CLI_OUTDIR__DIR ? "a folder" : kind == CLI_OUTDIR__OTHER ? "a link or not a file" : "too large");
         return -1;
     }
-    if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+    if ((fd = cli_outdir__open_rd(dfd, o->path, name)) < 0) {
         cli_outdir__fail(o, "cannot read '%s/%s': %s", o->path, name, strerror(errno));
         return -1;
     }
-    buf = (char *)malloc((size_t)st.st_size + 1);
-    while (buf && len < (size_t)st.st_size && (got = read(fd, buf + len, (size_t)st.st_size - len)) > 0) len += (size_t)got;
-    close(fd);
+    buf = (char *)malloc((size_t)size + 1);
+    while (buf && len < (size_t)size && (got = (long long)cli_outdir__read(fd, buf + len, (unsigned)((size_t)size - len))) > 0) len += (size_t)got;
+    cli_outdir__close(fd);
     if (!buf) {
         cli_outdir__fail(o, "out of memory reading '%s/%s'", o->path, name);
         return -1;
@@ -197,55 +391,53 @@ static int cli_outdir__read_manifest(cli_outdir *o, int dfd, const char *name, c
 /* 1 when every entry of the folder dfd is something sam3 writes there (subfolders checked one
    level down), else 0 with the first foreign entry's description in o->err; -1 on an i/o error. */
 static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, const char *marker, int depth) {
-    int fd2 = dup(dfd), r = 1;
-    DIR *d;
-    struct dirent *e;
-    if (fd2 < 0 || !(d = fdopendir(fd2))) {
-        if (fd2 >= 0) close(fd2);
+    char **names;
+    int r = 1, k, n = cli_outdir__list(dfd, where, &names);
+    if (n < 0) {
         cli_outdir__fail(o, "cannot list '%s': %s", where, strerror(errno));
         return -1;
     }
-    rewinddir(d);
-    while (r == 1 && (e = readdir(d)) != NULL) {
-        struct stat st;
-        int kind;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || cli_outdir__is_tmp(e->d_name)) continue;
-        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            cli_outdir__fail(o, "cannot inspect '%s/%s': %s", where, e->d_name, strerror(errno));
+    for (k = 0; r == 1 && k < n; k++) {
+        const char *name = names[k];
+        int kind, owned;
+        if (cli_outdir__is_tmp(name)) continue;
+        if ((kind = cli_outdir__kind(dfd, where, name, NULL)) < 0) {
+            cli_outdir__fail(o, "cannot inspect '%s/%s': %s", where, name, strerror(errno));
             r = -1;
             break;
         }
-        kind = cli_outdir__owned(o, e->d_name);
-        if (o->manifest && !strcmp(e->d_name, o->manifest)) {
+        owned = cli_outdir__owned(o, name);
+        if (o->manifest && !strcmp(name, o->manifest)) {
             cli_outdir probe;
             memset(&probe, 0, sizeof(probe));
             probe.names = o->names;
             snprintf(probe.path, sizeof(probe.path), "%s", where);
-            if (cli_outdir__read_manifest(&probe, dfd, e->d_name, marker) != 1) {
+            if (cli_outdir__read_manifest(&probe, dfd, name, marker) != 1) {
                 snprintf(o->err, sizeof(o->err), "%s", probe.err);
                 r = 0;
             }
             while (probe.n_listed) free(probe.listed[--probe.n_listed]);
             free(probe.listed);
-        } else if (kind == 1 && !S_ISDIR(st.st_mode)) {
+        } else if (owned == 1 && kind != CLI_OUTDIR__DIR) {
             continue;
-        } else if (kind == 2 && S_ISDIR(st.st_mode) && depth == 0) {
-            int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        } else if (owned == 2 && kind == CLI_OUTDIR__DIR && depth == 0) {
+            int sub = cli_outdir__sub(dfd, where, name);
             char sub_where[4400];
-            snprintf(sub_where, sizeof(sub_where), "%s/%s", where, e->d_name);
+            snprintf(sub_where, sizeof(sub_where), "%s/%s", where, name);
             if (sub < 0) {
                 cli_outdir__fail(o, "cannot open '%s': %s", sub_where, strerror(errno));
                 r = -1;
             } else {
                 r = cli_outdir__all_owned(o, sub, sub_where, marker, 1);
-                close(sub);
+                cli_outdir__closedir_fd(sub);
             }
         } else {
-            cli_outdir__fail(o, "'%s' holds '%s', which sam3 did not write", where, e->d_name);
+            cli_outdir__fail(o, "'%s' holds '%s', which sam3 did not write", where, name);
             r = 0;
         }
     }
-    closedir(d);
+    for (k = 0; k < n; k++) free(names[k]);
+    free(names);
     return r;
 }
 
@@ -282,9 +474,13 @@ static int cli_outdir__mkdirs(const char *path) {
     memcpy(buf, path, n + 1);
     for (i = 1; i <= n; i++) {
         char c = buf[i];
+#if defined(_WIN32)
+        if (c != '/' && c != '\\' && c != 0) continue;
+#else
         if (c != '/' && c != 0) continue;
+#endif
         buf[i] = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        if (cli_outdir__mkdir_path(buf) != 0 && errno != EEXIST) return -1;
         buf[i] = c;
     }
     return 0;
@@ -310,9 +506,9 @@ static int cli_outdir_open(cli_outdir *o, const char *path, const char *const *n
     }
     {
         struct stat st;
-        o->created = lstat(path, &st) != 0 && errno == ENOENT;
+        o->created = stat(path, &st) != 0 && errno == ENOENT;
     }
-    if (cli_outdir__mkdirs(path) != 0 || (o->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if (cli_outdir__mkdirs(path) != 0 || (o->fd = cli_outdir__top(path)) < 0) {
         cli_outdir__fail(o, "cannot create output folder '%s': %s", path, strerror(errno));
         return 0;
     }
@@ -340,8 +536,8 @@ static cli_outdir *cli_outdir_open_sub(cli_outdir *parent, const char *name, con
     }
     strcpy(o->path, parent->path);
     strcat(strcat(o->path, "/"), name);
-    if (mkdirat(parent->fd, name, 0777) == 0) o->created = 1;
-    if ((!o->created && errno != EEXIST) || (o->fd = openat(parent->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+    if (cli_outdir__mkdir(parent->fd, parent->path, name) == 0) o->created = 1;
+    if ((!o->created && errno != EEXIST) || (o->fd = cli_outdir__sub(parent->fd, parent->path, name)) < 0) {
         cli_outdir__fail(parent, "cannot create output folder '%s': %s", o->path, strerror(errno));
         return NULL;
     }
@@ -374,8 +570,8 @@ static int cli_outdir_write(cli_outdir *o, const char *name, const void *data, s
         return 0;
     }
     for (tries = 0; tries < 1000 && fd < 0; tries++) {
-        snprintf(tmp, sizeof(tmp), CLI_OUTDIR_TMP_PREFIX "%ld-%u", (long)getpid(), o->seq++);
-        fd = openat(o->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        snprintf(tmp, sizeof(tmp), CLI_OUTDIR_TMP_PREFIX "%ld-%u", cli_outdir__pid(), o->seq++);
+        fd = cli_outdir__create(o->fd, o->path, tmp);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
@@ -383,15 +579,16 @@ static int cli_outdir_write(cli_outdir *o, const char *name, const void *data, s
         return 0;
     }
     while (done < n) {
-        ssize_t w = write(fd, (const char *)data + done, n - done);
+        size_t chunk = n - done < (1u << 30) ? n - done : (1u << 30);
+        long w = (long)cli_outdir__write(fd, (const char *)data + done, (unsigned)chunk);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) break;
         done += (size_t)w;
     }
-    if (done < n || close(fd) != 0) {
+    if (done < n || cli_outdir__close(fd) != 0) {
         int e = done < n ? (errno ? errno : EIO) : errno;
-        if (done < n) close(fd);
-        unlinkat(o->fd, tmp, 0);
+        if (done < n) cli_outdir__close(fd);
+        cli_outdir__unlink(o->fd, o->path, tmp);
         cli_outdir__fail(o, "cannot write '%s/%s': %s", o->path, name, strerror(e));
         return 0;
     }
@@ -400,7 +597,7 @@ static int cli_outdir_write(cli_outdir *o, const char *name, const void *data, s
     if (k < o->n_files) {
         char *t = cli_outdir__strdup(tmp);
         if (!t) goto oom;
-        unlinkat(o->fd, o->files[k].tmp, 0);
+        cli_outdir__unlink(o->fd, o->path, o->files[k].tmp);
         free(o->files[k].tmp);
         o->files[k].tmp = t;
         return 1;
@@ -421,7 +618,7 @@ static int cli_outdir_write(cli_outdir *o, const char *name, const void *data, s
     o->n_files++;
     return 1;
 oom:
-    unlinkat(o->fd, tmp, 0);
+    cli_outdir__unlink(o->fd, o->path, tmp);
     cli_outdir__fail(o, "out of memory");
     return 0;
 }
@@ -436,9 +633,8 @@ static int cli_outdir__written(const cli_outdir *o, const char *name) {
 /* No final name is a folder (a rename onto one would fail half way through the commit). */
 static int cli_outdir__precheck(cli_outdir *o, cli_outdir *report) {
     int k;
-    struct stat st;
     for (k = 0; k < o->n_files; k++)
-        if (fstatat(o->fd, o->files[k].name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        if (cli_outdir__kind(o->fd, o->path, o->files[k].name, NULL) == CLI_OUTDIR__DIR) {
             cli_outdir__fail(report, "cannot write '%s/%s': %s", o->path, o->files[k].name, strerror(EISDIR));
             return 0;
         }
@@ -449,7 +645,7 @@ static int cli_outdir__precheck(cli_outdir *o, cli_outdir *report) {
 
 static int cli_outdir__commit(cli_outdir *o, cli_outdir *report) {
     int k, j, manifest = -1;
-    if (o->manifest && o->had_manifest && unlinkat(o->fd, o->manifest, 0) != 0 && errno != ENOENT) {
+    if (o->manifest && o->had_manifest && cli_outdir__unlink(o->fd, o->path, o->manifest) != 0 && errno != ENOENT) {
         cli_outdir__fail(report, "cannot replace '%s/%s': %s", o->path, o->manifest, strerror(errno));
         return 0;
     }
@@ -461,7 +657,7 @@ static int cli_outdir__commit(cli_outdir *o, cli_outdir *report) {
             manifest = k;
             continue;
         }
-        if (renameat(o->fd, o->files[k].tmp, o->fd, o->files[k].name) != 0) {
+        if (cli_outdir__rename(o->fd, o->path, o->files[k].tmp, o->files[k].name) != 0) {
             cli_outdir__fail(report, "cannot write '%s/%s': %s", o->path, o->files[k].name, strerror(errno));
             return 0;
         }
@@ -471,9 +667,9 @@ static int cli_outdir__commit(cli_outdir *o, cli_outdir *report) {
     for (k = 0; k < o->n_listed; k++) { /* stale: listed by the old manifest, not written again */
         const char *l = o->listed[k], *slash = strchr(l, '/');
         if (!slash) {
-            if (!cli_outdir__written(o, l)) unlinkat(o->fd, l, 0);
+            if (!cli_outdir__written(o, l)) cli_outdir__unlink(o->fd, o->path, l);
         } else {
-            char dir[300];
+            char dir[300], sub_path[4400];
             int sub;
             size_t dn = (size_t)(slash - l);
             for (j = 0; j < o->n_kids; j++)
@@ -481,14 +677,15 @@ static int cli_outdir__commit(cli_outdir *o, cli_outdir *report) {
             if (j < o->n_kids || dn >= sizeof(dir)) continue; /* the kid has it in its own list */
             memcpy(dir, l, dn);
             dir[dn] = 0;
-            if ((sub = openat(o->fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
-                unlinkat(sub, slash + 1, 0);
-                close(sub);
+            snprintf(sub_path, sizeof(sub_path), "%s/%s", o->path, dir);
+            if ((sub = cli_outdir__sub(o->fd, o->path, dir)) >= 0) {
+                cli_outdir__unlink(sub, sub_path, slash + 1);
+                cli_outdir__closedir_fd(sub);
             }
         }
     }
     if (manifest >= 0) {
-        if (renameat(o->fd, o->files[manifest].tmp, o->fd, o->manifest) != 0) {
+        if (cli_outdir__rename(o->fd, o->path, o->files[manifest].tmp, o->manifest) != 0) {
             cli_outdir__fail(report, "cannot write '%s/%s': %s", o->path, o->manifest, strerror(errno));
             return 0;
         }
@@ -517,18 +714,18 @@ static void cli_outdir_close(cli_outdir *o) {
         kid->kid_name = NULL;
         kid->created = 0; /* removed here, relative to this folder, not by its path */
         cli_outdir_close(kid);
-        if (rm && name) unlinkat(o->fd, name, AT_REMOVEDIR); /* only when still empty */
+        if (rm && name) cli_outdir__rmdir(o->fd, o->path, name); /* only when still empty */
         free(name);
         free(kid);
     }
     for (k = 0; k < o->n_files; k++) {
-        if (o->files[k].tmp && o->fd >= 0) unlinkat(o->fd, o->files[k].tmp, 0);
+        if (o->files[k].tmp && o->fd >= 0) cli_outdir__unlink(o->fd, o->path, o->files[k].tmp);
         free(o->files[k].tmp);
         free(o->files[k].name);
     }
     for (k = 0; k < o->n_listed; k++) free(o->listed[k]);
-    if (o->fd >= 0) close(o->fd);
-    if (o->created && !o->committed && o->path[0]) rmdir(o->path); /* only when still empty */
+    if (o->fd >= 0) cli_outdir__closedir_fd(o->fd);
+    if (o->created && !o->committed && o->path[0]) cli_outdir__rmdir_path(o->path); /* only when still empty */
     free(o->kids);
     free(o->files);
     free(o->listed);

@@ -32,6 +32,11 @@
    * Errors from either library are caught with setjmp/longjmp; the decoder's own memory and the
      pixel buffer are freed on every path. Nothing is printed.
 
+   Builds without libjpeg-turbo and libpng (Windows, where Debian ships neither for MinGW: the
+   default there unless SAM3_CLI_IMAGE_LIBS is defined; elsewhere -DSAM3_CLI_STB_PNG) read PNG
+   only, with stb_image compiled for PNG alone (STBI_ONLY_PNG), after the same header checks;
+   JPEG is then refused with a message saying so. That decoder is not the fuzzed one.
+
    Names: cli_img_* public to the CLI, cli_img__* private. */
 #ifndef SAM3_CLI_IMAGE_IO_H
 #define SAM3_CLI_IMAGE_IO_H
@@ -46,9 +51,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(_WIN32) && !defined(SAM3_CLI_IMAGE_LIBS) && !defined(SAM3_CLI_STB_PNG)
+#define SAM3_CLI_STB_PNG
+#endif
+#if defined(SAM3_CLI_STB_PNG)
+#define STBI_ONLY_PNG
+#define STBI_NO_STDIO
+#define STB_IMAGE_IMPLEMENTATION
+#include "stb_image.h"
+#else
 #include <jpeglib.h>
 #include <jerror.h>
 #include <png.h>
+#endif
 
 #ifndef SAM3_MAX_IMAGE_DIM
 #define SAM3_MAX_IMAGE_DIM 16384 /* sam3.h's default: the library refuses larger sides */
@@ -69,7 +84,8 @@ typedef struct cli_img__job {
     size_t size, pos;
     uint64_t max_pixels;
     unsigned char *pixels; /* (h, w, channels) until handed to the caller */
-    png_bytep *rows;       /* (h) PNG row pointers into pixels */
+#if !defined(SAM3_CLI_STB_PNG)
+    png_bytep *rows; /* (h) PNG row pointers into pixels */
     png_structp png;
     png_infop png_info;
     struct jpeg_decompress_struct jpg;
@@ -79,6 +95,7 @@ typedef struct cli_img__job {
         struct cli_img__job *job;
     } jerr;
     struct jpeg_progress_mgr jprog;
+#endif
     char *err;
     size_t err_cap;
 } cli_img__job;
@@ -128,6 +145,7 @@ static int cli_img__check_size(cli_img__job *j, const char *fmt, uint64_t w, uin
     return 1;
 }
 
+#if !defined(SAM3_CLI_STB_PNG)
 /* ---- JPEG (libjpeg-turbo) ---- */
 
 static void cli_img__jpeg_exit(j_common_ptr c) {
@@ -293,6 +311,48 @@ static int cli_img__png(cli_img__job *j, cli_img *out) {
     j->pixels = NULL;
     return 1;
 }
+
+#else /* SAM3_CLI_STB_PNG */
+
+static int cli_img__jpeg(cli_img__job *j, cli_img *out) {
+    (void)out;
+    cli_img__fail(j, "JPEG: this build of sam3 reads PNG only (built without libjpeg-turbo and libpng)");
+    return 0;
+}
+
+static int cli_img__png(cli_img__job *j, cli_img *out) {
+    const unsigned char *d = j->data;
+    unsigned char *px;
+    int w, h, n, c, ch;
+    size_t i, np;
+    if (j->size < 33 || memcmp(d + 12, "IHDR", 4)) {
+        cli_img__fail(j, "PNG: truncated or no IHDR chunk first");
+        return 0;
+    }
+    if (!cli_img__check_size(j, "PNG", (uint64_t)d[16] << 24 | (uint64_t)d[17] << 16 | (uint64_t)d[18] << 8 | d[19],
+                             (uint64_t)d[20] << 24 | (uint64_t)d[21] << 16 | (uint64_t)d[22] << 8 | d[23]))
+        return 0;
+    if (j->size > INT_MAX || !(px = stbi_load_from_memory(d, (int)j->size, &w, &h, &n, 0))) {
+        const char *why = stbi_failure_reason();
+        cli_img__fail(j, "PNG: %s (stb_image)", why && why[0] ? why : "cannot decode");
+        return 0;
+    }
+    ch = n >= 3 ? 3 : 1;
+    np = (size_t)w * h;
+    if (!(j->pixels = (unsigned char *)malloc(np * ch))) {
+        stbi_image_free(px);
+        cli_img__fail(j, "out of memory for a %dx%d image", w, h);
+        return 0;
+    }
+    for (i = 0; i < np; i++) /* alpha dropped */
+        for (c = 0; c < ch; c++) j->pixels[i * ch + c] = px[i * n + c];
+    stbi_image_free(px);
+    out->w = w, out->h = h, out->channels = ch, out->format = "PNG";
+    out->pixels = j->pixels;
+    j->pixels = NULL;
+    return 1;
+}
+#endif
 
 /* ---- entry points ---- */
 

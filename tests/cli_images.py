@@ -28,7 +28,7 @@ def png_chunk(kind, data):
 def png_bytes(pixels, depth=8, interlace=False, palette=None, extra=b""):
     """PNG of an (h, w) or (h, w, c) uint8 array, c = 1..4 (8-bit), or uint16 with depth=16; with
     palette ((n, 3) uint8) the array holds indices; depth 1/2/4 packs grey or indices; interlace:
-    Adam7; extra: chunks put before IDAT."""
+    Adam7; extra: chunks put between PLTE and IDAT."""
     a = np.asarray(pixels)
     if a.ndim == 2:
         a = a[:, :, None]
@@ -61,7 +61,7 @@ def png_bytes(pixels, depth=8, interlace=False, palette=None, extra=b""):
         raw = rows(a)
     plte = png_chunk(b"PLTE", np.asarray(palette, np.uint8).tobytes()) if palette is not None else b""
     return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour_type, 0, 0, int(interlace)))
-            + extra + plte + png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b""))
+            + plte + extra + png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b""))
 
 
 def ppm_bytes(rgb):
