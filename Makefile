@@ -12,6 +12,10 @@ PYTHON   ?= /usr/bin/python3
 STB_INC  ?= -isystem /usr/include/stb
 BUILD    ?= build
 DEB_PKGS := gcc g++ make libopenblas-dev libopenblas0-openmp libstb-dev python3-numpy pkg-config
+# The CLI reads images with libjpeg-turbo and libpng (examples/image_io.h); the tests compare its
+# JPEG decode with djpeg's (libjpeg-turbo-progs).
+DEB_PKGS += libjpeg62-turbo-dev libpng-dev libjpeg-turbo-progs
+IMG_LIBS := -ljpeg -lpng
 # OpenBLAS: Debian's default libopenblas is the pthread build, whose idle threads spin while our
 # OpenMP loops run (measured: vision encoder 44 s vs 28 s on 2 cores); with OPENMP=1 we link the
 # OpenMP build of the same library when it is installed, so both share one thread pool.
@@ -38,7 +42,7 @@ EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
 
-.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-corpus clean debug
+.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-corpus clean debug
 
 # The command-line tool.
 all: $(BUILD)/sam3
@@ -62,8 +66,8 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/sam3_bench.c sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS)
+$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/sam3_bench.c examples/image_io.h examples/cli_outdir.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS) $(IMG_LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
 # camera_loop.c runs one context per thread on RGBA frames with deadlines.
@@ -152,7 +156,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
 
 # ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
-ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay
+ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay $(BUILD)/test_outdir
 FUZZ_SEEDS := $(BUILD)/fuzz_seeds/micro.sam3
 FUZZ_KEPT  := $(BUILD)/fuzz_kept/.unpacked
 $(BUILD)/test_robust: tests/test_robust.c tests/test_util.h sam3.h | $(BUILD)
@@ -162,6 +166,13 @@ $(BUILD)/test_threads: tests/test_threads.c tests/test_util.h sam3.h | $(BUILD)
 # The fuzz target with a main() that runs each given file (or directory of files) once: any compiler.
 $(BUILD)/fuzz_replay: tests/fuzz_load.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_load.c $(LIBS)
+# The CLI's image reader (examples/image_io.h) under the same kind of replay main(); its --dump
+# mode writes the decoded pixels (tests/test_image_io.sh compares JPEGs with djpeg's decode).
+$(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_image.c $(IMG_LIBS)
+# The CLI's safe output-folder writer (examples/cli_outdir.h) alone, in a manifest + subfolder layout.
+$(BUILD)/test_outdir: tests/test_outdir.c examples/cli_outdir.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_outdir.c
 # Small seed files for the fuzzer (complete micro SAM 3 and SAM 1 models, cut tables), by script.
 $(FUZZ_SEEDS): tests/make_fuzz_seeds.py tools/convert.py tools/sam3file.py tools/make_random_checkpoint.py | $(BUILD)
 	$(PYTHON) tests/make_fuzz_seeds.py $(BUILD)/fuzz_seeds
@@ -197,6 +208,8 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_track.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_image_io.sh $(BUILD)
+	@$(BUILD)/test_outdir $(BUILD)/test_outdir.d
 
 # Everything hermetic: no network, no GPU.
 test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 lib
@@ -230,7 +243,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 # valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
 # buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
 # CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks; `sam3 track` on a 3-frame Y4M
-# stream with a click, a box and overlays), then test_robust's quick mode.
+# stream with a click, a box and overlays), then test_robust's quick mode, then the CLI's image
+# reader on every fuzz seed (valid and hostile JPEG/PNG, other formats).
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
@@ -240,6 +254,7 @@ valgrind: deps
 	@$(MAKE) --no-print-directory deps DEB_PKGS=valgrind
 	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/sam3 $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3
 	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/video_a.sam3
+	@rm -rf $(VG_BUILD)/out_segment $(VG_BUILD)/out_points
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" -t dog --box 20,15,90,70 --box 5,5,30,40,neg --threshold 0 --threads 1 -q -o $(VG_BUILD)/out_segment
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 points -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
@@ -248,6 +263,9 @@ valgrind: deps
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 track -m $(VG_BUILD)/video_a.sam3 -i - --point 0:1:16,24 --box 1:2:30,10,60,40 \
 	    --overlay --threads 1 -q -o $(VG_BUILD)/out_track <$(VG_BUILD)/track_frames/stream.y4m
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 -q
+	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/fuzz_image_replay
+	@rm -rf $(VG_BUILD)/image_seeds && $(PYTHON) tests/make_test_images.py seeds $(VG_BUILD)/image_seeds
+	$(VALGRIND) $(VG_BUILD)/fuzz_image_replay $(VG_BUILD)/image_seeds
 
 # libFuzzer on the loader and everything a loaded file reaches (tests/fuzz_load.c), with clang:
 # FUZZ_TIME seconds on FUZZ_JOBS processes from the seeds and the committed corpus. New inputs go
@@ -268,6 +286,23 @@ fuzz: $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	    -artifact_prefix=$(BUILD)/fuzz/crashes/ $(BUILD)/fuzz/corpus $(BUILD)/fuzz_seeds $(BUILD)/fuzz_kept/corpus \
 	    $(BUILD)/fuzz_kept/crashes
 	@if ls $(BUILD)/fuzz/crashes | grep -q .; then echo "make fuzz: crashes in $(BUILD)/fuzz/crashes/"; exit 1; fi
+# libFuzzer on the CLI's image reader (tests/fuzz_image.c over examples/image_io.h: the code
+# `sam3 segment -i` and `points --mask` run), from seeds made by tests/make_test_images.py (valid
+# JPEG/PNG of every kind, and the hostile files). libjpeg-turbo and libpng are Debian's, not
+# instrumented: coverage guides the fuzzer through our wrapper (setjmp paths, size checks, the
+# buffers), and ASan/UBSan watch every byte both libraries write into our memory.
+FUZZ_IMG_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
+$(BUILD)/fuzz_image: tests/fuzz_image.c examples/image_io.h | $(BUILD)
+	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -o $@ tests/fuzz_image.c $(IMG_LIBS)
+fuzz-image:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev libjpeg62-turbo-dev libpng-dev"
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_image
+	@rm -rf $(BUILD)/fuzz_image_seeds && $(PYTHON) tests/make_test_images.py seeds $(BUILD)/fuzz_image_seeds
+	@mkdir -p $(BUILD)/fuzz_image_run/corpus $(BUILD)/fuzz_image_run/crashes
+	$(BUILD)/fuzz_image $(FUZZ_IMG_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/fuzz_image_run/crashes/ $(BUILD)/fuzz_image_run/corpus $(BUILD)/fuzz_image_seeds
+	@if ls $(BUILD)/fuzz_image_run/crashes | grep -q .; then echo "make fuzz-image: crashes in $(BUILD)/fuzz_image_run/crashes/"; exit 1; fi
 # Minimises the committed corpus plus what `make fuzz` found (keeping only inputs that add coverage
 # beyond the seeds) and every crash reproducer into tests/fuzz/corpus.tar.xz.
 fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)
@@ -285,7 +320,7 @@ fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)
 #   build/sam3 segment -m weights/sam3.sam3 -i photo.jpg -t "yellow school bus" -o out/bus
 demo: deps all $(BUILD)/tiny_a.sam3
 	$(BUILD)/sam3 segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png -t "a cat" --box 20,15,90,70 \
-	    --threshold 0.25 -o out/demo
+	    --threshold 0.25 --force -o out/demo
 	@echo "make demo: wrote out/demo/ (random-weight model: the masks are meaningless; see README.md)"
 
 # Convert the real checkpoint in weights/ (see weights/README.md).

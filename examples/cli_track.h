@@ -6,32 +6,40 @@
 
 static const char *TRACK_HELP =
     "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
-    "                  [--mask F:ID:PNG]... [--overlay] [--threads N] [-q]\n"
+    "                  [--mask F:ID:PNG]... [--overlay] [--force] [--max-pixels N] [--threads N] [-q]\n"
     "\n"
     "Follows objects through a stream of frames: each object is given by clicks, a box or a mask on\n"
-    "some frame F (0 = the first) under an id of your choice, and is then tracked on every later frame\n"
-    "(the SAM 3 tracker's memory); a prompt on a later frame corrects it there. All --point/--box given\n"
-    "for one F:ID make one prompt. Writes to OUTDIR:\n"
-    "  tracks.jsonl   one line per frame, as it is processed:\n"
-    "                 {\"frame\": F, \"image\": NAME, \"objects\": [{\"id\": ID, \"object_score_logit\": L,\n"
-    "                 \"box\": [x0,y0,x1,y1], \"area\": N, \"mask\": \"masks/FFFFF_ID.png\"}, ...]}\n"
-    "                 (NAME null for a stream; box: the mask's pixel bounds, x1 and y1 exclusive,\n"
-    "                 zeros when empty; an object is visible where its logit L > 0)\n"
+    "some frame F (0 = the first) under an id ID >= 0 of your choice, and is then tracked on every later\n"
+    "frame (the SAM 3 tracker's memory); a prompt on a later frame corrects it there. All --point/--box\n"
+    "given for one F:ID make one prompt. Writes to OUTDIR, when the whole input has been processed:\n"
+    "  tracks.jsonl   a first line {\"generator\": \"sam3 track VERSION\", \"model\": ..., \"input\": ...}, then\n"
+    "                 one line per frame: {\"frame\": F, \"image\": NAME, \"objects\": [{\"id\": ID,\n"
+    "                 \"object_score_logit\": L, \"box\": [x0,y0,x1,y1], \"area\": N, \"mask\":\n"
+    "                 \"masks/FFFFF_ID.png\"}, ...]} (NAME null for a stream; with --overlay also\n"
+    "                 \"overlay\": \"overlays/FFFFF.png\"; box: the mask's pixel bounds, x1 and y1\n"
+    "                 exclusive, zeros when empty; an object is visible where its logit L > 0)\n"
     "  masks/         FFFFF_ID.png: 255 = object, 0 = background, the frame's size\n"
     "  overlays/      FFFFF.png with --overlay: the frame with every object's mask and id\n"
-    "                 (masks and overlays an earlier run left in OUTDIR are removed)\n"
+    "OUTDIR must be new, empty or an earlier sam3 output (else --force; other files are left alone);\n"
+    "files are written to temporary names and renamed into place when the run succeeds, and the masks\n"
+    "and overlays an earlier run listed and this one did not write are removed. Progress goes to stderr\n"
+    "a line per frame. If the input fails part-way (a truncated stream, an unreadable frame), the frames\n"
+    "before it are written and the run exits 1.\n"
     "\n"
     "  -m, --model FILE           the .sam3 file (a SAM 3 checkpoint converted with its memory modules)\n"
-    "  -i, --input FRAMES         a folder of images (JPEG, PNG, ...; frames in sorted name order), or -\n"
-    "                             for a YUV4MPEG2 stream on stdin (8-bit 4:2:0 or 4:4:4), e.g.\n"
-    "                               ffmpeg -i clip.mp4 -f yuv4mpegpipe - | sam3 track -i - ...\n"
+    "  -i, --input FRAMES         a folder of JPEG or PNG frames (every file in it, in byte-wise sorted\n"
+    "                             name order: name them frame_00001.png, ...), or - for a YUV4MPEG2\n"
+    "                             stream on stdin (8-bit 4:2:0 or 4:4:4, progressive), e.g.\n"
+    "                               ffmpeg -i clip.mp4 -f yuv4mpegpipe -pix_fmt yuv420p - | sam3 track -i - ...\n"
     "                             (colours: BT.601 limited range, chroma replicated)\n"
     "  --point F:ID:x,y[,neg]     a click on frame F for object ID, in that frame's pixels\n"
     "  --box F:ID:x0,y0,x1,y1     a box on frame F for object ID\n"
-    "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the PNG's first\n"
+    "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the image's first\n"
     "                             channel are the object; any size); not with --point/--box for F:ID\n"
-    "  -o, --output OUTDIR        output directory, created if missing\n"
+    "  -o, --output OUTDIR        output folder, created if missing\n"
     "  --overlay                  also write overlays/\n"
+    "  --force                    write into a folder that holds other files (they are kept)\n"
+    "  --max-pixels N             refuse frames and masks over N pixels (default 100000000)\n"
     "  --threads N                threads (default: all cores)\n"
     "  -q, --quiet                no progress on stderr\n"
     "\n"
@@ -51,7 +59,8 @@ typedef struct track_prompt {
 
 typedef struct track_args {
     const char *model, *input, *outdir;
-    int threads, quiet, overlay;
+    int threads, quiet, overlay, force;
+    unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
 } track_args;
@@ -67,7 +76,7 @@ static const char *parse_frame_id(const char *s, int *frame, int *id, const char
     if (!parse_int(buf, 0, 1 << 30, frame)) return "the frame F must be a number >= 0";
     memcpy(buf, c1 + 1, (size_t)(c2 - c1 - 1));
     buf[c2 - c1 - 1] = 0;
-    if (!parse_int(buf, -2147483647, 2147483647, id)) return "the object ID must be an integer";
+    if (!parse_int(buf, 0, 2147483647, id)) return "the object ID must be a number >= 0";
     *rest = c2 + 1;
     return NULL;
 }
@@ -98,6 +107,16 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             a->quiet = 1;
         } else if (!strcmp(opt, "--overlay")) {
             a->overlay = 1;
+        } else if (!strcmp(opt, "--force")) {
+            a->force = 1;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--max-pixels", &v)) != 0) {
+            char *end;
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            errno = 0;
+            a->max_pixels = strtoull(v, &end, 10);
+            if (end == v || *end || errno == ERANGE || v[0] == '-' || a->max_pixels < 1 ||
+                a->max_pixels > (unsigned long long)SAM3_MAX_IMAGE_DIM * SAM3_MAX_IMAGE_DIM)
+                return usage_error("track", "--max-pixels wants a number from 1 to 268435456 (16384 x 16384), got '%s'", v);
         } else if ((r = opt_value(argc, argv, &i, "-m", "--model", &v)) != 0) {
             if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
             a->model = v;
@@ -167,6 +186,7 @@ typedef struct frame_src {
     /* YUV4MPEG2 */
     FILE *y4m;
     int yw, yh, chroma444;
+    unsigned long long max_pixels; /* the image reader's budget */
     unsigned char *yuv; /* one frame's planes */
 } frame_src;
 
@@ -300,10 +320,10 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
             return CLI_FAIL;
         }
         memset(&img, 0, sizeof(img));
-        if (read_image(path, &img) != CLI_OK) return CLI_FAIL;
+        if (read_image(path, s->max_pixels, &img) != CLI_OK) return CLI_FAIL;
         np = (size_t)img.w * img.h;
         if (!(*rgb = (unsigned char *)malloc(np * 3))) {
-            stbi_image_free(img.pixels);
+            free(img.pixels);
             cli_error("out of memory for a %dx%d frame", img.w, img.h);
             return CLI_FAIL;
         }
@@ -311,7 +331,7 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
             for (c = 0; c < 3; c++) (*rgb)[3 * i + c] = img.pixels[img.channels * i + (img.channels == 1 ? 0 : c)];
         *w = img.w;
         *h = img.h;
-        stbi_image_free(img.pixels);
+        free(img.pixels);
         return CLI_OK;
     } else {
         const int W = s->yw, H = s->yh, cw = s->chroma444 ? W : (W + 1) / 2, chh = s->chroma444 ? H : (H + 1) / 2;
@@ -355,61 +375,28 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
 }
 
 /* A --mask PNG as 0/1 bytes (first channel non-zero). */
-static int read_track_mask(const char *path, uint8_t **mask, int *w, int *h) {
+static int read_track_mask(const char *path, unsigned long long max_pixels, uint8_t **mask, int *w, int *h) {
     cli_image img;
     size_t i, np;
     memset(&img, 0, sizeof(img));
-    if (read_image(path, &img) != CLI_OK) return CLI_FAIL;
+    if (read_image(path, max_pixels, &img) != CLI_OK) return CLI_FAIL;
     np = (size_t)img.w * img.h;
     if (!(*mask = (uint8_t *)malloc(np))) {
-        stbi_image_free(img.pixels);
+        free(img.pixels);
         cli_error("out of memory for the mask '%s'", path);
         return CLI_FAIL;
     }
     for (i = 0; i < np; i++) (*mask)[i] = img.pixels[(size_t)img.channels * i] != 0;
     *w = img.w;
     *h = img.h;
-    stbi_image_free(img.pixels);
+    free(img.pixels);
     return CLI_OK;
 }
 
-/* An output name of ours: FFFFF.png, or FFFFF_ID.png with with_id (F: 5 or more digits). */
-static int track_output_name(const char *nm, int with_id) {
-    const char *p = nm;
-    int nd = 0;
-    while (*p >= '0' && *p <= '9') p++, nd++;
-    if (nd < 5) return 0;
-    if (with_id) {
-        if (*p++ != '_') return 0;
-        if (*p == '-') p++;
-        for (nd = 0; *p >= '0' && *p <= '9'; p++) nd++;
-        if (!nd) return 0;
-    }
-    return !strcmp(p, ".png");
-}
-
-/* Removes the masks or overlays an earlier run left in OUTDIR/sub (names of ours only), so that the
-   folder holds this run's files alone, as tracks.jsonl lists them. */
-static void track_clean(const char *outdir, const char *sub, int with_id) {
-    char dir[4096], path[4096];
-#if defined(_WIN32)
-    WIN32_FIND_DATAA fd;
-    HANDLE h;
-    if (!join_path(dir, sizeof(dir), outdir, sub) || snprintf(path, sizeof(path), "%s\\*.png", dir) >= (int)sizeof(path)) return;
-    if ((h = FindFirstFileA(path, &fd)) == INVALID_HANDLE_VALUE) return;
-    do {
-        if (track_output_name(fd.cFileName, with_id) && join_path(path, sizeof(path), dir, fd.cFileName)) remove(path);
-    } while (FindNextFileA(h, &fd));
-    FindClose(h);
-#else
-    DIR *d;
-    struct dirent *e;
-    if (!join_path(dir, sizeof(dir), outdir, sub) || !(d = opendir(dir))) return;
-    while ((e = readdir(d)) != NULL)
-        if (track_output_name(e->d_name, with_id) && join_path(path, sizeof(path), dir, e->d_name)) remove(path);
-    closedir(d);
-#endif
-}
+/* What sam3 track writes into OUTDIR (examples/cli_outdir.h: files are renamed into place when the
+   run has succeeded; files an earlier run listed in its tracks.jsonl and this one did not write are
+   removed; anything else in the folder is the user's). */
+static const char *const TRACK_OUT_NAMES[] = {"tracks.jsonl", "masks/", "overlays/", "#_#.png", "#.png", NULL};
 
 static int run_track(track_args *a) {
     sam3_model *m = NULL;
@@ -417,23 +404,24 @@ static int run_track(track_args *a) {
     sam3_tracker *tr = NULL;
     sam3_ctx_options co = sam3_ctx_options_default();
     frame_src src;
-    FILE *jl = NULL;
-    char path[4096], name[1024];
+    cli_outdir od, *md = NULL, *ovd = NULL;
+    text_buf jl; /* tracks.jsonl */
+    char name[1024];
     unsigned char *rgb = NULL, *ov = NULL, *m255 = NULL;
-    int rc = CLI_FAIL, f, i, w = 0, h = 0, res;
+    int rc = CLI_FAIL, f = 0, i, w = 0, h = 0, res, input_failed = 0;
     double t_all = sam3_time_ms();
     sam3_result r;
     memset(&src, 0, sizeof(src));
-    if (make_dirs(a->outdir) != 0) {
-        cli_error("cannot create output directory '%s': %s", a->outdir, strerror(errno));
-        return CLI_FAIL;
+    memset(&jl, 0, sizeof(jl));
+    src.max_pixels = a->max_pixels;
+    /* the folder first (before the slow parts): new, empty, an earlier sam3 output, or --force */
+    if (!cli_outdir_open(&od, a->outdir, TRACK_OUT_NAMES, "tracks.jsonl", CLI_OUT_MARKER, a->force) ||
+        !(md = cli_outdir_open_sub(&od, "masks", NULL, CLI_OUT_MARKER, a->force)) ||
+        (a->overlay && !(ovd = cli_outdir_open_sub(&od, "overlays", NULL, CLI_OUT_MARKER, a->force)))) {
+        cli_error("%s", od.err);
+        goto done;
     }
-    if (!join_path(path, sizeof(path), a->outdir, "masks") || make_dirs(path) != 0 ||
-        (a->overlay && (!join_path(path, sizeof(path), a->outdir, "overlays") || make_dirs(path) != 0))) {
-        cli_error("cannot create '%s': %s", path, strerror(errno));
-        return CLI_FAIL;
-    }
-    if (!load_model("track", a->model, a->quiet, &m)) return CLI_FAIL;
+    if (!load_model("track", a->model, a->quiet, &m)) goto done;
     co.n_threads = a->threads;
     co.blas_threads = 1;
     if ((r = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
@@ -459,20 +447,22 @@ static int run_track(track_args *a) {
                       src.n_names - 1);
             goto done;
         }
-    track_clean(a->outdir, "masks", 1);
-    track_clean(a->outdir, "overlays", 0);
-    if (!join_path(path, sizeof(path), a->outdir, "tracks.jsonl") || !(jl = fopen(path, "wb"))) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
-        goto done;
-    }
+    /* the first line says who wrote the file (how a rerun recognises the folder), then a line a frame */
+    tb_printf(&jl, "{\"generator\": \"sam3 track %s\", \"model\": ", SAM3_VERSION_STRING);
+    tb_json_string(&jl, a->model);
+    tb_printf(&jl, ", \"input\": ");
+    tb_json_string(&jl, a->input);
+    tb_printf(&jl, "}\n");
     for (f = 0;; f++) {
         sam3_track_frame out;
-        text_buf tb;
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
         if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == TRACK_END) break;
-        if (res != CLI_OK) goto done;
+        if (res != CLI_OK) { /* a truncated stream or a bad frame: keep the frames done (below), exit 1 */
+            input_failed = 1;
+            break;
+        }
         for (i = 0; i < a->n_prompts; i++) {
             track_prompt *p = &a->prompts[i];
             sam3_track_prompt tp;
@@ -483,7 +473,7 @@ static int run_track(track_args *a) {
             tp.n_points = p->n_points;
             tp.box = p->has_box ? p->box : NULL;
             if (p->mask_path) {
-                if (read_track_mask(p->mask_path, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
+                if (read_track_mask(p->mask_path, a->max_pixels, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
                 tp.mask = mk;
             }
             r = sam3_tracker_add_prompt(tr, f, p->id, &tp);
@@ -498,12 +488,12 @@ static int run_track(track_args *a) {
             cli_error("frame %d (%s): %s", f, name, sam3_ctx_last_error(c));
             goto done;
         }
-        memset(&tb, 0, sizeof(tb));
-        tb_printf(&tb, "{\"frame\": %d, \"image\": ", f);
-        if (src.y4m) tb_printf(&tb, "null");
-        else tb_json_string(&tb, name);
-        tb_printf(&tb, ", \"objects\": [");
-        if (a->overlay && out.n_objects) {
+        tb_printf(&jl, "{\"frame\": %d, \"image\": ", f);
+        if (src.y4m) tb_printf(&jl, "null");
+        else tb_json_string(&jl, name);
+        if (a->overlay) tb_printf(&jl, ", \"overlay\": \"overlays/%05d.png\"", f);
+        tb_printf(&jl, ", \"objects\": [");
+        if (a->overlay) {
             free(ov);
             if (!(ov = (unsigned char *)malloc((size_t)w * h * 3))) goto oom;
             memcpy(ov, rgb, (size_t)w * h * 3);
@@ -514,16 +504,13 @@ static int run_track(track_args *a) {
             const sam3_track_object *ob = &out.objects[i];
             char mname[64];
             size_t q;
-            snprintf(mname, sizeof(mname), "masks/%05d_%d.png", f, ob->id);
+            snprintf(mname, sizeof(mname), "%05d_%d.png", f, ob->id);
             for (q = 0; q < (size_t)w * h; q++) m255[q] = ob->mask[q] ? 255 : 0;
-            if (!join_path(path, sizeof(path), a->outdir, mname) || write_png(path, m255, w, h, 1) != 0) {
-                cli_error("cannot write '%s': %s", path, strerror(errno));
-                goto done;
-            }
-            tb_printf(&tb, "%s{\"id\": %d, \"object_score_logit\": ", i ? ", " : "", ob->id);
-            tb_json_number(&tb, ob->object_score);
-            tb_printf(&tb, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"%s\"}", ob->box[0], ob->box[1], ob->box[2], ob->box[3],
-                      (long long)ob->area, mname);
+            if (!write_png(md, mname, m255, w, h, 1)) goto done; /* (it printed why) */
+            tb_printf(&jl, "%s{\"id\": %d, \"object_score_logit\": ", i ? ", " : "", ob->id);
+            tb_json_number(&jl, ob->object_score);
+            tb_printf(&jl, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%s\"}", ob->box[0], ob->box[1], ob->box[2],
+                      ob->box[3], (long long)ob->area, mname);
             if (a->overlay) {
                 const unsigned char *col = PALETTE[(unsigned)ob->id % 12];
                 char label[32];
@@ -536,20 +523,11 @@ static int run_track(track_args *a) {
                 }
             }
         }
-        tb_printf(&tb, "]}\n");
-        if (tb.oom) goto oom;
-        if (fwrite(tb.p, 1, tb.len, jl) != tb.len || fflush(jl) != 0) {
-            free(tb.p);
-            cli_error("cannot write tracks.jsonl: %s", strerror(errno));
-            goto done;
-        }
-        free(tb.p);
+        tb_printf(&jl, "]}\n");
+        if (jl.oom) goto oom;
         if (a->overlay) {
-            snprintf(name, sizeof(name), "overlays/%05d.png", f);
-            if (!join_path(path, sizeof(path), a->outdir, name) || write_png(path, out.n_objects ? ov : rgb, w, h, 3) != 0) {
-                cli_error("cannot write '%s': %s", path, strerror(errno));
-                goto done;
-            }
+            snprintf(name, sizeof(name), "%05d.png", f);
+            if (!write_png(ovd, name, ov, w, h, 3)) goto done;
         }
         if (!a->quiet) {
             int visible = 0;
@@ -558,6 +536,13 @@ static int run_track(track_args *a) {
                     visible, fmt_ms(sam3_time_ms() - t0));
         }
     }
+    /* the frames processed are written even when the input failed part-way (a camera stream cut
+       off): the run still exits 1 */
+    if (f > 0 && (!cli_outdir_write(&od, "tracks.jsonl", jl.p, jl.len) || !cli_outdir_commit(&od))) {
+        cli_error("%s", od.err);
+        goto done;
+    }
+    if (input_failed) goto done;
     for (i = 0; i < a->n_prompts; i++)
         if (!a->prompts[i].used) {
             cli_error("frame %d object %d: the input has only %d frames: the prompt was not used", a->prompts[i].frame, a->prompts[i].id, f);
@@ -569,10 +554,8 @@ static int run_track(track_args *a) {
 oom:
     cli_error("out of memory");
 done:
-    if (jl && fclose(jl) != 0 && rc == CLI_OK) {
-        cli_error("cannot write tracks.jsonl: %s", strerror(errno));
-        rc = CLI_FAIL;
-    }
+    cli_outdir_close(&od); /* removes what was not committed */
+    free(jl.p);
     free(rgb);
     free(ov);
     free(m255);

@@ -9,14 +9,16 @@
    build/sam3 --help | --version          (COMMAND --help for each command)
 
    Exit codes: 0 success, 1 runtime failure, 2 usage error; one line on stderr names the problem.
-   Images are read with stb_image and written with stb_image_write, scores drawn with
-   stb_easy_font (Debian: libstb-dev, headers in /usr/include/stb). */
+   Images are read by examples/image_io.h (JPEG with libjpeg-turbo, PNG with libpng; nothing
+   else), written with stb_image_write through examples/cli_outdir.h (temporary file, then
+   rename; see there for what is replaced and what is never touched), scores drawn with
+   stb_easy_font (Debian: libjpeg62-turbo-dev, libpng-dev, libstb-dev). */
 #define _POSIX_C_SOURCE 200809L /* fileno, isatty, mkdir under -std=c99 */
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 
-#define STB_IMAGE_IMPLEMENTATION
-#include "stb_image.h"
+#include "image_io.h"
+#include "cli_outdir.h"
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include "stb_image_write.h"
 #include "stb_easy_font.h"
@@ -253,6 +255,22 @@ int bench_main(int argc, char **argv);
    segment
    ============================================================================================= */
 
+/* The parts of segment's and points' help about what they read and how they write. */
+#define CLI_IMAGES_HELP \
+    "\n" \
+    "IMAGES: JPEG (libjpeg-turbo) and PNG (libpng) only, recognised by their first bytes; any other\n" \
+    "format is refused. The header is checked before anything is decoded: at most 16384 pixels a\n" \
+    "side and --max-pixels pixels in all. JPEG is decoded as Pillow decodes it (integer IDCT, fancy\n" \
+    "upsampling), so the pixels match the Python pipeline's; grey stays grey, CMYK is refused, and a\n" \
+    "damaged or truncated JPEG is an error. PNG: palette, grey, alpha (ignored) and interlaced files;\n" \
+    "16-bit samples keep their high byte; a CRC error or a truncated file is an error.\n"
+#define CLI_OUTDIR_HELP \
+    "\n" \
+    "OUTPUT FOLDER: every file is written to a temporary file in OUTDIR (never through a link) and\n" \
+    "renamed into place once the whole run has succeeded; a failed run changes nothing. Files sam3\n" \
+    "wrote before and no longer needs (masks listed by the old results.json) are removed; no other\n" \
+    "file is. OUTDIR must be new, empty or an earlier sam3 output, unless --force.\n"
+
 static const char *SEGMENT_HELP =
     "usage: sam3 segment -m FILE -i IMAGE [-t TEXT]... [--box x0,y0,x1,y1[,neg]]... -o OUTDIR [options]\n"
     "\n"
@@ -262,34 +280,38 @@ static const char *SEGMENT_HELP =
     "                 instances best score first; boxes in image pixels, not clamped to the image\n"
     "  mask_NNN.png   one 8-bit PNG per instance, the image's size: 255 = object, 0 = background\n"
     "  overlay.png    the image with each instance's mask, box and score in its own colour\n"
-    "results.json is written last. With several -t, the image is encoded once and each prompt gets\n"
+    "results.json is put in place last. With several -t, the image is encoded once and each prompt gets\n"
     "its own directory OUTDIR/NN_SLUG/ with those files (NN = 00, 01, ... in command-line order,\n"
     "SLUG = the text in lower-case letters, digits and '_'). Boxes go with every text; boxes\n"
     "without -t are a visual prompt (\"prompt\": null).\n"
     "\n"
     "  -m, --model FILE            the .sam3 file\n"
-    "  -i, --image IMAGE           JPEG, PNG, BMP, TGA, PSD, GIF (first frame), HDR or PNM; grey,\n"
-    "                              grey+alpha, RGB or RGBA (alpha is ignored)\n"
+    "  -i, --image IMAGE           a JPEG or PNG file (nothing else: see IMAGES below)\n"
     "  -t, --text TEXT             the concept, e.g. \"yellow school bus\"; repeat for several prompts\n"
     "  -b, --box x0,y0,x1,y1[,L]   an exemplar box in image pixels, x0 < x1, y0 < y1; L is pos (the\n"
     "                              default) or neg (also 1 or 0); repeat for several boxes\n"
     "  --threshold T               keep instances scoring above T, 0..1 (default 0.5; 0 keeps all)\n"
     "  --mask-threshold M          mask probability threshold, 0..1 (default 0.5)\n"
-    "  -o, --output OUTDIR         output directory, created if missing; our files in it are replaced\n"
+    "  -o, --output OUTDIR         output folder, created if missing: new, empty or an earlier sam3\n"
+    "                              output (see OUTPUT FOLDER below)\n"
+    "  --force                     write into a folder that holds other files too (they are kept)\n"
+    "  --max-pixels N              refuse images (and masks) over N pixels (default 100000000)\n"
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1: sam3 splits every product over its\n"
     "                              threads, so one thread pool does the work; 0 leaves BLAS as it is)\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
-    "or image, a file that could not be written, ...), 2 bad command line.\n";
+    "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
+    CLI_IMAGES_HELP CLI_OUTDIR_HELP;
 
 #define SEG_MAX_PROMPTS 64
 
 /* The options segment and points share: model, image, output directory, threads, quiet. */
 typedef struct common_args {
     const char *model, *image, *outdir;
-    int threads, blas_threads, quiet;
+    int threads, blas_threads, quiet, force;
+    unsigned long long max_pixels; /* image budget; 0: CLI_IMG_DEFAULT_MAX_PIXELS */
 } common_args;
 
 typedef struct seg_args {
@@ -374,6 +396,10 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
         ca->quiet = 1;
         return 1;
     }
+    if (!strcmp(opt, "--force")) {
+        ca->force = 1;
+        return 1;
+    }
     if ((r = opt_value(argc, argv, i, "-m", "--model", &v)) > 0) {
         ca->model = v;
     } else if (r == 0 && (r = opt_value(argc, argv, i, "-i", "--image", &v)) > 0) {
@@ -384,6 +410,13 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
         if (!parse_int(v, 1, 4096, &ca->threads)) r = usage_error(cmd, "--threads wants a number >= 1, got '%s'", v);
     } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--blas-threads", &v)) > 0) {
         if (!parse_int(v, 0, 4096, &ca->blas_threads)) r = usage_error(cmd, "--blas-threads wants a number >= 0, got '%s'", v);
+    } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--max-pixels", &v)) > 0) {
+        char *end;
+        errno = 0;
+        ca->max_pixels = strtoull(v, &end, 10);
+        if (end == v || *end || errno == ERANGE || v[0] == '-' || ca->max_pixels < 1 ||
+            ca->max_pixels > (unsigned long long)SAM3_MAX_IMAGE_DIM * SAM3_MAX_IMAGE_DIM)
+            r = usage_error(cmd, "--max-pixels wants a number from 1 to 268435456 (16384 x 16384), got '%s'", v);
     }
     if (r < 0) r = usage_error(cmd, "option '%s' needs a value", opt);
     return r > 1 ? -1 : r;
@@ -473,57 +506,24 @@ static const char *fmt_ms(double ms) {
     return b;
 }
 
-/* mkdir -p. 0 on success, else -1 with errno set. */
-static int make_dirs(const char *path) {
-    char buf[4096];
-    size_t i, n = strlen(path);
-    struct stat st;
-    if (n == 0 || n >= sizeof(buf)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (i = 1; i <= n; i++) {
-        char c = buf[i];
-        if (c != '/' && c != '\\' && c != 0) continue;
-        buf[i] = 0;
-        if (cli_mkdir(buf) != 0 && errno != EEXIST) return -1;
-        buf[i] = c;
-    }
-    if (stat(path, &st) != 0) return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
+/* What segment and points write into OUTDIR (cli_outdir.h patterns): results.json (the manifest,
+   marked by its "generator" key), overlay.png, mask_NNN.png, and NN_SLUG/ folders for several -t. */
+static const char *const CLI_OUT_NAMES[] = {"results.json", "overlay.png", "mask_#.png", "#_*/", NULL};
+#define CLI_OUT_MANIFEST "results.json"
+#define CLI_OUT_MARKER "\"generator\": \"sam3 "
 
-/* Writes n bytes to path. 0 on success; else -1 with errno set, and no file is left behind. */
-static int write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    int ok, err;
-    if (!f) return -1;
-    ok = fwrite(data, 1, n, f) == n;
-    err = errno;
-    if (fclose(f) != 0 && ok) ok = 0, err = errno;
-    if (!ok) {
-        remove(path);
-        errno = err ? err : EIO;
-        return -1;
-    }
-    return 0;
-}
-
-static int write_png(const char *path, const unsigned char *pixels, int w, int h, int channels) {
-    int len = 0, rc;
+/* Encodes a PNG and writes it as od/name (put in place at the commit). 0 after one line on stderr. */
+static int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int w, int h, int channels) {
+    int len = 0, ok;
     unsigned char *png = stbi_write_png_to_mem(pixels, w * channels, w, h, channels, &len);
     if (!png) {
-        errno = ENOMEM;
-        return -1;
+        cli_error("out of memory encoding '%s/%s'", od->path, name);
+        return 0;
     }
-    rc = write_file(path, png, (size_t)len);
+    ok = cli_outdir_write(od, name, png, (size_t)len);
     STBIW_FREE(png);
-    return rc;
+    if (!ok) cli_error("%s", od->err);
+    return ok;
 }
 
 /* A growing text buffer for results.json. */
@@ -698,32 +698,23 @@ static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentati
 /* ---- reading the image ---- */
 
 typedef struct cli_image {
-    unsigned char *pixels; /* (h, w, channels) as stb_image gives them, grey+alpha reduced to grey */
-    int w, h, channels;    /* channels 1, 3 or 4 */
+    unsigned char *pixels; /* (h, w, channels) from image_io.h; free() */
+    int w, h, channels;    /* channels 1 (grey) or 3 (RGB) */
     sam3_pixel_format format;
 } cli_image;
 
-static int read_image(const char *path, cli_image *img) {
-    FILE *f = fopen(path, "rb");
-    int n = 0;
-    if (!f) {
-        cli_error("cannot open image '%s': %s", path, strerror(errno));
+static int read_image(const char *path, unsigned long long max_pixels, cli_image *img) {
+    cli_img im;
+    char why[512];
+    if (!cli_img_read_file(path, max_pixels, &im, why, sizeof(why))) {
+        cli_error("cannot read image '%s': %s", path, why);
         return CLI_FAIL;
     }
-    img->pixels = stbi_load_from_file(f, &img->w, &img->h, &n, 0);
-    fclose(f);
-    if (!img->pixels) {
-        cli_error("cannot read image '%s': corrupt, truncated or not a supported format (stb_image: %s)", path,
-                  stbi_failure_reason() ? stbi_failure_reason() : "?");
-        return CLI_FAIL;
-    }
-    if (n == 2) { /* grey + alpha: keep the grey */
-        size_t i, np = (size_t)img->w * img->h;
-        for (i = 0; i < np; i++) img->pixels[i] = img->pixels[2 * i];
-        n = 1;
-    }
-    img->channels = n;
-    img->format = n == 1 ? SAM3_GRAY8 : n == 3 ? SAM3_RGB8 : SAM3_RGBA8;
+    img->pixels = im.pixels;
+    img->w = im.w;
+    img->h = im.h;
+    img->channels = im.channels;
+    img->format = im.channels == 1 ? SAM3_GRAY8 : SAM3_RGB8;
     return CLI_OK;
 }
 
@@ -789,19 +780,11 @@ static void make_slug(const char *text, char *out, size_t cap) {
     if (!n) snprintf(out, cap, "%s", text && *text ? "prompt" : "boxes");
 }
 
-static int join_path(char *out, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) {
-        cli_error("path too long: '%s/%s'", dir, name);
-        return 0;
-    }
-    return 1;
-}
-
-/* Writes mask_NNN.png, overlay.png and then results.json into dir. overlay: w*h*3 scratch. */
-static int write_outputs(const char *dir, const seg_args *a, const char *text, const cli_image *img, const unsigned char *rgb,
+/* Writes mask_NNN.png, overlay.png and results.json into od (put in place at the commit).
+   overlay: w*h*3 scratch. */
+static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, const cli_image *img, const unsigned char *rgb,
                          unsigned char *overlay, const sam3_segmentation *seg) {
-    char path[4096], name[64];
+    char name[64];
     int k, rc = CLI_FAIL;
     size_t i, np = (size_t)img->w * img->h;
     unsigned char *png = (unsigned char *)malloc(np);
@@ -821,26 +804,14 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
         const uint8_t *m = seg->instances[idx[k]].mask;
         for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0;
         snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!join_path(path, sizeof(path), dir, name)) goto done;
-        if (write_png(path, png, img->w, img->h, 1) != 0) {
-            cli_error("cannot write '%s': %s", path, strerror(errno));
-            goto done;
-        }
-    }
-    for (k = seg->n;; k++) { /* masks left over from an earlier run with more instances */
-        snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!join_path(path, sizeof(path), dir, name) || remove(path) != 0) break;
+        if (!write_png(od, name, png, img->w, img->h, 1)) goto done;
     }
 
     memcpy(overlay, rgb, np * 3);
     draw_overlay(overlay, img->w, img->h, seg, idx);
-    if (!join_path(path, sizeof(path), dir, "overlay.png")) goto done;
-    if (write_png(path, overlay, img->w, img->h, 3) != 0) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
-        goto done;
-    }
+    if (!write_png(od, "overlay.png", overlay, img->w, img->h, 3)) goto done;
 
-    tb_printf(&js, "{\n  \"image\": ");
+    tb_printf(&js, "{\n  \"generator\": \"sam3 segment %s\",\n  \"image\": ", SAM3_VERSION_STRING);
     tb_json_string(&js, a->c.image);
     tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"prompt\": ", img->w, img->h);
     if (text) tb_json_string(&js, text);
@@ -877,9 +848,8 @@ static int write_outputs(const char *dir, const seg_args *a, const char *text, c
         cli_error("out of memory");
         goto done;
     }
-    if (!join_path(path, sizeof(path), dir, "results.json")) goto done;
-    if (write_file(path, js.p, js.len) != 0) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
+    if (!cli_outdir_write(od, CLI_OUT_MANIFEST, js.p, js.len)) {
+        cli_error("%s", od->err);
         goto done;
     }
     rc = CLI_OK;
@@ -913,21 +883,16 @@ typedef struct cli_session {
 static void session_free(cli_session *s) {
     sam3_ctx_free(s->ctx);
     sam3_free(s->model);
-    stbi_image_free(s->img.pixels);
+    free(s->img.pixels);
     free(s->rgb);
     free(s->overlay);
     memset(s, 0, sizeof(*s));
 }
 
-/* Creates outdir and loads the model (CLI_OK or CLI_FAIL after one line on stderr). */
-static int session_load(cli_session *s, const char *outdir, const char *model, int quiet) {
+/* Loads the model (CLI_OK or CLI_FAIL after one line on stderr); s was zeroed. */
+static int session_load(cli_session *s, const char *model, int quiet) {
     double t0;
-    memset(s, 0, sizeof(*s));
     s->quiet = quiet;
-    if (make_dirs(outdir) != 0) {
-        cli_error("cannot create output directory '%s': %s", outdir, strerror(errno));
-        return CLI_FAIL;
-    }
     t0 = sam3_time_ms();
     if (!load_model(cli_cmd, model, quiet, &s->model)) return CLI_FAIL;
     if (!quiet) fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", model, sam3_model_file_size(s->model) / 1e6, fmt_ms(sam3_time_ms() - t0));
@@ -935,13 +900,13 @@ static int session_load(cli_session *s, const char *outdir, const char *model, i
 }
 
 /* Makes the context (if not yet made) and runs the image encoder on the image file. */
-static int session_encode(cli_session *s, const char *image, int threads, int blas_threads) {
+static int session_encode(cli_session *s, const char *image, int threads, int blas_threads, unsigned long long max_pixels) {
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_result r;
     double t0 = sam3_time_ms();
     size_t i, np;
     int c, n;
-    if (read_image(image, &s->img) != CLI_OK) return CLI_FAIL;
+    if (read_image(image, max_pixels, &s->img) != CLI_OK) return CLI_FAIL;
     np = (size_t)s->img.w * s->img.h;
     s->rgb = (unsigned char *)malloc(np * 3);
     s->overlay = (unsigned char *)malloc(np * 3);
@@ -954,7 +919,7 @@ static int session_encode(cli_session *s, const char *image, int threads, int bl
         for (c = 0; c < 3; c++) s->rgb[3 * i + c] = s->img.pixels[n * i + (n == 1 ? 0 : c)];
     if (!s->quiet)
         fprintf(stderr, "sam3: image %s: %dx%d, %s, read in %s\n", image, s->img.w, s->img.h,
-                n == 1 ? "grey" : n == 3 ? "RGB" : "RGBA", fmt_ms(sam3_time_ms() - t0));
+                n == 1 ? "grey" : "RGB", fmt_ms(sam3_time_ms() - t0));
     co.n_threads = threads;
     co.blas_threads = blas_threads;
     if (!s->quiet) {
@@ -988,19 +953,25 @@ static int session_encode(cli_session *s, const char *image, int threads, int bl
 static int run_segment(const seg_args *a) {
     sam3_segment_options so = sam3_segment_options_default();
     cli_session ss;
+    cli_outdir od;
     sam3_ctx *ctx;
     const cli_image *im;
-    int rc = CLI_FAIL, k, n_prompts = a->n_texts ? a->n_texts : 1;
-    double t0;
+    int rc = CLI_FAIL, k, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0;
+    double t0, t_write = 0;
     sam3_result r;
 
     cli_cmd = "segment";
-    if (session_load(&ss, a->c.outdir, a->c.model, a->c.quiet) != CLI_OK) goto done;
+    memset(&ss, 0, sizeof(ss));
+    if (!cli_outdir_open(&od, a->c.outdir, CLI_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
+        cli_error("%s", od.err);
+        goto done;
+    }
+    if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
     if (model_is_sam1(ss.model)) {
         cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
-    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads) != CLI_OK) goto done;
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
     ctx = ss.ctx;
     im = &ss.img;
 
@@ -1011,7 +982,8 @@ static int run_segment(const seg_args *a) {
         const char *text = a->n_texts ? a->texts[k] : NULL;
         sam3_prompt pr;
         sam3_segmentation seg;
-        char dir[4096], slug[64];
+        cli_outdir *dir = &od;
+        char sub[80], slug[64];
         memset(&pr, 0, sizeof(pr));
         pr.text = text;
         pr.boxes = a->n_boxes ? a->boxes : NULL;
@@ -1033,29 +1005,35 @@ static int run_segment(const seg_args *a) {
                     fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
             if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
         }
-        if (n_prompts == 1) {
-            snprintf(dir, sizeof(dir), "%s", a->c.outdir);
-        } else {
-            int n;
+        if (n_prompts > 1) {
             make_slug(text, slug, sizeof(slug));
-            n = snprintf(dir, sizeof(dir), "%s/%02d_%s", a->c.outdir, k, slug);
-            if (n < 0 || (size_t)n >= sizeof(dir)) {
-                cli_error("output path too long under '%s'", a->c.outdir);
-                goto done;
-            }
-            if (make_dirs(dir) != 0) {
-                cli_error("cannot create output directory '%s': %s", dir, strerror(errno));
+            snprintf(sub, sizeof(sub), "%02d_%s", k, slug);
+            if (!(dir = cli_outdir_open_sub(&od, sub, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force))) {
+                cli_error("%s", od.err);
                 goto done;
             }
         }
         t0 = sam3_time_ms();
         if (write_outputs(dir, a, text, im, ss.rgb, ss.overlay, &seg) != CLI_OK) goto done;
-        if (!a->c.quiet)
-            fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", dir, seg.n, seg.n == 1 ? "" : "s",
-                    fmt_ms(sam3_time_ms() - t0));
+        t_write += sam3_time_ms() - t0;
+        n_last = seg.n;
+    }
+    t0 = sam3_time_ms();
+    if (!cli_outdir_commit(&od)) {
+        cli_error("%s", od.err);
+        goto done;
+    }
+    t_write += sam3_time_ms() - t0;
+    if (!a->c.quiet) {
+        if (n_prompts == 1)
+            fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", a->c.outdir, n_last, n_last == 1 ? "" : "s",
+                    fmt_ms(t_write));
+        else
+            fprintf(stderr, "sam3: wrote %s/: %d folders (results.json, masks, overlay.png) in %s\n", a->c.outdir, n_prompts, fmt_ms(t_write));
     }
     rc = CLI_OK;
 done:
+    cli_outdir_close(&od);
     session_free(&ss);
     return rc;
 }
@@ -1084,29 +1062,32 @@ static const char *POINTS_HELP =
     "  mask_NNN.png   one 8-bit PNG per mask, the image's size: 255 = object, 0 = background\n"
     "  overlay.png    the image with the best mask, the box (yellow) and the clicks (green: object,\n"
     "                 red: background; white rim)\n"
-    "results.json is written last. By default the model gives 3 candidate masks (an ambiguous click\n"
+    "results.json is put in place last. By default the model gives 3 candidate masks (an ambiguous click\n"
     "may mean a part, the object or a group), in the model's order; --single asks for one.\n"
     "\n"
     "  -m, --model FILE            the .sam3 file\n"
-    "  -i, --image IMAGE           JPEG, PNG, BMP, TGA, PSD, GIF (first frame), HDR or PNM; grey,\n"
-    "                              grey+alpha, RGB or RGBA (alpha is ignored)\n"
+    "  -i, --image IMAGE           a JPEG or PNG file (nothing else: see IMAGES below)\n"
     "  -p, --point x,y[,L]         a click in image pixels; L is pos (on the object, the default) or neg\n"
     "                              (background), also 1 or 0; repeat for several clicks (at most 64)\n"
     "  -b, --box x0,y0,x1,y1       a box around the object in image pixels, x0 < x1, y0 < y1 (one)\n"
-    "  --mask PNG                  a rough mask to refine, e.g. an earlier mask_NNN.png: any image\n"
-    "                              stb_image reads, taken as grey; pixels above 127 become logit +8\n"
+    "  --mask PNG                  a rough mask to refine, e.g. an earlier mask_NNN.png: a PNG or\n"
+    "                              JPEG, taken as grey; pixels above 127 become logit +8\n"
     "                              (object), the others -8. A SAM 3 model takes any size (resized); a\n"
     "                              SAM 1 model only its low-resolution mask size (256x256 at 1024 input)\n"
     "  --single                    one mask (the reference's choice) instead of the candidates\n"
     "  --mask-threshold T          logit above which a pixel is the object (default 0: probability 0.5)\n"
-    "  -o, --output OUTDIR         output directory, created if missing; our files in it are replaced\n"
+    "  -o, --output OUTDIR         output folder, created if missing: new, empty or an earlier sam3\n"
+    "                              output (see OUTPUT FOLDER below)\n"
+    "  --force                     write into a folder that holds other files too (they are kept)\n"
+    "  --max-pixels N              refuse images (and masks) over N pixels (default 100000000)\n"
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1; 0 leaves BLAS as it is)\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "\n"
     "Give at least one --point, --box or --mask. Progress and timings go to stderr. Exit status:\n"
     "0 done, 1 failed (unreadable model, image or mask, a model without an interactive head, a file\n"
-    "that could not be written, ...), 2 bad command line.\n";
+    "that could not be written, ...), 2 bad command line.\n"
+    CLI_IMAGES_HELP CLI_OUTDIR_HELP;
 
 typedef struct pts_args {
     common_args c;
@@ -1203,32 +1184,26 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
 }
 
 /* Reads a mask prompt image as grey and turns it into logits: > 127 -> +8, else -8. */
-static int read_mask_prompt(const char *path, float **logits, int *w, int *h) {
-    FILE *f = fopen(path, "rb");
-    unsigned char *px;
+static int read_mask_prompt(const char *path, unsigned long long max_pixels, float **logits, int *w, int *h) {
+    cli_img im;
+    char why[512];
     size_t i, np;
-    int n = 0;
     *logits = NULL;
-    if (!f) {
-        cli_error("cannot open mask '%s': %s", path, strerror(errno));
+    if (!cli_img_read_file(path, max_pixels, &im, why, sizeof(why))) {
+        cli_error("cannot read mask '%s': %s", path, why);
         return CLI_FAIL;
     }
-    px = stbi_load_from_file(f, w, h, &n, 1);
-    fclose(f);
-    if (!px) {
-        cli_error("cannot read mask '%s': corrupt, truncated or not a supported format (stb_image: %s)", path,
-                  stbi_failure_reason() ? stbi_failure_reason() : "?");
-        return CLI_FAIL;
-    }
-    np = (size_t)*w * *h;
+    cli_img_to_grey(&im);
+    *w = im.w, *h = im.h;
+    np = (size_t)im.w * im.h;
     *logits = (float *)malloc(np * sizeof(float));
     if (!*logits) {
-        stbi_image_free(px);
-        cli_error("out of memory for a %dx%d mask", *w, *h);
+        free(im.pixels);
+        cli_error("out of memory for a %dx%d mask", im.w, im.h);
         return CLI_FAIL;
     }
-    for (i = 0; i < np; i++) (*logits)[i] = px[i] > 127 ? 8.0f : -8.0f;
-    stbi_image_free(px);
+    for (i = 0; i < np; i++) (*logits)[i] = im.pixels[i] > 127 ? 8.0f : -8.0f;
+    free(im.pixels);
     return CLI_OK;
 }
 
@@ -1259,9 +1234,9 @@ static void draw_points_overlay(unsigned char *rgb, int w, int h, const uint8_t 
     }
 }
 
-/* Writes mask_NNN.png, overlay.png and then results.json into dir. */
-static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_points_result *res) {
-    char path[4096], name[64];
+/* Writes mask_NNN.png, overlay.png and results.json into od (put in place at the commit). */
+static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *ss, const sam3_points_result *res) {
+    char name[64];
     int k, rc = CLI_FAIL, w = ss->img.w, h = ss->img.h;
     size_t i, np = (size_t)w * h;
     unsigned char *png = (unsigned char *)malloc(np);
@@ -1276,26 +1251,14 @@ static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_p
         const uint8_t *m = res->masks + (size_t)k * np;
         for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0, area[k] += m[i] != 0;
         snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!join_path(path, sizeof(path), a->c.outdir, name)) goto done;
-        if (write_png(path, png, w, h, 1) != 0) {
-            cli_error("cannot write '%s': %s", path, strerror(errno));
-            goto done;
-        }
-    }
-    for (k = res->n_masks;; k++) { /* masks left over from an earlier run with more masks */
-        snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!join_path(path, sizeof(path), a->c.outdir, name) || remove(path) != 0) break;
+        if (!write_png(od, name, png, w, h, 1)) goto done;
     }
 
     memcpy(ss->overlay, ss->rgb, np * 3);
     draw_points_overlay(ss->overlay, w, h, res->n_masks ? res->masks + (size_t)res->best * np : NULL, a);
-    if (!join_path(path, sizeof(path), a->c.outdir, "overlay.png")) goto done;
-    if (write_png(path, ss->overlay, w, h, 3) != 0) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
-        goto done;
-    }
+    if (!write_png(od, "overlay.png", ss->overlay, w, h, 3)) goto done;
 
-    tb_printf(&js, "{\n  \"image\": ");
+    tb_printf(&js, "{\n  \"generator\": \"sam3 points %s\",\n  \"image\": ", SAM3_VERSION_STRING);
     tb_json_string(&js, a->c.image);
     tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"points\": [", w, h);
     for (k = 0; k < a->n_points; k++) {
@@ -1329,9 +1292,8 @@ static int write_points_outputs(const pts_args *a, cli_session *ss, const sam3_p
         cli_error("out of memory");
         goto done;
     }
-    if (!join_path(path, sizeof(path), a->c.outdir, "results.json")) goto done;
-    if (write_file(path, js.p, js.len) != 0) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
+    if (!cli_outdir_write(od, CLI_OUT_MANIFEST, js.p, js.len)) {
+        cli_error("%s", od->err);
         goto done;
     }
     rc = CLI_OK;
@@ -1347,14 +1309,20 @@ static int run_points(const pts_args *a) {
     sam3_points_prompt pp;
     sam3_points_result res;
     cli_session ss;
+    cli_outdir od;
     float *mask = NULL;
     int rc = CLI_FAIL, mw = 0, mh = 0, k;
     double t0;
     sam3_result r;
 
     cli_cmd = "points";
-    if (session_load(&ss, a->c.outdir, a->c.model, a->c.quiet) != CLI_OK) goto done;
-    if (a->mask && read_mask_prompt(a->mask, &mask, &mw, &mh) != CLI_OK) goto done;
+    memset(&ss, 0, sizeof(ss));
+    if (!cli_outdir_open(&od, a->c.outdir, CLI_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
+        cli_error("%s", od.err);
+        goto done;
+    }
+    if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
+    if (a->mask && read_mask_prompt(a->mask, a->c.max_pixels, &mask, &mw, &mh) != CLI_OK) goto done;
     if (!model_is_sam1(ss.model) && cfgi(ss.model, "tracker.present") == 0) { /* before the slow image encoder */
         cli_error("'%s' has no interactive head (a detector-only SAM 3 file): use 'sam3 segment'", a->c.model);
         goto done;
@@ -1367,7 +1335,7 @@ static int run_points(const pts_args *a) {
             goto done;
         }
     }
-    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads) != CLI_OK) goto done;
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
     if (!a->c.quiet)
         for (k = 0; k < a->n_points; k++)
             if (a->points[k].x < 0 || a->points[k].y < 0 || a->points[k].x > ss.img.w || a->points[k].y > ss.img.h)
@@ -1398,12 +1366,17 @@ static int run_points(const pts_args *a) {
                 model_is_sam1(ss.model) ? "" : "interactive neck, ");
     }
     t0 = sam3_time_ms();
-    if (write_points_outputs(a, &ss, &res) != CLI_OK) goto done;
+    if (write_points_outputs(&od, a, &ss, &res) != CLI_OK) goto done;
+    if (!cli_outdir_commit(&od)) {
+        cli_error("%s", od.err);
+        goto done;
+    }
     if (!a->c.quiet)
         fprintf(stderr, "sam3: wrote %s/: results.json, %d mask%s, overlay.png in %s\n", a->c.outdir, res.n_masks, res.n_masks == 1 ? "" : "s",
                 fmt_ms(sam3_time_ms() - t0));
     rc = CLI_OK;
 done:
+    cli_outdir_close(&od);
     session_free(&ss);
     free(mask);
     return rc;

@@ -21,20 +21,61 @@ import zlib
 import numpy as np
 
 
-def png_bytes(pixels):
-    """8-bit PNG of an (h, w) or (h, w, c) uint8 array, c = 1..4."""
-    a = np.asarray(pixels, dtype=np.uint8)
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def png_bytes(pixels, depth=8, interlace=False, palette=None, extra=b""):
+    """PNG of an (h, w) or (h, w, c) uint8 array, c = 1..4 (8-bit), or uint16 with depth=16; with
+    palette ((n, 3) uint8) the array holds indices; depth 1/2/4 packs grey or indices; interlace:
+    Adam7; extra: chunks put between PLTE and IDAT."""
+    a = np.asarray(pixels)
     if a.ndim == 2:
         a = a[:, :, None]
     h, w, c = a.shape
-    colour_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
-    raw = b"".join(b"\0" + a[y].tobytes() for y in range(h))
+    colour_type = 3 if palette is not None else {1: 0, 2: 4, 3: 2, 4: 6}[c]
 
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    def rows(sub):  # filter type 0 rows of a sub-image
+        out = b""
+        for y in range(sub.shape[0]):
+            r = sub[y]
+            if depth == 16:
+                data = r.astype(">u2").tobytes()
+            elif depth < 8:
+                v = r.reshape(-1).astype(np.uint8)
+                per = 8 // depth
+                v = np.concatenate([v, np.zeros((-len(v)) % per, np.uint8)]).reshape(-1, per)
+                data = bytes(int(sum(int(x) << (8 - depth * (k + 1)) for k, x in enumerate(g))) for g in v)
+            else:
+                data = r.astype(np.uint8).tobytes()
+            out += b"\0" + data
+        return out
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    if interlace:
+        raw = b""
+        for x0, y0, dx, dy in ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)):
+            sub = a[y0::dy, x0::dx]
+            if sub.shape[0] and sub.shape[1]:
+                raw += rows(sub)
+    else:
+        raw = rows(a)
+    plte = png_chunk(b"PLTE", np.asarray(palette, np.uint8).tobytes()) if palette is not None else b""
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour_type, 0, 0, int(interlace)))
+            + plte + extra + png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b""))
+
+
+def ppm_bytes(rgb):
+    h, w, _ = rgb.shape
+    return b"P6\n%d %d\n255\n" % (w, h) + np.asarray(rgb, np.uint8).tobytes()
+
+
+def test_rgb():
+    """The 97x61 RGB picture of make(); odd sizes on purpose."""
+    h, w = 61, 97
+    y, x = np.mgrid[0:h, 0:w]
+    rgb = np.stack([x * 255 // w, y * 255 // h, (x + y) % 256], axis=2).astype(np.uint8)
+    rgb[20:40, 30:60] = (250, 220, 30)
+    return rgb
 
 
 def read_png(path):
@@ -98,10 +139,9 @@ def tga_bytes(rgba):
 
 
 def make(d):
-    h, w = 61, 97  # odd sizes on purpose
+    rgb = test_rgb()
+    h, w = rgb.shape[:2]
     y, x = np.mgrid[0:h, 0:w]
-    rgb = np.stack([x * 255 // w, y * 255 // h, (x + y) % 256], axis=2).astype(np.uint8)
-    rgb[20:40, 30:60] = (250, 220, 30)
     grey = rgb.mean(axis=2).astype(np.uint8)
     alpha = np.where(x > w // 2, 255, 0).astype(np.uint8)
     files = {
@@ -109,11 +149,21 @@ def make(d):
         "grey.png": png_bytes(grey),
         "grey_alpha.png": png_bytes(np.stack([grey, alpha], axis=2)),
         "rgba.png": png_bytes(np.concatenate([rgb, alpha[:, :, None]], axis=2)),
+        "rgb_16bit.png": png_bytes(rgb.astype(np.uint16) * 256 + 200, depth=16),  # high bytes = rgb
+        "rgba_16bit.png": png_bytes(np.concatenate([rgb, alpha[:, :, None]], axis=2).astype(np.uint16) * 256, depth=16),
+        "rgb_interlaced.png": png_bytes(rgb, interlace=True),
+        "grey_2bit.png": png_bytes(grey >> 6, depth=2),
         "rgb.bmp": bmp_bytes(rgb),
         "rgba.tga": tga_bytes(np.concatenate([rgb, alpha[:, :, None]], axis=2)),
         "truncated.png": png_bytes(rgb)[:60],
         "not_an_image.png": b"hello, I am text\n",
     }
+    # the same (quantised) pixels as RGB and through a 4-bit palette with a tRNS chunk (ignored)
+    q = (rgb // 128 * 255).astype(np.uint8)
+    colours, index = np.unique(q.reshape(-1, 3), axis=0, return_inverse=True)
+    files["rgb_q.png"] = png_bytes(q)
+    files["rgb_palette.png"] = png_bytes(index.reshape(h, w).astype(np.uint8), depth=4, palette=colours,
+                                         extra=png_chunk(b"tRNS", bytes([0, 128] + [255] * (len(colours) - 2))))
     disc = ((x - 48) ** 2 + (y - 30) ** 2 < 15 ** 2).astype(np.uint8) * 255
     files["mask_97x61.png"] = png_bytes(disc)  # a mask prompt at another size than the image
     yy, xx = np.mgrid[0:32, 0:32]

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Tests the command-line tool (examples/sam3_cli.c) on the tiny models: exit codes 0/1/2 with one
 # line on stderr naming the problem, the files `sam3 segment` writes (results.json parses, one
-# mask PNG per instance, at the image's size, area = pixels set), grey/RGBA/BMP/TGA input,
+# mask PNG per instance, at the image's size, area = pixels set), grey/RGBA/palette/16-bit/
+# interlaced PNG and JPEG input (BMP and TGA refused),
 # --quiet, several prompts, JSON escaping, and write failures; `sam3 points` on a SAM 3 and a SAM 1
 # file (clicks, box, mask prompt, --single, the same checks on its files); `sam3 bench` on both.
 #   tests/test_cli.sh [BUILD_DIR]      (default build; needs BUILD_DIR/sam3, BUILD_DIR/tiny_a.sam3
@@ -94,10 +95,30 @@ for d in 00_a_cat 01_yellow_school_bus 02_a_cat; do outputs "several -t: $d" "$T
 grep -q '"prompt": "Yellow school-bus!"' "$T/multi/01_yellow_school_bus/results.json" && ok || bad "several -t: prompt 1 not in its results.json"
 cmp -s "$T/multi/00_a_cat/results.json" "$T/multi/02_a_cat/results.json" && ok || bad "several -t: the same prompt twice differs"
 
-# image formats: grey, grey+alpha, RGB, RGBA (PNG), BMP, TGA; odd size 97x61
-for f in grey.png grey_alpha.png rgb.png rgba.png rgb.bmp rgba.tga; do
+# image formats: grey, grey+alpha, RGB, RGBA, palette, 16-bit, interlaced PNG; JPEG (cjpeg); odd
+# size 97x61. The same pixels in every PNG form give the same results.json.
+if command -v cjpeg >/dev/null; then
+    "$PY" -c 'import sys; sys.path.insert(0, "tests"); import cli_images as c; open(sys.argv[1], "wb").write(c.ppm_bytes(c.test_rgb()))' "$T/in/rgb.ppm" &&
+        cjpeg -quality 90 "$T/in/rgb.ppm" >"$T/in/rgb.jpg" && cjpeg -quality 90 -grayscale "$T/in/rgb.ppm" >"$T/in/grey.jpg" &&
+        cjpeg -quality 90 -progressive "$T/in/rgb.ppm" >"$T/in/progressive.jpg" && ok || bad "cjpeg could not make the test JPEGs"
+    jpegs="rgb.jpg grey.jpg progressive.jpg"
+else
+    bad "cjpeg (libjpeg-turbo-progs) missing: JPEG input not tested"
+    jpegs=
+fi
+for f in grey.png grey_alpha.png rgb.png rgba.png rgb_palette.png rgb_16bit.png rgba_16bit.png rgb_interlaced.png grey_2bit.png $jpegs; do
     run 0 "input $f" $SEG -i "$T/in/$f" -t "a cat" --threshold 0.2 -q -o "$T/fmt_$f"
     outputs "input $f" "$T/fmt_$f" 97 61
+done
+same_results() { # same_results A B: the two runs' results.json agree but for the image name
+    "$PY" -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); a.pop("image"); b.pop("image"); assert a == b' \
+        "$T/fmt_$1/results.json" "$T/fmt_$2/results.json" && ok || bad "input $2: results differ from $1's (same pixels)"
+}
+for f in rgba.png rgb_16bit.png rgba_16bit.png rgb_interlaced.png; do same_results rgb.png $f; done
+run 0 "input rgb_q.png" $SEG -i "$T/in/rgb_q.png" -t "a cat" --threshold 0.2 -q -o "$T/fmt_rgb_q.png"
+same_results rgb_q.png rgb_palette.png
+for f in rgb.bmp rgba.tga; do
+    fails 1 "JPEG and PNG only" "input $f is refused" $SEG -i "$T/in/$f" -t "a cat" -q -o "$T/fmt_$f"
 done
 
 # JSON escaping: quotes, backslash, control characters, non-ASCII and invalid UTF-8, in the
@@ -133,7 +154,7 @@ fails 1 "truncated" "truncated PNG" $SEG -i "$T/in/truncated.png" -t cat -q -o "
 fails 1 "not a supported format" "text file as image" $SEG -i "$T/in/not_an_image.png" -t cat -q -o "$T/x1"
 fails 1 "image" "directory as image" $SEG -i "$T" -t cat -q -o "$T/x1" # fopen of a directory may succeed; stb then fails
 touch "$T/a_file"
-fails 1 "output directory" "output under a file" $SEG -i "$IMAGE" -t cat -q -o "$T/a_file/out"
+fails 1 "output folder" "output under a file" $SEG -i "$IMAGE" -t cat -q -o "$T/a_file/out"
 mkdir -p "$T/blocked/results.json"
 fails 1 "results.json" "results.json cannot be written" $SEG -i "$IMAGE" -t cat -q -o "$T/blocked"
 mkdir -p "$T/blocked2/mask_000.png"

@@ -87,7 +87,7 @@ import numpy as np
 sys.path.insert(0, "tests")
 import cli_images
 loop = [l for l in open(sys.argv[1]) if l.startswith("frame ")]
-cli = [json.loads(l) for l in open(sys.argv[2])]
+cli = [json.loads(l) for l in open(sys.argv[2])][1:]  # after the generator line
 assert len(loop) == len(cli) == 8, (len(loop), len(cli))
 for l, c in zip(loop, cli):
     o = c["objects"][0]

@@ -73,7 +73,7 @@ grep -q "^sam3 track: 5 frames in .*tracks.jsonl" "$T/err" && ok || bad "PNG fol
 import json, sys
 sys.path.insert(0, "tests")
 import cli_images
-t = [json.loads(l) for l in open(sys.argv[1] + "/tracks.jsonl")][2]
+t = [json.loads(l) for l in open(sys.argv[1] + "/tracks.jsonl")][1:][2]
 o = [o for o in t["objects"] if o["id"] == 3][0]
 a = cli_images.read_png(sys.argv[2])[:, :, 0] > 0
 b = cli_images.read_png(sys.argv[1] + "/" + o["mask"])[:, :, 0] > 0
@@ -84,11 +84,13 @@ run 0 "-q" -m "$MODEL" -i "$T/a/png" -o "$T/quiet" $PROMPTS -q --threads 1
 [ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "-q printed: $(cat "$T/out" "$T/err")"
 "$PY" tests/track_frames.py same "$T/png" "$T/quiet" && ok || bad "--threads 1 changed the results"
 
-# rerun into a used folder with fewer frames and objects: the earlier run's masks and overlays go,
-# other files stay
+# rerun into a used folder with fewer frames and objects: the earlier run's masks and overlays go
+# (the ones its tracks.jsonl lists), other files stay; files that are not sam3's need --force
 cp -R "$T/png" "$T/rerun" && mkdir -p "$T/two" && cp "$T/a/png/f000.png" "$T/a/png/f001.png" "$T/two/" &&
     printf 'x' >"$T/rerun/masks/notes.png" && printf 'x' >"$T/rerun/masks/00001_1.png.bak" || exit 1
-run 0 "rerun into a used folder" -m "$MODEL" -i "$T/two" -o "$T/rerun" --point 0:1:16,24 -q
+fails 1 "neither empty nor an earlier sam3 output" "rerun into a folder with other files, no --force" -m "$MODEL" -i "$T/two" -o "$T/rerun" --point 0:1:16,24
+[ -f "$T/rerun/masks/00004_3.png" ] && ok || bad "a refused rerun changed the folder"
+run 0 "rerun into a used folder" -m "$MODEL" -i "$T/two" -o "$T/rerun" --point 0:1:16,24 --force -q
 tracks "rerun into a used folder" "$T/rerun" "$T/two" "1;1"
 [ "$(ls "$T/rerun/masks" | tr '\n' ' ')" = "00000_1.png 00001_1.png 00001_1.png.bak notes.png " ] && [ -z "$(ls "$T/rerun/overlays")" ] && ok ||
     bad "rerun into a used folder: stale or missing files: $(ls "$T/rerun/masks" "$T/rerun/overlays" | tr '\n' ' ')"
@@ -106,7 +108,7 @@ tracks "Y4M 4:2:0" "$T/y420" 5 "$IDS"
 # --- failures: exit 1, one line ---
 head -c 30000 "$T/a/stream.y4m" >"$T/cut.y4m" # 3 frames of 9222 bytes and part of the 4th
 IN=$T/cut.y4m fails 1 "truncated in frame 3" "truncated Y4M" -m "$MODEL" -i - -o "$T/cut" --point 0:1:16,24
-[ "$(wc -l <"$T/cut/tracks.jsonl")" -eq 3 ] && ok || bad "truncated Y4M: the 3 whole frames are not in tracks.jsonl"
+[ "$(wc -l <"$T/cut/tracks.jsonl")" -eq 4 ] && ok || bad "truncated Y4M: the generator line and the 3 whole frames are not in tracks.jsonl"
 printf 'P6 64 48 255\n' >"$T/notes.y4m"
 IN=$T/notes.y4m fails 1 "not a YUV4MPEG2" "not a Y4M stream" -m "$MODEL" -i - -o "$T/o" --point 0:1:16,24
 printf 'YUV4MPEG2 W64 H48 Cmono\n' >"$T/mono.y4m"

@@ -80,7 +80,10 @@ def read_tracks(outdir):
         raw = f.read().decode("ascii")
     if not raw.endswith("\n"):
         raise AssertionError("tracks.jsonl does not end with a newline")
-    return [json.loads(line) for line in raw.split("\n")[:-1]]
+    lines = [json.loads(line) for line in raw.split("\n")[:-1]]
+    if not lines or not lines[0].get("generator", "").startswith("sam3 track"):
+        raise AssertionError("tracks.jsonl does not start with its generator line")
+    return lines[1:]
 
 
 def check(outdir, frames, ids_by_frame):
@@ -95,7 +98,8 @@ def check(outdir, frames, ids_by_frame):
     assert len(tracks) == len(names) == len(want_ids), "%d lines, %d frames, %d id lists" % (len(tracks), len(names), len(want_ids))
     visible = 0
     for k, t in enumerate(tracks):
-        assert sorted(t) == ["frame", "image", "objects"], "frame %d: keys %s" % (k, sorted(t))
+        assert sorted(t) in (["frame", "image", "objects"], ["frame", "image", "objects", "overlay"]), "frame %d: keys %s" % (k, sorted(t))
+        assert t.get("overlay", "overlays/%05d.png" % k) == "overlays/%05d.png" % k, "frame %d: overlay %s" % (k, t.get("overlay"))
         assert t["frame"] == k and t["image"] == names[k], "line %d: frame %s image %s" % (k, t["frame"], t["image"])
         ids = [o["id"] for o in t["objects"]]
         assert ids == want_ids[k], "frame %d: ids %s, expected %s" % (k, ids, want_ids[k])
@@ -127,7 +131,7 @@ def same(a, b):
     ta, tb = read_tracks(a), read_tracks(b)
     assert len(ta) == len(tb), "%d vs %d frames" % (len(ta), len(tb))
     for x, y in zip(ta, tb):
-        x, y = dict(x, image=None), dict(y, image=None)
+        x, y = dict(x, image=None, overlay=None), dict(y, image=None, overlay=None)
         assert x == y, "frame %d differs:\n  %s\n  %s" % (x["frame"], x, y)
         for o in x["objects"]:
             with open(os.path.join(a, o["mask"]), "rb") as f, open(os.path.join(b, o["mask"]), "rb") as g:

@@ -1,0 +1,166 @@
+/* Fuzz target for the command-line tool's image reader, examples/image_io.h: the exact code
+   `sam3 segment -i` and `sam3 points --mask` run (cli_img_decode over the file's bytes, then the
+   grey conversion of a mask prompt).
+
+   Two builds of this one file:
+     make fuzz-image      clang -fsanitize=fuzzer,address,undefined: libFuzzer drives
+                          LLVMFuzzerTestOneInput (seeds: tests/make_test_images.py seeds)
+     make test / asan     cc -DSAM3_FUZZ_REPLAY: a main() that decodes each given file (or every
+                          file of a directory) once and checks the result's invariants; and
+                          `fuzz_image_replay --dump FILE OUT.pnm` writes the decoded pixels as a
+                          PGM/PPM (the JPEG parity test compares it with djpeg's)
+
+   Invariants checked on every input: a failure has a reason; a success has 1 <= w, h <= 16384,
+   w * h within the budget, 1 or 3 channels, and every pixel byte is read (so ASan/valgrind see
+   any byte that was not written; `make valgrind` replays the seeds under memcheck). */
+#include "../examples/image_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FZ_BUDGET (1u << 22) /* pixels: a smaller budget than the CLI's, so each input runs fast */
+
+static volatile unsigned fz_sink;
+
+/* 0 when the decode of (data, size) keeps every invariant. */
+static int fz_one(const uint8_t *data, size_t size) {
+    cli_img img;
+    char err[512];
+    size_t i, n;
+    unsigned sum = 0;
+    if (!cli_img_decode(data, size, FZ_BUDGET, &img, err, sizeof(err))) return err[0] && !img.pixels ? 0 : 1;
+    if (img.w < 1 || img.h < 1 || img.w > SAM3_MAX_IMAGE_DIM || img.h > SAM3_MAX_IMAGE_DIM ||
+        (uint64_t)img.w * img.h > FZ_BUDGET || (img.channels != 1 && img.channels != 3) || !img.pixels) {
+        free(img.pixels);
+        return 1;
+    }
+    n = (size_t)img.w * img.h * img.channels;
+    for (i = 0; i < n; i++) sum += img.pixels[i];
+    cli_img_to_grey(&img); /* what a mask prompt goes through */
+    for (i = 0; i < (size_t)img.w * img.h; i++) sum += img.pixels[i];
+    if (sum == 0xFFFFFFFFu) fz_sink++; /* a branch on every pixel byte: valgrind reports any unwritten one */
+    fz_sink = sum;
+    free(img.pixels);
+    return img.channels == 1 ? 0 : 1;
+}
+
+#ifndef SAM3_FUZZ_REPLAY
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (fz_one(data, size)) __builtin_trap();
+    return 0;
+}
+#else
+#include <dirent.h>
+#include <sys/stat.h>
+
+static int g_pass, g_fail, g_verbose;
+
+static void replay_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long n;
+    unsigned char *buf = NULL;
+    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+        !(buf = (unsigned char *)malloc((size_t)n + 1)) || (n && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
+        printf("FAIL cannot read %s\n", path);
+        g_fail++;
+        if (f) fclose(f);
+        free(buf);
+        return;
+    }
+    fclose(f);
+    if (g_verbose) {
+        cli_img img;
+        char err[512];
+        if (cli_img_decode(buf, (size_t)n, FZ_BUDGET, &img, err, sizeof(err))) printf("%s: %s %dx%dx%d\n", path, img.format, img.w, img.h, img.channels);
+        else printf("%s: %s\n", path, err);
+        free(img.pixels);
+    }
+    if (fz_one(buf, (size_t)n)) {
+        printf("FAIL %s: inconsistent decode result\n", path);
+        g_fail++;
+    } else {
+        g_pass++;
+    }
+    free(buf);
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void replay(const char *path) {
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+    char **names = NULL;
+    size_t n = 0, cap = 0, i;
+    if (stat(path, &st) != 0) {
+        printf("FAIL %s: no such file or directory\n", path);
+        g_fail++;
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        replay_file(path);
+        return;
+    }
+    if (!(d = opendir(path))) {
+        printf("FAIL cannot open directory %s\n", path);
+        g_fail++;
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char *full;
+        if (e->d_name[0] == '.') continue;
+        if (n == cap) {
+            char **nn = (char **)realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(char *));
+            if (!nn) break;
+            names = nn;
+        }
+        full = (char *)malloc(strlen(path) + strlen(e->d_name) + 2);
+        if (!full) break;
+        sprintf(full, "%s/%s", path, e->d_name);
+        names[n++] = full;
+    }
+    closedir(d);
+    if (n) qsort(names, n, sizeof(char *), name_cmp);
+    for (i = 0; i < n; i++) {
+        replay(names[i]);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* --dump FILE OUT: the decoded pixels as binary PGM (grey) or PPM (RGB), what djpeg writes. */
+static int dump(const char *in, const char *out) {
+    cli_img img;
+    char err[512];
+    FILE *f;
+    int ok;
+    if (!cli_img_read_file(in, 0, &img, err, sizeof(err))) {
+        fprintf(stderr, "fuzz_image_replay: %s: %s\n", in, err);
+        return 1;
+    }
+    f = fopen(out, "wb");
+    ok = f && fprintf(f, "P%c\n%d %d\n255\n", img.channels == 1 ? '5' : '6', img.w, img.h) > 0 &&
+         fwrite(img.pixels, 1, (size_t)img.w * img.h * img.channels, f) == (size_t)img.w * img.h * img.channels;
+    if (f && fclose(f) != 0) ok = 0;
+    free(img.pixels);
+    if (!ok) fprintf(stderr, "fuzz_image_replay: cannot write %s\n", out);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    int i;
+    if (argc == 4 && !strcmp(argv[1], "--dump")) return dump(argv[2], argv[3]);
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) g_verbose = 1;
+        else replay(argv[i]);
+    }
+    if (g_pass + g_fail == 0) {
+        printf("fuzz_image_replay: no inputs (usage: fuzz_image_replay [-v] FILE_OR_DIR... | --dump FILE OUT.pnm)\n");
+        g_fail = 1;
+    }
+    printf("fuzz_image_replay: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
+#endif

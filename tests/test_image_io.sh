@@ -1,0 +1,80 @@
+#!/bin/sh
+# The CLI's image reader (examples/image_io.h) against known-good decodes: JPEGs made by cjpeg in
+# every layout it writes (4:2:0, 4:2:2, 4:4:0, 4:4:4, grey, RGB, progressive, arithmetic, restart
+# markers, optimised tables, odd sizes) decode byte for byte as djpeg decodes them (the same
+# libjpeg-turbo with the same settings: ISLOW IDCT, fancy upsampling, the settings Pillow uses);
+# PNGs in every colour type, depth and interlacing decode to the pixels they were made from; and
+# the hostile files and fuzz seeds (tests/make_test_images.py) replay through the fuzz target.
+#   tests/test_image_io.sh [BUILD_DIR]   (needs BUILD_DIR/fuzz_image_replay; cjpeg, djpeg)
+# Prints "test_image_io: N passed, N failed" last; exits non-zero on failure.
+B=${1:-build}
+PY=${PYTHON:-/usr/bin/python3}
+R=$B/fuzz_image_replay
+T=$B/test_image_io
+rm -rf "$T" && mkdir -p "$T" || exit 1
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# noisy pictures (the IDCT and upsampling differ most on texture) of odd and even sizes
+"$PY" - "$T" <<'PYEOF' || exit 1
+import sys
+sys.path.insert(0, "tests")
+import numpy as np
+from cli_images import png_bytes, ppm_bytes
+d = sys.argv[1]
+rng = np.random.default_rng(19)
+for name, (h, w) in {"a": (61, 97), "b": (64, 48), "c": (1, 1), "d": (3, 700)}.items():
+    y, x = np.mgrid[0:h, 0:w]
+    rgb = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x * 5 + y * 3) % 256], axis=2)
+    rgb = np.clip(rgb + rng.integers(-60, 60, rgb.shape), 0, 255).astype(np.uint8)
+    open(f"{d}/{name}.ppm", "wb").write(ppm_bytes(rgb))
+    grey = rgb[:, :, 1]
+    open(f"{d}/{name}.pgm", "wb").write(b"P5\n%d %d\n255\n" % (w, h) + grey.tobytes())
+    # PNG forms and the pixels each must decode to
+    forms = {
+        "rgb8": (png_bytes(rgb), rgb),
+        "rgba8": (png_bytes(np.concatenate([rgb, grey[:, :, None]], axis=2)), rgb),
+        "rgb16": (png_bytes(rgb.astype(np.uint16) * 256 + 255, depth=16), rgb),
+        "rgba16_interlaced": (png_bytes(np.concatenate([rgb, grey[:, :, None]], axis=2).astype(np.uint16) * 256 + 7, depth=16, interlace=True), rgb),
+        "grey8_interlaced": (png_bytes(grey, interlace=True), grey),
+        "grey_alpha8": (png_bytes(np.stack([grey, 255 - grey], axis=2)), grey),
+        "grey16": (png_bytes(grey.astype(np.uint16) * 256 + 128, depth=16), grey),
+        "grey1": (png_bytes(grey >> 7, depth=1), (grey >> 7) * 255),
+        "grey4_interlaced": (png_bytes(grey >> 4, depth=4, interlace=True), (grey >> 4) * 17),
+    }
+    pal = np.array([[0, 0, 0], [255, 0, 0], [0, 255, 0], [10, 20, 30]], np.uint8)
+    idx = (grey >> 6).astype(np.uint8)
+    forms["palette2"] = (png_bytes(idx, depth=2, palette=pal), pal[idx])
+    forms["palette8_interlaced"] = (png_bytes(idx, palette=pal, interlace=True), pal[idx])
+    for f, (data, want) in forms.items():
+        open(f"{d}/{name}_{f}.png", "wb").write(data)
+        hdr = b"P6" if want.ndim == 3 else b"P5"
+        open(f"{d}/{name}_{f}.want", "wb").write(hdr + b"\n%d %d\n255\n" % (w, h) + want.astype(np.uint8).tobytes())
+PYEOF
+
+for p in a b c d; do
+    for o in "" "-sample 2x1" "-sample 1x2" "-sample 1x1" "-progressive" "-arithmetic" "-restart 1" "-optimize -quality 40" \
+        "-rgb" "-quality 100 -sample 1x1 -progressive" "-grayscale" "-grayscale -progressive"; do
+        in=$T/$p.ppm
+        if cjpeg $o "$in" >"$T/x.jpg" 2>"$T/err" && djpeg -pnm "$T/x.jpg" >"$T/djpeg.pnm" 2>>"$T/err"; then
+            if "$R" --dump "$T/x.jpg" "$T/ours.pnm" && cmp -s "$T/djpeg.pnm" "$T/ours.pnm"; then ok; else bad "JPEG $p.ppm 'cjpeg $o': differs from djpeg"; fi
+        else
+            bad "cjpeg/djpeg failed on $p 'cjpeg $o': $(cat "$T/err")"
+        fi
+    done
+    cjpeg -grayscale "$T/$p.pgm" >"$T/x.jpg" && djpeg -pnm "$T/x.jpg" >"$T/djpeg.pnm" && "$R" --dump "$T/x.jpg" "$T/ours.pnm" &&
+        cmp -s "$T/djpeg.pnm" "$T/ours.pnm" && ok || bad "JPEG from $p.pgm differs from djpeg"
+    for f in "$T/$p"_*.png; do
+        "$R" --dump "$f" "$T/ours.pnm" && cmp -s "${f%.png}.want" "$T/ours.pnm" && ok || bad "PNG $f: not the pixels it was made from"
+    done
+done
+[ "$pass" -ge 96 ] && ok || bad "only $pass checks ran"
+
+# the hostile files and the fuzz seeds: each decodes or fails with a reason, no crash, no leak
+"$PY" tests/make_test_images.py seeds "$T/seeds" || exit 1
+"$R" "$T/seeds" >"$T/replay" 2>&1 && ok || bad "fuzz_image_replay: $(tail -5 "$T/replay")"
+
+echo "test_image_io: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
