@@ -475,6 +475,10 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt 
 #else
 #include <sys/time.h>
 #endif
+#if !defined(SAM3_NO_STDIO) && defined(_WIN32) && !defined(SAM3_NO_MMAP)
+#define SAM3__HAVE_MMAP 1
+#define SAM3__WIN_MMAP 1
+#endif
 
 #define SAM3__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SAM3__MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -527,6 +531,53 @@ static double sam3__now_ms(void) {
     return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
 #endif
 }
+
+#if !defined(SAM3_NO_STDIO) && defined(_WIN32)
+/* UTF-8 path -> UTF-16 for the W functions (the A ones take the ANSI code page, which cannot name
+   every file); NULL when the path is not valid UTF-8 or memory runs out. Free with SAM3_FREE. */
+static wchar_t *sam3__win_path(const char *path) {
+    wchar_t *w;
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
+    if (n <= 0 || (size_t)n > SIZE_MAX / sizeof(wchar_t)) return NULL;
+    w = (wchar_t *)SAM3_MALLOC((size_t)n * sizeof(wchar_t));
+    if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, w, n) != n) {
+        SAM3_FREE(w);
+        w = NULL;
+    }
+    return w;
+}
+#endif
+#if defined(SAM3__WIN_MMAP)
+/* Maps the file read-only; NULL on failure, with *empty set for a 0-byte file (which cannot be
+   mapped, and is reported as a bad magic like on POSIX). */
+static const void *sam3__win_map(const char *path, size_t *size, int *empty) {
+    HANDLE f, mp;
+    LARGE_INTEGER sz;
+    const void *p = NULL;
+    wchar_t *w = sam3__win_path(path);
+    *empty = 0;
+    if (!w) return NULL;
+    f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    SAM3_FREE(w);
+    if (f == INVALID_HANDLE_VALUE) return NULL;
+    if (!GetFileSizeEx(f, &sz)) sz.QuadPart = -1;
+    *empty = sz.QuadPart == 0;
+    if (sz.QuadPart > 0 && (uint64_t)sz.QuadPart <= (uint64_t)SIZE_MAX) {
+        /* the view keeps the mapping and the file open after both handles are closed */
+        mp = CreateFileMappingW(f, NULL, PAGE_READONLY, 0, 0, NULL);
+        if (mp) {
+            p = MapViewOfFile(mp, FILE_MAP_READ, 0, 0, 0);
+            CloseHandle(mp);
+        }
+    }
+    CloseHandle(f);
+    if (p) *size = (size_t)sz.QuadPart;
+    return p;
+}
+#define SAM3__UNMAP(p, size) ((void)(size), UnmapViewOfFile(p))
+#elif defined(SAM3__HAVE_MMAP)
+#define SAM3__UNMAP(p, size) munmap((p), (size))
+#endif
 
 /* ==== sam3: internal utils ==== */
 SAM3DEF const char *sam3_version_string(void) { return SAM3_VERSION_STRING; }
@@ -2362,7 +2413,7 @@ typedef struct sam3__trk_w {
     sam3__attn_w final_attn;
     sam3__norm final_ln, up_ln;
     sam3__lin up1, up2, conv_s0, conv_s1; /* conv_s0/conv_s1: tracker only (w NULL for SAM 1) */
-    sam3__ffn_w hyper[SAM3__MAX_FFN], iou_head, obj_head;
+    sam3__ffn_w hypernet[SAM3__MAX_FFN], iou_head, obj_head;
 } sam3__trk_w;
 
 /* SAM 1 (HF SamModel): its ViT with decomposed relative positions and its neck; the prompt
@@ -2991,7 +3042,7 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
     h->up_ln = sam3__get_norm(L, "mask_decoder.upscale_layer_norm", D / 4);
     for (i = 0; i < t->n_mask_tokens; i++) {
         snprintf(p, sizeof(p), "mask_decoder.output_hypernetworks_mlps.%d", i);
-        h->hyper[i] = sam3__get_ffn(L, p, 3, D, D, D / 8);
+        h->hypernet[i] = sam3__get_ffn(L, p, 3, D, D, D / 8);
     }
     h->iou_head = sam3__get_ffn(L, "mask_decoder.iou_prediction_head", t->iou_depth, D, t->iou_hidden, t->n_mask_tokens);
 }
@@ -3204,7 +3255,7 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         w->conv_s1 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s1", TD / 4, TD, 1);
         for (i = 0; i < t->n_mask_tokens; i++) {
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.output_hypernetworks_mlps.%d", i);
-            w->hyper[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
+            w->hypernet[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
         }
         w->iou_head = sam3__get_ffn(L, "tracker_model.mask_decoder.iou_prediction_head", t->iou_depth, TD, t->iou_hidden, t->n_mask_tokens);
         w->obj_head = sam3__get_ffn(L, "tracker_model.mask_decoder.pred_obj_score_head", 3, TD, TD, 1);
@@ -3260,7 +3311,7 @@ static void sam3__model_release(sam3_model *m) {
     sam3__afree(&a, m->layer_mem);
     sam3__afree(&a, m->bpe_mem);
 #ifdef SAM3__HAVE_MMAP
-    if (m->free_method == 1 && m->blob) munmap((void *)m->blob, m->size);
+    if (m->free_method == 1 && m->blob) SAM3__UNMAP((void *)m->blob, m->size);
 #endif
     if (m->free_method == 2) sam3__afree(&a, (void *)m->blob);
     sam3__afree(&a, m);
@@ -3277,7 +3328,7 @@ static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_m
     m = (sam3_model *)sam3__acalloc(a, 1, sizeof(sam3_model));
     if (!m) {
 #ifdef SAM3__HAVE_MMAP
-        if (free_method == 1) munmap((void *)blob, size);
+        if (free_method == 1) SAM3__UNMAP((void *)blob, size);
 #endif
         if (free_method == 2) sam3__afree(a, (void *)blob);
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: out of memory");
@@ -3340,7 +3391,17 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", path ? "allocator must set both alloc and free" : "path is NULL");
         return SAM3_ERR_INVALID_ARG;
     }
-#ifdef SAM3__HAVE_MMAP
+#if defined(SAM3__WIN_MMAP)
+    if (!opt || !opt->no_mmap) {
+        int empty;
+        const void *p = sam3__win_map(path, &size, &empty);
+        if (!p) {
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot %s '%s'", empty ? "map the empty file" : "open and map", path);
+            return empty ? SAM3_ERR_BAD_MAGIC : SAM3_ERR_IO;
+        }
+        return sam3__model_open((const uint8_t *)p, size, 1, &a, opt, out);
+    }
+#elif defined(SAM3__HAVE_MMAP)
     if (!opt || !opt->no_mmap) {
         struct stat st;
         void *p;
@@ -3364,7 +3425,15 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         return sam3__model_open((const uint8_t *)p, size, 1, &a, opt, out);
     }
 #endif
+#if defined(_WIN32)
+    {
+        wchar_t *w = sam3__win_path(path);
+        fp = w ? _wfopen(w, L"rb") : NULL;
+        SAM3_FREE(w);
+    }
+#else
     fp = fopen(path, "rb");
+#endif
     if (!fp) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s'", path);
         return SAM3_ERR_IO;
@@ -6730,7 +6799,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *sparse, int 
     sam3__gelu(c, u2, (size_t)(D / 8) * 16 * Ng);
     /* one hypernetwork per mask token, then masks = hyper . upscaled */
     for (j = 0; j < nm; j++)
-        if ((rc = sam3__ffn(c, &w->hyper[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
+        if ((rc = sam3__ffn(c, &w->hypernet[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
             return rc;
     sam3__gemm(c, 0, 0, nm, 16 * Ng, D / 8, 1.0f, hyp, D / 8, u2, 16 * Ng, 0.0f, all_masks, 16 * Ng);
     if ((rc = sam3__ffn(c, &w->iou_head, tk + (size_t)it * D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;

@@ -18,9 +18,13 @@
 #include <time.h>
 
 static double now_s(void) {
+#ifdef _WIN32
+    return (double)clock() / CLOCKS_PER_SEC; /* wall time there */
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
 }
 #define TIMED(call)                                                      \
     do {                                                                 \
@@ -39,6 +43,14 @@ typedef struct counter {
     long failed;   /* failures injected */
 } counter;
 
+#ifdef _WIN32
+#include <malloc.h>
+#define t_memalign(pp, align, size) ((*(pp) = _aligned_malloc((size), (align))) ? 0 : -1)
+#define t_alignfree(p) _aligned_free(p)
+#else
+#define t_memalign(pp, align, size) posix_memalign((pp), (align), (size))
+#define t_alignfree(p) free(p)
+#endif
 static void *c_alloc(size_t size, size_t align, void *user) {
     counter *k = (counter *)user;
     void *p = NULL;
@@ -48,7 +60,7 @@ static void *c_alloc(size_t size, size_t align, void *user) {
         return NULL;
     }
     if (align < sizeof(void *)) align = sizeof(void *);
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
+    if (t_memalign(&p, align, size ? size : 1) != 0) return NULL;
     if (((uintptr_t)p & (align - 1)) != 0) t_check(0, "allocator returned misaligned memory");
     k->live++;
     return p;
@@ -60,7 +72,7 @@ static void c_free(void *p, void *user) {
         return;
     }
     k->live--;
-    free(p);
+    t_alignfree(p);
 }
 static sam3_allocator counted(counter *k) {
     sam3_allocator a;
