@@ -35,7 +35,7 @@ TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 SHARED    ?= ../shared
 
-.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-corpus clean debug test-mingw
+.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-corpus clean debug test-mingw warnings
 
 # The command-line tool.
 all: $(BUILD)/sam3
@@ -193,6 +193,11 @@ fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	cd $(BUILD)/fuzz_seeds && for f in *; do rm -f ../fuzz/min/corpus/$$f; done
 	cp $(BUILD)/fuzz_kept/crashes/* $(BUILD)/fuzz/crashes/* $(BUILD)/fuzz/min/crashes/ 2>/dev/null || true
 	$(PYTHON) tests/fuzz_corpus.py pack $(BUILD)/fuzz/min tests/fuzz/corpus.tar.xz
+
+# -Wall -Wextra -pedantic -Werror across gcc/clang, C99/C++11/C++17, NDEBUG, OpenMP, GEMM choices,
+# instruction sets and -O0..-O3 (tests/test_warnings.sh; ~1-2 minutes on 2 cores).
+warnings:
+	@sh tests/test_warnings.sh $(BUILD)
 
 # ---- Windows: the CLI and the C tests cross-built with MinGW-w64 (no BLAS: the built-in SGEMM;
 # no OpenMP: one thread), the tests run under wine on the tiny models. WINEPREFIX in $(BUILD).

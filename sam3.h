@@ -408,6 +408,8 @@ typedef struct sam3_points_result {
    *out stays valid until the next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt *prompt, const sam3_points_options *opt,
                                         sam3_points_result *out);
+/* The defaults (all zero), for C++ where `= {0}` on a struct warns. */
+SAM3DEF sam3_points_options sam3_points_options_default(void);
 
 #ifdef __cplusplus
 }
@@ -460,6 +462,20 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt 
 #if defined(SAM3_SGEMM) || defined(SAM3_NO_BLAS)
 #else
 #include <cblas.h>
+#endif
+#if defined(SAM3_SGEMM) && !defined(CBLAS_H) && !defined(__MKL_CBLAS_H__) && !defined(CBLAS_ENUM_DEFINED_H)
+/* SAM3_SGEMM is called with the standard CBLAS constants; without a cblas.h seen before this
+   point they, and cblas_sgemm, are declared here as the CBLAS standard (netlib, OpenBLAS,
+   Accelerate, MKL) declares them, so -DSAM3_SGEMM=cblas_sgemm needs no include. A cblas.h
+   included in this translation unit must come before sam3.h. */
+enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 113 };
+#ifdef __cplusplus
+extern "C"
+#endif
+void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA, const enum CBLAS_TRANSPOSE TransB, const int M,
+                 const int N, const int K, const float alpha, const float *A, const int lda, const float *B, const int ldb,
+                 const float beta, float *C, const int ldc);
 #endif
 
 #if !defined(SAM3_NO_STDIO) && !defined(_WIN32) && !defined(SAM3_NO_MMAP)
@@ -516,6 +532,13 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt 
 #define SAM3__OMP(args) _Pragma(SAM3__STR_(omp args))
 #else
 #define SAM3__OMP(args)
+#endif
+/* A max reduction marked simd: clang (14) cannot vectorise one without -ffast-math and then warns
+   that it did not (-Wpass-failed, an error under -Werror); it gets the plain loop. */
+#if defined(__clang__)
+#define SAM3__OMP_SIMD_MAX(v)
+#else
+#define SAM3__OMP_SIMD_MAX(v) SAM3__OMP(simd reduction(max:v))
 #endif
 
 /* ==== sam3: platform ==== */
@@ -4187,7 +4210,7 @@ static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const s
 static void sam3__softmax_row(float *r, int n) {
     float mx = -FLT_MAX, sum = 0, inv;
     int j;
-    SAM3__OMP(simd reduction(max:mx))
+    SAM3__OMP_SIMD_MAX(mx)
     for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
     SAM3__OMP(simd)
     for (j = 0; j < n; j++) r[j] = sam3__fexp(r[j] - mx);
@@ -4352,7 +4375,7 @@ static float sam3__row_max(const float *r, int n) {
     }
     for (; j < n; j++) mx = r[j] > mx ? r[j] : mx;
 #else
-    SAM3__OMP(simd reduction(max:mx))
+    SAM3__OMP_SIMD_MAX(mx)
     for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
 #endif
     return mx;
@@ -5714,6 +5737,7 @@ static sam3_result sam3__fpn_layer(sam3_ctx *c, const sam3__fpn_w *w, int s2, in
         src = mp; src_tokens = 0; hw = side;
     }
     SAM3_ASSERT(hw == side);
+    (void)hw; /* only the assertion reads it */
     p1 = sam3__sallocf(c, (size_t)D * side * side); /* (D, side, side) */
     if (!p1) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__conv1x1(c, src, src_tokens, cin, side * side, &w->proj1, D, p1);
@@ -7290,6 +7314,12 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_
     return sam3__end(c, truncated ? SAM3_TRUNCATED : SAM3_OK);
 }
 
+
+SAM3DEF sam3_points_options sam3_points_options_default(void) {
+    sam3_points_options o;
+    memset(&o, 0, sizeof(o));
+    return o;
+}
 
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
     const sam3_model *m;
