@@ -32,6 +32,7 @@ TINY_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(TINY))
 SAM1_TINY := sam1_a sam1_b
 SAM1_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(SAM1_TINY))
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp
+TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 SHARED    ?= ../shared
 
@@ -70,6 +71,12 @@ $(BUILD)/test_format: tests/test_format.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_format.c $(LIBS)
 $(BUILD)/test_parity: tests/test_parity.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_parity.c $(LIBS)
+# The built-in SGEMM against a double reference; and the parity test built without BLAS (the
+# model's products through the built-in SGEMM).
+$(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_gemm.c $(LIBS)
+$(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
 $(BUILD)/test_tokenizer: tests/test_tokenizer.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_tokenizer.c $(LIBS)
 $(BUILD)/tok_synth.sam3: tests/data/tiny_a/vocab.json tests/make_tokenizer_file.py tools/convert.py | $(BUILD)
@@ -112,6 +119,9 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
 	@for n in $(TINY) $(SAM1_TINY); do $(BUILD)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; done
+	@OMP_WAIT_POLICY=passive $(BUILD)/test_gemm
+	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_robust $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3 3 1 2

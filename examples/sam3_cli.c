@@ -245,9 +245,68 @@ static const char *BENCH_HELP =
     "  --size WxH        the synthetic image's size\n"
     "  --paired          for tools/bench_vs_pytorch.sh: after an untimed round prints \"ready\", then\n"
     "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
-    "                    prints its times, so that another program's runs alternate with ours\n";
+    "                    prints its times, so that another program's runs alternate with ours\n"
+    "\n"
+    "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
+    "  --gemm            no model: the best of R runs of C = A B^T (M x K times (N x K)^T, as the linear\n"
+    "                    layers; default 5184x1024x1024, the ViT's tokens at 1008 px) on N threads with\n"
+    "                    the BLAS sam3 was built with and with sam3's built-in SGEMM (-DSAM3_NO_BLAS)\n";
 
 static double bench_now(void) { return sam3__now_ms(); }
+
+/* sam3 bench --gemm: the BLAS and the built-in SGEMM on one shape, each the best of `runs`. */
+static int bench_gemm(int threads, int runs, int M, int N, int K) {
+    float *a = (float *)malloc(sizeof(float) * M * K), *b = (float *)malloc(sizeof(float) * N * K), *cc = (float *)malloc(sizeof(float) * M * N);
+    double best, t0, t, flop = 2.0 * M * N * K;
+    size_t k;
+    int r, pass;
+    if (!a || !b || !cc) {
+        fprintf(stderr, "sam3 bench: out of memory\n");
+        free(a), free(b), free(cc);
+        return CLI_FAIL;
+    }
+#ifdef _OPENMP
+    if (threads < 1) threads = omp_get_max_threads();
+#else
+    if (threads < 1) threads = 1;
+#endif
+    for (k = 0; k < (size_t)M * K; k++) a[k] = (float)(k % 17) * 0.01f;
+    for (k = 0; k < (size_t)N * K; k++) b[k] = (float)(k % 13) * 0.01f;
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    printf("sgemm %dx%dx%d (C = A B^T), %d thread%s, best of %d\n", M, N, K, threads, threads == 1 ? "" : "s", runs);
+    for (pass = 0; pass < 2; pass++) {
+#if defined(SAM3_NO_BLAS)
+        if (pass == 0) {
+            printf("sgemm (BLAS): n/a (built with SAM3_NO_BLAS)\n");
+            continue;
+        }
+#endif
+#if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
+        if (pass == 0) openblas_set_num_threads(threads);
+#endif
+        best = 1e30;
+        for (r = 0; r <= runs; r++) { /* the first run warms up */
+            t0 = bench_now();
+#if !defined(SAM3_NO_BLAS)
+            if (pass == 0)
+#if defined(SAM3_SGEMM)
+                SAM3_SGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, cc, N);
+#else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, cc, N);
+#endif
+            else
+#endif
+                sam3__sgemm_builtin(threads, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, cc, N);
+            t = bench_now() - t0;
+            if (r > 0 && t < best) best = t;
+        }
+        printf("sgemm (%s): %.1f GFLOP/s\n", pass == 0 ? "BLAS" : "built-in", flop / best * 1e-6);
+    }
+    free(a), free(b), free(cc);
+    return CLI_OK;
+}
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -370,7 +429,7 @@ static void bench_line(const char *what, double ms) {
 
 static int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
-    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1, sam1, paired = 0, rc_cli = CLI_FAIL;
+    int i, threads = 0, runs = 3, W = 1280, H = 960, blas_threads = 1, sam1, paired = 0, rc_cli = CLI_FAIL, gemm = 0, gM = 5184, gN = 1024, gK = 1024;
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
     sam3_ctx_options co = sam3_ctx_options_default();
@@ -399,10 +458,17 @@ static int cmd_bench(int argc, char **argv) {
                 return usage_error("bench", "--size wants WxH, got '%s'", argv[i]);
         } else if (!strcmp(argv[i], "--paired")) {
             paired = 1;
+        } else if (!strcmp(argv[i], "--gemm")) {
+            gemm = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') {
+                if (sscanf(argv[++i], "%dx%dx%d", &gM, &gN, &gK) != 3 || gM < 1 || gN < 1 || gK < 1 || gM > 65536 || gN > 65536 || gK > 65536)
+                    return usage_error("bench", "--gemm wants MxNxK (each 1..65536), got '%s'", argv[i]);
+            }
         } else {
             return usage_error("bench", "unknown or incomplete option '%s'", argv[i]);
         }
     }
+    if (gemm) return bench_gemm(threads, runs, gM, gN, gK);
     if (!path) return usage_error("bench", "missing -m FILE%s", NULL);
     t_load = (double *)calloc((size_t)runs * 9, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
