@@ -225,7 +225,8 @@ $(MINGW_DIR)/sam3.exe: examples/sam3_cli.c sam3.h
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
 	@$(MAKE) --no-print-directory $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
-	    $(MINGW_DIR)/test_robust.exe
+	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe
+	@$(WINE_RUN) $(MINGW_DIR)/test_gemm.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_format.exe $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(WINE_RUN) $(MINGW_DIR)/test_parity.exe --model $(BUILD)/$$n.sam3 \
 	    --data tests/data/$$n || exit 1; done
