@@ -4097,8 +4097,12 @@ static SAM3__INLINE float sam3__ferf(float x) {
     return x < 0 ? -y : y;
 }
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || (defined(__aarch64__) && defined(__ARM_NEON))
+#if defined(__aarch64__) && !defined(__AVX2__)
+#include <arm_neon.h>
+#else
 #include <immintrin.h>
+#endif
 /* sam3__fexp and the GELU on whole vectors, in intrinsics. The compiler's vectorisation of the
    scalar loops is not to be relied on: GCC 12 vectorises them 8 wide at most (its tuning for
    AVX-512 machines prefers 256-bit vectors), GCC 13 not at all (the GELU ran scalar, 5.7 ns an
@@ -4128,6 +4132,27 @@ static SAM3__INLINE __m512 sam3__vx_copysign(__m512 a, __m512 s) {
 static SAM3__INLINE __m512 sam3__vx_pow2n(__m512 n) {
     const __m512i z = _mm512_setzero_si512(), e = _mm512_add_epi32(_mm512_mask_cvtps_epi32(z, (__mmask16)0xFFFF, n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_mask_slli_epi32(z, (__mmask16)0xFFFF, e, 23));
+}
+#elif defined(__aarch64__) && !defined(__AVX2__)
+/* NEON (aarch64): 4 floats, 32 registers, FMA in every core; the same operations as the x86
+   helpers (fmadd(a, b, c) = a b + c, fnmadd(a, b, c) = c - a b). */
+typedef float32x4_t sam3__vx;
+#define SAM3__VX 4
+#define sam3__vx_set1 vdupq_n_f32
+#define sam3__vx_load vld1q_f32
+#define sam3__vx_store vst1q_f32
+#define sam3__vx_add vaddq_f32
+#define sam3__vx_sub vsubq_f32
+#define sam3__vx_max vmaxq_f32
+#define sam3__vx_min vminq_f32
+#define sam3__vx_fmadd(a, b, c) vfmaq_f32((c), (a), (b))
+#define sam3__vx_fnmadd(a, b, c) vfmsq_f32((c), (a), (b))
+#define sam3__vx_mul vmulq_f32
+#define sam3__vx_div vdivq_f32
+#define sam3__vx_abs vabsq_f32
+#define sam3__vx_copysign(a, s) vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a), vandq_u32(vreinterpretq_u32_f32(s), vdupq_n_u32(0x80000000u)))) /* a >= 0 */
+static SAM3__INLINE float32x4_t sam3__vx_pow2n(float32x4_t n) {
+    return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23));
 }
 #else
 typedef __m256 sam3__vx;
@@ -4241,6 +4266,11 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
    is the same sum in the same order either way. Returns 0 for the shapes it leaves to sgemm. */
 #define SAM3__SMALL_M 32
 #ifdef SAM3__VX
+#if defined(__SSE__)
+#define SAM3__PREFETCH_L2(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+#else
+#define SAM3__PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
+#endif
 #define SAM3__SMALL_G (SAM3__VX == 16 ? 6 : 2) /* rows of A a pass: 4 G sums + 5 live in 32 / 16 registers */
 static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, const float *A, int lda, const float *const *b, int nb,
                                                float beta, float *C, int ldc, size_t pf) {
@@ -4252,10 +4282,10 @@ static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, 
         const sam3__vx w0 = sam3__vx_load(b[0] + k), w1 = sam3__vx_load(b[1] + k), w2 = sam3__vx_load(b[2] + k), w3 = sam3__vx_load(b[3] + k);
         /* the next four rows into L2 meanwhile (a prefetch never faults, past the matrix too): one
            core's own misses are too few to reach the memory's rate */
-        _mm_prefetch((const char *)(b[0] + k + pf), _MM_HINT_T1);
-        _mm_prefetch((const char *)(b[1] + k + pf), _MM_HINT_T1);
-        _mm_prefetch((const char *)(b[2] + k + pf), _MM_HINT_T1);
-        _mm_prefetch((const char *)(b[3] + k + pf), _MM_HINT_T1);
+        SAM3__PREFETCH_L2(b[0] + k + pf);
+        SAM3__PREFETCH_L2(b[1] + k + pf);
+        SAM3__PREFETCH_L2(b[2] + k + pf);
+        SAM3__PREFETCH_L2(b[3] + k + pf);
         for (m = 0; m < R; m++) {
             const sam3__vx x = sam3__vx_load(A + (size_t)m * lda + k);
             acc[m][0] = sam3__vx_fmadd(x, w0, acc[m][0]);
@@ -4422,6 +4452,17 @@ static void sam3__softmax_row(float *r, int n) {
 #if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
 #if defined(__SSE__)
 #include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
+#endif
+#if defined(__aarch64__) && !defined(__SSE__)
+/* FPCR, whose FZ bit (24) is aarch64's flush-to-zero (denormal inputs too), for the attention
+   tasks as MXCSR's FTZ/DAZ on x86 */
+#define SAM3__FPCR_FZ ((uint64_t)1 << 24)
+static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
 #endif
 /* Attention without BLAS. Per (head, block of 4 MR query rows) task, by blocks of keys: scores
    from K packed once into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors
@@ -4643,6 +4684,9 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
        threads. Values below 1.2e-38 against a row sum of at least 1 change nothing. */
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u);
+#elif defined(SAM3__FPCR_FZ)
+    const uint64_t fpcr = sam3__fpcr_get();
+    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
 #endif
     (void)sv; /* the fused path's */
     for (t = 0; t < ntl; t++)
@@ -4752,6 +4796,8 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
     }
 #if defined(__SSE__)
     _mm_setcsr(csr);
+#elif defined(SAM3__FPCR_FZ)
+    sam3__fpcr_set(fpcr);
 #endif
 }
 
