@@ -3752,6 +3752,7 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
 #endif
 #define SAM3__GNR (2 * SAM3__GW)
 typedef float sam3__gv __attribute__((vector_size(SAM3__GW * sizeof(float))));
+static const sam3__gv sam3__gv_zero = {0};
 #else
 #define SAM3__GMR 4
 #define SAM3__GNR 8
@@ -3809,7 +3810,7 @@ static SAM3__CONTRACT void sam3__gemm_tile(int kc, const float *pa, const float 
 #if defined(__GNUC__)
     sam3__gv acc[SAM3__GMR][2];
     SAM3__UNROLL_G
-    for (r = 0; r < SAM3__GMR; r++) acc[r][0] = acc[r][1] = (sam3__gv){0};
+    for (r = 0; r < SAM3__GMR; r++) acc[r][0] = acc[r][1] = sam3__gv_zero;
     for (k = 0; k < kc; k++, pa += SAM3__GMR, pb += SAM3__GNR) {
         const sam3__gv b0 = *(const sam3__gv *)(const void *)pb, b1 = *(const sam3__gv *)(const void *)(pb + SAM3__GW);
         SAM3__UNROLL_G

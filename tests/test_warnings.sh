@@ -6,7 +6,7 @@
 # warnings need no optimiser (-fsyntax-only, fast); the ones that depend on it (clang's
 # -Wpass-failed, gcc's -Wmaybe-uninitialized) come from -O0..-O3 builds of a few combinations.
 # With MinGW-w64 installed, also a TU that includes <windows.h> before sam3.h (its macros: hyper,
-# near, far, min, max, ...). JOBS compiles at a time (default 2). Exit status 1 on any warning.
+# near, far, min, max, ...); with aarch64-linux-gnu-gcc, the aarch64 code. JOBS compiles at a time (default 2). Exit status 1 on any warning.
 # usage: sh tests/test_warnings.sh [BUILD_DIR]
 set -u
 B=${1:-build}/warnings
@@ -61,6 +61,13 @@ if have x86_64-w64-mingw32-gcc; then
         done
     done
     job "x86_64-w64-mingw32-gcc -std=c99 $W -O2 -DSAM3_NO_BLAS -march=native -c -o /dev/null $B/windows_first.c"
+fi
+
+if have aarch64-linux-gnu-gcc; then # the NEON helpers and FPCR code
+    for cc in "aarch64-linux-gnu-gcc -std=c99" "aarch64-linux-gnu-g++ -x c++ -std=c++17"; do
+        for gemm in "" "-DSAM3_NO_BLAS"; do job "$cc $W -fopenmp $gemm -fsyntax-only tests/test_compile_impl.c"; done
+    done
+    job "aarch64-linux-gnu-gcc -std=c99 $W -O2 -DNDEBUG -fopenmp -c -o /dev/null tests/test_compile_impl.c"
 fi
 
 n=$(wc -l <"$B/jobs")
