@@ -227,18 +227,25 @@ WINE_RUN     := WINEDEBUG=-all WINEPREFIX=$(abspath $(BUILD))/wineprefix wine
 $(MINGW_DIR)/%.exe: tests/%.c tests/test_util.h sam3.h
 	@mkdir -p $(MINGW_DIR)
 	$(MINGW_CC) $(MINGW_FLAGS) -o $@ $< -lm
+# and with OpenMP (libgomp-1.dll from the compiler's directory, through WINEPATH)
+$(MINGW_DIR)/test_parity_omp.exe: tests/test_parity.c tests/test_util.h sam3.h
+	@mkdir -p $(MINGW_DIR)
+	$(MINGW_CC) $(MINGW_FLAGS) -fopenmp -o $@ $< -lm
 $(MINGW_DIR)/sam3.exe: examples/sam3_cli.c sam3.h
 	@mkdir -p $(MINGW_DIR)
 	$(MINGW_CC) $(MINGW_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c -lm
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
 	@$(MAKE) --no-print-directory $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
-	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe
+	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe $(MINGW_DIR)/test_parity_omp.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_gemm.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_format.exe $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(WINE_RUN) $(MINGW_DIR)/test_parity.exe --model $(BUILD)/$$n.sam3 \
 	    --data tests/data/$$n || exit 1; done
 	@$(WINE_RUN) $(MINGW_DIR)/test_robust.exe $(BUILD)/tiny_a.sam3 -q
+	@for n in tiny_a sam1_a; do out=$$(WINEPATH="$$(dirname $$($(MINGW_CC) -print-file-name=libgomp-1.dll));$$(dirname \
+	    $$($(MINGW_CC) -print-file-name=libwinpthread-1.dll))" $(WINE_RUN) $(MINGW_DIR)/test_parity_omp.exe --model $(BUILD)/$$n.sam3 \
+	    --data tests/data/$$n) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/OpenMP: /'; done
 	@rm -rf $(MINGW_DIR)/out && $(WINE_RUN) $(MINGW_DIR)/sam3.exe segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" --threshold 0 -q -o $(MINGW_DIR)/out && test -s $(MINGW_DIR)/out/results.json && test -s $(MINGW_DIR)/out/overlay.png
 	@echo "test-mingw: the CLI wrote $(MINGW_DIR)/out/ under wine"
