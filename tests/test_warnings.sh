@@ -63,11 +63,12 @@ if have x86_64-w64-mingw32-gcc; then
     job "x86_64-w64-mingw32-gcc -std=c99 $W -O2 -DSAM3_NO_BLAS -march=native -c -o /dev/null $B/windows_first.c"
 fi
 
-if have aarch64-linux-gnu-gcc; then # the NEON helpers and FPCR code
+if have aarch64-linux-gnu-gcc; then # the NEON helpers and FPCR code (no arm64 cblas.h needed)
     for cc in "aarch64-linux-gnu-gcc -std=c99" "aarch64-linux-gnu-g++ -x c++ -std=c++17"; do
-        for gemm in "" "-DSAM3_NO_BLAS"; do job "$cc $W -fopenmp $gemm -fsyntax-only tests/test_compile_impl.c"; done
+        have "${cc%% *}" || continue
+        for gemm in "-DSAM3_SGEMM=cblas_sgemm" "-DSAM3_NO_BLAS"; do job "$cc $W -fopenmp $gemm -fsyntax-only tests/test_compile_impl.c"; done
     done
-    job "aarch64-linux-gnu-gcc -std=c99 $W -O2 -DNDEBUG -fopenmp -c -o /dev/null tests/test_compile_impl.c"
+    job "aarch64-linux-gnu-gcc -std=c99 $W -O2 -DNDEBUG -fopenmp -DSAM3_NO_BLAS -c -o /dev/null tests/test_compile_impl.c"
 fi
 
 n=$(wc -l <"$B/jobs")
