@@ -119,8 +119,10 @@ DOCUMENTATION
    SAM3_NO_MMAP            sam3_load reads the file into memory instead of mapping it
    SAM3_SGEMM(...)         replace the GEMM: row-major cblas_sgemm signature (MKL, BLIS, Accelerate);
                            the attention kernels and products of <= 32 rows by a weight matrix
-                           stay sam3.h's own (AVX2 / AVX-512 builds)
-   SAM3_NO_BLAS            built-in naive sgemm (slow; for tests and tiny targets)
+                           stay sam3.h's own (AVX2 / AVX-512 / NEON builds); no cblas.h needed
+                           (-DSAM3_SGEMM=cblas_sgemm; a cblas.h of your own goes before sam3.h)
+   SAM3_NO_BLAS            no BLAS: sam3's own blocked, vectorised SGEMM (~90 % of OpenBLAS on
+                           Zen 4 with GCC/clang; a plain-C tile with other compilers)
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
@@ -342,8 +344,11 @@ SAM3DEF double sam3_time_ms(void); /* wall clock in milliseconds, arbitrary orig
 /* The matrix products sam3_bench_gemm can time. */
 typedef enum sam3_gemm_path {
     SAM3_GEMM_CTX = 0,         /* as the model's products run on this context (split over its threads, or the BLAS's own) */
-    SAM3_GEMM_BLAS_THREADS = 1 /* one OpenBLAS call on OpenBLAS's own threads (the context's n_threads of them); only in
-                                  builds on OpenBLAS where the context splits products, else SAM3_ERR_UNSUPPORTED */
+    SAM3_GEMM_BLAS_THREADS = 1, /* one OpenBLAS call on OpenBLAS's own threads (the context's n_threads of them); only in
+                                   builds on OpenBLAS where the context splits products, else SAM3_ERR_UNSUPPORTED */
+    SAM3_GEMM_BLAS = 2,         /* sam3_bench_sgemm: one call to the BLAS this build uses (OpenBLAS on `threads` of its
+                                   threads; SAM3_SGEMM as given); SAM3_ERR_UNSUPPORTED in a SAM3_NO_BLAS build */
+    SAM3_GEMM_BUILTIN = 3       /* sam3_bench_sgemm: sam3's built-in SGEMM (what a SAM3_NO_BLAS build runs) on `threads` */
 } sam3_gemm_path;
 
 /* Times C (m x n) = A (m x k) . B (n x k)^T in fp32, row-major, `reps` times (1..100) on synthetic
@@ -353,6 +358,10 @@ typedef enum sam3_gemm_path {
    OpenBLAS's process-global thread count for the call and restores it after: no other context
    may compute meanwhile. Needs no image or model state; the context's error says what failed. */
 SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *ctx, sam3_gemm_path path, int m, int n, int k, int reps, double *ms);
+/* The same product without a model or context, for SAM3_GEMM_BLAS and SAM3_GEMM_BUILTIN (threads >= 1;
+   OpenBLAS's count is restored after): the median of `reps` after one untimed run, in *ms.
+   SAM3_ERR_INVALID_ARG, SAM3_ERR_UNSUPPORTED (no BLAS in this build) or SAM3_ERR_OUT_OF_MEMORY. */
+SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, int n, int k, int reps, double *ms);
 
 /* Runs the image encoder (the expensive part: ~6 TFLOP at 1008x1008) and caches its output.
    pixels: width*height pixels in `format`, rows `stride` bytes apart (stride >= width*bpp). */
@@ -474,6 +483,8 @@ typedef struct sam3_points_result {
    *out stays valid until the next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt *prompt, const sam3_points_options *opt,
                                         sam3_points_result *out);
+/* The defaults (all zero), for C++ where `= {0}` on a struct warns. */
+SAM3DEF sam3_points_options sam3_points_options_default(void);
 
 /* ================================================================================================
    Video: follow prompted objects through a stream of frames (the SAM 3 tracker's memory)
@@ -600,6 +611,20 @@ SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 #else
 #include <cblas.h>
 #endif
+#if defined(SAM3_SGEMM) && !defined(CBLAS_H) && !defined(__MKL_CBLAS_H__) && !defined(CBLAS_ENUM_DEFINED_H)
+/* SAM3_SGEMM is called with the standard CBLAS constants; without a cblas.h seen before this
+   point they, and cblas_sgemm, are declared here as the CBLAS standard (netlib, OpenBLAS,
+   Accelerate, MKL) declares them, so -DSAM3_SGEMM=cblas_sgemm needs no include. A cblas.h
+   included in this translation unit must come before sam3.h. */
+enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 113 };
+#ifdef __cplusplus
+extern "C"
+#endif
+void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA, const enum CBLAS_TRANSPOSE TransB, const int M,
+                 const int N, const int K, const float alpha, const float *A, const int lda, const float *B, const int ldb,
+                 const float beta, float *C, const int ldc);
+#endif
 
 #if !defined(SAM3_NO_STDIO) && !defined(_WIN32) && !defined(SAM3_NO_MMAP)
 #include <fcntl.h>
@@ -613,6 +638,10 @@ SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 #include <windows.h>
 #else
 #include <sys/time.h>
+#endif
+#if !defined(SAM3_NO_STDIO) && defined(_WIN32) && !defined(SAM3_NO_MMAP)
+#define SAM3__HAVE_MMAP 1
+#define SAM3__WIN_MMAP 1
 #endif
 
 #define SAM3__MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -651,6 +680,13 @@ SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 #define SAM3__OMP(args) _Pragma(SAM3__STR_(omp args))
 #else
 #define SAM3__OMP(args)
+#endif
+/* A max reduction marked simd: clang (14) cannot vectorise one without -ffast-math and then warns
+   that it did not (-Wpass-failed, an error under -Werror); it gets the plain loop. */
+#if defined(__clang__)
+#define SAM3__OMP_SIMD_MAX(v)
+#else
+#define SAM3__OMP_SIMD_MAX(v) SAM3__OMP(simd reduction(max:v))
 #endif
 
 /* ==== sam3: platform ==== */
@@ -699,6 +735,52 @@ static int sam3__flag_take(sam3__flag *f) {
     return 1;
 }
 static void sam3__flag_drop(sam3__flag *f) { *f = 0; }
+#endif
+#if !defined(SAM3_NO_STDIO) && defined(_WIN32)
+/* UTF-8 path -> UTF-16 for the W functions (the A ones take the ANSI code page, which cannot name
+   every file); NULL when the path is not valid UTF-8 or memory runs out. Free with SAM3_FREE. */
+static wchar_t *sam3__win_path(const char *path) {
+    wchar_t *w;
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
+    if (n <= 0 || (size_t)n > SIZE_MAX / sizeof(wchar_t)) return NULL;
+    w = (wchar_t *)SAM3_MALLOC((size_t)n * sizeof(wchar_t));
+    if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, w, n) != n) {
+        SAM3_FREE(w);
+        w = NULL;
+    }
+    return w;
+}
+#endif
+#if defined(SAM3__WIN_MMAP)
+/* Maps the file read-only; NULL on failure, with *empty set for a 0-byte file (which cannot be
+   mapped, and is reported as a bad magic like on POSIX). */
+static const void *sam3__win_map(const char *path, size_t *size, int *empty) {
+    HANDLE f, mp;
+    LARGE_INTEGER sz;
+    const void *p = NULL;
+    wchar_t *w = sam3__win_path(path);
+    *empty = 0;
+    if (!w) return NULL;
+    f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    SAM3_FREE(w);
+    if (f == INVALID_HANDLE_VALUE) return NULL;
+    if (!GetFileSizeEx(f, &sz)) sz.QuadPart = -1;
+    *empty = sz.QuadPart == 0;
+    if (sz.QuadPart > 0 && (uint64_t)sz.QuadPart <= (uint64_t)SIZE_MAX) {
+        /* the view keeps the mapping and the file open after both handles are closed */
+        mp = CreateFileMappingW(f, NULL, PAGE_READONLY, 0, 0, NULL);
+        if (mp) {
+            p = MapViewOfFile(mp, FILE_MAP_READ, 0, 0, 0);
+            CloseHandle(mp);
+        }
+    }
+    CloseHandle(f);
+    if (p) *size = (size_t)sz.QuadPart;
+    return p;
+}
+#define SAM3__UNMAP(p, size) ((void)(size), UnmapViewOfFile(p))
+#elif defined(SAM3__HAVE_MMAP)
+#define SAM3__UNMAP(p, size) munmap((p), (size))
 #endif
 
 /* ==== sam3: internal utils ==== */
@@ -2630,7 +2712,7 @@ typedef struct sam3__trk_w {
     sam3__attn_w final_attn;
     sam3__norm final_ln, up_ln;
     sam3__lin up1, up2, conv_s0, conv_s1; /* conv_s0/conv_s1: tracker only (w NULL for SAM 1) */
-    sam3__ffn_w hyper[SAM3__MAX_FFN], iou_head, obj_head;
+    sam3__ffn_w hypernet[SAM3__MAX_FFN], iou_head, obj_head;
 } sam3__trk_w;
 
 /* The video tracker's memory (Sam3TrackerVideoModel on top of the interactive head): memory
@@ -3372,7 +3454,7 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
     h->up_ln = sam3__get_norm(L, "mask_decoder.upscale_layer_norm", D / 4);
     for (i = 0; i < t->n_mask_tokens; i++) {
         snprintf(p, sizeof(p), "mask_decoder.output_hypernetworks_mlps.%d", i);
-        h->hyper[i] = sam3__get_ffn(L, p, 3, D, D, D / 8);
+        h->hypernet[i] = sam3__get_ffn(L, p, 3, D, D, D / 8);
     }
     h->iou_head = sam3__get_ffn(L, "mask_decoder.iou_prediction_head", t->iou_depth, D, t->iou_hidden, t->n_mask_tokens);
 }
@@ -3585,7 +3667,7 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         w->conv_s1 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s1", TD / 4, TD, 1);
         for (i = 0; i < t->n_mask_tokens; i++) {
             snprintf(p, sizeof(p), "tracker_model.mask_decoder.output_hypernetworks_mlps.%d", i);
-            w->hyper[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
+            w->hypernet[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
         }
         w->iou_head = sam3__get_ffn(L, "tracker_model.mask_decoder.iou_prediction_head", t->iou_depth, TD, t->iou_hidden, t->n_mask_tokens);
         w->obj_head = sam3__get_ffn(L, "tracker_model.mask_decoder.pred_obj_score_head", 3, TD, TD, 1);
@@ -3708,7 +3790,7 @@ static void sam3__model_release(sam3_model *m) {
     sam3__afree(&a, m->layer_mem);
     sam3__afree(&a, m->bpe_mem);
 #ifdef SAM3__HAVE_MMAP
-    if (m->free_method == 1 && m->blob) munmap((void *)m->blob, m->size);
+    if (m->free_method == 1 && m->blob) SAM3__UNMAP((void *)m->blob, m->size);
 #endif
     if (m->free_method == 2) sam3__afree(&a, (void *)m->blob);
     sam3__afree(&a, m);
@@ -3725,7 +3807,7 @@ static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_m
     m = (sam3_model *)sam3__acalloc(a, 1, sizeof(sam3_model));
     if (!m) {
 #ifdef SAM3__HAVE_MMAP
-        if (free_method == 1) munmap((void *)blob, size);
+        if (free_method == 1) SAM3__UNMAP((void *)blob, size);
 #endif
         if (free_method == 2) sam3__afree(a, (void *)blob);
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: out of memory");
@@ -3807,7 +3889,17 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", path ? "allocator must set both alloc and free" : "path is NULL");
         return SAM3_ERR_INVALID_ARG;
     }
-#ifdef SAM3__HAVE_MMAP
+#if defined(SAM3__WIN_MMAP)
+    if (!opt || !opt->no_mmap) {
+        int empty;
+        const void *p = sam3__win_map(path, &size, &empty);
+        if (!p) {
+            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot %s '%s'", empty ? "map the empty file" : "open and map", path);
+            return empty ? SAM3_ERR_BAD_MAGIC : SAM3_ERR_IO;
+        }
+        return sam3__model_open((const uint8_t *)p, size, 1, &a, opt, out);
+    }
+#elif defined(SAM3__HAVE_MMAP)
     if (!opt || !opt->no_mmap) {
         struct stat st;
         void *p;
@@ -3831,7 +3923,15 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
         return sam3__model_open((const uint8_t *)p, size, 1, &a, opt, out);
     }
 #endif
+#if defined(_WIN32)
+    {
+        wchar_t *w = sam3__win_path(path);
+        fp = w ? _wfopen(w, L"rb") : NULL;
+        SAM3_FREE(w);
+    }
+#else
     fp = fopen(path, "rb");
+#endif
     if (!fp) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s': %s", path, sam3__errno_text(errno));
         return SAM3_ERR_IO;
@@ -4100,28 +4200,228 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
     c->opt.tap(c->opt.tap_user, name, data, nd, s);
 }
 
+/* ==== sam3: built-in SGEMM ==== */
+/* Row-major C = alpha op(A) op(B) + beta C without a BLAS (SAM3_NO_BLAS), as GotoBLAS/BLIS do it:
+   op(B) in blocks of KC x NC packed into panels of NR columns (k-major: NR floats per k), op(A) in
+   blocks of MC x KC packed per thread into panels of MR rows, and an MR x NR register tile that
+   loads two vectors of B and broadcasts one A value per row at each k (2 MR FMAs per 2 loads).
+   The tile keeps the B panel (KC NR floats) in L1, the A block in L2 and the B block in L3.
+   Vectors through GCC/clang vector extensions: 16 floats with AVX-512 (8 x 32 tile: 16 of 32
+   registers), 8 with AVX (6 x 16: 12 of 16), 4 otherwise (SSE: 6 x 8; NEON: 8 x 8 of 32); other
+   compilers get a plain-C 4 x 8 tile. The packing buffers come from SAM3_MALLOC per call (a BLAS
+   allocates them too); if that fails the product is computed unblocked. */
+#define SAM3__GKC 256 /* k per block */
+#define SAM3__UNROLL_G _Pragma("GCC unroll 16")
+#if defined(__GNUC__)
+#if defined(__AVX512F__)
+#define SAM3__GW 16
+#define SAM3__GMR 8
+#elif defined(__AVX__)
+#define SAM3__GW 8
+#define SAM3__GMR 6
+#elif defined(__aarch64__)
+#define SAM3__GW 4
+#define SAM3__GMR 8
+#else
+#define SAM3__GW 4
+#define SAM3__GMR 6
+#endif
+#define SAM3__GNR (2 * SAM3__GW)
+typedef float sam3__gv __attribute__((vector_size(SAM3__GW * sizeof(float))));
+static const sam3__gv sam3__gv_zero = {0};
+#else
+#define SAM3__GMR 4
+#define SAM3__GNR 8
+#endif
+#define SAM3__GMC (SAM3__GMR * 16)   /* rows per A block: 64..128 x KC floats, in L2 */
+#define SAM3__GNC (SAM3__GNR * 64)   /* columns per B block: up to 2 MB with AVX-512, in L3 */
+
+/* pa: (MR-row panels of the mc x kc block of op(A) at (i0, p0), each (kc, MR), zero rows past mc) */
+static void sam3__gemm_pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *pa) {
+    int ip, r, k;
+    for (ip = 0; ip < mc; ip += SAM3__GMR, pa += (size_t)SAM3__GMR * kc) {
+        const int mr = SAM3__MIN(SAM3__GMR, mc - ip);
+        if (!ta) {
+            for (r = 0; r < mr; r++) {
+                const float *a = A + (size_t)(i0 + ip + r) * lda + p0;
+                for (k = 0; k < kc; k++) pa[(size_t)k * SAM3__GMR + r] = a[k];
+            }
+        } else {
+            for (k = 0; k < kc; k++) {
+                const float *a = A + (size_t)(p0 + k) * lda + i0 + ip;
+                for (r = 0; r < mr; r++) pa[(size_t)k * SAM3__GMR + r] = a[r];
+            }
+        }
+        for (r = mr; r < SAM3__GMR; r++)
+            for (k = 0; k < kc; k++) pa[(size_t)k * SAM3__GMR + r] = 0;
+    }
+}
+/* pb: panel jp (NR columns from j0 + jp NR) of the kc x nc block of op(B) at (p0, j0): (kc, NR), zero columns past nc */
+static void sam3__gemm_pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, int jp, float *pb) {
+    const int j = jp * SAM3__GNR, nr = SAM3__MIN(SAM3__GNR, nc - j);
+    int k, q;
+    if (!tb) {
+        for (k = 0; k < kc; k++) {
+            const float *b = B + (size_t)(p0 + k) * ldb + j0 + j;
+            float *d = pb + (size_t)k * SAM3__GNR;
+            for (q = 0; q < nr; q++) d[q] = b[q];
+            for (; q < SAM3__GNR; q++) d[q] = 0;
+        }
+    } else {
+        for (q = 0; q < nr; q++) {
+            const float *b = B + (size_t)(j0 + j + q) * ldb + p0;
+            for (k = 0; k < kc; k++) pb[(size_t)k * SAM3__GNR + q] = b[k];
+        }
+        for (; q < SAM3__GNR; q++)
+            for (k = 0; k < kc; k++) pb[(size_t)k * SAM3__GNR + q] = 0;
+    }
+}
+
+/* The mr x nr corner of the tile pa (kc, MR) x pb (kc, NR) into C: C = alpha t + beta C on the
+   first k block (beta 0: C not read), C += alpha t after. */
+static SAM3__CONTRACT void sam3__gemm_tile(int kc, const float *pa, const float *pb, float *C, int ldc, int mr, int nr, float alpha,
+                                           float beta, int first) {
+    float t[SAM3__GMR][SAM3__GNR];
+    int r, q, k;
+#if defined(__GNUC__)
+    sam3__gv acc[SAM3__GMR][2];
+    SAM3__UNROLL_G
+    for (r = 0; r < SAM3__GMR; r++) acc[r][0] = acc[r][1] = sam3__gv_zero;
+    for (k = 0; k < kc; k++, pa += SAM3__GMR, pb += SAM3__GNR) {
+        const sam3__gv b0 = *(const sam3__gv *)(const void *)pb, b1 = *(const sam3__gv *)(const void *)(pb + SAM3__GW);
+        SAM3__UNROLL_G
+        for (r = 0; r < SAM3__GMR; r++) {
+            const float a = pa[r];
+            acc[r][0] += a * b0;
+            acc[r][1] += a * b1;
+        }
+    }
+    if (mr == SAM3__GMR && nr == SAM3__GNR) {
+        SAM3__UNROLL_G
+        for (r = 0; r < SAM3__GMR; r++) {
+            float *c = C + (size_t)r * ldc;
+            sam3__gv c0, c1;
+            memcpy(&c0, c, sizeof(c0));
+            memcpy(&c1, c + SAM3__GW, sizeof(c1));
+            if (first) {
+                c0 = beta == 0 ? alpha * acc[r][0] : alpha * acc[r][0] + beta * c0;
+                c1 = beta == 0 ? alpha * acc[r][1] : alpha * acc[r][1] + beta * c1;
+            } else {
+                c0 += alpha * acc[r][0];
+                c1 += alpha * acc[r][1];
+            }
+            memcpy(c, &c0, sizeof(c0));
+            memcpy(c + SAM3__GW, &c1, sizeof(c1));
+        }
+        return;
+    }
+    for (r = 0; r < SAM3__GMR; r++) {
+        memcpy(t[r], &acc[r][0], sizeof(acc[r][0]));
+        memcpy(t[r] + SAM3__GW, &acc[r][1], sizeof(acc[r][1]));
+    }
+#else
+    for (r = 0; r < SAM3__GMR; r++)
+        for (q = 0; q < SAM3__GNR; q++) t[r][q] = 0;
+    for (k = 0; k < kc; k++, pa += SAM3__GMR, pb += SAM3__GNR)
+        for (r = 0; r < SAM3__GMR; r++)
+            for (q = 0; q < SAM3__GNR; q++) t[r][q] += pa[r] * pb[q];
+#endif
+    for (r = 0; r < mr; r++) {
+        float *c = C + (size_t)r * ldc;
+        for (q = 0; q < nr; q++)
+            c[q] = first ? (beta == 0 ? alpha * t[r][q] : alpha * t[r][q] + beta * c[q]) : c[q] + alpha * t[r][q];
+    }
+}
+
+/* Runs on every thread of the caller's team (or alone): the k blocks of one B block in order, the
+   B panels shared out, then (A row block, group of B panels) tasks. */
+static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                              float beta, float *C, int ldc, float *pb, float *pa_all, int ngrp) {
+    int jc, pc;
+    for (jc = 0; jc < N; jc += SAM3__GNC) {
+        const int nc = SAM3__MIN(SAM3__GNC, N - jc), npan = (nc + SAM3__GNR - 1) / SAM3__GNR;
+        for (pc = 0; pc < K || pc == 0; pc += SAM3__GKC) {
+            const int kc = SAM3__MIN(SAM3__GKC, K - pc), nmb = (M + SAM3__GMC - 1) / SAM3__GMC, ntask = nmb * ngrp;
+            int jp, task;
+#ifdef _OPENMP
+            float *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__GMC * SAM3__GKC;
+#else
+            float *pa = pa_all;
+#endif
+            SAM3__OMP(for schedule(static))
+            for (jp = 0; jp < npan; jp++) sam3__gemm_pack_b(tb, B, ldb, pc, jc, kc, nc, jp, pb + (size_t)jp * SAM3__GNR * kc);
+            SAM3__OMP(for schedule(dynamic, 1))
+            for (task = 0; task < ntask; task++) {
+                const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__GMC, mc = SAM3__MIN(SAM3__GMC, M - i0);
+                const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
+                int ip;
+                if (kc > 0) sam3__gemm_pack_a(ta, A, lda, i0, pc, mc, kc, pa);
+                for (jp = j0; jp < j1; jp++) {
+                    const int nr = SAM3__MIN(SAM3__GNR, nc - jp * SAM3__GNR);
+                    for (ip = 0; ip < mc; ip += SAM3__GMR)
+                        sam3__gemm_tile(kc, pa + (size_t)ip * kc, pb + (size_t)jp * SAM3__GNR * kc,
+                                        C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__GNR, ldc, SAM3__MIN(SAM3__GMR, mc - ip), nr,
+                                        alpha, beta, pc == 0);
+                }
+            }
+            if (K == 0) break;
+        }
+    }
+}
+
+/* nt: threads to use (1 inside a parallel region). */
+static void sam3__sgemm_builtin(int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                                int ldb, float beta, float *C, int ldc) {
+    const int kc = SAM3__MIN(SAM3__GKC, K > 0 ? K : 1), ncp = (SAM3__MIN(SAM3__GNC, N) + SAM3__GNR - 1) / SAM3__GNR * SAM3__GNR;
+    const int nmb = (M + SAM3__GMC - 1) / SAM3__GMC;
+    int ngrp = 1;
+    size_t nb, na, bytes;
+    unsigned char *raw;
+    float *pb, *pa;
+    if (M <= 0 || N <= 0) return;
+#ifdef _OPENMP
+    if (omp_in_parallel()) nt = 1;
+#else
+    nt = 1;
+#endif
+    if (nt < 1) nt = 1;
+    /* too few row blocks for the threads: the B panels are shared out too */
+    while (nmb * ngrp < 2 * nt && ngrp * SAM3__GNR < N) ngrp *= 2;
+    nb = (size_t)kc * ncp;
+    na = (size_t)nt * SAM3__GMC * SAM3__GKC;
+    bytes = (nb + na) * sizeof(float) + 64;
+    raw = (unsigned char *)SAM3_MALLOC(bytes);
+    if (!raw) {
+        /* unblocked: slow, but the right answer */
+        int i, j, k;
+        for (i = 0; i < M; i++)
+            for (j = 0; j < N; j++) {
+                float acc = 0;
+                for (k = 0; k < K; k++) acc += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+                C[(size_t)i * ldc + j] = alpha * acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+            }
+        return;
+    }
+    pb = (float *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
+    pa = pb + nb;
+    /* a region of its own also with one thread: inside the caller's parallel region, the
+       work-sharing loops of sam3__gemm_blocks would otherwise bind to the caller's team */
+    SAM3__OMP(parallel num_threads(nt))
+    sam3__gemm_blocks(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pb, pa, ngrp);
+    SAM3_FREE(raw);
+}
+
 /* ==== sam3: kernels ==== */
 /* Row-major C = alpha * op(A) * op(B) + beta * C, one BLAS call. */
 static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                         const float *B, int ldb, float beta, float *C, int ldc) {
     (void)c;
+    (void)sam3__sgemm_builtin; /* with a BLAS, only `sam3 bench --gemm` calls it */
     if (M <= 0 || N <= 0) return;
 #if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(SAM3_NO_BLAS)
-    {
-        int i;
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-        for (i = 0; i < M; i++) {
-            int j, k;
-            for (j = 0; j < N; j++) {
-                double acc = 0;
-                for (k = 0; k < K; k++)
-                    acc += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-                C[(size_t)i * ldc + j] = alpha * (float)acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
-            }
-        }
-    }
+    sam3__sgemm_builtin(c->nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
 #if defined(_OPENMP) && defined(OPENBLAS_VERSION)
     if (c->omp_blas && !omp_in_parallel()) {
@@ -4274,8 +4574,12 @@ static SAM3__INLINE float sam3__ferf(float x) {
     return x < 0 ? -y : y;
 }
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || (defined(__aarch64__) && defined(__ARM_NEON))
+#if defined(__aarch64__) && !defined(__AVX2__)
+#include <arm_neon.h>
+#else
 #include <immintrin.h>
+#endif
 /* sam3__fexp and the GELU on whole vectors, in intrinsics. The compiler's vectorisation of the
    scalar loops is not to be relied on: GCC 12 vectorises them 8 wide at most (its tuning for
    AVX-512 machines prefers 256-bit vectors), GCC 13 not at all (the GELU ran scalar, 5.7 ns an
@@ -4305,6 +4609,27 @@ static SAM3__INLINE __m512 sam3__vx_copysign(__m512 a, __m512 s) {
 static SAM3__INLINE __m512 sam3__vx_pow2n(__m512 n) {
     const __m512i z = _mm512_setzero_si512(), e = _mm512_add_epi32(_mm512_mask_cvtps_epi32(z, (__mmask16)0xFFFF, n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_mask_slli_epi32(z, (__mmask16)0xFFFF, e, 23));
+}
+#elif defined(__aarch64__) && !defined(__AVX2__)
+/* NEON (aarch64): 4 floats, 32 registers, FMA in every core; the same operations as the x86
+   helpers (fmadd(a, b, c) = a b + c, fnmadd(a, b, c) = c - a b). */
+typedef float32x4_t sam3__vx;
+#define SAM3__VX 4
+#define sam3__vx_set1 vdupq_n_f32
+#define sam3__vx_load vld1q_f32
+#define sam3__vx_store vst1q_f32
+#define sam3__vx_add vaddq_f32
+#define sam3__vx_sub vsubq_f32
+#define sam3__vx_max vmaxq_f32
+#define sam3__vx_min vminq_f32
+#define sam3__vx_fmadd(a, b, c) vfmaq_f32((c), (a), (b))
+#define sam3__vx_fnmadd(a, b, c) vfmsq_f32((c), (a), (b))
+#define sam3__vx_mul vmulq_f32
+#define sam3__vx_div vdivq_f32
+#define sam3__vx_abs vabsq_f32
+#define sam3__vx_copysign(a, s) vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a), vandq_u32(vreinterpretq_u32_f32(s), vdupq_n_u32(0x80000000u)))) /* a >= 0 */
+static SAM3__INLINE float32x4_t sam3__vx_pow2n(float32x4_t n) {
+    return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23));
 }
 #else
 typedef __m256 sam3__vx;
@@ -4418,6 +4743,11 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
    is the same sum in the same order either way. Returns 0 for the shapes it leaves to sgemm. */
 #define SAM3__SMALL_M 32
 #ifdef SAM3__VX
+#if defined(__SSE__)
+#define SAM3__PREFETCH_L2(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+#else
+#define SAM3__PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
+#endif
 #define SAM3__SMALL_G (SAM3__VX == 16 ? 6 : 2) /* rows of A a pass: 4 G sums + 5 live in 32 / 16 registers */
 static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, const float *A, int lda, const float *const *b, int nb,
                                                float beta, float *C, int ldc, size_t pf) {
@@ -4429,10 +4759,10 @@ static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, 
         const sam3__vx w0 = sam3__vx_load(b[0] + k), w1 = sam3__vx_load(b[1] + k), w2 = sam3__vx_load(b[2] + k), w3 = sam3__vx_load(b[3] + k);
         /* the next four rows into L2 meanwhile (a prefetch never faults, past the matrix too): one
            core's own misses are too few to reach the memory's rate */
-        _mm_prefetch((const char *)(b[0] + k + pf), _MM_HINT_T1);
-        _mm_prefetch((const char *)(b[1] + k + pf), _MM_HINT_T1);
-        _mm_prefetch((const char *)(b[2] + k + pf), _MM_HINT_T1);
-        _mm_prefetch((const char *)(b[3] + k + pf), _MM_HINT_T1);
+        SAM3__PREFETCH_L2(b[0] + k + pf);
+        SAM3__PREFETCH_L2(b[1] + k + pf);
+        SAM3__PREFETCH_L2(b[2] + k + pf);
+        SAM3__PREFETCH_L2(b[3] + k + pf);
         for (m = 0; m < R; m++) {
             const sam3__vx x = sam3__vx_load(A + (size_t)m * lda + k);
             acc[m][0] = sam3__vx_fmadd(x, w0, acc[m][0]);
@@ -4586,7 +4916,7 @@ static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const s
 static void sam3__softmax_row(float *r, int n) {
     float mx = -FLT_MAX, sum = 0, inv;
     int j;
-    SAM3__OMP(simd reduction(max:mx))
+    SAM3__OMP_SIMD_MAX(mx)
     for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
     SAM3__OMP(simd)
     for (j = 0; j < n; j++) r[j] = sam3__fexp(r[j] - mx);
@@ -4599,6 +4929,17 @@ static void sam3__softmax_row(float *r, int n) {
 #if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
 #if defined(__SSE__)
 #include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
+#endif
+#if defined(__aarch64__) && !defined(__SSE__)
+/* FPCR, whose FZ bit (24) is aarch64's flush-to-zero (denormal inputs too), for the attention
+   tasks as MXCSR's FTZ/DAZ on x86 */
+#define SAM3__FPCR_FZ ((uint64_t)1 << 24)
+static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
 #endif
 /* Attention without BLAS. Per (head, block of 4 MR query rows) task, by blocks of keys: scores
    from K packed once into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors
@@ -4751,7 +5092,7 @@ static float sam3__row_max(const float *r, int n) {
     }
     for (; j < n; j++) mx = r[j] > mx ? r[j] : mx;
 #else
-    SAM3__OMP(simd reduction(max:mx))
+    SAM3__OMP_SIMD_MAX(mx)
     for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
 #endif
     return mx;
@@ -4820,6 +5161,9 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
        threads. Values below 1.2e-38 against a row sum of at least 1 change nothing. */
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u);
+#elif defined(SAM3__FPCR_FZ)
+    const uint64_t fpcr = sam3__fpcr_get();
+    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
 #endif
     (void)sv; /* the fused path's */
     for (t = 0; t < ntl; t++)
@@ -4929,6 +5273,8 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
     }
 #if defined(__SSE__)
     _mm_setcsr(csr);
+#elif defined(SAM3__FPCR_FZ)
+    sam3__fpcr_set(fpcr);
 #endif
 }
 
@@ -6113,6 +6459,7 @@ static sam3_result sam3__fpn_layer(sam3_ctx *c, const sam3__fpn_w *w, int s2, in
         src = mp; src_tokens = 0; hw = side;
     }
     SAM3_ASSERT(hw == side);
+    (void)hw; /* only the assertion reads it */
     p1 = sam3__sallocf(c, (size_t)D * side * side); /* (D, side, side) */
     if (!p1) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__conv1x1(c, src, src_tokens, cin, side * side, &w->proj1, D, p1);
@@ -7219,7 +7566,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     sam3__gelu(c, u2, (size_t)(D / 8) * 16 * Ng);
     /* one hypernetwork per mask token, then masks = hyper . upscaled */
     for (j = 0; j < nm; j++)
-        if ((rc = sam3__ffn(c, &w->hyper[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
+        if ((rc = sam3__ffn(c, &w->hypernet[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
             return rc;
     sam3__gemm(c, 0, 0, nm, 16 * Ng, D / 8, 1.0f, hyp, D / 8, u2, 16 * Ng, 0.0f, all_masks, 16 * Ng);
     if ((rc = sam3__ffn(c, &w->iou_head, tk + (size_t)it * D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;
@@ -7717,6 +8064,53 @@ SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *c, sam3_gemm_path path, int m, int
     return SAM3_OK;
 }
 
+SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, int n, int k, int reps, double *ms) {
+    double t[100], t0;
+    size_t na, nb, nc, bytes, i;
+    float *a, *b, *cc;
+    int r, j;
+    if (!ms || threads < 1 || m < 1 || n < 1 || k < 1 || reps < 1 || reps > 100 || (path != SAM3_GEMM_BLAS && path != SAM3_GEMM_BUILTIN))
+        return SAM3_ERR_INVALID_ARG;
+    *ms = 0;
+#if defined(SAM3_NO_BLAS)
+    if (path == SAM3_GEMM_BLAS) return SAM3_ERR_UNSUPPORTED;
+#endif
+    if (!sam3__mul((size_t)m, (size_t)k, &na) || !sam3__mul((size_t)n, (size_t)k, &nb) || !sam3__mul((size_t)m, (size_t)n, &nc) ||
+        !sam3__add(na, nb, &bytes) || !sam3__add(bytes, nc, &bytes) || !sam3__mul(bytes, sizeof(float), &bytes))
+        return SAM3_ERR_INVALID_ARG;
+    if (!(a = (float *)SAM3_MALLOC(bytes))) return SAM3_ERR_OUT_OF_MEMORY;
+    b = a + na;
+    cc = b + nb;
+    for (i = 0; i < na; i++) a[i] = (float)(i % 17) * 0.01f;
+    for (i = 0; i < nb; i++) b[i] = (float)(i % 13) * 0.01f;
+    for (r = -1; r < reps; r++) { /* the first run warms caches and thread pools */
+        t0 = sam3__now_ms();
+        if (path == SAM3_GEMM_BUILTIN) {
+            sam3__sgemm_builtin(threads, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+        } else {
+#if defined(SAM3_SGEMM)
+            SAM3_SGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+#elif defined(OPENBLAS_VERSION) && !defined(SAM3_NO_BLAS)
+            const int prev = openblas_get_num_threads();
+            openblas_set_num_threads(threads);
+            t0 = sam3__now_ms();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+            if (r >= 0) t[r] = sam3__now_ms() - t0;
+            openblas_set_num_threads(prev);
+            continue;
+#elif !defined(SAM3_NO_BLAS)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+#endif
+        }
+        if (r >= 0) t[r] = sam3__now_ms() - t0;
+    }
+    SAM3_FREE(a);
+    for (r = 1; r < reps; r++)
+        for (j = r; j > 0 && t[j - 1] > t[j]; j--) t0 = t[j], t[j] = t[j - 1], t[j - 1] = t0;
+    *ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    return SAM3_OK;
+}
+
 /* Entry-point prologue: clear the error, settle the arena. */
 static sam3_result sam3__begin(sam3_ctx *c) {
     c->err[0] = 0;
@@ -8107,6 +8501,12 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
     return sam3__end(c, truncated ? SAM3_TRUNCATED : SAM3_OK);
 }
 
+
+SAM3DEF sam3_points_options sam3_points_options_default(void) {
+    sam3_points_options o;
+    memset(&o, 0, sizeof(o));
+    return o;
+}
 
 static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
     const sam3_model *m;

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/resource.h>
 #endif
@@ -62,7 +65,13 @@ static const char *BENCH_HELP =
     "                    the released config's 7), then R frames timed: the whole\n"
     "                    frame and the tracking beyond the image encoder (also per object); with\n"
     "                    --paired, one frame per line on stdin (tools/bench_video_pytorch.py)\n"
-    "  --frames N        with --video: N more untimed frames first, then peak RSS and the tracker's memory\n";
+    "  --frames N        with --video: N more untimed frames first, then peak RSS and the tracker's memory\n"
+    "\n"
+    "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
+    "  --gemm            no model: C = A B^T (M x K times (N x K)^T, as the linear layers; default\n"
+    "                    5184x1024x1024, the ViT's tokens at 1008 px) on N threads, the median of R runs,\n"
+    "                    with the BLAS sam3 was built with and with sam3's built-in SGEMM (what a\n"
+    "                    -DSAM3_NO_BLAS build runs): lines \"sgemm (BLAS): X GFLOP/s\", \"sgemm (built-in): Y GFLOP/s\"\n";
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -190,6 +199,7 @@ typedef struct bench_args {
     const char *path;
     int threads, blas_threads, runs, width, height, paired;
     int video, frames, warm; /* --video K objects, --frames N, --warm W */
+    int gemm, gm, gn, gk;    /* --gemm [MxNxK] */
 } bench_args;
 
 /* Returns -1 to go on, else the exit status (--help: 0, a usage error: 2). */
@@ -227,6 +237,14 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(arg, "--video") && val) {
             a->video = atoi(val), i++;
             if (a->video < 1 || a->video > SAM3_MAX_TRACKED_OBJECTS) return usage_error("--video wants 1..64 objects, got '%s'", val);
+        } else if (!strcmp(arg, "--gemm")) {
+            a->gemm = 1;
+            if (val && val[0] >= '0' && val[0] <= '9') {
+                i++;
+                if (sscanf(val, "%dx%dx%d", &a->gm, &a->gn, &a->gk) != 3 || a->gm < 1 || a->gn < 1 || a->gk < 1 || a->gm > 65536 ||
+                    a->gn > 65536 || a->gk > 65536)
+                    return usage_error("--gemm wants MxNxK, got '%s'", val);
+            }
         } else if (!strcmp(arg, "--warm") && val) {
             a->warm = atoi(val), i++;
             if (a->warm < 0) return usage_error("--warm wants a number >= 0, got '%s'", val);
@@ -237,7 +255,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             return usage_error("unknown or incomplete option '%s'", arg);
         }
     }
-    if (!a->path) return usage_error("missing -m FILE%s", NULL);
+    if (!a->path && !a->gemm) return usage_error("missing -m FILE%s", NULL);
     return -1;
 }
 
@@ -330,6 +348,23 @@ done:
     return rc;
 }
 
+/* sam3 bench --gemm: both GEMMs on one shape. */
+static int bench_gemm(int threads, int runs, int M, int N, int K) {
+    const sam3_gemm_path paths[2] = {SAM3_GEMM_BLAS, SAM3_GEMM_BUILTIN};
+    int p;
+    printf("sgemm %dx%dx%d (C = A B^T), %d thread%s, median of %d\n", M, N, K, threads, threads == 1 ? "" : "s", runs);
+    for (p = 0; p < 2; p++) {
+        double ms = 0;
+        sam3_result rc = sam3_bench_sgemm(paths[p], threads, M, N, K, runs, &ms);
+        if (rc == SAM3_ERR_UNSUPPORTED) printf("sgemm (%s): n/a (built with SAM3_NO_BLAS)\n", p ? "built-in" : "BLAS");
+        else if (rc != SAM3_OK) {
+            fprintf(stderr, "sam3 bench: --gemm: %s\n", sam3_result_string(rc));
+            return CLI_FAIL;
+        } else printf("sgemm (%s): %.1f GFLOP/s\n", p ? "built-in" : "BLAS", 2.0 * M * N * K / (ms * 1e6));
+    }
+    return CLI_OK;
+}
+
 int bench_main(int argc, char **argv) {
     bench_args a;
     const int parsed = parse_args(argc, argv, &a);
@@ -345,6 +380,17 @@ int bench_main(int argc, char **argv) {
     double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, *t_nopost, *t_click, t_first = -1, t0, sg, sg_ob, gf;
     unsigned char *img;
     if (parsed >= 0) return parsed;
+    if (a.gemm) {
+        int nt = threads;
+        if (nt < 1) {
+#ifdef _OPENMP /* no model: the default count is OpenMP's */
+            nt = omp_get_max_threads();
+#else
+            nt = 1;
+#endif
+        }
+        return bench_gemm(nt, runs, a.gm ? a.gm : 5184, a.gn ? a.gn : 1024, a.gk ? a.gk : 1024);
+    }
     t_load = (double *)calloc((size_t)runs * 9, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
     if (!t_load || !img) {

@@ -666,6 +666,14 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
             rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
             t_check(_mm_getcsr() == csr, "%s: attention kernel variant %d: MXCSR %#x after the call, %#x before", cfg, variant, _mm_getcsr(), csr);
         }
+#elif defined(SAM3__FPCR_FZ) && !defined(SAM3_NO_FAST_ATTENTION)
+        {
+            /* the same on aarch64 with FPCR.FZ */
+            const uint64_t fpcr = sam3__fpcr_get();
+            rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
+            t_check(sam3__fpcr_get() == fpcr, "%s: attention kernel variant %d: FPCR %#llx after the call, %#llx before", cfg, variant,
+                    (unsigned long long)sam3__fpcr_get(), (unsigned long long)fpcr);
+        }
 #else
         rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
 #endif

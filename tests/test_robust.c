@@ -18,9 +18,13 @@
 #include <time.h>
 
 static double now_s(void) {
+#ifdef _WIN32
+    return (double)clock() / CLOCKS_PER_SEC; /* wall time there */
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
 }
 #define TIMED(call)                                                      \
     do {                                                                 \
@@ -39,6 +43,14 @@ typedef struct counter {
     long failed;   /* failures injected */
 } counter;
 
+#ifdef _WIN32
+#include <malloc.h>
+#define t_memalign(pp, align, size) ((*(pp) = _aligned_malloc((size), (align))) ? 0 : -1)
+#define t_alignfree(p) _aligned_free(p)
+#else
+#define t_memalign(pp, align, size) posix_memalign((pp), (align), (size))
+#define t_alignfree(p) free(p)
+#endif
 static void *c_alloc(size_t size, size_t align, void *user) {
     counter *k = (counter *)user;
     void *p = NULL;
@@ -48,7 +60,7 @@ static void *c_alloc(size_t size, size_t align, void *user) {
         return NULL;
     }
     if (align < sizeof(void *)) align = sizeof(void *);
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
+    if (t_memalign(&p, align, size ? size : 1) != 0) return NULL;
     if (((uintptr_t)p & (align - 1)) != 0) t_check(0, "allocator returned misaligned memory");
     k->live++;
     return p;
@@ -60,7 +72,7 @@ static void c_free(void *p, void *user) {
         return;
     }
     k->live--;
-    free(p);
+    t_alignfree(p);
 }
 static sam3_allocator counted(counter *k) {
     sam3_allocator a;
@@ -255,6 +267,29 @@ static void test_nulls(const sam3_model *m) {
     /* a directory opens and seeks on Linux (ftell: 2^63 - 1); it must not be allocated for */
     t_check(sam3_load("/", &lo, &mm) == SAM3_ERR_IO && !mm, "sam3_load(a directory, no_mmap) -> IO");
     t_check(sam3_load("/dev/null", NULL, &mm) < 0 && !mm, "sam3_load(/dev/null) -> error");
+#if defined(_WIN32) && !defined(SAM3_NO_STDIO)
+    {
+        /* a UTF-8 path outside any ANSI code page (U+03B1 U+6F22): CreateFileW and _wfopen */
+        static const char name[] = "sam3_robust_\xce\xb1\xe6\xbc\xa2.sam3";
+        wchar_t *src = sam3__win_path(g_path), *dst = sam3__win_path(name);
+        const int copied = src && dst && CopyFileW(src, dst, FALSE);
+        t_check(copied, "copy the model to a UTF-8 (non-ANSI) name");
+        if (copied) {
+            sam3_load_options lu = sam3_load_options_default();
+            t_check(sam3_load(name, NULL, &mm) == SAM3_OK && mm, "sam3_load(UTF-8 path), mapped");
+            sam3_free(mm);
+            mm = NULL;
+            lu.no_mmap = 1;
+            t_check(sam3_load(name, &lu, &mm) == SAM3_OK && mm, "sam3_load(UTF-8 path, no_mmap)");
+            sam3_free(mm);
+            mm = NULL;
+            DeleteFileW(dst);
+        }
+        SAM3_FREE(src);
+        SAM3_FREE(dst);
+        t_check(sam3_load("\xff\xfe.sam3", NULL, &mm) == SAM3_ERR_IO && !mm, "sam3_load(invalid UTF-8 path) -> IO");
+    }
+#endif
     t_check(sam3_load_from_memory(NULL, 0, NULL, &mm) == SAM3_ERR_INVALID_ARG && !mm, "load_from_memory(NULL, 0) -> INVALID_ARG");
     t_check(sam3_load_from_memory(g_blob, 0, NULL, &mm) == SAM3_ERR_BAD_MAGIC && !mm, "load_from_memory(blob, 0 bytes) -> BAD_MAGIC");
     t_check(sam3_load_from_memory(g_blob, g_size, NULL, NULL) == SAM3_ERR_INVALID_ARG, "load_from_memory(NULL out) -> INVALID_ARG");
