@@ -138,6 +138,19 @@ def keep_names(cfg, video=False):
 # ----------------------------------------------------------------------------------------
 
 @test
+def empty_tensor_checksum():
+    """A 0-element tensor (reference dumps have them) is written and checksummed as no bytes."""
+    d = tmpdir("empty")
+    path = os.path.join(d, "e.sam3")
+    sam3file.write(path, {"arch": "dump"}, [("empty", np.zeros((0, 4), np.float32)), ("x", np.arange(6, dtype=np.float32))])
+    f = sam3file.read(path)
+    check(f.get("empty").shape == (0, 4) and float(f.get("x")[5]) == 5.0, "tensors read back")
+    check(sam3file.mx64(np.zeros((0, 4), np.float32)) == sam3file.mx64(b""), "empty array checksum != empty bytes'")
+    check(sam3file.mx64(np.arange(6, dtype=np.float32)) == sam3file.mx64(np.arange(6, dtype=np.float32).tobytes()),
+          "array and bytes checksums differ")
+
+
+@test
 def manifest_matches_released_tsv():
     if not os.path.isfile(TSV):
         raise Skip(f"{os.path.normpath(TSV)} is absent")

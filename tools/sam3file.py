@@ -79,7 +79,11 @@ def mx64(data):
     s = sum_i mix((w[i] ^ (i * K1)) * K2) mod 2^64 with mix(x) = x ^ (x >> 32), h = mix((s ^ n) * K2).
     Vectorised over pieces of _MX64_CHUNK words (uint64 arithmetic wraps in numpy arrays)."""
     global _MX64_RAMP
-    b = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+    if isinstance(data, np.ndarray):
+        # (memoryview.cast refuses views with a zero in the shape: an empty tensor's bytes are b"")
+        b = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    else:
+        b = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
     n = b.size
     nw = n // 8
     if _MX64_RAMP is None:
