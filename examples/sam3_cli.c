@@ -900,8 +900,11 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
             tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
             continue;
         }
-        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": \"%s\"}}",
-                  (long long)in->area, in->query, img->h, img->w, rle[k]);
+        /* the RLE alphabet (characters 48..111) holds '\\', escaped in JSON */
+        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", (long long)in->area,
+                  in->query, img->h, img->w);
+        tb_json_string(&js, rle[k]);
+        tb_printf(&js, "}}");
         /* COCO: bbox [x, y, width, height] from the model's box; area = mask pixels */
         tb_printf(io->coco, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "",
                   io->n_ann + 1, io->image_id, category);
@@ -909,7 +912,9 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         tb_json_number(io->coco, in->box[2] - in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[3] - in->box[1]);
         tb_printf(io->coco, "], \"area\": %lld, \"score\": ", (long long)in->area);
         tb_json_number(io->coco, in->score);
-        tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": \"%s\"}}", img->h, img->w, rle[k]);
+        tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
+        tb_json_string(io->coco, rle[k]);
+        tb_printf(io->coco, "}}");
         io->n_ann++;
     }
     tb_printf(&js, "%s]\n}\n", seg->n ? "\n  " : "");
