@@ -57,6 +57,11 @@ DOCUMENTATION
      boxes are x0,y0,x1,y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
    * Masks are width*height bytes of 0/1 at the size of the image you passed in.
+   * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
+     through frames pushed one at a time (any sizes); an object is prompted (clicks, a box, or a
+     mask) on the frame about to be pushed and tracked on every later one. Per object and frame:
+     an object-score logit (> 0: visible), the mask at the frame's size (logits > 0), its box and
+     area, and the decoder's logits. Files converted without the memory modules cannot track.
 
 2. Memory and ownership
    * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses f32 weights
@@ -68,6 +73,9 @@ DOCUMENTATION
    * Scratch memory is one stack arena that grows to the peak of the first image and prompt (with
      1/8 headroom, not resident until touched) and is reused after that. `sam3_ctx_memory_used`
      reports everything a context holds: image state, arena, result buffers, text-feature cache.
+   * A tracker holds each object's memory bank (64-channel memories of its conditioning frames and
+     last frames, in bf16; pointers), bounded by the model's config, so its memory stops growing
+     once the bank is full; its results live until its next push_frame. sam3_tracker_memory_used.
    * `sam3_load` reads no weights (pages come in as the model uses them). With
      `sam3_load_options.verify = 1` it reads every tensor once, at memory speed (~10 GB/s a core,
      more with AVX-512): the checksum the converter recorded for it, and that every float is finite.
@@ -114,6 +122,8 @@ DOCUMENTATION
                            stay sam3.h's own (AVX2 / AVX-512 builds)
    SAM3_NO_BLAS            built-in naive sgemm (slow; for tests and tiny targets)
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
+   SAM3_MAX_POINTS         clicks per prompt (default 64)
+   SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
 
 6. Weight file format (.sam3)
    One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
@@ -133,9 +143,15 @@ DOCUMENTATION
    * Batch size 1; one image per context at a time.
    * Text prompts are at most text.max_position_embeddings ids (32 for SAM 3) including BOS and
      EOS: longer prompts are truncated (EOS kept) and the call returns SAM3_TRUNCATED.
-   * At most SAM3_MAX_BOXES boxes per prompt.
+   * At most SAM3_MAX_BOXES boxes per prompt, SAM3_MAX_POINTS clicks per click prompt.
+   * A tracker follows at most SAM3_MAX_TRACKED_OBJECTS objects; each correction adds one object
+     pointer (D floats) for the rest of the stream (transformers 5.17 reads every past conditioning
+     frame's pointer).
 
 RECENT REVISIONS
+   0.2.0  video: sam3_tracker_* (the SAM 3 tracker's memory, streaming); SAM3_ERR_BUSY; load
+          errors without a log callback; per-tensor checksums and verify; sam3_time_ms,
+          sam3_bench_gemm; SAM3_SHARED.
    0.1.0  first release: loader, converter, vision encoder.
 */
 
@@ -146,9 +162,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 0
-#define SAM3_VERSION_MINOR 1
+#define SAM3_VERSION_MINOR 2
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "0.1.0"
+#define SAM3_VERSION_STRING "0.2.0"
 #define SAM3_FILE_FORMAT_VERSION 1
 
 #ifndef SAM3DEF

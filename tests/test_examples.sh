@@ -78,7 +78,21 @@ check "track_loop tracks 8 of 8 frames: $(tail -n 1 "$T/trk.out")" grep -q "8 tr
 # ... and finds what `sam3 track` finds on the frames it saved (scores as both print them, %.6g;
 # box, area and the target, the centroid of the mask PNG, where visible)
 click=$(sed -n 's/.*click at \([0-9]*,[0-9]*\) .*/\1/p' "$T/trk.out")
-"$B/sam3" track -m "$VIDEO" -i "$T/frames" -o "$T/trk_cli" --point "0:1:$click" --threads 2 -q 2>"$T/trk_cli.err"
+# the example saves binary PPMs (no image library); sam3 reads JPEG and PNG: the same pixels as PNG
+mkdir -p "$T/frames_png"
+"${PYTHON:-/usr/bin/python3}" - "$T/frames" "$T/frames_png" <<'PYEOF'
+import os, sys
+import numpy as np
+sys.path.insert(0, "tests")
+import cli_images
+for n in sorted(os.listdir(sys.argv[1])):
+    d = open(os.path.join(sys.argv[1], n), "rb").read()
+    parts = d.split(maxsplit=4)  # P6 W H 255 pixels
+    w, h = int(parts[1]), int(parts[2])
+    px = np.frombuffer(d[len(d) - w * h * 3:], np.uint8).reshape(h, w, 3)
+    open(os.path.join(sys.argv[2], n[:-4] + ".png"), "wb").write(cli_images.png_bytes(px))
+PYEOF
+"$B/sam3" track -m "$VIDEO" -i "$T/frames_png" -o "$T/trk_cli" --point "0:1:$click" --threads 2 -q 2>"$T/trk_cli.err"
 rc=$?
 check "sam3 track on track_loop's frames exits 0 (got $rc: $(cat "$T/trk_cli.err"))" test $rc -eq 0
 "${PYTHON:-/usr/bin/python3}" - "$T/trk.out" "$T/trk_cli/tracks.jsonl" >"$T/trk_cmp.txt" 2>&1 <<'PYEOF'

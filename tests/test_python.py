@@ -18,6 +18,7 @@ Prints "test_python: N passed, N failed" last; exits 1 on failure.
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -304,6 +305,7 @@ def _has_key(m, key):
 
 
 def main():
+    shutil.rmtree(T, ignore_errors=True)  # the CLI refuses output folders it did not write
     os.makedirs(T, exist_ok=True)
     check(sam3.version() == open(os.path.join(ROOT, "sam3.h")).read().split('#define SAM3_VERSION_STRING "')[1].split('"')[0],
           "sam3.version() = SAM3_VERSION_STRING: %s" % sam3.version())

@@ -73,7 +73,8 @@ class _Allocator(ctypes.Structure):
 
 
 class _LoadOptions(ctypes.Structure):
-    _fields_ = [("allocator", _Allocator), ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("no_mmap", ctypes.c_int)]
+    _fields_ = [("allocator", _Allocator), ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("no_mmap", ctypes.c_int),
+                ("verify", ctypes.c_int), ("error", ctypes.c_char_p), ("error_size", ctypes.c_size_t)]
 
 
 class _CtxOptions(ctypes.Structure):
@@ -84,7 +85,8 @@ class _CtxOptions(ctypes.Structure):
 
 class _Timings(ctypes.Structure):
     _fields_ = [(n, ctypes.c_double) for n in ("preprocess", "vision_trunk", "vision_neck", "text", "geometry", "detr_encoder",
-                                                "detr_decoder", "mask_decoder", "postprocess", "interactive_neck", "points")]
+                                                "detr_decoder", "mask_decoder", "postprocess", "interactive_neck", "points",
+                                                "tracking")]
     # returned by value: room for fields a later sam3.h appends (the callee writes into our buffer)
     _fields_ += [("_reserved", ctypes.c_double * 32)]
 
