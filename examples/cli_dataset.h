@@ -283,10 +283,11 @@ static void cli_ds_hash(uint64_t *h, const void *data, size_t n) {
 }
 static void cli_ds_hash_str(uint64_t *h, const char *s) { cli_ds_hash(h, s ? s : "\xff(null)", s ? strlen(s) + 1 : 8); }
 
-/* 1 when the file at path is a regular file whose first 4 KiB hold both marker and line (the
-   "settings" entry): the manifest of an image done with the same settings. */
+/* 1 when the file at path is a regular file whose first 12 KiB hold both marker and line (the
+   "settings" entry, the image line; both come before the first mask): the manifest of an image
+   done with the same settings. */
 static int cli_ds_file_has(const char *path, const char *marker, const char *line) {
-    char buf[4097];
+    char buf[12289];
     size_t n;
     struct stat st;
     FILE *f;
@@ -403,7 +404,7 @@ static int cli_ds__coco_parse(cli_ds__coco *c, const char *path) {
     size_t cats_len = 0;
     memset(c, 0, sizeof(*c));
     c->path = path;
-    if (!(c->text = cli_ds__read_all(path, (size_t)1 << 32))) {
+    if (!(c->text = cli_ds__read_all(path, (size_t)1 << 30))) {
         cli_error("cannot read '%s': %s", path, errno ? strerror(errno) : "too large");
         return 0;
     }
