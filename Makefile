@@ -246,7 +246,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 # valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
 # buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
 # CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks; `sam3 track` on a 3-frame Y4M
-# stream with a click, a box and overlays), then test_robust's quick mode, then the CLI's image
+# stream with a click, a box and overlays; a folder of images with --format coco, a shard, a rerun,
+# sam3 merge and a failing list), then test_robust's quick mode, then the CLI's image
 # reader on every fuzz seed (valid and hostile JPEG/PNG, other formats).
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
