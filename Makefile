@@ -22,6 +22,8 @@ DEB_PKGS := gcc g++ make libopenblas-dev libopenblas0-openmp libstb-dev python3-
 # The CLI reads images with libjpeg-turbo and libpng (examples/image_io.h); the tests compare its
 # JPEG decode with djpeg's (libjpeg-turbo-progs).
 DEB_PKGS += libjpeg62-turbo-dev libpng-dev libjpeg-turbo-progs
+# GNU parallel: tests/test_dataset.sh runs the README's sharding recipe with it (skipped without).
+DEB_PKGS += parallel
 IMG_LIBS := -ljpeg -lpng
 # OpenBLAS: Debian's default libopenblas is the pthread build, whose idle threads spin while our
 # OpenMP loops run (measured: vision encoder 44 s vs 28 s on 2 cores); with OPENMP=1 we link the
@@ -75,7 +77,7 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/sam3_bench.c examples/image_io.h examples/cli_outdir.h sam3.h | $(BUILD)
+$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h examples/cli_outdir.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS) $(IMG_LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
@@ -226,6 +228,7 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@PYTHON=$(PYTHON) sh tests/test_cli.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_track.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_dataset.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_image_io.sh $(BUILD)
 	@$(BUILD)/test_outdir $(BUILD)/test_outdir.d
 
@@ -261,7 +264,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 # valgrind memcheck, one thread (OMP_NUM_THREADS=1: OpenMP's and OpenBLAS's pools keep per-thread
 # buffers until exit, reported as "still reachable"/"possibly lost", which are not errors): the
 # CLI end to end (PNG in, text + boxes, PNGs and JSON out; clicks; `sam3 track` on a 3-frame Y4M
-# stream with a click, a box and overlays), then test_robust's quick mode, then the CLI's image
+# stream with a click, a box and overlays; a folder of images with --format coco, a shard, a rerun,
+# sam3 merge and a failing list), then test_robust's quick mode, then the CLI's image
 # reader on every fuzz seed (valid and hostile JPEG/PNG, other formats).
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
@@ -281,6 +285,15 @@ valgrind: deps
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 track -m $(VG_BUILD)/video_a.sam3 -i - --point 0:1:16,24 --box 1:2:30,10,60,40 \
 	    --overlay --threads 1 -q -o $(VG_BUILD)/out_track <$(VG_BUILD)/track_frames/stream.y4m
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 -q
+	@rm -rf $(VG_BUILD)/dataset && $(PYTHON) tests/dataset_check.py make $(VG_BUILD)/dataset/imgs && printf 'missing.png\n' >$(VG_BUILD)/dataset/imgs/bad.txt
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i $(VG_BUILD)/dataset/imgs -t "a cat" -t dog \
+	    --threshold 0 --format coco --shard 0/2 --threads 1 -q -o $(VG_BUILD)/dataset/out
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i $(VG_BUILD)/dataset/imgs -t "a cat" -t dog \
+	    --threshold 0 --format coco --threads 1 -q -o $(VG_BUILD)/dataset/out
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 merge -q -o $(VG_BUILD)/dataset/merged.json $(VG_BUILD)/dataset/out
+	cmp $(VG_BUILD)/dataset/merged.json $(VG_BUILD)/dataset/out/coco.json
+	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i @$(VG_BUILD)/dataset/imgs/bad.txt -t x \
+	    --threads 1 -q -o $(VG_BUILD)/dataset/bad; test $$? = 1
 	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/fuzz_image_replay
 	@rm -rf $(VG_BUILD)/image_seeds && $(PYTHON) tests/make_test_images.py seeds $(VG_BUILD)/image_seeds
 	$(VALGRIND) $(VG_BUILD)/fuzz_image_replay $(VG_BUILD)/image_seeds

@@ -126,6 +126,7 @@ static const char *MAIN_HELP =
     "  segment   find every instance of a text and/or box prompt: masks, boxes, scores, overlay\n"
     "  points    segment the one object that clicks and/or a box point at (SAM 3 and SAM 1 files)\n"
     "  track     follow clicked, boxed or masked objects through video frames\n"
+    "  merge     merge the per-image coco.json of dataset runs (shards) into one COCO file\n"
     "  info      print a .sam3 file's config, tensor count, dtypes and size\n"
     "  tokenize  print the CLIP token ids of a text prompt\n"
     "  bench     time every stage (medians) and report GFLOP/s and peak memory\n"
@@ -255,6 +256,9 @@ int bench_main(int argc, char **argv);
    segment
    ============================================================================================= */
 
+static void cli_error(const char *fmt, ...);
+#include "cli_dataset.h"
+
 /* The parts of segment's and points' help about what they read and how they write. */
 #define CLI_IMAGES_HELP \
     "\n" \
@@ -286,7 +290,8 @@ static const char *SEGMENT_HELP =
     "without -t are a visual prompt (\"prompt\": null).\n"
     "\n"
     "  -m, --model FILE            the .sam3 file\n"
-    "  -i, --image IMAGE           a JPEG or PNG file (nothing else: see IMAGES below)\n"
+    "  -i, --image IMAGE           a JPEG or PNG file (nothing else: see IMAGES below), or many images:\n"
+    "                              a FOLDER or @LIST (see DATASETS below)\n"
     "  -t, --text TEXT             the concept, e.g. \"yellow school bus\"; repeat for several prompts\n"
     "  -b, --box x0,y0,x1,y1[,L]   an exemplar box in image pixels, x0 < x1, y0 < y1; L is pos (the\n"
     "                              default) or neg (also 1 or 0); repeat for several boxes\n"
@@ -300,10 +305,30 @@ static const char *SEGMENT_HELP =
     "  --blas-threads B            BLAS's own threads (default 1: sam3 splits every product over its\n"
     "                              threads, so one thread pool does the work; 0 leaves BLAS as it is)\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
+    "  --format png|coco           png (default): mask_NNN.png files; coco: no mask PNGs, each instance's\n"
+    "                              mask in results.json as COCO compressed RLE, and coco.json (COCO:\n"
+    "                              images, annotations with RLE segmentation, categories = prompts)\n"
+    "  --shard I/N                 with many images: only part I of N (0 <= I < N; see DATASETS)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
     "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
     CLI_IMAGES_HELP CLI_OUTDIR_HELP;
+static const char *SEGMENT_DATASETS_HELP =
+    "\n"
+    "DATASETS: -i FOLDER takes the folder's *.jpg, *.jpeg and *.png files (any case; not hidden files,\n"
+    "not subfolders; other files are ignored), sorted by name. -i @LIST takes one path per line in the\n"
+    "list's order (blank lines and '#' lines skipped, spaces at both ends trimmed; a relative path is\n"
+    "relative to the list file's folder). Each image's outputs go to OUTDIR/STEM/ (STEM: its file name\n"
+    "without the extension) exactly as -o OUTDIR/STEM would write them for that image alone; two images\n"
+    "with the same STEM are an error. The model is loaded once and one context serves every image. An\n"
+    "image whose folder already holds complete outputs of the same settings (model file name and size,\n"
+    "prompts, boxes, thresholds, format, version) is skipped, so a rerun resumes; a half-written one is\n"
+    "redone. An image that fails (unreadable, refused folder) is reported and the run goes on; the last\n"
+    "line counts done, skipped and failed images, and the exit status is 1 if any failed.\n"
+    "--shard I/N takes the images at positions k (0-based, in the order above) with k % N == I; COCO\n"
+    "image ids are k + 1 whatever the sharding. With --format coco and no --shard, OUTDIR/coco.json\n"
+    "holds every image of the input; after a sharded run, 'sam3 merge -o coco.json OUTDIR...' makes the\n"
+    "same file from the shards' OUTDIRs (or rerun without --shard into the shared OUTDIR: all skipped).\n";
 
 #define SEG_MAX_PROMPTS 64
 
@@ -321,6 +346,8 @@ typedef struct seg_args {
     sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
     int n_boxes;
     float threshold, mask_threshold;
+    int coco;             /* --format coco: RLE masks in JSON, coco.json, no mask PNGs */
+    int shard_i, shard_n; /* --shard I/N; shard_n 0: none */
 } seg_args;
 
 /* Option with a value: "-x V", "--long V" or "--long=V". Returns 1 and sets *val (moving *i past
@@ -444,6 +471,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         const char *opt = argv[i];
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             fputs(SEGMENT_HELP, stdout);
+            fputs(SEGMENT_DATASETS_HELP, stdout);
             *help = 1;
             return CLI_OK;
         }
@@ -469,6 +497,12 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
             if (!parse_float(v, &a->mask_threshold) || a->mask_threshold < 0 || a->mask_threshold > 1)
                 return usage_error("segment", "--mask-threshold wants a number from 0 to 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--format", &v)) > 0) {
+            if (strcmp(v, "png") && strcmp(v, "coco")) return usage_error("segment", "--format wants png or coco, got '%s'", v);
+            a->coco = !strcmp(v, "coco");
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--shard", &v)) > 0) {
+            if (!cli_ds_parse_shard(v, &a->shard_i, &a->shard_n))
+                return usage_error("segment", "--shard wants I/N with 0 <= I < N (e.g. 0/4 ... 3/4), got '%s'", v);
         } else if (r < 0) {
             return usage_error("segment", "option '%s' needs a value", opt);
         } else {
@@ -509,6 +543,8 @@ static const char *fmt_ms(double ms) {
 /* What segment and points write into OUTDIR (cli_outdir.h patterns): results.json (the manifest,
    marked by its "generator" key), overlay.png, mask_NNN.png, and NN_SLUG/ folders for several -t. */
 static const char *const CLI_OUT_NAMES[] = {"results.json", "overlay.png", "mask_#.png", "#_*/", NULL};
+/* segment's folders may also hold coco.json (--format coco) */
+static const char *const SEG_OUT_NAMES[] = {"results.json", "overlay.png", "mask_#.png", "coco.json", "#_*/", NULL};
 #define CLI_OUT_MANIFEST "results.json"
 #define CLI_OUT_MARKER "\"generator\": \"sam3 "
 
@@ -780,19 +816,31 @@ static void make_slug(const char *text, char *out, size_t cap) {
     if (!n) snprintf(out, cap, "%s", text && *text ? "prompt" : "boxes");
 }
 
-/* Writes mask_NNN.png, overlay.png and results.json into od (put in place at the commit).
+/* What one image's outputs carry besides the masks: the image's path, the settings line (the
+   resumption key), and with --format coco the COCO annotations gathered over the prompts. */
+typedef struct seg_image_out {
+    const char *image;
+    char settings[64]; /* "\"settings\": \"<16 hex digits>\"" */
+    long image_id;     /* COCO id: 1 + the image's position in the input */
+    text_buf *coco;    /* annotation lines, ",\n"-separated; NULL with --format png */
+    long n_ann;
+} seg_image_out;
+
+/* Writes mask_NNN.png (--format png), overlay.png and results.json into od (put in place at the
+   commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
    overlay: w*h*3 scratch. */
-static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, const cli_image *img, const unsigned char *rgb,
-                         unsigned char *overlay, const sam3_segmentation *seg) {
+static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, int category, seg_image_out *io, const cli_image *img,
+                         const unsigned char *rgb, unsigned char *overlay, const sam3_segmentation *seg) {
     char name[64];
     int k, rc = CLI_FAIL;
     size_t i, np = (size_t)img->w * img->h;
     unsigned char *png = (unsigned char *)malloc(np);
     by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n + 1));
     int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n + 1));
+    char **rle = (char **)calloc((size_t)(seg->n + 1), sizeof(char *)); /* (n) with --format coco */
     text_buf js;
     memset(&js, 0, sizeof(js));
-    if (!png || !order || !idx) {
+    if (!png || !order || !idx || !rle) {
         cli_error("out of memory");
         goto done;
     }
@@ -802,6 +850,13 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
 
     for (k = 0; k < seg->n; k++) {
         const uint8_t *m = seg->instances[idx[k]].mask;
+        if (io->coco) {
+            if (!(rle[k] = cli_ds_rle_string(m, img->w, img->h))) {
+                cli_error("out of memory");
+                goto done;
+            }
+            continue;
+        }
         for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0;
         snprintf(name, sizeof(name), "mask_%03d.png", k);
         if (!write_png(od, name, png, img->w, img->h, 1)) goto done;
@@ -811,8 +866,8 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
     draw_overlay(overlay, img->w, img->h, seg, idx);
     if (!write_png(od, "overlay.png", overlay, img->w, img->h, 3)) goto done;
 
-    tb_printf(&js, "{\n  \"generator\": \"sam3 segment %s\",\n  \"image\": ", SAM3_VERSION_STRING);
-    tb_json_string(&js, a->c.image);
+    tb_printf(&js, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"image\": ", SAM3_VERSION_STRING, io->settings);
+    tb_json_string(&js, io->image);
     tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"prompt\": ", img->w, img->h);
     if (text) tb_json_string(&js, text);
     else tb_printf(&js, "null");
@@ -841,10 +896,29 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
             if (c) tb_printf(&js, ", ");
             tb_json_number(&js, in->box[c]);
         }
-        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
+        if (!io->coco) {
+            tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
+            continue;
+        }
+        /* the RLE alphabet (characters 48..111) holds '\\', escaped in JSON */
+        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", (long long)in->area,
+                  in->query, img->h, img->w);
+        tb_json_string(&js, rle[k]);
+        tb_printf(&js, "}}");
+        /* COCO: bbox [x, y, width, height] from the model's box; area = mask pixels */
+        tb_printf(io->coco, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "",
+                  io->n_ann + 1, io->image_id, category);
+        tb_json_number(io->coco, in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[1]), tb_printf(io->coco, ", ");
+        tb_json_number(io->coco, in->box[2] - in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[3] - in->box[1]);
+        tb_printf(io->coco, "], \"area\": %lld, \"score\": ", (long long)in->area);
+        tb_json_number(io->coco, in->score);
+        tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
+        tb_json_string(io->coco, rle[k]);
+        tb_printf(io->coco, "}}");
+        io->n_ann++;
     }
     tb_printf(&js, "%s]\n}\n", seg->n ? "\n  " : "");
-    if (js.oom) {
+    if (js.oom || (io->coco && io->coco->oom)) {
         cli_error("out of memory");
         goto done;
     }
@@ -858,6 +932,8 @@ done:
     free(png);
     free(order);
     free(idx);
+    for (k = 0; rle && k < seg->n; k++) free(rle[k]);
+    free(rle);
     return rc;
 }
 
@@ -950,30 +1026,53 @@ static int session_encode(cli_session *s, const char *image, int threads, int bl
     return CLI_OK;
 }
 
-static int run_segment(const seg_args *a) {
-    sam3_segment_options so = sam3_segment_options_default();
-    cli_session ss;
-    cli_outdir od;
-    sam3_ctx *ctx;
-    const cli_image *im;
-    int rc = CLI_FAIL, k, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0;
-    double t0, t_write = 0;
-    sam3_result r;
+/* Forgets the image (keeps the model and the context, whose image features the next
+   sam3_set_image replaces). */
+static void session_drop_image(cli_session *s) {
+    free(s->img.pixels);
+    free(s->rgb);
+    free(s->overlay);
+    memset(&s->img, 0, sizeof(s->img));
+    s->rgb = s->overlay = NULL;
+}
 
-    cli_cmd = "segment";
-    memset(&ss, 0, sizeof(ss));
-    if (!cli_outdir_open(&od, a->c.outdir, CLI_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
-        cli_error("%s", od.err);
-        goto done;
+/* The "settings" entry of results.json and coco.json: a hash of what changes an image's outputs
+   (version, model file name and size, prompts, boxes, thresholds, format). A dataset rerun skips
+   an image whose outputs carry the same entry. */
+static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size_t cap) {
+    uint64_t h = 14695981039346656037ull;
+    const char *base = a->c.model + strlen(a->c.model);
+    char num[128];
+    int k;
+    while (base > a->c.model && base[-1] != '/' && base[-1] != '\\') base--;
+    cli_ds_hash_str(&h, "sam3 segment " SAM3_VERSION_STRING);
+    cli_ds_hash_str(&h, base);
+    snprintf(num, sizeof(num), "%llu %d %d %.9g %.9g %d", (unsigned long long)sam3_model_file_size(m), a->n_texts, a->n_boxes,
+             a->threshold, a->mask_threshold, a->coco);
+    cli_ds_hash_str(&h, num);
+    for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
+    for (k = 0; k < a->n_boxes; k++) {
+        const sam3_box *b = &a->boxes[k];
+        snprintf(num, sizeof(num), "%.9g %.9g %.9g %.9g %d", b->x0, b->y0, b->x1, b->y1, b->label);
+        cli_ds_hash_str(&h, num);
     }
-    if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
-    if (model_is_sam1(ss.model)) {
-        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
-        goto done;
-    }
-    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
-    ctx = ss.ctx;
-    im = &ss.img;
+    snprintf(out, cap, "\"settings\": \"%016llx\"", (unsigned long long)h);
+}
+
+/* Runs every prompt on the image encoded in ss and writes the outputs into od (committed by the
+   caller): results.json, masks and overlay.png (in NN_SLUG/ folders for several -t), and with
+   --format coco the image's coco.json. */
+static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg_image_out *io, double *t_write, int *n_last) {
+    sam3_segment_options so = sam3_segment_options_default();
+    sam3_ctx *ctx = ss->ctx;
+    int k, rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1;
+    double t0;
+    sam3_result r;
+    text_buf coco, cj;
+    memset(&coco, 0, sizeof(coco));
+    memset(&cj, 0, sizeof(cj));
+    io->coco = a->coco ? &coco : NULL;
+    io->n_ann = 0;
 
     /* The library reads a threshold of 0 as "default"; every probability is above -1. */
     so.score_threshold = a->threshold > 0 ? a->threshold : -1.0f;
@@ -982,7 +1081,7 @@ static int run_segment(const seg_args *a) {
         const char *text = a->n_texts ? a->texts[k] : NULL;
         sam3_prompt pr;
         sam3_segmentation seg;
-        cli_outdir *dir = &od;
+        cli_outdir *dir = od;
         char sub[80], slug[64];
         memset(&pr, 0, sizeof(pr));
         pr.text = text;
@@ -1008,16 +1107,70 @@ static int run_segment(const seg_args *a) {
         if (n_prompts > 1) {
             make_slug(text, slug, sizeof(slug));
             snprintf(sub, sizeof(sub), "%02d_%s", k, slug);
-            if (!(dir = cli_outdir_open_sub(&od, sub, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force))) {
-                cli_error("%s", od.err);
+            if (!(dir = cli_outdir_open_sub(od, sub, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force))) {
+                cli_error("%s", od->err);
                 goto done;
             }
         }
         t0 = sam3_time_ms();
-        if (write_outputs(dir, a, text, im, ss.rgb, ss.overlay, &seg) != CLI_OK) goto done;
-        t_write += sam3_time_ms() - t0;
-        n_last = seg.n;
+        if (write_outputs(dir, a, text, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg) != CLI_OK) goto done;
+        *t_write += sam3_time_ms() - t0;
+        *n_last = seg.n;
     }
+    if (a->coco) { /* one line per item: cli_dataset.h's merge reads this layout */
+        tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", SAM3_VERSION_STRING,
+                  io->settings, io->image_id);
+        tb_json_string(&cj, io->image);
+        tb_printf(&cj, ", \"width\": %d, \"height\": %d}\n  ],\n  \"annotations\": [\n", ss->img.w, ss->img.h);
+        if (coco.len) tb_printf(&cj, "%s\n", coco.p);
+        tb_printf(&cj, "  ],\n  \"categories\": [\n");
+        for (k = 0; k < n_prompts; k++) {
+            tb_printf(&cj, "    {\"id\": %d, \"name\": ", k + 1);
+            tb_json_string(&cj, a->n_texts ? a->texts[k] : "boxes");
+            tb_printf(&cj, "}%s\n", k + 1 < n_prompts ? "," : "");
+        }
+        tb_printf(&cj, "  ]\n}\n");
+        if (cj.oom || coco.oom) {
+            cli_error("out of memory");
+            goto done;
+        }
+        if (!cli_outdir_write(od, "coco.json", cj.p, cj.len)) {
+            cli_error("%s", od->err);
+            goto done;
+        }
+    }
+    rc = CLI_OK;
+done:
+    free(coco.p);
+    free(cj.p);
+    io->coco = NULL;
+    return rc;
+}
+
+static int run_segment(const seg_args *a) {
+    cli_session ss;
+    cli_outdir od;
+    seg_image_out io;
+    int rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0;
+    double t0, t_write = 0;
+
+    cli_cmd = "segment";
+    memset(&ss, 0, sizeof(ss));
+    memset(&io, 0, sizeof(io));
+    if (!cli_outdir_open(&od, a->c.outdir, SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
+        cli_error("%s", od.err);
+        goto done;
+    }
+    if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
+    if (model_is_sam1(ss.model)) {
+        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
+        goto done;
+    }
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
+    io.image = a->c.image;
+    io.image_id = 1;
+    seg_settings(a, ss.model, io.settings, sizeof(io.settings));
+    if (segment_image(&ss, a, &od, &io, &t_write, &n_last) != CLI_OK) goto done;
     t0 = sam3_time_ms();
     if (!cli_outdir_commit(&od)) {
         cli_error("%s", od.err);
@@ -1038,11 +1191,182 @@ done:
     return rc;
 }
 
+/* 1 when OUTDIR/STEM holds the complete outputs of this image with these settings: every
+   manifest (results.json, or NN_SLUG/results.json for several -t; and coco.json with this
+   image's id and path) present, written by sam3 and carrying the settings entry. A manifest is
+   put in place after everything it lists, so a half-done image has none of them or old ones. */
+static int seg_image_done(const seg_args *a, const char *dir, const seg_image_out *io) {
+    char p[4200], slug[64];
+    int k, n_prompts = a->n_texts ? a->n_texts : 1;
+    for (k = 0; k < n_prompts; k++) {
+        if (n_prompts == 1) {
+            snprintf(p, sizeof(p), "%s/%s", dir, CLI_OUT_MANIFEST);
+        } else {
+            make_slug(a->texts[k], slug, sizeof(slug));
+            snprintf(p, sizeof(p), "%s/%02d_%s/%s", dir, k, slug, CLI_OUT_MANIFEST);
+        }
+        if (!cli_ds_file_has(p, CLI_OUT_MARKER, io->settings)) return 0;
+    }
+    if (a->coco) {
+        text_buf want;
+        int ok;
+        memset(&want, 0, sizeof(want));
+        tb_printf(&want, "    {\"id\": %ld, \"file_name\": ", io->image_id);
+        tb_json_string(&want, io->image);
+        snprintf(p, sizeof(p), "%s/coco.json", dir);
+        ok = !want.oom && cli_ds_file_has(p, CLI_OUT_MARKER, io->settings) && cli_ds_file_has(p, CLI_OUT_MARKER, want.p);
+        free(want.p);
+        return ok;
+    }
+    return 1;
+}
+
+/* -i FOLDER or -i @LIST: every image (of this shard) into OUTDIR/STEM/, one model and one
+   context for all; images done before with the same settings are skipped; a failed image is
+   reported and the others go on (exit status 1 at the end). Without --shard and with --format
+   coco, OUTDIR/coco.json merges every image's coco.json. */
+static int run_segment_dataset(const seg_args *a) {
+    cli_ds_list l;
+    cli_session ss;
+    seg_image_out io;
+    int k, n_done = 0, n_skipped = 0, n_failed = 0, n_mine = 0, rc = CLI_FAIL;
+    char **coco_paths = NULL; /* (n_coco) the images' coco.json, in input order */
+    int n_coco = 0;
+    double t_run = sam3_time_ms();
+
+    cli_cmd = "segment";
+    memset(&ss, 0, sizeof(ss));
+    memset(&io, 0, sizeof(io));
+    if (cli_ds_list_build(&l, a->c.image) != CLI_OK) return CLI_FAIL;
+    if (!a->c.quiet && l.ignored)
+        fprintf(stderr, "sam3: %s: %d file%s not named *.jpg, *.jpeg or *.png ignored\n", a->c.image, l.ignored, l.ignored == 1 ? "" : "s");
+    if (a->coco && !a->shard_n) {
+        char top[4400];
+        snprintf(top, sizeof(top), "%s/coco.json", a->c.outdir);
+        if (!a->c.force && !access(top, F_OK) && !cli_ds_file_has(top, CLI_OUT_MARKER, "")) {
+            cli_error("'%s' was not written by sam3: choose another OUTDIR, or pass --force to replace it", top);
+            goto done;
+        }
+        if (!(coco_paths = (char **)calloc((size_t)l.n, sizeof(char *)))) {
+            cli_error("out of memory");
+            goto done;
+        }
+    }
+    if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
+    if (model_is_sam1(ss.model)) {
+        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
+        goto done;
+    }
+    seg_settings(a, ss.model, io.settings, sizeof(io.settings));
+    for (k = 0; k < l.n; k++) {
+        char dir[4096];
+        cli_outdir od;
+        double t_write = 0;
+        int n_last = 0, ok;
+        if (a->shard_n && k % a->shard_n != a->shard_i) continue;
+        n_mine++;
+        io.image = l.paths[k];
+        io.image_id = k + 1;
+        if (snprintf(dir, sizeof(dir), "%s/%s", a->c.outdir, l.stems[k]) >= (int)sizeof(dir)) {
+            cli_error("output folder path too long for '%s'", l.paths[k]);
+            n_failed++;
+            continue;
+        }
+        if (seg_image_done(a, dir, &io)) {
+            n_skipped++;
+        } else {
+            if (!a->c.quiet) fprintf(stderr, "sam3: [%d/%d] %s -> %s/\n", k + 1, l.n, l.paths[k], dir);
+            ok = cli_outdir_open(&od, dir, SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
+            if (!ok) cli_error("%s", od.err);
+            ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels) == CLI_OK;
+            ok = ok && segment_image(&ss, a, &od, &io, &t_write, &n_last) == CLI_OK;
+            if (ok && !(ok = cli_outdir_commit(&od))) cli_error("%s", od.err);
+            cli_outdir_close(&od);
+            session_drop_image(&ss);
+            if (!ok) {
+                fprintf(stderr, "sam3 segment: image '%s' failed (see above); going on with the others\n", l.paths[k]);
+                n_failed++;
+                continue;
+            }
+            n_done++;
+        }
+        if (coco_paths) {
+            if (!(coco_paths[n_coco] = (char *)malloc(strlen(dir) + 11))) {
+                cli_error("out of memory");
+                goto done;
+            }
+            sprintf(coco_paths[n_coco++], "%s/coco.json", dir);
+        }
+    }
+    if (coco_paths && n_coco) {
+        char top[4400];
+        long n_ann = 0;
+        snprintf(top, sizeof(top), "%s/coco.json", a->c.outdir);
+        if (cli_ds_coco_merge((const char *const *)coco_paths, n_coco, top, &n_ann) != CLI_OK) n_failed++;
+        else if (!a->c.quiet) fprintf(stderr, "sam3: wrote %s: %d images, %ld annotations\n", top, n_coco, n_ann);
+    }
+    if (!a->c.quiet || n_failed)
+        fprintf(stderr, "sam3 segment: %d image%s%s: %d done, %d skipped (done before), %d failed in %s\n", n_mine, n_mine == 1 ? "" : "s",
+                a->shard_n ? " in this shard" : "", n_done, n_skipped, n_failed, fmt_ms(sam3_time_ms() - t_run));
+    rc = n_failed ? CLI_FAIL : CLI_OK;
+done:
+    for (k = 0; k < n_coco; k++) free(coco_paths[k]);
+    free(coco_paths);
+    cli_ds_list_free(&l);
+    session_free(&ss);
+    return rc;
+}
+
 static int cmd_segment(int argc, char **argv) {
     seg_args a;
     int help, rc = parse_segment_args(argc, argv, &a, &help);
     if (rc != CLI_OK || help) return rc;
+    if (cli_ds_is_dataset(a.c.image)) return run_segment_dataset(&a);
+    if (a.shard_n) return usage_error("segment", "--shard needs -i FOLDER or -i @LIST (many images), not one file '%s'", a.c.image);
     return run_segment(&a);
+}
+
+static const char *MERGE_HELP =
+    "usage: sam3 merge -o OUT.json DIR... [-q]\n"
+    "\n"
+    "Merges the per-image coco.json files that 'sam3 segment -i FOLDER|@LIST --format coco' wrote into\n"
+    "DIR/STEM/ (every subfolder of every DIR that holds one; e.g. the OUTDIRs of the shards of a\n"
+    "--shard run) into one COCO file: images sorted by id (1 + the image's position in the input),\n"
+    "annotations numbered from 1 in that order, the categories (the prompts) once. The result is the\n"
+    "coco.json an unsharded run writes. The files must come from runs with the same settings (model,\n"
+    "prompts, boxes, thresholds, version) and have distinct image ids, or nothing is written.\n"
+    "Exit status: 0 done, 1 failed, 2 bad command line.\n";
+
+static int cmd_merge(int argc, char **argv) {
+    const char *out = NULL, *v;
+    const char **dirs = (const char **)malloc(sizeof(char *) * (size_t)(argc + 1));
+    int i, r, n = 0, quiet = 0;
+    cli_cmd = "merge";
+    if (!dirs) return CLI_FAIL;
+    for (i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(MERGE_HELP, stdout);
+            free(dirs);
+            return CLI_OK;
+        }
+        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if ((r = opt_value(argc, argv, &i, "-o", "--output", &v)) > 0) {
+            out = v;
+        } else if (r < 0 || argv[i][0] == '-') {
+            free(dirs);
+            return usage_error("merge", r < 0 ? "option '%s' needs a value" : "unknown option '%s'", argv[i]);
+        } else {
+            dirs[n++] = argv[i];
+        }
+    }
+    if (!out || !n) {
+        free(dirs);
+        return usage_error("merge", "usage: sam3 merge -o OUT.json DIR...%s", "");
+    }
+    r = cli_ds_merge_dirs(dirs, n, out, quiet);
+    free(dirs);
+    return r;
 }
 
 /* ================================================================================================
@@ -1407,6 +1731,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);
     if (!strcmp(argv[1], "points")) return cmd_points(argc - 2, argv + 2);
     if (!strcmp(argv[1], "track")) return cmd_track(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "merge")) return cmd_merge(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench")) return bench_main(argc - 2, argv + 2);

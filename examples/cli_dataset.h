@@ -1,0 +1,588 @@
+/* cli_dataset.h - `sam3 segment` on many images: the input list, shards, resumption, COCO RLE
+   masks and the merge of per-image COCO files. Included by sam3_cli.c after its helpers
+   (cli_error, text_buf, tb_printf, tb_json_string, CLI_OK/CLI_FAIL); names cli_ds_*.
+
+   Input (-i): a file is one image (the output folder is OUTDIR itself). A folder gives its regular
+   files named *.jpg, *.jpeg or *.png (any case), not hidden ones, not subfolders, sorted by name
+   (byte order); other files are ignored (their count is printed). @LIST gives one path per line,
+   in the list's order; blank lines and lines starting with '#' are skipped, spaces and tabs at
+   both ends of a line are trimmed, and a relative path is relative to the list file's folder (so a
+   list kept next to its images works from any working directory and on any machine). Every image
+   gets OUTDIR/STEM/, STEM = its file name without the last extension; two images with the same
+   STEM (a.jpg and a.png, or two folders' a.jpg) are an error before anything runs.
+
+   Shards: --shard I/N (0 <= I < N) keeps the images whose 0-based position k in that list has
+   k % N == I. Image ids (COCO "image_id") are k + 1, so they do not depend on the sharding. */
+#ifndef SAM3_CLI_DATASET_H
+#define SAM3_CLI_DATASET_H
+
+#include <ctype.h>
+#include <stdint.h>
+
+typedef struct cli_ds_list {
+    char **paths; /* (n) the image files as opened */
+    char **stems; /* (n) OUTDIR/STEM/ names */
+    int n, cap;
+    int ignored; /* folder entries that are not .jpg/.jpeg/.png files */
+} cli_ds_list;
+
+static void cli_ds_list_free(cli_ds_list *l) {
+    int i;
+    for (i = 0; i < l->n; i++) free(l->paths[i]), free(l->stems[i]);
+    free(l->paths);
+    free(l->stems);
+    memset(l, 0, sizeof(*l));
+}
+
+static int cli_ds__add(cli_ds_list *l, const char *dir, const char *name) {
+    size_t nd = dir ? strlen(dir) : 0, nn = strlen(name);
+    const char *base = name + nn, *dot;
+    char *p, *s;
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 64;
+        char **np = (char **)realloc(l->paths, sizeof(char *) * (size_t)nc), **ns;
+        if (np) l->paths = np;
+        if (!np || !(ns = (char **)realloc(l->stems, sizeof(char *) * (size_t)nc))) return 0;
+        l->stems = ns;
+        l->cap = nc;
+    }
+    while (base > name && base[-1] != '/' && base[-1] != '\\') base--;
+    dot = strrchr(base, '.');
+    if (!dot || dot == base) dot = base + strlen(base);
+    p = (char *)malloc(nd + nn + 2);
+    s = (char *)malloc((size_t)(dot - base) + 1);
+    if (!p || !s) {
+        free(p);
+        free(s);
+        return 0;
+    }
+    if (nd) memcpy(p, dir, nd), p[nd] = '/';
+    memcpy(p + (nd ? nd + 1 : 0), name, nn + 1);
+    memcpy(s, base, (size_t)(dot - base));
+    s[dot - base] = 0;
+    l->paths[l->n] = p;
+    l->stems[l->n++] = s;
+    return 1;
+}
+
+static int cli_ds__is_image_name(const char *nm) {
+    const char *dot = strrchr(nm, '.');
+    char ext[8];
+    size_t i;
+    if (!dot || strlen(dot) >= sizeof(ext)) return 0;
+    for (i = 0; dot[i]; i++) ext[i] = (char)tolower((unsigned char)dot[i]);
+    ext[i] = 0;
+    return !strcmp(ext, ".jpg") || !strcmp(ext, ".jpeg") || !strcmp(ext, ".png");
+}
+
+static int cli_ds__cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The entries of a folder, sorted by name (byte order), not hidden ones: its regular files
+   (dirs 0) or its subfolders (dirs 1). A malloc'ed array of malloc'ed names in *out, their count,
+   or -1 after a line on stderr. */
+static int cli_ds__scan(const char *dir, int dirs, char ***out) {
+    char **names = NULL;
+    int n = 0, cap = 0, ok = 1;
+#if defined(_WIN32)
+    char pat[4096];
+    WIN32_FIND_DATAA fd;
+    HANDLE h;
+    snprintf(pat, sizeof(pat), "%s\\*", dir);
+    if ((h = FindFirstFileA(pat, &fd)) == INVALID_HANDLE_VALUE) {
+        cli_error("cannot read the folder '%s'", dir);
+        return -1;
+    }
+    do {
+        const char *nm = fd.cFileName;
+        if (nm[0] == '.' || (fd.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ||
+            !(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != !dirs)
+            continue;
+#else
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d) {
+        cli_error("cannot read the folder '%s': %s", dir, strerror(errno));
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        char path[4096];
+        struct stat st;
+        if (nm[0] == '.') continue;
+        if (snprintf(path, sizeof(path), "%s/%s", dir, nm) >= (int)sizeof(path) || (dirs ? lstat(path, &st) : stat(path, &st)) != 0 ||
+            !(dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)))
+            continue;
+#endif
+        if (n == cap) {
+            char **nn = (char **)realloc(names, (size_t)(cap ? 2 * cap : 64) * sizeof(char *));
+            if (!nn) {
+                ok = 0;
+                break;
+            }
+            names = nn;
+            cap = cap ? 2 * cap : 64;
+        }
+        if (!(names[n] = (char *)malloc(strlen(nm) + 1))) {
+            ok = 0;
+            break;
+        }
+        strcpy(names[n++], nm);
+#if defined(_WIN32)
+    } while (FindNextFileA(h, &fd));
+    FindClose(h);
+#else
+    }
+    closedir(d);
+#endif
+    if (!ok) {
+        while (n) free(names[--n]);
+        free(names);
+        cli_error("out of memory listing '%s'", dir);
+        return -1;
+    }
+    if (n) qsort(names, (size_t)n, sizeof(char *), cli_ds__cmp_str);
+    *out = names;
+    return n;
+}
+
+static void cli_ds__free_names(char **names, int n) {
+    while (n > 0) free(names[--n]);
+    free(names);
+}
+
+/* The image files of a folder, sorted by name. */
+static int cli_ds__from_dir(cli_ds_list *l, const char *dir) {
+    char **names;
+    int k, ok = 1, n = cli_ds__scan(dir, 0, &names);
+    if (n < 0) return CLI_FAIL;
+    for (k = 0; k < n && ok; k++) {
+        if (!cli_ds__is_image_name(names[k])) l->ignored++;
+        else if (!cli_ds__add(l, dir, names[k])) ok = 0;
+    }
+    cli_ds__free_names(names, n);
+    if (!ok) cli_error("out of memory listing '%s'", dir);
+    return ok ? CLI_OK : CLI_FAIL;
+}
+
+static int cli_ds__is_abs(const char *p) {
+#if defined(_WIN32)
+    if (isalpha((unsigned char)p[0]) && p[1] == ':') return 1;
+    if (p[0] == '\\') return 1;
+#endif
+    return p[0] == '/';
+}
+
+/* @LIST: one path a line (see the top). */
+static int cli_ds__from_list(cli_ds_list *l, const char *list) {
+    FILE *f = fopen(list, "rb");
+    char line[4096], dir[4096];
+    const char *slash = strrchr(list, '/');
+    int lineno = 0;
+#if defined(_WIN32)
+    if (strrchr(list, '\\') > slash) slash = strrchr(list, '\\');
+#endif
+    if (!f) {
+        cli_error("cannot read the list '%s': %s", list, strerror(errno));
+        return CLI_FAIL;
+    }
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - list) : 0, list);
+    if (slash == list) snprintf(dir, sizeof(dir), "/");
+    while (fgets(line, sizeof(line), f)) {
+        char *s = line, *e;
+        size_t n = strlen(line);
+        lineno++;
+        if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
+            cli_error("'%s' line %d: longer than %d characters", list, lineno, (int)sizeof(line) - 2);
+            fclose(f);
+            return CLI_FAIL;
+        }
+        while (*s == ' ' || *s == '\t') s++;
+        for (e = s + strlen(s); e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--) {}
+        *e = 0;
+        if (!*s || *s == '#') continue;
+        if (!cli_ds__add(l, cli_ds__is_abs(s) || !slash ? NULL : dir, s)) {
+            cli_error("out of memory reading '%s'", list);
+            fclose(f);
+            return CLI_FAIL;
+        }
+    }
+    fclose(f);
+    return CLI_OK;
+}
+
+/* 1 when -i names many images (a folder or @LIST). */
+static int cli_ds_is_dataset(const char *arg) {
+    struct stat st;
+    return arg[0] == '@' || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+/* Builds the image list of -i (a folder or @LIST) and checks the STEMs. CLI_OK or CLI_FAIL after
+   one line on stderr. */
+static int cli_ds_list_build(cli_ds_list *l, const char *arg) {
+    char **sorted;
+    int k, rc;
+    memset(l, 0, sizeof(*l));
+    rc = arg[0] == '@' ? cli_ds__from_list(l, arg + 1) : cli_ds__from_dir(l, arg);
+    if (rc != CLI_OK) return rc;
+    if (!l->n) {
+        cli_error(arg[0] == '@' ? "no image paths in the list '%s'" : "no image files (*.jpg, *.jpeg, *.png) in the folder '%s'",
+                  arg[0] == '@' ? arg + 1 : arg);
+        return CLI_FAIL;
+    }
+    for (k = 0; k < l->n; k++) {
+        const char *s = l->stems[k];
+        if (!s[0] || !strcmp(s, ".") || !strcmp(s, "..") || !strcmp(s, "coco.json") || !strncmp(s, CLI_OUTDIR_TMP_PREFIX, strlen(CLI_OUTDIR_TMP_PREFIX))) {
+            cli_error("'%s': its name gives no usable output folder name ('%s')", l->paths[k], s);
+            return CLI_FAIL;
+        }
+    }
+    /* same STEM twice: sort pointers to the stems (the list keeps its order) */
+    if (!(sorted = (char **)malloc(sizeof(char *) * (size_t)l->n))) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    memcpy(sorted, l->stems, sizeof(char *) * (size_t)l->n);
+    qsort(sorted, (size_t)l->n, sizeof(char *), cli_ds__cmp_str);
+    for (k = 1; k < l->n; k++)
+        if (!strcmp(sorted[k], sorted[k - 1])) {
+            int a = -1, b = -1, j;
+            for (j = 0; j < l->n; j++)
+                if (!strcmp(l->stems[j], sorted[k])) {
+                    if (a < 0) a = j;
+                    else if (b < 0) b = j;
+                }
+            cli_error("'%s' and '%s' would both write OUTDIR/%s/ (each image's folder is its file name without the "
+                      "extension): rename one, or list them in separate runs", l->paths[a], l->paths[b], sorted[k]);
+            free(sorted);
+            return CLI_FAIL;
+        }
+    free(sorted);
+    return CLI_OK;
+}
+
+/* "I/N" with 0 <= I < N <= 1000000. */
+static int cli_ds_parse_shard(const char *s, int *i, int *n) {
+    char *end;
+    long a, b;
+    errno = 0;
+    a = strtol(s, &end, 10);
+    if (end == s || *end != '/' || errno) return 0;
+    s = end + 1;
+    b = strtol(s, &end, 10);
+    if (end == s || *end || errno || b < 1 || b > 1000000 || a < 0 || a >= b) return 0;
+    *i = (int)a, *n = (int)b;
+    return 1;
+}
+
+/* ---- settings: a 64-bit FNV-1a of everything that changes an image's outputs ---- */
+
+static void cli_ds_hash(uint64_t *h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    size_t i;
+    for (i = 0; i < n; i++) *h = (*h ^ p[i]) * 1099511628211ull;
+}
+static void cli_ds_hash_str(uint64_t *h, const char *s) { cli_ds_hash(h, s ? s : "\xff(null)", s ? strlen(s) + 1 : 8); }
+
+/* 1 when the file at path is a regular file whose first 12 KiB hold both marker and line (the
+   "settings" entry, the image line; both come before the first mask): the manifest of an image
+   done with the same settings. */
+static int cli_ds_file_has(const char *path, const char *marker, const char *line) {
+    char buf[12289];
+    size_t n;
+    struct stat st;
+    FILE *f;
+#if !defined(_WIN32)
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+#else
+    if (stat(path, &st) != 0 || !(st.st_mode & S_IFREG)) return 0;
+#endif
+    if (!(f = fopen(path, "rb"))) return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strstr(buf, marker) && strstr(buf, line);
+}
+
+/* ---- COCO compressed RLE (the string pycocotools' mask.encode gives, in its "counts") ----
+   Runs over the mask in column-major order (x outer, y inner: pycocotools takes Fortran-order
+   arrays), starting with a run of zeros (0 long when the first pixel is set), the last run
+   included. Each count, from the fourth on, is stored minus the count two before it; each value
+   goes out in 5-bit groups, least significant first, each group as the character 48 + (group |
+   0x20 when more follow), the last group's 0x10 bit being the sign. As in rleToString /
+   rleFrString of cocodataset/cocoapi, common/maskApi.c. Returns a malloc'ed string or NULL. */
+static char *cli_ds_rle_string(const uint8_t *mask, int w, int h) {
+    size_t runs = 1, len = 0;
+    int x, y, prev = 0;
+    long c0 = 0, c1 = 0, cnt = 0; /* the two counts before this one, this one */
+    size_t i = 0;
+    char *s;
+    for (x = 0; x < w; x++)
+        for (y = 0; y < h; y++) {
+            int v = mask[(size_t)y * w + x] != 0;
+            if (v != prev) runs++, prev = v;
+        }
+    if (!(s = (char *)malloc(runs * 7 + 1))) return NULL; /* a count below 2^32 takes at most 7 groups */
+    prev = 0;
+    for (x = 0; x <= w; x++)
+        for (y = 0; y < h; y++) {
+            int last = x == w, v = last ? !prev : mask[(size_t)y * w + x] != 0;
+            if (v != prev || last) {
+                long d = i > 2 ? cnt - c0 : cnt;
+                int more = 1;
+                while (more) {
+                    int c = (int)(d & 0x1f);
+                    d >>= 5; /* arithmetic on the negative deltas, as pycocotools' long */
+                    more = (c & 0x10) ? d != -1 : d != 0;
+                    if (more) c |= 0x20;
+                    s[len++] = (char)(c + 48);
+                }
+                c0 = c1, c1 = cnt, cnt = 0, i++, prev = v;
+                if (last) {
+                    s[len] = 0;
+                    return s;
+                }
+            }
+            cnt++;
+        }
+    s[len] = 0; /* w == 0 or h == 0: no pixels */
+    return s;
+}
+
+/* ---- merging per-image coco.json files ----
+   A per-image coco.json is written one item per line: "generator" and "settings" lines, then
+   "images" with one line, "annotations" with one line each, "categories" with one line each.
+   The merge reads that layout only (its own files), sorts the images by id, numbers the
+   annotations from 1 in that order, and requires the same generator, settings and categories
+   everywhere: merging runs with other prompts or thresholds is an error. */
+
+typedef struct cli_ds__coco {
+    char *text;        /* the file, lines NUL-terminated in place */
+    char *generator;   /* its lines */
+    char *settings;
+    char *image;
+    char **ann;        /* (n_ann) */
+    int n_ann;
+    char *cats;        /* the categories lines, '\n'-joined copy */
+    long id;           /* the image's id */
+    const char *path;
+} cli_ds__coco;
+
+static char *cli_ds__read_all(const char *path, size_t max) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0, cap = 0, got;
+    if (!f) return NULL;
+    for (;;) {
+        if (cap - n < 65536) {
+            char *nb;
+            if (cap > max || !(nb = (char *)realloc(buf, cap ? 2 * cap : 65536))) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb, cap = cap ? 2 * cap : 65536;
+        }
+        if ((got = fread(buf + n, 1, cap - n - 1, f)) == 0) break;
+        n += got;
+    }
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static void cli_ds__coco_free(cli_ds__coco *c) {
+    free(c->text);
+    free(c->ann);
+    free(c->cats);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Parses one per-image coco.json; 0 with a message on stderr when it is not one. */
+static int cli_ds__coco_parse(cli_ds__coco *c, const char *path) {
+    char *p, *line, *next;
+    int section = 0; /* 1 images, 2 annotations, 3 categories */
+    size_t cats_len = 0;
+    memset(c, 0, sizeof(*c));
+    c->path = path;
+    if (!(c->text = cli_ds__read_all(path, (size_t)1 << 30))) {
+        cli_error("cannot read '%s': %s", path, errno ? strerror(errno) : "too large");
+        return 0;
+    }
+    for (line = c->text; line && *line; line = next) {
+        size_t n;
+        if ((next = strchr(line, '\n')) != NULL) *next++ = 0;
+        n = strlen(line);
+        if (n && line[n - 1] == ',') line[--n] = 0;
+        if (!strncmp(line, "  \"generator\": ", 15)) c->generator = line;
+        else if (!strncmp(line, "  \"settings\": ", 14)) c->settings = line;
+        else if (!strcmp(line, "  \"images\": [")) section = 1;
+        else if (!strcmp(line, "  \"annotations\": [")) section = 2;
+        else if (!strcmp(line, "  \"categories\": [")) section = 3;
+        else if (!strcmp(line, "  ]")) section = 0;
+        else if (section && !strncmp(line, "    {\"id\": ", 11)) {
+            if (section == 1) {
+                if (c->image) goto bad;
+                c->image = line;
+                c->id = strtol(line + 11, &p, 10);
+            } else if (section == 2) {
+                char **na = (char **)realloc(c->ann, sizeof(char *) * (size_t)(c->n_ann + 1));
+                if (!na) goto oom;
+                c->ann = na;
+                c->ann[c->n_ann++] = line;
+            } else {
+                char *nc = (char *)realloc(c->cats, cats_len + n + 2);
+                if (!nc) goto oom;
+                c->cats = nc;
+                memcpy(c->cats + cats_len, line, n);
+                cats_len += n;
+                c->cats[cats_len++] = '\n';
+                c->cats[cats_len] = 0;
+            }
+        } else if (strcmp(line, "{") && strcmp(line, "}") && n) {
+            goto bad;
+        }
+    }
+    if (!c->generator || !strstr(c->generator, "\"sam3 segment ") || !c->settings || !c->image || c->id < 1 || !c->cats) goto bad;
+    return 1;
+bad:
+    cli_error("'%s' is not a per-image coco.json written by sam3 segment", path);
+    return 0;
+oom:
+    cli_error("out of memory reading '%s'", path);
+    return 0;
+}
+
+static int cli_ds__cmp_coco(const void *a, const void *b) {
+    const cli_ds__coco *x = (const cli_ds__coco *)a, *y = (const cli_ds__coco *)b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static FILE *cli_ds__create(const char *path) {
+#if defined(_WIN32)
+    int fd = _open(path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+    return fd < 0 ? NULL : _fdopen(fd, "wb");
+#else
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    return fd < 0 ? NULL : fdopen(fd, "wb");
+#endif
+}
+
+/* Merges the per-image coco.json files at paths (n of them) into one COCO file at out (written as
+   out.tmp, renamed when complete). CLI_OK, or CLI_FAIL after a line on stderr. *n_ann gets the
+   number of annotations. */
+static int cli_ds_coco_merge(const char *const *paths, int n, const char *out, long *n_ann) {
+    cli_ds__coco *cs = (cli_ds__coco *)calloc((size_t)(n ? n : 1), sizeof(cli_ds__coco));
+    char tmp[4200];
+    FILE *f = NULL;
+    long next_id = 1;
+    int k, j, rc = CLI_FAIL;
+    if (!cs) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    if (!n) {
+        cli_error("nothing to merge: no per-image coco.json files");
+        goto done;
+    }
+    for (k = 0; k < n; k++) {
+        if (!cli_ds__coco_parse(&cs[k], paths[k])) goto done;
+        if (k && (strcmp(cs[k].generator, cs[0].generator) || strcmp(cs[k].settings, cs[0].settings) || strcmp(cs[k].cats, cs[0].cats))) {
+            cli_error("'%s' and '%s' come from runs with different settings (model, prompts, thresholds or version): not merged",
+                      paths[0], paths[k]);
+            goto done;
+        }
+    }
+    qsort(cs, (size_t)n, sizeof(cli_ds__coco), cli_ds__cmp_coco);
+    for (k = 1; k < n; k++)
+        if (cs[k].id == cs[k - 1].id) {
+            cli_error("'%s' and '%s' are both image %ld: outputs of different input lists?", cs[k - 1].path, cs[k].path, cs[k].id);
+            goto done;
+        }
+    /* a fresh temporary file (O_EXCL: never a planted link's target), renamed over out */
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= (int)sizeof(tmp) || (remove(tmp), !(f = cli_ds__create(tmp)))) {
+        cli_error("cannot write '%s': %s", tmp, strerror(errno));
+        goto done;
+    }
+    fprintf(f, "{\n%s,\n%s,\n  \"images\": [\n", cs[0].generator, cs[0].settings);
+    for (k = 0; k < n; k++) fprintf(f, "%s%s\n", cs[k].image, k + 1 < n ? "," : "");
+    fprintf(f, "  ],\n  \"annotations\": [\n");
+    for (k = 0; k < n; k++)
+        for (j = 0; j < cs[k].n_ann; j++) {
+            const char *rest = cs[k].ann[j] + 11;
+            while (*rest >= '0' && *rest <= '9') rest++;
+            fprintf(f, "%s    {\"id\": %ld%s", next_id > 1 ? ",\n" : "", next_id, rest);
+            next_id++;
+        }
+    fprintf(f, "%s  ],\n  \"categories\": [\n", next_id > 1 ? "\n" : "");
+    {
+        const char *c = cs[0].cats;
+        while (*c) {
+            const char *e = strchr(c, '\n');
+            fprintf(f, "%.*s%s\n", (int)(e - c), c, e[1] ? "," : "");
+            c = e + 1;
+        }
+    }
+    fprintf(f, "  ]\n}\n");
+    if (ferror(f) | fclose(f)) {
+        f = NULL;
+        cli_error("cannot write '%s'", tmp);
+        remove(tmp);
+        goto done;
+    }
+    f = NULL;
+#if defined(_WIN32)
+    if (!MoveFileExA(tmp, out, MOVEFILE_REPLACE_EXISTING)) {
+#else
+    if (rename(tmp, out) != 0) {
+#endif
+        cli_error("cannot write '%s': %s", out, strerror(errno));
+        remove(tmp);
+        goto done;
+    }
+    if (n_ann) *n_ann = next_id - 1;
+    rc = CLI_OK;
+done:
+    for (k = 0; k < n; k++) cli_ds__coco_free(&cs[k]);
+    free(cs);
+    return rc;
+}
+
+/* `sam3 merge -o OUT.json DIR...`: every DIR/SUB/coco.json (SUB a subfolder, sorted by name),
+   merged as above. */
+static int cli_ds_merge_dirs(const char *const *dirs, int n_dirs, const char *out, int quiet) {
+    char **paths = NULL, **subs;
+    int n = 0, cap = 0, d, k, rc = CLI_FAIL, skipped = 0;
+    long n_ann = 0;
+    for (d = 0; d < n_dirs; d++) {
+        int ns = cli_ds__scan(dirs[d], 1, &subs);
+        if (ns < 0) goto done;
+        for (k = 0; k < ns; k++) {
+            char p[4400];
+            struct stat st;
+            snprintf(p, sizeof(p), "%s/%s/coco.json", dirs[d], subs[k]);
+            if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) {
+                skipped++;
+                continue;
+            }
+            if (n == cap) {
+                char **np = (char **)realloc(paths, sizeof(char *) * (size_t)(cap ? 2 * cap : 256));
+                if (!np) break;
+                paths = np, cap = cap ? 2 * cap : 256;
+            }
+            if (!(paths[n] = (char *)malloc(strlen(p) + 1))) break;
+            strcpy(paths[n++], p);
+        }
+        cli_ds__free_names(subs, ns);
+        if (k < ns) {
+            cli_error("out of memory");
+            goto done;
+        }
+    }
+    if ((rc = cli_ds_coco_merge((const char *const *)paths, n, out, &n_ann)) == CLI_OK && !quiet)
+        fprintf(stderr, "sam3 merge: %s: %d images, %ld annotations (%d folders without coco.json left out)\n", out, n, n_ann, skipped);
+done:
+    cli_ds__free_names(paths, n);
+    return rc;
+}
+
+#endif /* SAM3_CLI_DATASET_H */

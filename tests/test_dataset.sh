@@ -1,0 +1,153 @@
+#!/bin/sh
+# Tests `sam3 segment` on many images (examples/cli_dataset.h) with the tiny model: -i FOLDER (what
+# is taken, what is ignored) and -i @LIST (comments, blank lines, paths relative to the list's
+# folder, run from another directory); each OUTDIR/STEM/ byte-identical to a one-image run; STEM
+# collisions refused; --format coco: the RLE strings decode (a Python restatement of pycocotools'
+# decoder, tests/dataset_check.py) to exactly the PNG masks of the same run in --format png, for one
+# and for several -t; resumption (all skipped; a half-written image redone; new settings redo all);
+# failing images reported, counted, exit 1, the others written; --shard I/N: disjoint, complete,
+# merged by `sam3 merge` into a file equal to the unsharded run's coco.json, for a GNU parallel
+# recipe (skipped when parallel is absent) and a Slurm job-array recipe (SLURM_ARRAY_TASK_ID and
+# SLURM_ARRAY_TASK_COUNT set as sbatch --array=0-2 sets them); usage errors.
+#   tests/test_dataset.sh [BUILD_DIR]   (needs BUILD_DIR/sam3 and BUILD_DIR/tiny_a.sam3)
+# Prints "test_dataset: N passed, N failed" last; exits non-zero on failure.
+B=${1:-build}
+PY=${PYTHON:-/usr/bin/python3}
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+SAM3=$(cd "$(dirname "$B/sam3")" && pwd)/sam3
+MODEL=$(cd "$(dirname "$B/tiny_a.sam3")" && pwd)/tiny_a.sam3
+T=$B/test_dataset
+rm -rf "$T" && mkdir -p "$T" || exit 1
+T=$(cd "$T" && pwd)
+"$PY" tests/dataset_check.py make "$T/imgs" || exit 1
+STEMS="a_dog b_street c_cat d_field e_grey"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# run WANT_RC NAME ARGS...: runs sam3 ARGS (stdout/stderr in $T/out, $T/err), checks the exit code
+run() {
+    want=$1
+    name=$2
+    shift 2
+    "$SAM3" "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$name: exit $got, expected $want; stderr: $(tail -c 400 "$T/err")"; fi
+    return 0
+}
+# summary NAME "D done, S skipped ..." : the last stderr line is the run's summary with these counts
+summary() {
+    if tail -n 1 "$T/err" | grep -q "$2"; then ok; else bad "$1: wanted a summary with '$2', got: $(tail -n 1 "$T/err")"; fi
+}
+SEG="segment -m $MODEL --threshold 0 --threads 2"
+
+# --- a folder, --format png, one prompt: each OUTDIR/STEM/ as a one-image run writes it ---
+run 0 "folder, png" $SEG -i "$T/imgs" -t "a cat" -o "$T/png1"
+summary "folder, png" "5 images: 5 done, 0 skipped (done before), 0 failed"
+grep -q "1 file not named" "$T/err" && ok || bad "folder: the ignored README.txt is not reported"
+[ "$(ls "$T/png1" | tr '\n' ' ')" = "a_dog b_street c_cat d_field e_grey " ] && ok || bad "folder: OUTDIR holds $(ls "$T/png1" | tr '\n' ' ')"
+for s in a_dog e_grey; do
+    img=$(ls "$T/imgs/$s".*)
+    run 0 "one image $s" $SEG -i "$img" -t "a cat" -o "$T/single/$s"
+    if diff -r "$T/single/$s" "$T/png1/$s" >/dev/null; then ok; else bad "OUTDIR/$s differs from a one-image run's output"; fi
+done
+
+# --- --format coco: RLE = the PNG masks, one prompt and several ---
+run 0 "folder, coco" $SEG -i "$T/imgs" -t "a cat" --format coco -o "$T/coco1"
+if r=$("$PY" tests/dataset_check.py rle "$T/png1" "$T/coco1" $STEMS 2>&1); then ok; echo "test_dataset: one prompt: $r"; else bad "coco, one prompt: $r"; fi
+run 0 "folder, png, 2 prompts" $SEG -i "$T/imgs" -t "a cat" -t dog -o "$T/png2"
+run 0 "folder, coco, 2 prompts" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco -o "$T/coco2"
+if r=$("$PY" tests/dataset_check.py rle "$T/png2" "$T/coco2" $STEMS --prompts 2 2>&1); then ok; echo "test_dataset: two prompts: $r"; else bad "coco, two prompts: $r"; fi
+if n=$("$PY" tests/dataset_check.py coco "$T/coco2/coco.json" 5 2 2>&1); then ok; else bad "merged coco.json: $n"; fi
+grep -q '"name": "dog"' "$T/coco2/coco.json" && ok || bad "coco.json: no category 'dog'"
+run 0 "one image, coco" $SEG -i "$T/imgs/c_cat.png" -t "a cat" --format coco -o "$T/single_coco"
+if n=$("$PY" tests/dataset_check.py coco "$T/single_coco/coco.json" 1 1 2>&1); then ok; else bad "one image's coco.json: $n"; fi
+
+# --- resumption ---
+cp "$T/coco2/coco.json" "$T/coco2.before"
+run 0 "rerun" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco -o "$T/coco2"
+summary "rerun skips all" "0 done, 5 skipped (done before), 0 failed"
+cmp -s "$T/coco2/coco.json" "$T/coco2.before" && ok || bad "rerun: coco.json changed"
+rm "$T/coco2/c_cat/01_dog/results.json" "$T/coco2/e_grey/coco.json" # as if cut off half way
+run 0 "rerun after a cut" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco -o "$T/coco2"
+summary "rerun after a cut" "2 done, 3 skipped (done before), 0 failed"
+cmp -s "$T/coco2/coco.json" "$T/coco2.before" && ok || bad "rerun after a cut: coco.json differs"
+run 0 "new threshold redoes all" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco --mask-threshold 0.6 -o "$T/coco2"
+summary "new threshold" "5 done, 0 skipped"
+
+# --- a list: comments, blank lines, relative paths (to the list's folder), absolute paths ---
+mkdir -p "$T/lists" "$T/elsewhere"
+printf '# my images\n\n  ../imgs/c_cat.png  \n%s/imgs/a_dog.png\r\n\t# done\n../imgs/e_grey.png\n' "$T" >"$T/lists/set.txt"
+(cd "$T/elsewhere" && "$SAM3" $SEG -i @../lists/set.txt -t "a cat" -o out >"$T/out" 2>"$T/err") && ok || bad "list: exit $?: $(tail -c 300 "$T/err")"
+summary "list" "3 images: 3 done"
+[ "$(ls "$T/elsewhere/out" | tr '\n' ' ')" = "a_dog c_cat e_grey " ] && ok || bad "list: OUTDIR holds $(ls "$T/elsewhere/out" | tr '\n' ' ')"
+diff -r "$T/elsewhere/out/c_cat/overlay.png" "$T/png1/c_cat/overlay.png" >/dev/null && ok || bad "list: c_cat differs from the folder run's"
+"$PY" -c 'import json,sys; assert json.load(open(sys.argv[1]))["image"] == "../lists/../imgs/c_cat.png"' "$T/elsewhere/out/c_cat/results.json" \
+    && ok || bad "list: results.json's image path"
+
+# --- failures: an unreadable image and a missing one do not stop the run ---
+printf 'not a png' >"$T/lists/broken.png"
+printf 'broken.png\n../imgs/b_street.png\nmissing.png\n' >"$T/lists/bad.txt"
+run 1 "failing images" $SEG -i @"$T/lists/bad.txt" -t "a cat" --format coco -o "$T/bad"
+summary "failing images" "3 images: 1 done, 0 skipped (done before), 2 failed"
+[ -f "$T/bad/b_street/results.json" ] && [ ! -e "$T/bad/broken" ] && [ ! -e "$T/bad/missing" ] && ok || bad "failing images: $(ls "$T/bad")"
+grep -q "cannot read image.*broken.png" "$T/err" && grep -q "missing.png" "$T/err" && ok || bad "failing images: not named on stderr"
+if n=$("$PY" tests/dataset_check.py coco "$T/bad/coco.json" 1 1 2>&1); then ok; else bad "coco.json with failures: $n"; fi
+run 1 "failing images, quiet" $SEG -i @"$T/lists/bad.txt" -t "a cat" --format coco -q -o "$T/bad"
+summary "failing images, quiet: the summary still shows" "0 done, 1 skipped (done before), 2 failed"
+
+# --- STEM collisions and empty inputs: refused before anything runs ---
+mkdir -p "$T/clash" && cp "$T/imgs/a_dog.png" "$T/clash/x.png" && cp "$T/imgs/c_cat.png" "$T/clash/x.jpg"
+run 1 "a.png + a.jpg" $SEG -i "$T/clash" -t "a cat" -o "$T/clash_out"
+grep -q "would both write OUTDIR/x/" "$T/err" && [ ! -e "$T/clash_out" ] && ok || bad "collision: $(cat "$T/err")"
+printf '# nothing\n' >"$T/lists/empty.txt"
+run 1 "empty list" $SEG -i @"$T/lists/empty.txt" -t "a cat" -o "$T/empty_out"
+run 1 "missing list" $SEG -i @"$T/lists/nope.txt" -t "a cat" -o "$T/empty_out"
+echo '{"mine": 1}' >"$T/foreign.json" && mkdir -p "$T/foreign" && cp "$T/foreign.json" "$T/foreign/coco.json"
+run 1 "a foreign OUTDIR/coco.json" $SEG -i "$T/imgs" -t "a cat" --format coco -o "$T/foreign"
+cmp -s "$T/foreign/coco.json" "$T/foreign.json" && ok || bad "a foreign coco.json was replaced"
+
+# --- shards: disjoint, complete, merged = unsharded ---
+REF=$T/coco1/coco.json
+for i in 0 1 2; do run 0 "shard $i/3" $SEG -i "$T/imgs" -t "a cat" --format coco --shard $i/3 -o "$T/shard$i"; done
+all=$(ls "$T/shard0" "$T/shard1" "$T/shard2" | grep -v : | grep . | sort | tr '\n' ' ')
+[ "$all" = "a_dog b_street c_cat d_field e_grey " ] && ok || bad "shards: together they hold '$all'"
+[ "$(ls "$T/shard0" | tr '\n' ' ')" = "a_dog d_field " ] && [ ! -e "$T/shard0/coco.json" ] && ok || bad "shard 0/3: $(ls "$T/shard0" | tr '\n' ' ')"
+run 0 "merge" merge -o "$T/merged.json" "$T/shard0" "$T/shard1" "$T/shard2"
+cmp -s "$T/merged.json" "$REF" && ok || bad "merged shards differ from the unsharded coco.json"
+run 1 "merge of different settings" merge -o "$T/mixed.json" "$T/shard0" "$T/coco2"
+[ ! -e "$T/mixed.json" ] && ok || bad "merge of different settings wrote a file"
+run 1 "merge of overlapping runs" merge -o "$T/dup.json" "$T/shard0" "$T/coco1"
+
+# Slurm job array (README): sbatch --array=0-2 sets these; the job script runs this command line
+for id in 0 1 2; do
+    SLURM_ARRAY_TASK_ID=$id SLURM_ARRAY_TASK_COUNT=3 sh -c \
+        '"$0" segment -m "$1" -i "$2" -t "a cat" --threshold 0 --threads 2 --format coco -q \
+         --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o "$3"' "$SAM3" "$MODEL" "$T/imgs" "$T/slurm" \
+        && ok || bad "slurm task $id"
+done
+run 0 "slurm merge" merge -o "$T/slurm.json" "$T/slurm"
+cmp -s "$T/slurm.json" "$REF" && ok || bad "slurm: merged file differs from the unsharded coco.json"
+
+# GNU parallel (README): one shard per job slot
+if command -v parallel >/dev/null 2>&1; then
+    parallel --will-cite -j 3 "$SAM3" segment -m "$MODEL" -i "$T/imgs" -t "'a cat'" --threshold 0 --threads 1 --format coco -q \
+        --shard {}/3 -o "$T/par/{}" ::: 0 1 2 && ok || bad "parallel: a job failed"
+    run 0 "parallel merge" merge -o "$T/par.json" "$T/par/0" "$T/par/1" "$T/par/2"
+    cmp -s "$T/par.json" "$REF" && ok || bad "parallel: merged file differs from the unsharded coco.json"
+else
+    echo "test_dataset: GNU parallel not installed (Debian package 'parallel'): its recipe is not tested"
+fi
+
+# --- usage errors ---
+run 2 "--shard 3/3" $SEG -i "$T/imgs" -t x --shard 3/3 -o "$T/u"
+run 2 "--shard -1/3" $SEG -i "$T/imgs" -t x --shard -1/3 -o "$T/u"
+run 2 "--shard 1" $SEG -i "$T/imgs" -t x --shard 1 -o "$T/u"
+run 2 "--shard with one file" $SEG -i "$T/imgs/a_dog.png" -t x --shard 0/2 -o "$T/u"
+run 2 "--format jpeg" $SEG -i "$T/imgs" -t x --format jpeg -o "$T/u"
+run 2 "merge without -o" merge "$T/shard0"
+[ ! -e "$T/u" ] && ok || bad "a usage error wrote $T/u"
+
+echo "test_dataset: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
