@@ -91,7 +91,7 @@ $(BUILD)/camera_loop: examples/camera_loop.c sam3.h | $(BUILD)
 $(BUILD)/track_loop: examples/track_loop.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -Werror -I. -o $@ examples/track_loop.c $(LIBS)
 
-# ---- Library and install (README "Install"). `make lib`: sam3.h compiled once (lib/sam3_lib.c)
+# ---- Library and install (README "Install"). `make lib`: sam3.h compiled once (examples/sam3_lib.c)
 # into build/libsam3.a and build/libsam3.so (exports the public sam3_* functions only). `make install`
 # copies sam3.h, a generated sam3.pc (cflags and libs: OpenMP and the OpenBLAS build chosen above)
 # and the CLI under $(DESTDIR)$(PREFIX), and the libraries too when built (`make lib install`);
@@ -110,8 +110,8 @@ LIB_FILES    := $(BUILD)/libsam3.a $(BUILD)/libsam3.so
 INSTALL_LIBS  = $(if $(filter lib,$(MAKECMDGOALS)),$(LIB_FILES),$(wildcard $(LIB_FILES)))
 lib: $(LIB_FILES)
 # one position-independent object for both libraries (one compile of the implementation)
-$(BUILD)/sam3_lib.o: lib/sam3_lib.c sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) -Werror -fPIC -fvisibility=hidden -DSAM3_SHARED -c -o $@ lib/sam3_lib.c
+$(BUILD)/sam3_lib.o: examples/sam3_lib.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -Werror -fPIC -fvisibility=hidden -DSAM3_SHARED -c -o $@ examples/sam3_lib.c
 $(BUILD)/libsam3.a: $(BUILD)/sam3_lib.o
 	rm -f $@ && $(AR) rcs $@ $<
 $(BUILD)/libsam3.so: $(BUILD)/sam3_lib.o

@@ -111,7 +111,7 @@ DOCUMENTATION
 5. Configuration macros (define before including the implementation)
    SAM3_STATIC             make every function static (private copy in one translation unit)
    SAM3DEF                 decoration of public functions (e.g. for dllexport)
-   SAM3_SHARED             sam3 as a shared library (lib/sam3_lib.c, `make lib`): the public functions
+   SAM3_SHARED             sam3 as a shared library (examples/sam3_lib.c, `make lib`): the public functions
                            are exported from a -fvisibility=hidden build (dllexport/dllimport on Windows)
    SAM3_MALLOC / SAM3_FREE default allocator (define both or neither); aligned internally
    SAM3_ASSERT(x)          internal invariant checks (default: assert)
