@@ -1,4 +1,4 @@
-/* sam3.h - v0.1.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
+/* sam3.h - v0.2.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
 
    Do this:
       #define SAM3_IMPLEMENTATION
@@ -138,7 +138,7 @@ DOCUMENTATION
    file.checksums.mx64 (i64 per tensor, table order) holds each tensor's checksum: mx64 of its
    bytes as little-endian u64 words w[i] (the last zero-extended): s = sum of mix((w[i] ^ i*K1) *
    K2) mod 2^64, mix(x) = x ^ (x >> 32), checksum mix((s ^ nbytes) * K2), K1 = 0x9E3779B97F4A7C15,
-   K2 = 0xD6E8FEB86659FD93. Against accidents, not attackers. Files without it load as before. The SAM 3 weights
+   K2 = 0xD6E8FEB86659FD93. Against accidents, not attackers. Files without it load (verify checks finiteness only). The SAM 3 weights
    are Meta's, under the SAM License, and converted files carry that licence.
 
 7. Limits
@@ -1108,8 +1108,8 @@ static const sam3__cfg *sam3__file_cfg(const sam3__file *f, const char *key) {
 }
 
 /* Per-tensor checksums (config key "file.checksums.mx64": one i64 per tensor, in table order;
-   files without the key load as before). mx64 of n bytes, read as little-endian u64 words w[i]
-   (the last one zero-extended):
+   files without it load, and verify checks finiteness only). mx64 of n bytes, read as
+   little-endian u64 words w[i] (the last one zero-extended):
        s = sum over i of mix((w[i] ^ (i * K1)) * K2)  mod 2^64,   mix(x) = x ^ (x >> 32)
        h = mix((s ^ n) * K2)
    Every word is mixed independently, so numpy computes it in vectorised passes (the converter)
@@ -2692,7 +2692,7 @@ typedef struct sam3__trk_cfg {
     float pe_ln_eps;
     int mlp_dim, layers, heads, down, n_mask_tokens, iou_depth, iou_hidden, dynamic; /* mask decoder */
     float stab_delta, stab_thresh;
-    /* where the SAM 3 tracker and SAM 1 differ (spec sam1.md 9); values are the tracker's / SAM 1's */
+    /* where transformers' Sam3Tracker{PromptEncoder,MaskDecoder} and SAM 1's differ; values are the tracker's / SAM 1's */
     float tw_eps;     /* two-way LayerNorms: 1e-5 / the config's 1e-6 */
     int obj_token;    /* an object-score token before the IoU token, and its head: 1 / 0 */
     int iou_sigmoid;  /* IoU head ends in a sigmoid: 1 / 0 */
@@ -3415,7 +3415,7 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
         if (v->qkv_bias) { sam3__nm(L, "vision_encoder.layers.%d.attn.qkv.bias", i); lw->qkv.b = sam3__get(L, 1, 3 * C, 0, 0, 0); }
         snprintf(p, sizeof(p), "vision_encoder.layers.%d.attn.proj", i); lw->proj = sam3__get_lin(L, p, C, C);
         if (v->use_rel) {
-            /* tables of exactly 2S-1 rows: the reference's interpolation is then the identity (spec 3.2) */
+            /* exactly 2S-1 rows, so transformers' SamVisionAttention.get_rel_pos's linear resize to 2S-1 is the identity */
             sam3__nm(L, "vision_encoder.layers.%d.attn.rel_pos_h", i); lw->rel_h = sam3__get(L, 2, 2 * S - 1, v->head_dim, 0, 0);
             sam3__nm(L, "vision_encoder.layers.%d.attn.rel_pos_w", i); lw->rel_w = sam3__get(L, 2, 2 * S - 1, v->head_dim, 0, 0);
         }
@@ -4174,7 +4174,7 @@ static sam3_result sam3__arena_settle(sam3_ctx *c) {
     SAM3_ASSERT(c->live == 0 && !c->chunks);
     if (c->high > c->arena_cap) {
         /* With 1/8 headroom: the mark moves by a few KB with the prompt's length, and regrowing a
-           ~280 MB arena for that cost ~70k page faults on the next call (100-350 ms on 2 threads).
+           full-size arena (~280 MB) for that would fault all its pages in again on the next call.
            Pages never touched are not resident. */
         size_t want = c->high;
         unsigned char *p;
@@ -4444,14 +4444,14 @@ static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, 
    When the BLAS runs single-threaded (c->split: blas_threads = 1, or OpenBLAS's OpenMP build),
    the product is cut into a grid of about n_threads tiles computed in one OpenMP region, so a
    single thread pool does all the work: two pools (OpenBLAS pthreads spinning between calls
-   while our OpenMP loops run) cost 6x on 16 cores (measured, README). */
+   while our OpenMP loops run) fight over the cores and slow everything several times over. */
 static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                             int ldb, float beta, float *C, int ldc);
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc) {
-    /* 3 tiles a thread from 8 threads on: the 16-core hosts are shared, and with one tile a
-       thread every product waited for its slowest core (image encoder, same host, alternating
-       runs: 4.89 -> 4.36 s median at 16 threads; at 2 threads 3 tiles a thread were 2.5 % slower) */
+    /* 3 tiles a thread from 8 threads on: on a shared many-core host, with one tile a thread
+       every product waits for its slowest core, and smaller tiles let the others take up its
+       share; with few threads the extra tiles only add packing and edges */
     const int nt = c->nt, tiles = c->nt * (c->nt >= 8 ? 3 : 1);
     int pm, pn, t, best = 0;
     double cost = 0;
@@ -4582,9 +4582,9 @@ static SAM3__INLINE float sam3__ferf(float x) {
 #endif
 /* sam3__fexp and the GELU on whole vectors, in intrinsics. The compiler's vectorisation of the
    scalar loops is not to be relied on: GCC 12 vectorises them 8 wide at most (its tuning for
-   AVX-512 machines prefers 256-bit vectors), GCC 13 not at all (the GELU ran scalar, 5.7 ns an
-   element, a sixth of a ViT block on the 16-core Xeon; 0.6 ns this way). The exponentials of
-   the softmax were a third of the attention time (0.68 ns a score on Zen 4, 0.36 this way). */
+   AVX-512 machines prefers 256-bit vectors), GCC 13 not at all. A scalar GELU is about ten
+   times the cost of this one and a large share of a ViT block, and scalar exponentials make the
+   softmax a large share of the attention. */
 #if defined(__AVX512F__)
 typedef __m512 sam3__vx;
 #define SAM3__VX 16
@@ -4694,9 +4694,9 @@ static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
    2^floor(t) 2^f: f = t - floor(t) in [0, 1) by one vreduce, 2^f by a degree-5 minimax polynomial
    (Remez, relative error 7.5e-8, 1.7e-7 as evaluated in f32: Cephes' degree 6 on [-0.5, 0.5]
    gives 1.5e-7), and vscalef, which floors its exponent itself (0 below the range, NaN carried).
-   8 operations where exp(s - m) took 14 and the rounding and Cephes' polynomial 10: the softmax
-   is a quarter of the attention on AVX-512 Xeons, whose FMAs run the products twice as fast as
-   Zen 4's. nml: -m log2(e). */
+   8 operations where exp(s - m) takes 14 and the rounding and Cephes' polynomial 10: on cores
+   with two 512-bit FMA ports the products are fast enough that the softmax is a large share of
+   the attention. nml: -m log2(e). */
 #define SAM3__EXP2_ROW 1
 static SAM3__INLINE __m512 sam3__vx_exp2_row(__m512 t) {
     const __m512 f = _mm512_mask_reduce_ps(t, (__mmask16)0xFFFF, t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
@@ -4737,10 +4737,10 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
    weight matrix, as the text encoder's 3 to 32 tokens through 1.2 GB of weights a prompt. A BLAS
    packs each weight panel for those few rows (three passes over 1.2 GB); this reads each weight
    row once, four at a time against up to G rows of A from L1 / L2, so it runs at the memory rate
-   (the text encoder on 2 Zen 4 threads: 113 -> 63 ms with two weight rows at a time; four streams
-   read 1.5x faster than two: 16 MB of weights, 5 rows, 2 Zen 4 threads, 16 -> 23 GB/s; the next
-   four rows prefetched into L2 meanwhile: 55 -> 49 ms, 5 tokens on 2 Zen 4 threads). Each output
-   is the same sum in the same order either way. Returns 0 for the shapes it leaves to sgemm. */
+   (the prefetchers keep four streams busier than one or two, and the next four rows are
+   prefetched into L2 meanwhile, so the weights are read once at close to the memory rate).
+   Each output is the same sum, in the same order, as a one-row-at-a-time loop would make.
+   Returns 0 for the shapes it leaves to sgemm. */
 #define SAM3__SMALL_M 32
 #ifdef SAM3__VX
 #if defined(__SSE__)
@@ -4821,8 +4821,8 @@ static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, fl
 /* Exact (erf) GELU of x + b, in place: x (rows, d), b (d) or NULL (then any rows x d split).
    By chunks of 256, each prefetching the chunk 4 KB ahead: the loop body is long (~35
    instructions a vector), so the out-of-order window holds only a few of its loads, and on a
-   buffer that lives in L3 or DRAM (fc1's output, 98 MB at full size) the pass ran at a third of
-   its in-cache speed without the prefetch (2.7 vs 0.9 ns an element on Zen 4, scalar code). */
+   buffer that lives in L3 or DRAM (fc1's output, 98 MB at full size) the pass would run at about
+   a third of its in-cache speed without the prefetch. */
 static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const float *b) {
     const size_t n = rows * (size_t)d, nb = (n + 255) / 256;
     ptrdiff_t blk;
@@ -4945,9 +4945,9 @@ static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr 
    from K packed once into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors
    of keys, one pass over the head dim), an online softmax without the normalising pass, then P.V
    for the same rows (tiles of MR rows x 2 vectors of the head dim), scaled by 1/sum at the end
-   (sam3__attn_rows). Only the query rows are packed per task, and a block's scores stay in L1/L2. Per-block BLAS calls spend
-   their time packing K and V for head dims of 16..64 and reached ~78 GFLOP/s on 2 Zen 4 cores;
-   this reaches 2.5x that (SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
+   (sam3__attn_rows). Only the query rows are packed per task, and a block's scores stay in
+   L1/L2. Per-block BLAS calls spend most of their time packing K and V for head dims of 16..64,
+   so this runs at more than twice their rate (SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
 #define SAM3__FAST_ATTENTION 1
 #if defined(__AVX512F__)
 #define SAM3__VW 16 /* floats per vector */
@@ -5006,8 +5006,8 @@ static SAM3__CONTRACT void sam3__qk_panel(const float *qp, const float *kp, int 
    c1 = scale log2(e), nml_r = -m_r log2(e), and sv (MR, VW) += their sums by lane. The scale
    and the offset ride in the exponential's one fma, and the scores are neither stored, read for
    their maximum nor read again for the exponential: 73 vector operations a vector of 16 keys
-   (hd 32) where the two passes took 75, on the two ports that also run the products on Xeons.
-   DETR encoder shape (5184 tokens, 8 x 32) on 2 Zen 4 threads: 105-110 -> 97-99 ms. */
+   (hd 32) where separate passes for the maximum and the exponential take 75 plus the scores'
+   stores and loads, on the ports that also run the products. */
 static SAM3__CONTRACT void sam3__qk_exp_panel(const float *qp, const float *kp, int hd, float c1, const float *nml, float *s, int lds,
                                               float *sv) {
     sam3__vf a[SAM3__MR][2];
@@ -5078,8 +5078,8 @@ static float sam3__row_max(const float *r, int n) {
     int j = 0;
 #ifdef SAM3__VX
     {
-        /* four chains: with one, each vmax waited for the last (4 cycles on Xeons), where the
-           scores' products take 4 FMAs a vector */
+        /* four chains: with one, each vmax would wait for the last (4 cycles on Intel cores),
+           where the scores' products take 4 FMAs a vector */
         sam3__vx v0 = sam3__vx_set1(-FLT_MAX), v1 = v0, v2 = v0, v3 = v0;
         for (; j + 4 * SAM3__VX <= n; j += 4 * SAM3__VX) {
             v0 = sam3__vx_max(v0, sam3__vx_load(r + j));
@@ -5140,7 +5140,7 @@ static int sam3__att_kb(int nk) {
    vh (nk, hd). qh, oh: the head's first column of q and out. Keys go by blocks of KB with an
    online softmax (Milakov and Gimelshein, 2018): each row keeps its running maximum and sum, and
    its P.V sums are rescaled when a block raises the maximum. All scores of a task at once, (ROWS,
-   5184) at the DETR encoder's size, were 663 KB: with the head's K and V, 2 MB, a Xeon core's
+   5184) at the DETR encoder's size, would be 663 KB: with the head's K and V, 2 MB, a server core's
    whole L2. Per block, the 4 tiles of MR query rows go through each key panel and the block's
    values together, so a head's K and V stream from L3 once per 4 MR rows rather than per MR (at
    5184 keys they are 0.7-1.3 MB each). Scratch: s (ROWS, KB) scores, qp (4, hd, MR) query tiles
@@ -5156,9 +5156,9 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
 #if defined(__SSE__)
     /* Flush to zero (and denormal inputs as zero) for the task, the caller's mode restored at the
        end: probabilities of keys scoring more than ~87 below the row's maximum underflow, and each
-       such result took a microcode assist. One key far above the rest (DETR shape, every query
-       ~140 above its others) made the attention 3.3x slower, 325 against 97-111 ms on 2 Zen 4
-       threads. Values below 1.2e-38 against a row sum of at least 1 change nothing. */
+       such result takes a microcode assist. With one key far above the rest (the DETR encoder's
+       queries can score one key ~140 above the others) nearly every probability underflows and
+       the assists dominate. Values below 1.2e-38 against a row sum of at least 1 change nothing. */
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u);
 #elif defined(SAM3__FPCR_FZ)
@@ -5302,8 +5302,8 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
         int task, h;
         /* Keys as panels of PW keys, each (hd, PW) contiguous: a tile's pass over a panel reads
            8 KB in order. With K transposed whole, (hd, nkp), that pass touched hd rows 20 KB
-           apart (at 5184 keys), more streams than the prefetchers follow: Q.K waited on loads,
-           2.4x slower. Keys in contiguous runs a thread, each key's row read whole and in order:
+           apart (at 5184 keys), more streams than the prefetchers follow: Q.K waited on loads.
+           Keys in contiguous runs a thread, each key's row read whole and in order:
            packed into its panel for every head, its values copied per head (a strided V, rows
            1-4 KB apart, made the P.V loop wait on the TLB; so did per-head packing tasks). */
         SAM3__OMP(for schedule(static))
@@ -5337,9 +5337,9 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
 /* nb self-attentions of n tokens (ViT windows, or one global) over K and V already packed by
    the passes that produced them (sam3__rope_pack, sam3__v_pack): kt (nb, nh, npan, hd, PW) and
    vp (nb, nh, n, hd). All batches' tasks in one loop, batch-major so that the threads working
-   at the same time share a batch's K and V: packing a window at a time (sam3__attention_fast)
-   cost a pass over K and V and two joins a window, 30-45 % of a window layer's attention at 16
-   threads. out may alias q (a task reads only the rows it writes). */
+   at the same time share a batch's K and V: packing a window at a time (as sam3__attention_fast
+   does) costs a pass over K and V and two joins a window, a large share of a window layer's
+   attention. out may alias q (a task reads only the rows it writes). */
 static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
                                           const float *vp, float *out, int ldo) {
     sam3__mark mk = sam3__mark_get(c);
@@ -5363,8 +5363,8 @@ static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, in
 }
 #endif
 
-/* Multi-head scaled dot-product attention over projected q, k, v (no masks: padding is dropped
-   before it gets here, which the spec shows is exact). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
+/* Multi-head scaled dot-product attention over projected q, k, v (no masks: callers drop padded
+   tokens, which no kept token attends to in the reference). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
    hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once: one head and a block
    of query rows at a time, at most ~16 MB of scratch. causal: query i sees keys 0..i only (CLIP);
    relh, relw (nh, nq, rel_s) with nk = rel_s^2 or NULL: a bias decomposed by key row and column,
@@ -5459,16 +5459,16 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
 /* 3x3 conv, stride 1, zero padding 1, by Winograd F(4x4, 3x3) (Lavin and Gray, 2016; points 0,
    +-1, +-2): each 4x4 output tile is A^T [U . (B^T d B)] A with d its 6x6 input tile and U = G g G^T
    the transformed weights, so the conv becomes 36 products (cout, cin) x (cin, tiles), 2.25
-   multiplies per output and input channel instead of 9. The pixel decoder's 288 x 288 conv was 98
-   GFLOP, ~40% of a prompt. The price is rounding: ~2e-6 relative error (norm) against an f64 direct
-   conv where a direct f32 conv has ~3e-7 (tools: random 256-channel maps); the parity bars are
-   1e-4. Tiles go by chunks of whole tile rows, so the transformed input V and the products M,
-   (36, channels, tiles) each, stay ~10 MB (smaller chunks ran no faster: the products
-   (256, 256) x (256, n) reach ~135 GFLOP/s a Zen 4 thread from n = 144 on). */
+   multiplies per output and input channel instead of 9. Direct, the pixel decoder's 288 x 288 conv
+   is 98 GFLOP, a large part of a prompt. The price is rounding: ~2e-6 relative error (norm) against
+   an f64 direct conv where a direct f32 conv has ~3e-7 (random 256-channel maps; test_conv3x3 in
+   tests/test_parity.c checks it); the parity bars are 1e-4. Tiles go by chunks of whole tile rows,
+   so the transformed input V and the products M, (36, channels, tiles) each, stay ~10 MB (smaller
+   chunks gain nothing: the products (256, 256) x (256, n) reach their full rate from n ~ 144 on). */
 /* U (36, cout, cin) from w (cout, cin, 3, 3), in double: G has thirds and sixths. Per output
    channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
-   channels: U written in runs of cin floats (written directly, 36 values 256 KB apart a time, this
-   was 4-8 ms of a prompt's 2 threads), and the products vectorise. ut: per thread, 27 cin doubles. */
+   channels: U written in runs of cin floats (written directly, each step would scatter 36 values
+   256 KB apart), and the products vectorise. ut: per thread, 27 cin doubles. */
 static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -5510,9 +5510,9 @@ static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, f
    phase f of tile t, and the tile's columns 4, 5 are phases 0, 1 of tile t + 1). With lc (lh, lw)
    the input is xc plus lc upsampled to (H, W) by nearest neighbour (the pixel decoder's skip
    connection), added as the rows are read. The transforms' loops are marked simd: reading six
-   rows and writing four to six, they need more overlap checks than GCC makes at run time, and it
-   left them scalar (2 Zen 4 threads, 288 x 288 conv: input transform 28 -> 18 ms, output 16 ->
-   12 ms). */
+   rows and writing four to six, they need more overlap checks than GCC makes at run time, and
+   unmarked it leaves them scalar. The marking holds: they read P and write T, then read T and
+   write v, so no loop reads what it writes. */
 static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, const float *lc, int lh, int lw, int ty, int ntx, float *P, float *T,
                                          float *v, size_t vs) {
     const int n1 = ntx + 1, n = 4 * n1;
@@ -5713,8 +5713,8 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
 /* GroupNorm over x (C, hw) channel-major, in place, then ReLU when relu is set (the pixel
    decoder always follows it with one). The statistics come from the conv that wrote x, as np
    partials a channel (count, mean, sum of squared deviations; sam3__conv3x3), merged in double
-   by Chan, Golub and LeVeque's pairwise update: their two passes over the map here (2 x 85 MB at
-   288 x 288) were half of GroupNorm's time. */
+   by Chan, Golub and LeVeque's pairwise update, which saves two passes over the map here (85 MB
+   each at 288 x 288). */
 static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int groups, const double *st, int np, const sam3__norm *w,
                                    float eps, int relu) {
     const int cg = C / groups;
@@ -5790,14 +5790,14 @@ static void sam3__sine_pos2d(int H, int W, int D, float *out) {
     }
 }
 
-/* Attention with an inner width di (the tracker's token<->image attentions project 256 -> 128):
-   project q, k, v (D -> di), attend with nh heads of di/nh, project out (di -> D).
-   qin (nq, D), kin and vin (nk, D), out (nq, D); out may alias qin. */
+/* The attentions below (sam3__mha_core and its wrappers) have an inner width di (the tracker's
+   token<->image attentions project 256 -> 128): project q, k, v (D -> di), attend with nh heads of
+   di/nh, project out (di -> D). qin (nq, D), kin and vin (nk, D), out (nq, D); out may alias qin. */
 /* Many queries attending to a few keys (a prompt's tokens), reassociated: the scores
    q_h k_h^T = x (Wq_h^T k_h^T) + bq_h . k_h and the output sum_h P_h (v_h Wo_h^T) + bo, so the
    queries are never projected to width di and back: two (nq, D) x (D, nh nk) products instead of
-   two (nq, D) x (D, di) ones (the DETR encoder's cross-attention to a 5-token prompt: 1.36 -> 0.21
-   GFLOP a layer). The same sums in another order: ~1e-7 relative. */
+   two (nq, D) x (D, di) ones (for the DETR encoder's cross-attention to a 5-token prompt, about a
+   sixth of the arithmetic). The same sums in another order: ~1e-7 relative. */
 static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                                       int nk, int D, int di, int nh, float *out, float *res) {
     sam3__mark mk = sam3__mark_get(c);
@@ -6342,8 +6342,8 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     sam3__window_layernorm(c, x, g, global ? g : ws, C, &w->ln1, v->ln_eps, h);
 #ifdef SAM3__FAST_ATTENTION
     {
-        /* q, k, v as one (n, 3C) product when the file keeps their weights together (50 % more
-           columns a product tile: 6-16 % faster at 16 threads), else three (n, C) products;
+        /* q, k, v as one (n, 3C) product when the file keeps their weights together (one wider
+           product splits into fuller tiles over the threads), else three (n, C) products;
            their biases and the packing for the attention in the passes after them: K packed
            into h (free now), V into mlp (free until the MLP); the attention writes over q. */
         const int ld = w->qkv ? 3 * C : C;
@@ -6638,9 +6638,9 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *m, const char *text, int32_t
 }
 
 /* ==== sam3: text encoder (CLIPTextTransformer + Sam3Model.text_projection) ==== */
-/* CLIP on the n valid tokens only: with the causal mask, tokens 0..n-1 never see the padding, so
-   this equals the reference's padded run on those tokens (spec 5.2, checked to 1e-14), and every
-   later use masks the padding out anyway. ids (n) -> out (n, D), projected to the detector width. */
+/* sam3__clip_text_model: CLIP on the n valid tokens only. With the causal mask, tokens 0..n-1 never
+   see the padding, so this equals transformers' padded CLIPTextTransformer run on those tokens (to
+   1e-14), and every later use masks the padding out anyway. ids (n) -> out (n, D), at detector width. */
 /* CLIPMLP with hidden_act "quick_gelu": fc2(q(fc1(x))), q(v) = v * sigmoid(1.702 v). x (n, T) -> y (n, T).
    At most 32 tokens, so plain expf. */
 static sam3_result sam3__clip_mlp_quick(sam3_ctx *c, const float *x, int n, int T, const sam3__lin *fc1, int TI,
@@ -6902,8 +6902,8 @@ static float sam3__rpb_log(float d) {
 
 /* Box relative-position bias (Sam3DetrDecoder._get_rpb_matrix) in its two factors: the bias of
    query q (row 0 the presence token, zero) and head h at key (r, c) is relh[h, q, r] + relw[h, q, c],
-   which the attention adds itself, as the reference's broadcast sum of the y and x terms does. The
-   (nh, Q + 1, H*W) matrix was 33 MB a layer written and read again (~6 ms a layer on 2 threads).
+   which the attention adds itself, as the reference's broadcast sum of the y and x terms does, so
+   the (nh, Q + 1, H*W) matrix (33 MB a layer) is never materialised.
    ref: (Q, 4) cx, cy, w, h. */
 static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw) {
     const sam3_model *m = c->m;
@@ -6918,8 +6918,8 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
         memset(relw + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
     }
     /* The two MLPs (2 -> D -> nh, ReLU) evaluated directly, 16 key rows or columns at a time with
-       their hidden layer in L1: as products of K = 2 and N = nh = 8 (a 15 MB hidden map for
-       each) they ran at a few GFLOP/s. Task: (axis, query); axis 0 is x (key columns), 1 y. */
+       their hidden layer in L1: as products of K = 2 and N = nh = 8 (through a 15 MB hidden map
+       each) they would be bound by memory. Task: (axis, query); axis 0 is x (key columns), 1 y. */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < 2 * Q; t++) {
         const int ax = t / Q, q = t % Q;
@@ -6954,7 +6954,7 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
                 }
 #endif
             }
-            for (h0 = 0; h0 < nh; h0 += 8) { /* 8 heads together: 8 independent sums (one chain ran at ~2 GFLOP/s) */
+            for (h0 = 0; h0 < nh; h0 += 8) { /* 8 heads together: 8 independent sums (one chain would wait on each add) */
                 const int nhh = SAM3__MIN(8, nh - h0);
                 float acc[8][16];
 #ifdef SAM3__VX
@@ -7040,7 +7040,7 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the DETR decoder");
         if (hist_ref) memcpy(hist_ref + (size_t)l * Q * 4, ref, (size_t)Q * 4 * sizeof(float));
         /* query position from the current boxes: [S(cy), S(cx), S(w), S(h)] (scale 2 pi) -> MLP
-           (threaded: 200 queries' 100 k sines a layer were ~10 ms on one thread) */
+           (threaded: 200 queries' 100 k sines a layer are too slow for one thread) */
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (q = 0; q < Q; q++) {
             const float *b = ref + 4 * q;
@@ -7131,8 +7131,8 @@ static sam3_result sam3__dot_product_scoring(sam3_ctx *c, const float *queries, 
 }
 
 /* ==== sam3: mask decoder (Sam3MaskDecoder) ==== */
-/* y = skip + x resized to (C, oh, ow) by nearest neighbour (F.interpolate(mode="nearest")), from
-   x (C, ih, iw): one pass on all threads (a copy of the skip map first was 85 MB on one thread). */
+/* The pixel decoder's nearest-neighbour upsampling (F.interpolate(mode="nearest")) plus skip is
+   not a pass of its own: sam3__conv3x3 forms it as it reads its input rows (sam3__wino_in). */
 /* Prompt cross-attention on the encoder memory, the pixel decoder (the memory replaces the last
    kept FPN level; nearest upsampling + skip, 3x3 conv, GroupNorm(8), ReLU per stage), instance and
    semantic projections, and the query-pixel product, for nq query rows (all Q, or the ones kept):
@@ -7180,9 +7180,9 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
     if (Q > 0 && (rc = sam3__mlp3(c, queries, Q, D, w->embed, D, D, me)) != SAM3_OK) return rc;
     /* masks = me . (W_inst x + b) = (me W_inst) x + me . b: the instance projection (a 1x1 conv,
        11 GFLOP at 288 x 288, and an 85 MB map written and read) folded into the Q embeddings, and
-       me . b into the product as a column against a row of ones (a pass over the 66 MB of mask
-       logits fewer: the product and the pass for 200 masks, 2 Zen 4 threads, 43-44 ms, the product
-       with the column 40 ms) */
+       me . b into the product as a column against a row of ones (mw (Q, D + 1) has it as column D,
+       x has the ones as row D), which saves adding it in a pass of its own over the 66 MB of
+       mask logits */
     sam3__gemm(c, 0, 0, Q, D, D, 1.0f, me, D, w->inst_proj.w, D, 0.0f, mw, D + 1);
     if (w->inst_proj.b) {
         size_t j;
@@ -7224,8 +7224,8 @@ static void sam3__lerp_table(int in, int out, sam3__lerp *t) {
    first (into the thread's scratch), then each output row is made from two of those, so both
    passes are contiguous and vectorise; the same products and sums in the same order as the
    one-step formula. Tasks are (map, band of SAM3__RT_BAND output rows): a map at a time, its rows
-   split over the threads, made three joins a map and wrote and read its 1.5 MB of x-resized rows
-   (at 1280 x 960) through L2; 200 masks took 34 ms on 2 Zen 4 threads. */
+   split over the threads, would cost three joins a map and send its 1.5 MB of x-resized rows
+   (at 1280 x 960) through L2. */
 static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *const *src, int sig, int ih, int iw, const sam3__lerp *ty,
                                             const sam3__lerp *tx, int oh, int ow, float thr, uint8_t *masks, long *area) {
     sam3__mark mk = sam3__mark_get(c);
@@ -7244,7 +7244,7 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
     int32_t *rel = (int32_t *)sam3__salloc(c, (size_t)SAM3__MAX(2 * nbq * 16, 1) * sizeof(int32_t)); /* (nbq, 2, 16) tap offsets */
     float *wl = sam3__sallocf(c, (size_t)SAM3__MAX(2 * nbq * 16, 1));                                    /* (nbq, 2, 16) tap weights */
     /* Masks past any cache are written around it: no line read for ownership first (200 masks at
-       1280 x 960 are 245 MB; 26 -> 21 ms on 2 Zen 4 threads). Fewer stay in the cache for the caller. */
+       1280 x 960 are 245 MB, so that read would double the traffic). Fewer stay in the cache for the caller. */
     const int stream = (double)n * (double)plane > 32e6;
     if (!bx || !rel || !wl) return SAM3_ERR_OUT_OF_MEMORY;
     for (bd = 0; bd < nbq; bd++) {
@@ -7358,8 +7358,8 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
 /* ==== sam3: interactive head (Sam3TrackerModel) ==== */
 /* The interactive head's image features, from the cached trunk output: its own FPN neck (levels
    4x, 2x, 1x), the decoder's conv_s0 / conv_s1 on the two high-resolution levels, and the grid's
-   position encoding. The reference Sam3TrackerModel adds no_memory_embedding to the discarded
-   0.5x level only (spec: tracker A.0.5), so the 1x map goes to the decoder as it is. */
+   position encoding. The reference (transformers Sam3TrackerModel) adds no_memory_embedding only
+   to the 0.5x level, which it then discards, so the 1x map goes to the decoder as it is. */
 static sam3_result sam3__tracker_features(sam3_ctx *c) {
     const sam3_model *m = c->m;
     const sam3__trk_cfg *t = &m->trk;
