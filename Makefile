@@ -365,9 +365,10 @@ $(MINGW_DIR)/%.exe: tests/%.c tests/test_util.h sam3.h
 $(MINGW_DIR)/test_parity_omp.exe: tests/test_parity.c tests/test_util.h sam3.h
 	@mkdir -p $(MINGW_DIR)
 	$(MINGW_CC) $(MINGW_FLAGS) -fopenmp -o $@ $< -lm
-$(MINGW_DIR)/sam3.exe: examples/sam3_cli.c sam3.h
+$(MINGW_DIR)/sam3.exe: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h \
+                       examples/cli_outdir.h sam3.h
 	@mkdir -p $(MINGW_DIR)
-	$(MINGW_CC) $(MINGW_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c -lm
+	$(MINGW_CC) $(MINGW_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c -lm
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
 	@$(MAKE) --no-print-directory $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
@@ -399,7 +400,8 @@ CROSS_BINS    := $(CROSS_DIR)/test_format $(CROSS_DIR)/test_parity $(CROSS_DIR)/
 test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@if [ "$$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx $(CROSS_DEBARCH); then \
 	    dpkg --add-architecture $(CROSS_DEBARCH) && apt-get update -q; fi
-	@$(MAKE) --no-print-directory deps DEB_PKGS="gcc-$(CROSS_TRIPLET) qemu-user libopenblas-dev:$(CROSS_DEBARCH) libgomp1:$(CROSS_DEBARCH)"
+	@$(MAKE) --no-print-directory deps DEB_PKGS="gcc-$(CROSS_TRIPLET) qemu-user libopenblas-dev:$(CROSS_DEBARCH) libgomp1:$(CROSS_DEBARCH) \
+	    libjpeg62-turbo-dev:$(CROSS_DEBARCH) libpng-dev:$(CROSS_DEBARCH)"
 	@$(MAKE) --no-print-directory CROSS=$(CROSS_TRIPLET)- BUILD=$(CROSS_DIR) $(CROSS_BINS)
 	@$(CROSS_RUN) $(CROSS_DIR)/test_gemm
 	@$(CROSS_RUN) $(CROSS_DIR)/test_format $(TINY_SAM3)

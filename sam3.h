@@ -125,6 +125,8 @@ DOCUMENTATION
                            Zen 4 with GCC/clang; a plain-C tile with other compilers)
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
    SAM3_MAX_POINTS         clicks per prompt (default 64)
+   SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
+   SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
 
 6. Weight file format (.sam3)
@@ -753,17 +755,28 @@ static wchar_t *sam3__win_path(const char *path) {
 #endif
 #if defined(SAM3__WIN_MMAP)
 /* Maps the file read-only; NULL on failure, with *empty set for a 0-byte file (which cannot be
-   mapped, and is reported as a bad magic like on POSIX). */
-static const void *sam3__win_map(const char *path, size_t *size, int *empty) {
+   mapped, and is reported as a bad magic like on POSIX) and *why saying what failed, as
+   sam3__errno_text does on POSIX. */
+static const void *sam3__win_map(const char *path, size_t *size, int *empty, const char **why) {
     HANDLE f, mp;
     LARGE_INTEGER sz;
     const void *p = NULL;
     wchar_t *w = sam3__win_path(path);
     *empty = 0;
-    if (!w) return NULL;
+    *why = "cannot be mapped";
+    if (!w) {
+        *why = "not a valid UTF-8 file name";
+        return NULL;
+    }
     f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
     SAM3_FREE(w);
-    if (f == INVALID_HANDLE_VALUE) return NULL;
+    if (f == INVALID_HANDLE_VALUE) {
+        const DWORD e = GetLastError();
+        *why = e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND ? "no such file or directory"
+               : e == ERROR_ACCESS_DENIED                            ? "permission denied (or a directory)"
+                                                                     : "cannot be opened";
+        return NULL;
+    }
     if (!GetFileSizeEx(f, &sz)) sz.QuadPart = -1;
     *empty = sz.QuadPart == 0;
     if (sz.QuadPart > 0 && (uint64_t)sz.QuadPart <= (uint64_t)SIZE_MAX) {
@@ -3892,9 +3905,11 @@ SAM3DEF sam3_result sam3_load(const char *path, const sam3_load_options *opt, sa
 #if defined(SAM3__WIN_MMAP)
     if (!opt || !opt->no_mmap) {
         int empty;
-        const void *p = sam3__win_map(path, &size, &empty);
+        const char *why;
+        const void *p = sam3__win_map(path, &size, &empty, &why);
         if (!p) {
-            sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot %s '%s'", empty ? "map the empty file" : "open and map", path);
+            if (empty) sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot map the empty file '%s'", path);
+            else sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: cannot open '%s': %s", path, why);
             return empty ? SAM3_ERR_BAD_MAGIC : SAM3_ERR_IO;
         }
         return sam3__model_open((const uint8_t *)p, size, 1, &a, opt, out);

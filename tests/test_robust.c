@@ -1284,7 +1284,7 @@ static void *b_alloc(size_t size, size_t align, void *user) {
     byte_counter *k = (byte_counter *)user;
     unsigned char *p;
     (void)align; /* <= 64: the 64-byte header keeps 64-byte alignment */
-    if (posix_memalign((void **)&p, 64, size + 64) != 0) return NULL;
+    if (t_memalign((void **)&p, 64, size + 64) != 0) return NULL;
     memcpy(p, &size, sizeof(size));
     k->live += size;
     return p + 64;
@@ -1295,7 +1295,7 @@ static void b_free(void *q, void *user) {
     size_t size;
     memcpy(&size, p, sizeof(size));
     k->live -= size;
-    free(p);
+    t_alignfree(p);
 }
 
 static void test_accounting(const sam3_model *m) {
