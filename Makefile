@@ -143,10 +143,10 @@ $(BUILD)/%.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/c
 
 $(BUILD)/test_format: tests/test_format.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_format.c $(LIBS)
-$(BUILD)/test_parity: tests/test_parity.c tests/test_util.h sam3.h | $(BUILD)
+$(BUILD)/test_parity: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_parity.c $(LIBS)
 # The video tracker against its reference stream (frames cut from $(SHARED)/images/test_image.jpg).
-$(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h sam3.h | $(BUILD)
+$(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_video.c $(LIBS)
 # The same frames as PNG files, for tools/make_reference_video.py on the GPU machine:
 #   build/make_video_frames ../shared/images/test_image.jpg 10 DIR
@@ -156,7 +156,7 @@ $(BUILD)/make_video_frames: tests/make_video_frames.c tests/video_frames.h | $(B
 # model's products through the built-in SGEMM).
 $(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_gemm.c $(LIBS)
-$(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h sam3.h | $(BUILD)
+$(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
 $(BUILD)/test_tokenizer: tests/test_tokenizer.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_tokenizer.c $(LIBS)
@@ -358,11 +358,11 @@ MINGW_CFLAGS ?= -O2 $(ARCH)
 MINGW_DIR    := $(BUILD)/mingw
 MINGW_FLAGS   = -std=c99 $(WARN) -Werror $(MINGW_CFLAGS) -DSAM3_NO_BLAS
 WINE_RUN     := WINEDEBUG=-all WINEPREFIX=$(abspath $(BUILD))/wineprefix wine
-$(MINGW_DIR)/%.exe: tests/%.c tests/test_util.h sam3.h
+$(MINGW_DIR)/%.exe: tests/%.c tests/test_util.h tests/test_dump.h sam3.h
 	@mkdir -p $(MINGW_DIR)
 	$(MINGW_CC) $(MINGW_FLAGS) -o $@ $< -lm
 # and with OpenMP (libgomp-1.dll from the compiler's directory, through WINEPATH)
-$(MINGW_DIR)/test_parity_omp.exe: tests/test_parity.c tests/test_util.h sam3.h
+$(MINGW_DIR)/test_parity_omp.exe: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h
 	@mkdir -p $(MINGW_DIR)
 	$(MINGW_CC) $(MINGW_FLAGS) -fopenmp -o $@ $< -lm
 $(MINGW_DIR)/sam3.exe: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h \

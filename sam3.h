@@ -7429,32 +7429,38 @@ static void sam3__conv2x2s2(const float *x, int cin, int H, int W, const sam3__l
 
 /* Sam3TrackerPromptEncoder for one object: sparse (ns, D) tokens from the clicks and box, dense
    (D, g, g) from the mask prompt (or no_mask_embed). Coordinates go to the model's input frame as
-   the processor maps them (x * S / width), then +0.5 (pixel centre) and / S. */
-static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_prompt *pp, float rx, float ry, float *sparse, int *ns,
-                                            float *dense) {
+   the processor maps them (x * S / width), then +0.5 (pixel centre) and / S. The box's corners
+   (points labelled 2 and 3) follow the clicks, as Sam3TrackerProcessor sends them; box_first puts
+   them before the clicks, as Sam3TrackerVideoProcessor does (the video tracker). */
+static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_prompt *pp, float rx, float ry, int box_first, float *sparse,
+                                            int *ns, float *dense) {
     const sam3_model *m = c->m;
     const sam3__trk_cfg *t = &m->trk;
     const sam3__trk_w *w = &m->trk_w;
     const int D = t->D, g = t->grid, S = t->image;
-    int i, n = 0, k;
-    for (i = 0; i < pp->n_points; i++) {
-        const sam3_point *p = &pp->points[i];
-        float *o = sparse + (size_t)n++ * D;
-        sam3__fourier_pe(w->gauss, D, (p->x * rx + 0.5f) / (float)S, (p->y * ry + 0.5f) / (float)S, o);
-        for (k = 0; k < D; k++) o[k] += w->point_rows[p->label][k];
+    int i, n = 0, k, pass;
+    for (pass = 0; pass < 3; pass++) { /* box first (0) or last (2), clicks between */
+        if (pass == 1) { /* the clicks */
+            for (i = 0; i < pp->n_points; i++) {
+                const sam3_point *p = &pp->points[i];
+                float *o = sparse + (size_t)n++ * D;
+                sam3__fourier_pe(w->gauss, D, (p->x * rx + 0.5f) / (float)S, (p->y * ry + 0.5f) / (float)S, o);
+                for (k = 0; k < D; k++) o[k] += w->point_rows[p->label][k];
+            }
+        } else if (pp->box && pass == (box_first ? 0 : 2)) { /* the box's corners */
+            const float *b = pp->box;
+            float *o = sparse + (size_t)n * D;
+            sam3__fourier_pe(w->gauss, D, (b[0] * rx + 0.5f) / (float)S, (b[1] * ry + 0.5f) / (float)S, o);
+            sam3__fourier_pe(w->gauss, D, (b[2] * rx + 0.5f) / (float)S, (b[3] * ry + 0.5f) / (float)S, o + D);
+            for (k = 0; k < D; k++) {
+                o[k] += w->point_rows[2][k];
+                o[D + k] += w->point_rows[3][k];
+            }
+            n += 2;
+        }
     }
     if (pp->box) {
-        /* corners as points labelled 2 and 3 (the SAM 3 tracker then pads with a not-a-point) */
-        const float *b = pp->box;
-        float *o = sparse + (size_t)n * D;
-        sam3__fourier_pe(w->gauss, D, (b[0] * rx + 0.5f) / (float)S, (b[1] * ry + 0.5f) / (float)S, o);
-        sam3__fourier_pe(w->gauss, D, (b[2] * rx + 0.5f) / (float)S, (b[3] * ry + 0.5f) / (float)S, o + D);
-        for (k = 0; k < D; k++) {
-            o[k] += w->point_rows[2][k];
-            o[D + k] += w->point_rows[3][k];
-        }
-        n += 2;
-        if (t->box_pad) memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float));
+        if (t->box_pad) memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float)); /* the SAM 3 tracker pads */
     } else if (pp->n_points || t->empty_pad) {
         if (pp->n_points == 0) /* the tracker inserts one point (0, 0) labelled -1 when nothing is given */
             memcpy(sparse + (size_t)n++ * D, w->not_a_point, (size_t)D * sizeof(float));
@@ -8585,7 +8591,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
             rx = (float)((double)c->s1_w1 / c->img_w);
             ry = (float)((double)c->s1_h1 / c->img_h);
         }
-        if ((rc = sam3__trk_prompt_encoder(c, pp, rx, ry, sparse, &ns, dense)) != SAM3_OK) return sam3__end(c, rc);
+        if ((rc = sam3__trk_prompt_encoder(c, pp, rx, ry, 0, sparse, &ns, dense)) != SAM3_OK) return sam3__end(c, rc);
     }
     /* tap names follow the reference dumps: trk.* (SAM 3 tracker), sam1.* (SAM 1) */
     sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.sparse" : "trk.sparse", sparse, 2, ns, t->D, 0);
@@ -9109,7 +9115,6 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
     const sam3__trk_cfg *tc = &m->trk;
     const sam3__vid_cfg *v = &m->vid;
     const sam3__vid_w *w = &m->vid_w;
-    const sam3__trk_w *tw = &m->trk_w;
     const int D = tc->D, g = tc->grid, N = g * g, S = tc->image, nm = tc->n_mask_tokens, M = v->mem_dim;
     const size_t lp = (size_t)16 * N;
     sam3__mark mk = sam3__mark_get(c);
@@ -9120,6 +9125,7 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
     float *tok = sam3__sallocf(c, (size_t)nm * D);              /* (nm, D) */
     float iou[SAM3__MAX_FFN], obj = 0;
     int ns = 0, i, k, multimask, sel, tok_sel;
+    sam3_points_prompt pp;
     sam3_result rc;
     if (!img || !sparse || !dense || !all || !tok) return SAM3_ERR_OUT_OF_MEMORY;
     r->prompted = o->pending;
@@ -9129,7 +9135,6 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
         float *mf = sam3__sallocf(c, (size_t)o->mask_w * o->mask_h); /* (mh, mw) */
         float *ms = sam3__sallocf(c, (size_t)S * S);                 /* (S, S) binary */
         float *md = sam3__sallocf(c, (size_t)(S / 4) * (S / 4));     /* (S/4, S/4) mask_downsample */
-        sam3_points_prompt pp;
         size_t j;
         int any = 0, best;
         if (!mf || !ms || !md) return SAM3_ERR_OUT_OF_MEMORY;
@@ -9150,7 +9155,7 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
         memset(&pp, 0, sizeof(pp));
         pp.mask_logits = md;
         pp.mask_width = pp.mask_height = S / 4;
-        if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, sparse, &ns, dense)) != SAM3_OK) return rc;
+        if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
         if ((rc = sam3__trk_mask_decoder(c, c->trk_e, sparse, ns, dense, all, iou, &obj, tok)) != SAM3_OK) return rc;
         best = 1;
         for (i = 2; i < nm; i++)
@@ -9169,32 +9174,18 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
         const float rx = (float)((double)S / W), ry = (float)((double)S / H);
         for (k = 0; k < D; k++)
             for (i = 0; i < N; i++) img[(size_t)k * N + i] = c->trk_e[(size_t)k * N + i] + w->no_mem[k];
-        /* the processor puts the box's corners (labels 2, 3) before the clicks; the prompt encoder
-           then pads with a not-a-point */
-        if (o->has_box) {
-            sam3__fourier_pe(tw->gauss, D, (o->box[0] * rx + 0.5f) / (float)S, (o->box[1] * ry + 0.5f) / (float)S, sparse);
-            sam3__fourier_pe(tw->gauss, D, (o->box[2] * rx + 0.5f) / (float)S, (o->box[3] * ry + 0.5f) / (float)S, sparse + D);
-            for (k = 0; k < D; k++) {
-                sparse[k] += tw->point_rows[2][k];
-                sparse[D + k] += tw->point_rows[3][k];
-            }
-            ns = 2;
-        }
-        for (i = 0; i < o->n_points; i++) {
-            float *so = sparse + (size_t)ns++ * D;
-            sam3__fourier_pe(tw->gauss, D, (o->points[i].x * rx + 0.5f) / (float)S, (o->points[i].y * ry + 0.5f) / (float)S, so);
-            for (k = 0; k < D; k++) so[k] += tw->point_rows[o->points[i].label][k];
-        }
-        memcpy(sparse + (size_t)ns++ * D, tw->not_a_point, (size_t)D * sizeof(float));
-        for (k = 0; k < D; k++)
-            for (i = 0; i < N; i++) dense[(size_t)k * N + i] = tw->no_mask[k];
+        memset(&pp, 0, sizeof(pp));
+        pp.points = o->points;
+        pp.n_points = o->n_points;
+        pp.box = o->has_box ? o->box : NULL;
+        if ((rc = sam3__trk_prompt_encoder(c, &pp, rx, ry, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
         {
             const int npts = o->n_points + (o->has_box ? 2 : 0);
             multimask = v->multimask && v->mm_min <= npts && npts <= v->mm_max;
         }
     } else {
         /* a tracked frame: memory attention over what the stream remembers of the object */
-        const int maxk = (v->max_cond < 0 ? o->n_cond : SAM3__MIN(o->n_cond, v->max_cond) + 0) + v->num_maskmem;
+        const int maxk = (v->max_cond < 0 ? o->n_cond : SAM3__MIN(o->n_cond, v->max_cond)) + v->num_maskmem;
         const size_t cap = (size_t)maxk * N + (size_t)(o->n_cond + v->max_ptr) * (D / M);
         float *mem = sam3__sallocf(c, cap * M);     /* (nk, M) */
         float *mem_pos = sam3__sallocf(c, cap * M); /* (nk, M) */
@@ -9211,11 +9202,8 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
             snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.pix", t->next, o->id);
             sam3__tap(c, nm_, tm, 2, N, D, 0);
         }
-        memcpy(sparse, tw->not_a_point, (size_t)D * sizeof(float)); /* no prompt: a (0, 0) point labelled -1, then padding */
-        memcpy(sparse + D, tw->not_a_point, (size_t)D * sizeof(float));
-        ns = 2;
-        for (k = 0; k < D; k++)
-            for (i = 0; i < N; i++) dense[(size_t)k * N + i] = tw->no_mask[k];
+        memset(&pp, 0, sizeof(pp)); /* no prompt: the encoder's (0, 0) point labelled -1, then padding */
+        if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
         multimask = v->multimask && v->mm_tracking && v->mm_min <= 0 && 0 <= v->mm_max;
     }
     if ((rc = sam3__trk_mask_decoder(c, img, sparse, ns, dense, all, iou, &obj, tok)) != SAM3_OK) return rc;

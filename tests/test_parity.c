@@ -8,18 +8,12 @@
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
+#include "test_dump.h"
 
 #define TOL 1e-4      /* f32 stages */
 #define TOL_MASK 1e-3 /* mask and semantic logits (the bar) */
 #define MIN_IOU 0.99
 
-typedef struct dump {
-    void *buf;
-    size_t size;
-    sam3__file f;
-} dump;
-
-static sam3_allocator g_alloc;
 
 /* One thread pool: sam3 splits products over its threads with BLAS single-threaded (fast and free
    of oversubscription with Debian's pthread OpenBLAS; also exercises the split path). */
@@ -29,30 +23,6 @@ static sam3_ctx_options test_ctx_options(void) {
     return o;
 }
 
-static int dump_open(dump *d, const char *path) {
-    char err[256];
-    memset(d, 0, sizeof(*d));
-    d->buf = t_read_file(path, &d->size);
-    if (!d->buf) return 0;
-    if (sam3__file_parse(&d->f, (const uint8_t *)d->buf, d->size, &g_alloc, err, sizeof(err)) != SAM3_OK) {
-        printf("cannot parse %s: %s\n", path, err);
-        t_free_file(d->buf);
-        d->buf = NULL;
-        return 0;
-    }
-    return 1;
-}
-static void dump_close(dump *d) {
-    if (!d->buf) return;
-    sam3__file_free(&d->f, &g_alloc);
-    t_free_file(d->buf);
-    d->buf = NULL;
-}
-static const sam3__tensor *dump_get(const dump *d, const char *name, uint32_t dtype) {
-    const sam3__tensor *t = sam3__file_find(&d->f, name);
-    if (t && t->dtype != dtype) return NULL;
-    return t;
-}
 static size_t t_numel(const sam3__tensor *t) {
     size_t n = 1;
     int i;

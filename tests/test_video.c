@@ -15,6 +15,7 @@
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
+#include "test_dump.h"
 #define STB_IMAGE_IMPLEMENTATION
 #include "stb_image.h"
 #include "video_frames.h"
@@ -22,32 +23,6 @@
 #define TOL 1e-4
 #define MIN_IOU 0.99
 
-typedef struct dump {
-    void *buf;
-    size_t size;
-    sam3__file f;
-} dump;
-static sam3_allocator g_alloc;
-
-static int dump_open(dump *d, const char *path) {
-    char err[256];
-    memset(d, 0, sizeof(*d));
-    d->buf = t_read_file(path, &d->size);
-    if (!d->buf) return 0;
-    if (sam3__file_parse(&d->f, (const uint8_t *)d->buf, d->size, &g_alloc, err, sizeof(err)) != SAM3_OK) {
-        printf("cannot parse %s: %s\n", path, err);
-        t_free_file(d->buf);
-        d->buf = NULL;
-        return 0;
-    }
-    return 1;
-}
-static void dump_close(dump *d) {
-    if (!d->buf) return;
-    sam3__file_free(&d->f, &g_alloc);
-    t_free_file(d->buf);
-    d->buf = NULL;
-}
 static const sam3__tensor *dget(const dump *d, uint32_t dtype, const char *fmt, ...) {
     char name[128];
     va_list ap;

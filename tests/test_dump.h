@@ -1,0 +1,40 @@
+/* Reading the reference dumps (.sam3 files with arch "dump", tools/sam3file.py) in the C tests,
+   through sam3.h's own file parser: include after sam3.h's implementation and test_util.h, and
+   resolve g_alloc (sam3__allocator_resolve(NULL, &g_alloc)) before the first dump_open. */
+#ifndef SAM3_TEST_DUMP_H
+#define SAM3_TEST_DUMP_H
+
+typedef struct dump {
+    void *buf;
+    size_t size;
+    sam3__file f;
+} dump;
+
+static sam3_allocator g_alloc;
+
+static T_UNUSED int dump_open(dump *d, const char *path) {
+    char err[256];
+    memset(d, 0, sizeof(*d));
+    d->buf = t_read_file(path, &d->size);
+    if (!d->buf) return 0;
+    if (sam3__file_parse(&d->f, (const uint8_t *)d->buf, d->size, &g_alloc, err, sizeof(err)) != SAM3_OK) {
+        printf("cannot parse %s: %s\n", path, err);
+        t_free_file(d->buf);
+        d->buf = NULL;
+        return 0;
+    }
+    return 1;
+}
+static T_UNUSED void dump_close(dump *d) {
+    if (!d->buf) return;
+    sam3__file_free(&d->f, &g_alloc);
+    t_free_file(d->buf);
+    d->buf = NULL;
+}
+/* The tensor `name`, or NULL when absent or of another dtype. */
+static T_UNUSED const sam3__tensor *dump_get(const dump *d, const char *name, uint32_t dtype) {
+    const sam3__tensor *t = sam3__file_find(&d->f, name);
+    if (t && t->dtype != dtype) return NULL;
+    return t;
+}
+#endif
