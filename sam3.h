@@ -690,6 +690,11 @@ void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA
 #else
 #define SAM3__OMP_SIMD_MAX(v) SAM3__OMP(simd reduction(max:v))
 #endif
+/* Element-wise passes and small row loops over fewer values than this run on the calling thread:
+   a fork/join costs microseconds on idle cores, but beside other work each one waits for its
+   slowest thread, which may be descheduled for a whole time slice (milliseconds); a prompt's
+   decoder (200 queries x 256) would otherwise pay that in every one of its ~70 small steps. */
+#define SAM3__PAR_MIN 262144.0
 
 /* ==== sam3: platform ==== */
 static double sam3__now_ms(void) {
@@ -4512,7 +4517,7 @@ static void sam3__linear(sam3_ctx *c, const float *x, int n, int in, const sam3_
     int i;
     sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
     if (!l->b) return;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * out) >= SAM3__PAR_MIN))
     for (i = 0; i < n; i++) {
         float *r = y + (size_t)i * out;
         int j;
@@ -4538,7 +4543,7 @@ static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, f
 static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d, const sam3__norm *w, float eps) {
     int i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * d) >= SAM3__PAR_MIN))
     for (i = 0; i < n; i++) sam3__ln_row(x + (size_t)i * d, y + (size_t)i * d, d, w, eps);
 }
 /* The same, and yp = y + pos beside it while the row is in L1 (a self-attention's queries and
@@ -4547,7 +4552,7 @@ static void sam3__layernorm_pos(sam3_ctx *c, const float *x, float *y, const flo
                                 float eps) {
     int i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * d) >= SAM3__PAR_MIN))
     for (i = 0; i < n; i++) {
         const float *pr = pos + (size_t)i * d;
         float *yr = y + (size_t)i * d, *o = yp + (size_t)i * d;
@@ -4842,7 +4847,7 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
     const size_t n = rows * (size_t)d, nb = (n + 255) / 256;
     ptrdiff_t blk;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n) >= SAM3__PAR_MIN))
     for (blk = 0; blk < (ptrdiff_t)nb; blk++) {
         const size_t i0 = (size_t)blk * 256, i1 = SAM3__MIN(n, i0 + 256);
         size_t i = i0, j;
@@ -4882,7 +4887,7 @@ static void sam3__sigmoid_row(const float *x, float *y, size_t n) {
 static void sam3__linear_relu(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y) {
     int i;
     sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * out) >= SAM3__PAR_MIN))
     for (i = 0; i < n; i++) {
         float *r = y + (size_t)i * out;
         int j;
@@ -4898,14 +4903,14 @@ static void sam3__linear_relu(sam3_ctx *c, const float *x, int n, int in, const 
 static void sam3__vadd(sam3_ctx *c, float *y, const float *x, size_t n) {
     ptrdiff_t i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n) >= SAM3__PAR_MIN))
     for (i = 0; i < (ptrdiff_t)n; i++) y[i] += x[i];
 }
 /* y (rows, d) += x + b: a linear layer's bias (b (d) or NULL) added with its residual in one pass */
 static void sam3__vadd_bias(sam3_ctx *c, float *y, const float *x, const float *b, int rows, int d) {
     int i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(rows * d) >= SAM3__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *yr = y + (size_t)i * d;
         const float *xr = x + (size_t)i * d;
@@ -5840,7 +5845,7 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
         }
     }
     sam3__gemm(c, 0, 1, nq, m, D, 1.0f, qin, D, g, D, 0.0f, sc, m);
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(nq * m) >= SAM3__PAR_MIN))
     for (i = 0; i < nq; i++) {
         float *row = sc + (size_t)i * m;
         int j, hh;
@@ -5851,7 +5856,7 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     if (res) {
         sam3__vadd_bias(c, res, out, w->o.b, nq, D);
     } else if (w->o.b) {
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(nq * D) >= SAM3__PAR_MIN))
         for (i = 0; i < nq; i++) {
             float *r = out + (size_t)i * D;
             int j;
@@ -7639,7 +7644,7 @@ static void sam3__mem_rope_table(int g, int hd, float theta, float *tab) {
 static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, int hd, const float *tab, int N) {
     ptrdiff_t i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * nh * hd) >= SAM3__PAR_MIN))
     for (i = 0; i < (ptrdiff_t)n; i++) {
         const float *cs = tab + (size_t)(i % N) * hd;
         int h, p;

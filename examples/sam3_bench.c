@@ -15,7 +15,12 @@
 #include <omp.h>
 #endif
 #if defined(__unix__) || defined(__APPLE__)
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#define BENCH_HAVE_FORK 1
 #endif
 
 #define CLI_OK 0
@@ -66,6 +71,10 @@ static const char *BENCH_HELP =
     "                    frame and the tracking beyond the image encoder (also per object); with\n"
     "                    --paired, one frame per line on stdin (tools/bench_video_pytorch.py)\n"
     "  --frames N        with --video: N more untimed frames first, then peak RSS and the tracker's memory\n"
+    "  --load N          instead: latency beside other work. R rounds, each timing the image encoder, a\n"
+    "                    first and a new prompt, a first click and a click once quiet and once beside N\n"
+    "                    busy processes (one spinning thread each; the order alternates per round),\n"
+    "                    then the medians and their ratios (not on Windows)\n"
     "\n"
     "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
     "  --gemm            no model: C = A B^T (M x K times (N x K)^T, as the linear layers; default\n"
@@ -200,6 +209,7 @@ typedef struct bench_args {
     int threads, blas_threads, runs, width, height, paired;
     int video, frames, warm; /* --video K objects, --frames N, --warm W */
     int gemm, gm, gn, gk;    /* --gemm [MxNxK] */
+    int load;                /* --load N busy processes */
 } bench_args;
 
 /* Returns -1 to go on, else the exit status (--help: 0, a usage error: 2). */
@@ -248,6 +258,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(arg, "--warm") && val) {
             a->warm = atoi(val), i++;
             if (a->warm < 0) return usage_error("--warm wants a number >= 0, got '%s'", val);
+        } else if (!strcmp(arg, "--load") && val) {
+            a->load = atoi(val), i++;
+            if (a->load < 1 || a->load > 256) return usage_error("--load wants 1..256 busy processes, got '%s'", val);
         } else if (!strcmp(arg, "--frames") && val) {
             a->frames = atoi(val), i++;
             if (a->frames < 0) return usage_error("--frames wants a number >= 0, got '%s'", val);
@@ -365,6 +378,127 @@ static int bench_gemm(int threads, int runs, int M, int N, int K) {
     return CLI_OK;
 }
 
+/* ---- sam3 bench --load N: latency beside other work ---- */
+
+/* One round's latencies (ms): image encoder, first prompt, new prompt, first click, click on
+   the cached image; -1 for what the file cannot do. `k` varies the texts and click places. */
+enum { LOAD_ENCODER, LOAD_FIRST_PROMPT, LOAD_NEW_PROMPT, LOAD_FIRST_CLICK, LOAD_CLICK, LOAD_N };
+static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int sam1, int k, double *t) {
+    sam3_timings tm;
+    sam3_point pt;
+    sam3_points_prompt pp;
+    sam3_points_result res;
+    sam3_result rc;
+    double t0;
+    int i;
+    for (i = 0; i < LOAD_N; i++) t[i] = -1;
+    if (sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8) != SAM3_OK) return 0;
+    tm = sam3_ctx_timings(c);
+    t[LOAD_ENCODER] = tm.vision_trunk + tm.vision_neck;
+    if (!sam1) {
+        char text[64];
+        sam3_prompt pr;
+        sam3_segmentation seg;
+        memset(&pr, 0, sizeof(pr));
+        pr.text = text;
+        snprintf(text, sizeof(text), "yellow school bus %d", k % 10); /* new texts, same token count */
+        t0 = sam3_time_ms();
+        if (sam3_segment(c, &pr, NULL, &seg) < 0) return 0;
+        t[LOAD_FIRST_PROMPT] = sam3_time_ms() - t0;
+        snprintf(text, sizeof(text), "red car %d", k % 10);
+        t0 = sam3_time_ms();
+        if (sam3_segment(c, &pr, NULL, &seg) < 0) return 0;
+        t[LOAD_NEW_PROMPT] = sam3_time_ms() - t0;
+    }
+    memset(&pp, 0, sizeof(pp));
+    pp.points = &pt;
+    pp.n_points = 1;
+    pt.label = 1;
+    for (i = 0; i < 2; i++) {
+        pt.x = (float)(W * (0.15 + 0.7 * ((k * 2 + i) * 7 % 11) / 10.0));
+        pt.y = (float)(H * (0.15 + 0.7 * ((k * 2 + i) * 5 % 7) / 6.0));
+        t0 = sam3_time_ms();
+        rc = sam3_segment_points(c, &pp, NULL, &res);
+        if (rc == SAM3_ERR_UNSUPPORTED) return 1;
+        if (rc < 0) return 0;
+        t[i ? LOAD_CLICK : LOAD_FIRST_CLICK] = sam3_time_ms() - t0;
+    }
+    return 1;
+}
+
+#ifdef BENCH_HAVE_FORK
+/* A busy process: a shell's endless loop, one thread of work until killed, as another program
+   beside ours. It is exec'd at once: a plain fork() would share our pages copy-on-write, and every
+   first write to the scratch would then pay a page copy, which is not what another program costs. */
+static pid_t load_spawn(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", "while :; do :; done", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+#endif
+
+static int bench_load(sam3_ctx *c, const unsigned char *img, int W, int H, int sam1, int runs, int n_load) {
+#ifdef BENCH_HAVE_FORK
+    static const char *names[LOAD_N] = {"image encoder", "first prompt", "new prompt on the cached image",
+                                        "first click", "click on the cached image"};
+    double *t = (double *)calloc((size_t)runs * LOAD_N * 2, sizeof(double)), col[1000], one[LOAD_N];
+    pid_t *pids = (pid_t *)calloc((size_t)n_load, sizeof(pid_t));
+    int r, q, i, s, ok = 1, rc = CLI_FAIL;
+    if (!t || !pids) {
+        fprintf(stderr, "sam3 bench: out of memory\n");
+        goto done;
+    }
+    if (!load_round(c, img, W, H, sam1, 0, one)) goto fail; /* untimed: first-touch of the scratch */
+    for (r = 0; r < runs && ok; r++)
+        for (q = 0; q < 2 && ok; q++) {
+            const int loaded = (q + r) % 2; /* quiet first on even rounds, loaded first on odd */
+            if (loaded) {
+                struct timespec ts = {0, 200000000}; /* the busy processes reach the scheduler */
+                for (i = 0; i < n_load; i++)
+                    if ((pids[i] = load_spawn()) < 0) {
+                        fprintf(stderr, "sam3 bench: --load: cannot start a busy process\n");
+                        ok = 0;
+                        break;
+                    }
+                if (ok) nanosleep(&ts, NULL);
+            }
+            if (ok && !load_round(c, img, W, H, sam1, r + 1, t + ((size_t)r * 2 + loaded) * LOAD_N)) ok = -1;
+            if (loaded)
+                for (i = 0; i < n_load; i++)
+                    if (pids[i] > 0) kill(pids[i], SIGKILL), waitpid(pids[i], NULL, 0), pids[i] = 0;
+        }
+    if (ok < 0) goto fail;
+    if (!ok) goto done;
+    printf("sam3 bench --load %d: image %dx%d, threads %d, %d round%s alternating quiet and beside %d busy process%s (medians)\n",
+           n_load, W, H, sam3_ctx_n_threads(c), runs, runs > 1 ? "s" : "", n_load, n_load > 1 ? "es" : "");
+    printf("  %-40s %10s %10s %7s\n", "", "quiet ms", "loaded ms", "ratio");
+    for (s = 0; s < LOAD_N; s++) {
+        double med[2];
+        for (q = 0; q < 2; q++) {
+            for (r = 0; r < runs; r++) col[r] = t[((size_t)r * 2 + q) * LOAD_N + s];
+            med[q] = median(col, runs);
+        }
+        if (med[0] < 0) printf("  %-40s %10s %10s %7s\n", names[s], "n/a", "n/a", "");
+        else printf("  %-40s %10.1f %10.1f %6.2fx\n", names[s], med[0], med[1], med[1] / med[0]);
+    }
+    rc = CLI_OK;
+    goto done;
+fail:
+    fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+done:
+    free(t);
+    free(pids);
+    return rc;
+#else
+    (void)c, (void)img, (void)W, (void)H, (void)sam1, (void)runs, (void)n_load;
+    fprintf(stderr, "sam3 bench: --load needs fork(), which this platform does not have\n");
+    return CLI_FAIL;
+#endif
+}
+
 int bench_main(int argc, char **argv) {
     bench_args a;
     const int parsed = parse_args(argc, argv, &a);
@@ -420,6 +554,10 @@ int bench_main(int argc, char **argv) {
     co.blas_threads = blas_threads;
     if ((rc = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
         fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
+        goto done;
+    }
+    if (a.load) {
+        rc_cli = bench_load(c, img, W, H, sam1, runs, a.load);
         goto done;
     }
     if (a.video) {
