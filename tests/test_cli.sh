@@ -272,5 +272,15 @@ printf 'run\nrun\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >
 printf 'run\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >"$T/out" 2>"$T/err"
 [ $? -eq 1 ] && grep -q "stdin ended before run 2 of 2" "$T/err" && ! grep -q "runs (medians)" "$T/out" && ok || bad "bench --paired, stdin short: $(cat "$T/out" "$T/err")"
 
+# --load N: quiet and loaded medians and their ratio a stage; the busy processes are gone afterwards
+busy_before=$(ps -eo args | grep -c '^sh -c while :; do :; done$')
+run 0 "bench --load" bench -m "$MODEL" --runs 1 --size 64x48 --load 1
+[ "$(grep -c '^  [a-z ]* *[0-9.]* *[0-9.]* *[0-9.]*x$' "$T/out")" -eq 5 ] && grep -q "beside 1 busy process" "$T/out" &&
+    [ "$(ps -eo args | grep -c '^sh -c while :; do :; done$')" -eq "$busy_before" ] && ok || bad "bench --load: $(cat "$T/out" "$T/err")"
+run 0 "bench --load SAM 1" bench -m "$S1" --runs 1 --size 64x48 --load 2
+grep -q "first prompt *n/a" "$T/out" && grep -q "click on the cached image *[0-9.]* *[0-9.]* *[0-9.]*x$" "$T/out" && ok ||
+    bad "bench --load SAM 1: $(cat "$T/out")"
+fails 2 "load wants" "bench --load 0" bench -m "$MODEL" --load 0
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
