@@ -12,6 +12,7 @@ all of the other compared two different machines. Prints both tables, then each 
 and the median of the per-run ratios.
 """
 import argparse
+import contextlib
 import os
 import re
 import resource
@@ -34,11 +35,16 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--size", default="1280x960")
+    ap.add_argument("--bf16", action="store_true",
+                    help="run PyTorch under torch.autocast('cpu', dtype=torch.bfloat16) (oneDNN's bf16/AMX kernels)")
     ap.add_argument("--pair", default="", help="a `sam3 bench ... --paired` command to alternate with")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
+    # bf16 autocast: what a PyTorch user flips for speed; weights stay f32, products run in bf16
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.bf16 else contextlib.nullcontext
+    prec = "bf16 autocast" if a.bf16 else "fp32"
     from transformers import Sam3Processor
     from transformers.models.sam3.image_processing_sam3 import Sam3ImageProcessor
     t0 = time.time()
@@ -54,12 +60,14 @@ def main():
     def torch_run(k):
         """One run: image features, a first prompt, a new prompt on the same features (ms)."""
         t0 = time.time()
-        vo = model.get_vision_features(pixel_values=pv)
+        with autocast():
+            vo = model.get_vision_features(pixel_values=pv)
         t = [time.time() - t0]
         for text in (f"yellow school bus {k}", f"red car {k}"):  # the texts sam3 bench uses
             enc = tok(text, padding="max_length", max_length=32, return_tensors="pt")
             t0 = time.time()
-            model(vision_embeds=vo, input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+            with autocast():
+                model(vision_embeds=vo, input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
             t.append(time.time() - t0)
         return [1000 * x for x in t]
 
@@ -92,7 +100,7 @@ def main():
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     med = lambda v: statistics.median(v)  # noqa: E731
     col = lambda rs, j: [r[j] for r in rs]  # noqa: E731
-    print(f"pytorch bench: transformers Sam3Model fp32, image {W}x{H}, {a.runs} runs (medians), "
+    print(f"pytorch bench: transformers Sam3Model {prec}, image {W}x{H}, {a.runs} runs (medians), "
           f"threads {torch.get_num_threads()}")
     print(f"  {'load (from safetensors)':34s} {1000 * t_load:10.1f} ms")
     print(f"  {'image encoder (ViT + neck)':34s} {med(col(runs_t, 0)):10.1f} ms")

@@ -14,6 +14,7 @@ same untimed frames each, and the median of the per-frame ratios is printed: sha
 of percent within minutes.
 """
 import argparse
+import contextlib
 import os
 import re
 import resource
@@ -38,11 +39,16 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--warm", type=int, default=8)
     ap.add_argument("--size", default="1280x960")
+    ap.add_argument("--bf16", action="store_true",
+                    help="run PyTorch under torch.autocast('cpu', dtype=torch.bfloat16) (oneDNN's bf16/AMX kernels)")
     ap.add_argument("--pair", default="")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
+    # bf16 autocast: what a PyTorch user flips for speed; weights stay f32, products run in bf16
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.bf16 else contextlib.nullcontext
+    prec = "bf16 autocast" if a.bf16 else "fp32"
     model, S, g, D = load_model(a.src)
     proc = make_processor(S)
     W, H = (int(v) for v in a.size.split("x"))
@@ -61,7 +67,8 @@ def main():
 
     def torch_frame():
         t0 = time.time()
-        model(inference_session=session, frame=pv)
+        with autocast():
+            model(inference_session=session, frame=pv)
         return 1000 * (time.time() - t0)
 
     t_warm = [torch_frame() for _ in range(1 + a.warm)]
@@ -93,7 +100,7 @@ def main():
         print(f"run {r + 1}: PyTorch {runs_t[-1]:.1f} ms" + (f", sam3 {runs_s[-1][0]:.1f} ms" if sam3 else ""), flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     med = statistics.median
-    print(f"pytorch bench: transformers Sam3TrackerVideoModel fp32 streaming, {K} objects, image {W}x{H}, threads "
+    print(f"pytorch bench: transformers Sam3TrackerVideoModel {prec} streaming, {K} objects, image {W}x{H}, threads "
           f"{torch.get_num_threads()}; untimed frames {[round(x) for x in t_warm]} ms")
     print(f"  {'frame (model call)':34s} {med(runs_t):10.1f} ms   runs {[round(x) for x in runs_t]}")
     print(f"  {'peak RSS':34s} {rss:10.1f} MB")
