@@ -34,7 +34,7 @@ QUICK START
           for (i = 0; i < seg.n; i++) {   // mask: seg.width*seg.height bytes, 1 = object
               const sam3_instance *in = &seg.instances[i];
               printf("%.2f  box %.0f,%.0f,%.0f,%.0f  %lld pixels, image centre %s\n", in->score,
-                     in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area,
+                     in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area,
                      in->mask[(height / 2) * width + width / 2] ? "inside" : "outside");
           }
           sam3_ctx_free(ctx);
@@ -53,8 +53,8 @@ DOCUMENTATION
      two-pass fixed-point antialiased bilinear resize (bit-identical to torchvision's uint8 kernel),
      then normalises with the file's mean/std. The result is cached in the context: every prompt
      on that image reuses the image features.
-   * Coordinates (boxes, points) are in pixels of the image you passed in, x right, y down;
-     boxes are x0,y0,x1,y1.
+   * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
+     Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
    * Masks are width*height bytes of 0/1 at the size of the image you passed in.
    * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
@@ -228,6 +228,14 @@ typedef enum sam3_result {
     SAM3_RESULT_END_ = 2
 } sam3_result;
 
+/* The one box type of the API, in prompts and in results: x0, y0 (top left) and x1, y1 (bottom
+   right) in pixels of the image given to sam3_set_image (of the frame, for a tracker), x right, y
+   down. Prompt boxes are not clamped to the image (as the reference); what a result's box means
+   exactly is written at its field. */
+typedef struct sam3_box {
+    float x0, y0, x1, y1;
+} sam3_box;
+
 typedef struct sam3_model sam3_model; /* weights: immutable after load, shareable across threads */
 typedef struct sam3_ctx sam3_ctx;     /* per-thread scratch and cached image state */
 
@@ -381,15 +389,11 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *model, const char *text, int
 /* ================================================================================================
    Concept segmentation: text and/or box exemplars -> every matching instance
    ============================================================================================= */
-typedef struct sam3_box {
-    float x0, y0, x1, y1; /* pixels of the image given to sam3_set_image; not clamped */
-    int label;            /* 1 positive exemplar, 0 negative */
-} sam3_box;
-
 typedef struct sam3_prompt {
-    const char *text;      /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
-    const sam3_box *boxes; /* n_boxes exemplars, or NULL */
-    int n_boxes;           /* 0..SAM3_MAX_BOXES */
+    const char *text;       /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
+    const sam3_box *boxes;  /* n_boxes exemplars, or NULL */
+    const int *box_labels;  /* n_boxes labels, 1 positive exemplar, 0 negative; NULL: all positive */
+    int n_boxes;            /* 0..SAM3_MAX_BOXES */
 } sam3_prompt;
 
 typedef struct sam3_segment_options {
@@ -403,7 +407,7 @@ typedef struct sam3_segment_options {
 
 typedef struct sam3_instance {
     float score;                  /* sigmoid(query logit) * sigmoid(presence logit) */
-    float box[4];                 /* x0, y0, x1, y1 in image pixels (not clamped, as the reference) */
+    sam3_box box;                 /* the decoder's box in image pixels (not clamped, as the reference) */
     int query;                    /* index of the decoder query it came from */
     int64_t area;                 /* pixels set in mask */
     const uint8_t *mask;          /* width*height bytes, 1 = object; NULL with no_masks */
@@ -450,7 +454,7 @@ typedef struct sam3_point {
 typedef struct sam3_points_prompt {
     const sam3_point *points; /* n_points clicks, or NULL */
     int n_points;             /* 0..SAM3_MAX_POINTS */
-    const float *box;         /* x0, y0, x1, y1 in image pixels, or NULL */
+    const sam3_box *box;      /* one box, or NULL */
     const float *mask_logits; /* a logit mask to refine, usually a previous result's low_res_logits plane, or NULL */
     int mask_width, mask_height; /* its size: low_res_width x low_res_height, or (SAM 3 only) any size,
                                     resized as the reference does (antialiased bilinear) */
@@ -503,7 +507,7 @@ typedef struct sam3_tracker sam3_tracker;
 typedef struct sam3_track_prompt {
     const sam3_point *points;    /* n_points clicks in that frame's pixels, or NULL */
     int n_points;                /* 0..SAM3_MAX_POINTS */
-    const float *box;            /* x0, y0, x1, y1 in that frame's pixels, or NULL */
+    const sam3_box *box;         /* one box in that frame's pixels, or NULL */
     const uint8_t *mask;         /* mask_width*mask_height bytes, non-zero = object, or NULL; any size (it is
                                     resized to the model's input as the reference does); not with points or box */
     int mask_width, mask_height;
@@ -517,7 +521,7 @@ typedef struct sam3_track_object {
     int id;                      /* the caller's object id */
     float object_score;          /* logit that the object is visible in this frame (> 0: yes) */
     int prompted;                /* 1: a prompt was given for it on this frame (a conditioning frame) */
-    float box[4];                /* x0, y0, x1, y1: the mask's pixel bounds (x1, y1 exclusive); 0 when empty */
+    sam3_box box;                /* the mask's pixel bounds (x1, y1 exclusive: integers); all 0 when empty */
     int64_t area;                /* pixels set in mask */
     const uint8_t *mask;         /* width*height bytes, 1 = object (logits > 0 resized bilinearly, as the
                                     reference post-processes); NULL with no_masks */
@@ -7448,10 +7452,10 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
                 for (k = 0; k < D; k++) o[k] += w->point_rows[p->label][k];
             }
         } else if (pp->box && pass == (box_first ? 0 : 2)) { /* the box's corners */
-            const float *b = pp->box;
+            const sam3_box *b = pp->box;
             float *o = sparse + (size_t)n * D;
-            sam3__fourier_pe(w->gauss, D, (b[0] * rx + 0.5f) / (float)S, (b[1] * ry + 0.5f) / (float)S, o);
-            sam3__fourier_pe(w->gauss, D, (b[2] * rx + 0.5f) / (float)S, (b[3] * ry + 0.5f) / (float)S, o + D);
+            sam3__fourier_pe(w->gauss, D, (b->x0 * rx + 0.5f) / (float)S, (b->y0 * ry + 0.5f) / (float)S, o);
+            sam3__fourier_pe(w->gauss, D, (b->x1 * rx + 0.5f) / (float)S, (b->y1 * ry + 0.5f) / (float)S, o + D);
             for (k = 0; k < D; k++) {
                 o[k] += w->point_rows[2][k];
                 o[D + k] += w->point_rows[3][k];
@@ -8350,8 +8354,9 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
         const sam3_box *b = &pr->boxes[i];
         if (!sam3__finite(b->x0) || !sam3__finite(b->y0) || !sam3__finite(b->x1) || !sam3__finite(b->y1))
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has a NaN or infinite coordinate", i);
-        if (b->label != 0 && b->label != 1)
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i, b->label);
+        if (pr->box_labels && pr->box_labels[i] != 0 && pr->box_labels[i] != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i,
+                              pr->box_labels[i]);
     }
     c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
     text = pr->text && pr->text[0] ? pr->text : nb ? "visual" : NULL;
@@ -8385,7 +8390,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
             boxes_n[4 * i + 1] = (y0 + y1) / 2;
             boxes_n[4 * i + 2] = x1 - x0;
             boxes_n[4 * i + 3] = y1 - y0;
-            labels[i] = b->label;
+            labels[i] = pr->box_labels ? pr->box_labels[i] : 1;
         }
         sam3__tap(c, "geo.input_boxes", boxes_n, 2, nb, 4, 0);
         geo = prompt + (size_t)n_text * D;
@@ -8480,10 +8485,10 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
             memset(in, 0, sizeof(*in));
             in->score = sc;
             in->query = i;
-            in->box[0] = (b[0] - 0.5f * b[2]) * (float)W;
-            in->box[1] = (b[1] - 0.5f * b[3]) * (float)H;
-            in->box[2] = (b[0] + 0.5f * b[2]) * (float)W;
-            in->box[3] = (b[1] + 0.5f * b[3]) * (float)H;
+            in->box.x0 = (b[0] - 0.5f * b[2]) * (float)W;
+            in->box.y0 = (b[1] - 0.5f * b[3]) * (float)H;
+            in->box.x1 = (b[0] + 0.5f * b[2]) * (float)W;
+            in->box.y1 = (b[1] + 0.5f * b[3]) * (float)H;
             src[k] = ml = nm ? masks + (size_t)(all ? i : k) * lp : NULL;
             if (o.low_res) {
                 memcpy(c->res_low + (size_t)k * lp, ml, lp * sizeof(float));
@@ -8559,9 +8564,8 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has label %d, expected 1 (object) or 0 (background)", i,
                               pp->points[i].label);
     }
-    if (pp->box)
-        for (i = 0; i < 4; i++)
-            if (!sam3__finite(pp->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
+    if (pp->box && !(sam3__finite(pp->box->x0) && sam3__finite(pp->box->y0) && sam3__finite(pp->box->x1) && sam3__finite(pp->box->y1)))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
     g = t->grid;
     if (pp->mask_logits && (pp->mask_width < 1 || pp->mask_height < 1 || pp->mask_width > SAM3_MAX_IMAGE_DIM || pp->mask_height > SAM3_MAX_IMAGE_DIM))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits size %dx%d outside 1x1..%dx%d", pp->mask_width,
@@ -8711,7 +8715,7 @@ typedef struct sam3__trk_obj {
     int pending;
     sam3_point *points; /* (SAM3_MAX_POINTS) */
     int n_points, has_box;
-    float box[4];
+    sam3_box box;
     uint8_t *mask;
     int mask_w, mask_h;
 } sam3__trk_obj;
@@ -8885,9 +8889,8 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: point %d has label %d, expected 1 (object) or 0 (background)", i,
                               p->points[i].label);
     }
-    if (p->box)
-        for (i = 0; i < 4; i++)
-            if (!sam3__finite(p->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the box has a NaN or infinite coordinate");
+    if (p->box && !(sam3__finite(p->box->x0) && sam3__finite(p->box->y0) && sam3__finite(p->box->x1) && sam3__finite(p->box->y1)))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the box has a NaN or infinite coordinate");
     if (p->mask) {
         if (p->n_points || p->box) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: a mask prompt cannot have points or a box (as the reference)");
         if (p->mask_width < 1 || p->mask_height < 1 || p->mask_width > SAM3_MAX_IMAGE_DIM || p->mask_height > SAM3_MAX_IMAGE_DIM)
@@ -8925,7 +8928,7 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
     o->n_points = p->n_points;
     if (p->n_points) memcpy(o->points, p->points, (size_t)p->n_points * sizeof(sam3_point));
     o->has_box = p->box != NULL;
-    if (p->box) memcpy(o->box, p->box, sizeof(o->box));
+    if (p->box) o->box = *p->box;
     o->pending = 1;
     if (fresh) t->n_obj++;
     return SAM3_OK;
@@ -9177,7 +9180,7 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
         memset(&pp, 0, sizeof(pp));
         pp.points = o->points;
         pp.n_points = o->n_points;
-        pp.box = o->has_box ? o->box : NULL;
+        pp.box = o->has_box ? &o->box : NULL;
         if ((rc = sam3__trk_prompt_encoder(c, &pp, rx, ry, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
         {
             const int npts = o->n_points + (o->has_box ? 2 : 0);
@@ -9395,10 +9398,10 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
                         }
                 }
             if (x1 >= 0) {
-                ob->box[0] = (float)x0;
-                ob->box[1] = (float)y0;
-                ob->box[2] = (float)(x1 + 1);
-                ob->box[3] = (float)(y1 + 1);
+                ob->box.x0 = (float)x0;
+                ob->box.y0 = (float)y0;
+                ob->box.x1 = (float)(x1 + 1);
+                ob->box.y1 = (float)(y1 + 1);
             }
         }
     }

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < seg.n; i++) {   // mask: seg.width*seg.height bytes, 1 = object
         const sam3_instance *in = &seg.instances[i];
         printf("%.2f  box %.0f,%.0f,%.0f,%.0f  %lld pixels, image centre %s\n", in->score,
-               in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area,
+               in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area,
                in->mask[(height / 2) * width + width / 2] ? "inside" : "outside");
     }
     sam3_ctx_free(ctx);

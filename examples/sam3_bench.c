@@ -294,14 +294,14 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
     for (k = 0; k < n_obj; k++) {
         sam3_track_prompt p;
         sam3_point pt;
-        float box[4];
+        sam3_box box;
         const float cx = (float)W * (k + 1) / (n_obj + 1), cy = 0.5f * H;
         memset(&p, 0, sizeof(p));
-        box[0] = cx - 0.15f * W, box[1] = cy - 0.2f * H, box[2] = cx + 0.15f * W, box[3] = cy + 0.2f * H;
+        box.x0 = cx - 0.15f * W, box.y0 = cy - 0.2f * H, box.x1 = cx + 0.15f * W, box.y1 = cy + 0.2f * H;
         pt.x = cx, pt.y = cy, pt.label = 1;
         p.points = &pt;
         p.n_points = 1;
-        p.box = box;
+        p.box = &box;
         if (sam3_tracker_add_prompt(tr, 0, k + 1, &p) != SAM3_OK) goto fail;
     }
     for (i = 0; i < 1 + warm + (frames_rss > 0 ? frames_rss : 0); i++)

@@ -344,6 +344,7 @@ typedef struct seg_args {
     const char *texts[SEG_MAX_PROMPTS]; /* (n_texts) */
     int n_texts;
     sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
+    int box_labels[SAM3_MAX_BOXES]; /* (n_boxes) 1 positive, 0 negative */
     int n_boxes;
     float threshold, mask_threshold;
     int coco;             /* --format coco: RLE masks in JSON, coco.json, no mask PNGs */
@@ -387,7 +388,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 
 /* "x0,y0,x1,y1" or "x0,y0,x1,y1,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or
    what is wrong. */
-static const char *parse_box(const char *s, sam3_box *b) {
+static const char *parse_box(const char *s, sam3_box *b, int *label) {
     char buf[256], *field[6], *p;
     float v[4];
     int n = 0, k;
@@ -404,10 +405,10 @@ static const char *parse_box(const char *s, sam3_box *b) {
     for (k = 0; k < 4; k++)
         if (!parse_float(field[k], &v[k])) return "coordinates must be numbers: x0,y0,x1,y1[,pos|neg]";
     b->x0 = v[0], b->y0 = v[1], b->x1 = v[2], b->y1 = v[3];
-    b->label = 1;
+    *label = 1;
     if (n == 5) {
-        if (!strcmp(field[4], "pos") || !strcmp(field[4], "positive") || !strcmp(field[4], "1")) b->label = 1;
-        else if (!strcmp(field[4], "neg") || !strcmp(field[4], "negative") || !strcmp(field[4], "0")) b->label = 0;
+        if (!strcmp(field[4], "pos") || !strcmp(field[4], "positive") || !strcmp(field[4], "1")) *label = 1;
+        else if (!strcmp(field[4], "neg") || !strcmp(field[4], "negative") || !strcmp(field[4], "0")) *label = 0;
         else return "the label must be pos or neg (or 1 or 0)";
     }
     if (!(b->x0 < b->x1) || !(b->y0 < b->y1)) return "needs x0 < x1 and y0 < y1";
@@ -486,7 +487,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
             const char *why;
             if (a->n_boxes == SAM3_MAX_BOXES) return usage_error("segment", "too many boxes%s", NULL);
-            if ((why = parse_box(v, &a->boxes[a->n_boxes])) != NULL) {
+            if ((why = parse_box(v, &a->boxes[a->n_boxes], &a->box_labels[a->n_boxes])) != NULL) {
                 fprintf(stderr, "sam3 segment: bad box '%s': %s (try 'sam3 segment --help')\n", v, why);
                 return CLI_USAGE;
             }
@@ -717,9 +718,9 @@ static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentati
         const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255};
         int x0, y0, x1, y1, tw, th, lw, lh, lx, ly;
         char label[32];
-        if (!isfinite(in->box[0]) || !isfinite(in->box[1]) || !isfinite(in->box[2]) || !isfinite(in->box[3])) continue;
-        x0 = clamp_int(floor(in->box[0]), 0, w - 1), y0 = clamp_int(floor(in->box[1]), 0, h - 1);
-        x1 = clamp_int(floor(in->box[2]), 0, w - 1), y1 = clamp_int(floor(in->box[3]), 0, h - 1);
+        if (!isfinite(in->box.x0) || !isfinite(in->box.y0) || !isfinite(in->box.x1) || !isfinite(in->box.y1)) continue;
+        x0 = clamp_int(floor(in->box.x0), 0, w - 1), y0 = clamp_int(floor(in->box.y0), 0, h - 1);
+        x1 = clamp_int(floor(in->box.x1), 0, w - 1), y1 = clamp_int(floor(in->box.y1), 0, h - 1);
         draw_box(rgb, w, h, x0, y0, x1, y1, s, col);
         snprintf(label, sizeof(label), "%.2f", in->score);
         draw_text(rgb, w, h, 0, 0, s, label, col, 0, &tw, &th);
@@ -877,7 +878,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         tb_printf(&js, "%s{\"box\": [", k ? ", " : "");
         tb_json_number(&js, b->x0), tb_printf(&js, ", "), tb_json_number(&js, b->y0), tb_printf(&js, ", ");
         tb_json_number(&js, b->x1), tb_printf(&js, ", "), tb_json_number(&js, b->y1);
-        tb_printf(&js, "], \"label\": \"%s\"}", b->label ? "pos" : "neg");
+        tb_printf(&js, "], \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
     }
     tb_printf(&js, "],\n  \"threshold\": ");
     tb_json_number(&js, a->threshold);
@@ -888,14 +889,11 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"instances\": [");
     for (k = 0; k < seg->n; k++) {
         const sam3_instance *in = &seg->instances[idx[k]];
-        int c;
         tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
         tb_json_number(&js, in->score);
         tb_printf(&js, ", \"box\": [");
-        for (c = 0; c < 4; c++) {
-            if (c) tb_printf(&js, ", ");
-            tb_json_number(&js, in->box[c]);
-        }
+        tb_json_number(&js, in->box.x0), tb_printf(&js, ", "), tb_json_number(&js, in->box.y0), tb_printf(&js, ", ");
+        tb_json_number(&js, in->box.x1), tb_printf(&js, ", "), tb_json_number(&js, in->box.y1);
         if (!io->coco) {
             tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
             continue;
@@ -908,8 +906,8 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         /* COCO: bbox [x, y, width, height] from the model's box; area = mask pixels */
         tb_printf(io->coco, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "",
                   io->n_ann + 1, io->image_id, category);
-        tb_json_number(io->coco, in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[1]), tb_printf(io->coco, ", ");
-        tb_json_number(io->coco, in->box[2] - in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[3] - in->box[1]);
+        tb_json_number(io->coco, in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y0), tb_printf(io->coco, ", ");
+        tb_json_number(io->coco, in->box.x1 - in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y1 - in->box.y0);
         tb_printf(io->coco, "], \"area\": %lld, \"score\": ", (long long)in->area);
         tb_json_number(io->coco, in->score);
         tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
@@ -1053,7 +1051,7 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
-        snprintf(num, sizeof(num), "%.9g %.9g %.9g %.9g %d", b->x0, b->y0, b->x1, b->y1, b->label);
+        snprintf(num, sizeof(num), "%.9g %.9g %.9g %.9g %d", b->x0, b->y0, b->x1, b->y1, a->box_labels[k]);
         cli_ds_hash_str(&h, num);
     }
     snprintf(out, cap, "\"settings\": \"%016llx\"", (unsigned long long)h);
@@ -1086,6 +1084,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         memset(&pr, 0, sizeof(pr));
         pr.text = text;
         pr.boxes = a->n_boxes ? a->boxes : NULL;
+        pr.box_labels = a->n_boxes ? a->box_labels : NULL;
         pr.n_boxes = a->n_boxes;
         t0 = sam3_time_ms();
         r = sam3_segment(ctx, &pr, &so, &seg);
@@ -1419,7 +1418,7 @@ typedef struct pts_args {
     sam3_point points[SAM3_MAX_POINTS]; /* (n_points) */
     int n_points;
     int has_box;
-    float box[4]; /* x0, y0, x1, y1 */
+    sam3_box box;
     int single;
     float mask_threshold;
 } pts_args;
@@ -1478,17 +1477,15 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
             }
             a->n_points++;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
-            sam3_box b;
             const char *c;
-            int commas = 0;
+            int commas = 0, label;
             if (a->has_box) return usage_error("points", "only one --box: the interactive head takes one box per object%s", NULL);
             for (c = v; *c; c++) commas += *c == ',';
-            why = commas == 4 ? "expected x0,y0,x1,y1 (a box prompt has no label)" : parse_box(v, &b);
+            why = commas == 4 ? "expected x0,y0,x1,y1 (a box prompt has no label)" : parse_box(v, &a->box, &label);
             if (why) {
                 fprintf(stderr, "sam3 points: bad box '%s': %s (try 'sam3 points --help')\n", v, why);
                 return CLI_USAGE;
             }
-            a->box[0] = b.x0, a->box[1] = b.y0, a->box[2] = b.x1, a->box[3] = b.y1;
             a->has_box = 1;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) > 0) {
             if (a->mask) return usage_error("points", "only one --mask%s", NULL);
@@ -1548,8 +1545,8 @@ static void draw_points_overlay(unsigned char *rgb, int w, int h, const uint8_t 
     int k, s = line_scale(w, h);
     if (mask) tint_mask(rgb, w, h, mask, blue);
     if (a->has_box)
-        draw_box(rgb, w, h, clamp_int(floor(a->box[0]), 0, w - 1), clamp_int(floor(a->box[1]), 0, h - 1),
-                 clamp_int(floor(a->box[2]), 0, w - 1), clamp_int(floor(a->box[3]), 0, h - 1), s, yellow);
+        draw_box(rgb, w, h, clamp_int(floor(a->box.x0), 0, w - 1), clamp_int(floor(a->box.y0), 0, h - 1),
+                 clamp_int(floor(a->box.x1), 0, w - 1), clamp_int(floor(a->box.y1), 0, h - 1), s, yellow);
     for (k = 0; k < a->n_points; k++) {
         const sam3_point *p = &a->points[k];
         int cx = clamp_int(floor(p->x), -1000000, 1000000), cy = clamp_int(floor(p->y), -1000000, 1000000);
@@ -1592,7 +1589,8 @@ static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *
     }
     tb_printf(&js, "],\n  \"box\": ");
     if (a->has_box) {
-        for (k = 0; k < 4; k++) tb_printf(&js, k ? ", " : "["), tb_json_number(&js, a->box[k]);
+        tb_printf(&js, "["), tb_json_number(&js, a->box.x0), tb_printf(&js, ", "), tb_json_number(&js, a->box.y0);
+        tb_printf(&js, ", "), tb_json_number(&js, a->box.x1), tb_printf(&js, ", "), tb_json_number(&js, a->box.y1);
         tb_printf(&js, "]");
     } else {
         tb_printf(&js, "null");
@@ -1668,7 +1666,7 @@ static int run_points(const pts_args *a) {
     memset(&pp, 0, sizeof(pp));
     pp.points = a->n_points ? a->points : NULL;
     pp.n_points = a->n_points;
-    pp.box = a->has_box ? a->box : NULL;
+    pp.box = a->has_box ? &a->box : NULL;
     pp.mask_logits = mask;
     pp.mask_width = mw;
     pp.mask_height = mh;

@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
                 visible++;
                 printf("frame %3d: object %d visible, score %.6g, box %.0f,%.0f,%.0f,%.0f, area %lld, target %.1f,%.1f; %.1f ms, "
                        "tracker memory %zu KB\n",
-                       k, ob->id, ob->object_score, ob->box[0], ob->box[1], ob->box[2], ob->box[3], (long long)ob->area, cx, cy, ms,
+                       k, ob->id, ob->object_score, ob->box.x0, ob->box.y0, ob->box.x1, ob->box.y1, (long long)ob->area, cx, cy, ms,
                        sam3_tracker_memory_used(tracker) / 1024);
             } else {
                 printf("frame %3d: object %d lost, score %.6g, no target; %.1f ms, tracker memory %zu KB\n", k, ob->id, ob->object_score,

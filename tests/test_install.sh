@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     printf("sam3 %s: %d instances, presence %.9g\n", sam3_version_string(), seg.n, seg.presence);
     for (i = 0; i < seg.n; i++) {
         const sam3_instance *in = &seg.instances[i];
-        printf("%.9g  %.9g %.9g %.9g %.9g  %lld\n", in->score, in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area);
+        printf("%.9g  %.9g %.9g %.9g %.9g  %lld\n", in->score, in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area);
     }
     sam3_ctx_free(c);
     sam3_free(m);

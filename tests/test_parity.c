@@ -306,7 +306,7 @@ static void test_untapped(const char *cfg, const char *name, sam3_ctx *c2, const
     for (i = 0; same && i < ref->n; i++) {
         const sam3_instance *a = &s2.instances[i], *b = &ref->instances[i];
         double rel = t_relerr(a->low_res_logits, b->low_res_logits, lp), iou = mask_iou(a->mask, b->mask, plane);
-        same = a->query == b->query && a->score == b->score && !memcmp(a->box, b->box, sizeof(a->box));
+        same = a->query == b->query && a->score == b->score && !memcmp(&a->box, &b->box, sizeof(a->box));
         if (rel > worst_rel) worst_rel = rel;
         if (iou < worst_iou) worst_iou = iou;
     }
@@ -369,6 +369,7 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
     dump d;
     const sam3__tensor *bx, *lb, *keep, *sc, *boxes, *masks, *ids;
     sam3_box b[SAM3_MAX_BOXES];
+    int bl[SAM3_MAX_BOXES];
     sam3_prompt pr;
     sam3_segment_options so = sam3_segment_options_default();
     sam3_segmentation seg;
@@ -390,9 +391,10 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
         for (i = 0; i < nb && i < SAM3_MAX_BOXES; i++) {
             const float *v = (const float *)bx->data + 4 * i;
             b[i].x0 = v[0]; b[i].y0 = v[1]; b[i].x1 = v[2]; b[i].y1 = v[3];
-            b[i].label = ((const int32_t *)lb->data)[i];
+            bl[i] = ((const int32_t *)lb->data)[i];
         }
         pr.boxes = b;
+        pr.box_labels = bl;
         pr.n_boxes = nb;
     }
     pr.text = dump_num(&d, "case.has_text", 1) != 0 ? dump_str(&d, "case.text") : NULL;
@@ -432,7 +434,7 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
                 size_t j, inter = 0, uni = 0;
                 double iou;
                 s2[i] = seg.instances[i].score;
-                memcpy(b2 + 4 * i, seg.instances[i].box, 4 * sizeof(float));
+                memcpy(b2 + 4 * i, &seg.instances[i].box, 4 * sizeof(float));
                 for (j = 0; j < (size_t)W * H; j++) {
                     inter += rm[j] && mm[j];
                     uni += rm[j] || mm[j];
@@ -500,6 +502,7 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
         dump d;
         const sam3__tensor *pts, *lab, *box, *msk, *pm, *iou, *obj;
         sam3_point p[SAM3_MAX_POINTS];
+        sam3_box pbox;
         sam3_points_prompt pr;
         sam3_points_options po;
         sam3_points_result r;
@@ -524,7 +527,11 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
             pr.points = p;
             pr.n_points = n;
         }
-        if (box) pr.box = (const float *)box->data;
+        if (box) {
+            const float *v = (const float *)box->data;
+            pbox.x0 = v[0], pbox.y0 = v[1], pbox.x1 = v[2], pbox.y1 = v[3];
+            pr.box = &pbox;
+        }
         if (msk) {
             pr.mask_logits = (const float *)msk->data;
             pr.mask_height = (int)msk->shape[0];

@@ -125,7 +125,7 @@ static void snap_take(snap *s, int rc, const sam3_segmentation *g) {
     for (i = 0; i < g->n; i++) {
         const sam3_instance *in = &g->instances[i];
         s->scores_boxes[5 * i] = in->score;
-        memcpy(s->scores_boxes + 5 * i + 1, in->box, 4 * sizeof(float));
+        memcpy(s->scores_boxes + 5 * i + 1, &in->box, 4 * sizeof(float));
         if (in->mask) memcpy(s->masks + (size_t)i * plane, in->mask, plane);
         if (s->low && in->low_res_logits) memcpy(s->low + (size_t)i * lp, in->low_res_logits, lp * sizeof(float));
     }
@@ -344,7 +344,7 @@ static void test_images(const sam3_model *m) {
     sam3_ctx *c = new_ctx(m, &k);
     sam3_segmentation seg;
     sam3_prompt p;
-    sam3_box box = {0, 0, 0, 0, 1};
+    sam3_box box = {0, 0, 0, 0}; /* box_labels NULL: a positive exemplar */
     uint8_t *img;
     int rc;
     static const struct {
@@ -467,6 +467,7 @@ static void test_prompts(const sam3_model *m) {
     sam3_segment_options so = sam3_segment_options_default();
     sam3_prompt p;
     sam3_box boxes[SAM3_MAX_BOXES + 1];
+    int labels[SAM3_MAX_BOXES + 1];
     uint8_t *img = picture(40, 30, 3, 120);
     int rc, i;
     const float nan = (float)NAN, inf = (float)INFINITY;
@@ -482,7 +483,7 @@ static void test_prompts(const sam3_model *m) {
         boxes[i].y0 = (float)(i % 5);
         boxes[i].x1 = (float)(i % 7 + 10 + i % 3);
         boxes[i].y1 = (float)(i % 5 + 8);
-        boxes[i].label = i % 3 != 0;
+        labels[i] = i % 3 != 0;
     }
 
     t_check(sam3_segment(c, NULL, NULL, &seg) == SAM3_ERR_INVALID_ARG, "segment(NULL prompt) -> INVALID_ARG");
@@ -499,6 +500,7 @@ static void test_prompts(const sam3_model *m) {
     t_check(rc == SAM3_OK, "whitespace-only text -> %s (BOS, EOS only)", sam3_result_string((sam3_result)rc));
     p.text = "";
     p.boxes = boxes;
+    p.box_labels = labels;
     p.n_boxes = -1;
     t_check(sam3_segment(c, &p, NULL, &seg) == SAM3_ERR_INVALID_ARG, "n_boxes -1 -> INVALID_ARG");
     p.n_boxes = SAM3_MAX_BOXES + 1;
@@ -527,7 +529,7 @@ static void test_prompts(const sam3_model *m) {
         int j, b;
         for (j = 0; j < 4; j++)
             for (b = 0; b < 3; b++) {
-                sam3_box bx = {1, 2, 20, 25, 1};
+                sam3_box bx = {1, 2, 20, 25};
                 float *f = which[j] == 0 ? &bx.x0 : which[j] == 1 ? &bx.y0 : which[j] == 2 ? &bx.x1 : &bx.y1;
                 *f = bad[b];
                 p.boxes = &bx;
@@ -537,20 +539,21 @@ static void test_prompts(const sam3_model *m) {
                         (double)bad[b]);
             }
         for (j = -2; j <= 3; j++) {
-            sam3_box bx = {1, 2, 20, 25, 0};
-            bx.label = j;
+            sam3_box bx = {1, 2, 20, 25};
             p.boxes = &bx;
+            p.box_labels = &j;
             p.n_boxes = 1;
             rc = sam3_segment(c, &p, NULL, &seg);
             t_check(j == 0 || j == 1 ? rc >= 0 : rc == SAM3_ERR_INVALID_ARG && strstr(sam3_ctx_last_error(c), "label"), "box label %d -> %s", j,
                     sam3_result_string((sam3_result)rc));
         }
         /* the bad one last of several: nothing is half-done */
-        boxes[5].label = 7;
+        labels[5] = 7;
         p.boxes = boxes;
+        p.box_labels = labels;
         p.n_boxes = 6;
         t_check(sam3_segment(c, &p, NULL, &seg) == SAM3_ERR_INVALID_ARG, "sixth of six boxes with label 7 -> INVALID_ARG");
-        boxes[5].label = 1;
+        labels[5] = 1;
     }
     /* finite but odd boxes: accepted as given (not clamped, as the reference), no crash, a
        well-formed result. The scores of absurd boxes are meaningless but must stay in [0, 1]. */
@@ -571,15 +574,15 @@ static void test_prompts(const sam3_model *m) {
         size_t j;
         for (j = 0; j < sizeof(odd) / sizeof(odd[0]); j++) {
             sam3_box bx[2];
+            static const int bl[2] = {1, 0};
             bx[0].x0 = odd[j][0];
             bx[0].y0 = odd[j][1];
             bx[0].x1 = odd[j][2];
             bx[0].y1 = odd[j][3];
-            bx[0].label = 1;
             bx[1] = bx[0];
-            bx[1].label = 0;
             p.text = j % 2 ? "cat" : NULL;
             p.boxes = bx;
+            p.box_labels = bl;
             p.n_boxes = 2;
             so = sam3_segment_options_default();
             so.score_threshold = -1;
@@ -686,7 +689,7 @@ static void test_points(const sam3_model *m) {
     sam3_points_result pr;
     sam3_point pts[SAM3_MAX_POINTS + 1];
     uint8_t *img = picture(30, 20, 3, 90);
-    float box[4] = {2, 3, 20, 15};
+    sam3_box box = {2, 3, 20, 15};
     int rc, i;
     if (!c) return;
     memset(&pp, 0, sizeof(pp));
@@ -729,17 +732,17 @@ static void test_points(const sam3_model *m) {
     pts[1].label = 2;
     t_check(sam3_segment_points(c, &pp, NULL, &pr) == SAM3_ERR_INVALID_ARG, "point label 2 -> INVALID_ARG");
     pts[1].label = 0;
-    pp.box = box;
-    box[2] = (float)NAN;
+    pp.box = &box;
+    box.x1 = (float)NAN;
     t_check(sam3_segment_points(c, &pp, NULL, &pr) == SAM3_ERR_INVALID_ARG, "NaN box -> INVALID_ARG");
     {
         static const float odd[][4] = {{-100, -100, -50, -50}, {5, 5, 5, 5}, {20, 15, 2, 3}, {0, 0, 1e30f, 1e30f}, {-FLT_MAX, -FLT_MAX, FLT_MAX, FLT_MAX}};
         static const float opts[][2] = {{-1e30f, 1e30f}, {FLT_MAX, -FLT_MAX}, {1e9f, 1e9f}};
         size_t j;
         for (j = 0; j < sizeof(odd) / sizeof(odd[0]); j++) {
-            memcpy(box, odd[j], sizeof(box));
+            box.x0 = odd[j][0], box.y0 = odd[j][1], box.x1 = odd[j][2], box.y1 = odd[j][3];
             rc = sam3_segment_points(c, &pp, NULL, &pr);
-            t_check(rc == SAM3_OK, "odd box [%g %g %g %g] with clicks -> %s", (double)box[0], (double)box[1], (double)box[2], (double)box[3],
+            t_check(rc == SAM3_OK, "odd box [%g %g %g %g] with clicks -> %s", (double)box.x0, (double)box.y0, (double)box.x1, (double)box.y1,
                     sam3_result_string((sam3_result)rc));
         }
         pp.box = NULL;
@@ -848,9 +851,10 @@ static uint8_t *g_img;
 
 /* Runs step `i` of the sequence on c; stores its output in o. */
 static int seq_step(sam3_ctx *c, int i, seq_out *o) {
-    static const sam3_box boxes[3] = {{3, 4, 20, 25, 1}, {10, 2, 30, 12, 0}, {0, 0, SEQ_W, SEQ_H, 1}};
+    static const sam3_box boxes[3] = {{3, 4, 20, 25}, {10, 2, 30, 12}, {0, 0, SEQ_W, SEQ_H}};
+    static const int box_labels[3] = {1, 0, 1};
     static const sam3_point pts[2] = {{5, 6, 1}, {25, 20, 0}};
-    static const float box[4] = {4, 4, 30, 25};
+    static const sam3_box box = {4, 4, 30, 25};
     sam3_segment_options so = sam3_segment_options_default();
     sam3_segmentation seg;
     sam3_prompt p;
@@ -870,6 +874,7 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
         return rc;
     case 2:
         p.boxes = boxes;
+        p.box_labels = box_labels;
         p.n_boxes = 2;
         so.low_res = so.semantic = 1;
         rc = sam3_segment(c, &p, &so, &seg);
@@ -879,6 +884,7 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
     case 3:
         p.text = "a blue dog";
         p.boxes = boxes + 2;
+        p.box_labels = box_labels + 2;
         p.n_boxes = 1;
         rc = sam3_segment(c, &p, &so, &seg);
         snap_free(&o->s[2]);
@@ -889,7 +895,7 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
         if (!g_has_points) return SAM3_OK;
         pp.points = pts;
         pp.n_points = i == 4 ? 1 : 2;
-        pp.box = i == 5 ? box : NULL;
+        pp.box = i == 5 ? &box : NULL;
         rc = sam3_segment_points(c, &pp, NULL, &pr);
         psnap_free(&o->p[i - 4]);
         psnap_take(&o->p[i - 4], rc, &pr);

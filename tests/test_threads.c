@@ -59,6 +59,7 @@ static void run_job(sam3_ctx *c, int job, out_buf *o) {
     sam3_segment_options so = sam3_segment_options_default();
     sam3_prompt p;
     sam3_box boxes[2];
+    int box_labels[2];
     if (!img) {
         o->ok = 0;
         return;
@@ -81,7 +82,7 @@ static void run_job(sam3_ctx *c, int job, out_buf *o) {
             put(o, &seg.presence, sizeof(float));
             for (k = 0; k < seg.n; k++) {
                 put(o, &seg.instances[k].score, sizeof(float));
-                put(o, seg.instances[k].box, 4 * sizeof(float));
+                put(o, &seg.instances[k].box, 4 * sizeof(float));
                 put(o, seg.instances[k].mask, plane);
                 put(o, seg.instances[k].low_res_logits, lp * sizeof(float));
             }
@@ -91,13 +92,14 @@ static void run_job(sam3_ctx *c, int job, out_buf *o) {
         boxes[0].y0 = 2;
         boxes[0].x1 = (float)w - 3;
         boxes[0].y1 = (float)h / 2;
-        boxes[0].label = 1;
+        box_labels[0] = 1;
         boxes[1].x0 = 0;
         boxes[1].y0 = (float)h / 3;
         boxes[1].x1 = (float)w / 2;
         boxes[1].y1 = (float)h;
-        boxes[1].label = job & 1;
+        box_labels[1] = job & 1;
         p.boxes = boxes;
+        p.box_labels = box_labels;
         p.n_boxes = 2;
     }
     if (g_has_points) {

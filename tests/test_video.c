@@ -85,6 +85,7 @@ static int add_prompts(sam3_tracker *tr, const dump *d, int f) {
         const sam3__tensor *bx = dget(d, SAM3__DT_F32, "input.f%d.o%d.box", f, id);
         const sam3__tensor *mk = dget(d, SAM3__DT_U8, "input.f%d.o%d.mask", f, id);
         sam3_point pts[SAM3_MAX_POINTS];
+        sam3_box box;
         sam3_track_prompt p;
         int i;
         sam3_result rc;
@@ -100,7 +101,11 @@ static int add_prompts(sam3_tracker *tr, const dump *d, int f) {
             }
             p.points = pts;
         }
-        if (bx) p.box = (const float *)bx->data;
+        if (bx) {
+            const float *v = (const float *)bx->data;
+            box.x0 = v[0], box.y0 = v[1], box.x1 = v[2], box.y1 = v[3];
+            p.box = &box;
+        }
         if (mk) {
             p.mask = (const uint8_t *)mk->data;
             p.mask_height = (int)mk->shape[0];
@@ -216,7 +221,7 @@ static void test_misuse(sam3_ctx *c, const char *unsupported) {
     sam3_point pt = {10, 10, 1};
     sam3_track_frame out;
     unsigned char px[40 * 30 * 3];
-    float box[4] = {2, 2, 20, 20};
+    sam3_box box = {2, 2, 20, 20};
     uint8_t mk[4] = {1, 0, 0, 1};
     int i;
     sam3_result rc;
@@ -239,10 +244,10 @@ static void test_misuse(sam3_ctx *c, const char *unsupported) {
     pt.label = 2;
     t_check(sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_ERR_INVALID_ARG, "label 2 refused");
     pt.label = 1;
-    box[2] = INFINITY;
-    p.box = box;
+    box.x1 = INFINITY;
+    p.box = &box;
     t_check(sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_ERR_INVALID_ARG, "infinite box refused");
-    box[2] = 20;
+    box.x1 = 20;
     p.mask = mk;
     p.mask_width = p.mask_height = 2;
     t_check(sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_ERR_INVALID_ARG, "mask with points refused: %s", sam3_ctx_last_error(c));

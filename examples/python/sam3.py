@@ -92,12 +92,15 @@ class _Timings(ctypes.Structure):
 
 
 class _Box(ctypes.Structure):
-    _fields_ = [("x0", ctypes.c_float), ("y0", ctypes.c_float), ("x1", ctypes.c_float), ("y1", ctypes.c_float),
-                ("label", ctypes.c_int)]
+    _fields_ = [("x0", ctypes.c_float), ("y0", ctypes.c_float), ("x1", ctypes.c_float), ("y1", ctypes.c_float)]
+
+    def as_array(self):
+        return np.array([self.x0, self.y0, self.x1, self.y1], dtype=np.float32)
 
 
 class _Prompt(ctypes.Structure):
-    _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("n_boxes", ctypes.c_int)]
+    _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("box_labels", ctypes.POINTER(ctypes.c_int)),
+                ("n_boxes", ctypes.c_int)]
 
 
 class _SegmentOptions(ctypes.Structure):
@@ -106,7 +109,7 @@ class _SegmentOptions(ctypes.Structure):
 
 
 class _Instance(ctypes.Structure):
-    _fields_ = [("score", ctypes.c_float), ("box", ctypes.c_float * 4), ("query", ctypes.c_int), ("area", ctypes.c_int64),
+    _fields_ = [("score", ctypes.c_float), ("box", _Box), ("query", ctypes.c_int), ("area", ctypes.c_int64),
                 ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
 
 
@@ -122,7 +125,7 @@ class _Point(ctypes.Structure):
 
 
 class _PointsPrompt(ctypes.Structure):
-    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", c_float_p),
+    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", ctypes.POINTER(_Box)),
                 ("mask_logits", c_float_p), ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
 
 
@@ -138,7 +141,7 @@ class _PointsResult(ctypes.Structure):
 
 
 class _TrackPrompt(ctypes.Structure):
-    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", c_float_p), ("mask", c_uint8_p),
+    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", ctypes.POINTER(_Box)), ("mask", c_uint8_p),
                 ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
 
 
@@ -147,7 +150,7 @@ class _TrackerOptions(ctypes.Structure):
 
 
 class _TrackObject(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_int), ("object_score", ctypes.c_float), ("prompted", ctypes.c_int), ("box", ctypes.c_float * 4),
+    _fields_ = [("id", ctypes.c_int), ("object_score", ctypes.c_float), ("prompted", ctypes.c_int), ("box", _Box),
                 ("area", ctypes.c_int64), ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
 
 
@@ -329,7 +332,7 @@ class Segmentation:
     def __init__(self, seg, with_masks):
         n, h, w = seg.n, seg.height, seg.width
         self.scores = np.array([seg.instances[i].score for i in range(n)], dtype=np.float32)
-        self.boxes = np.array([list(seg.instances[i].box) for i in range(n)], dtype=np.float32).reshape(n, 4)
+        self.boxes = np.array([seg.instances[i].box.as_array() for i in range(n)], dtype=np.float32).reshape(n, 4)
         self.queries = np.array([seg.instances[i].query for i in range(n)], dtype=np.int32)
         self.areas = np.array([seg.instances[i].area for i in range(n)], dtype=np.int64)
         self.masks = None
@@ -383,6 +386,13 @@ def _float_rows(x, width, what):
     if a.ndim != 2 or a.shape[1] != width:
         raise Error(ERR_INVALID_ARG, "sam3: %s must be (N, %d), got %s" % (what, width, a.shape))
     return a
+
+
+def _box_arg(box):
+    """A pointer to a sam3_box from (x0, y0, x1, y1), or None; the caller keeps it alive for the call."""
+    if box is None:
+        return None
+    return ctypes.pointer(_Box(*[float(v) for v in _float_rows(box, 4, "box")[0]]))
 
 
 def _labels(labels, n, what):
@@ -447,11 +457,14 @@ class Context:
         b = _float_rows([] if boxes is None else boxes, 4, "boxes")
         lab = _labels(box_labels, len(b), "box")
         cb = (_Box * max(1, len(b)))()
+        cl = (ctypes.c_int * max(1, len(b)))()
         for i, (row, l) in enumerate(zip(b, lab)):
-            cb[i] = _Box(row[0], row[1], row[2], row[3], l)
+            cb[i] = _Box(row[0], row[1], row[2], row[3])
+            cl[i] = l
         pr = _zeroed(_Prompt)
         pr.text = _text(text)
         pr.boxes = cb if len(b) else None
+        pr.box_labels = cl if len(b) else None
         pr.n_boxes = len(b)
         opt = _zeroed(_SegmentOptions)
         # the library reads 0 as "the default"; every probability is above -1
@@ -476,10 +489,8 @@ class Context:
         pp = _zeroed(_PointsPrompt)
         pp.points = cp if len(p) else None
         pp.n_points = len(p)
-        cbox = None
-        if box is not None:
-            cbox = (ctypes.c_float * 4)(*[float(v) for v in _float_rows(box, 4, "box")[0]])
-            pp.box = cbox
+        cbox = _box_arg(box)
+        pp.box = cbox
         mk = None
         if mask_logits is not None:
             mk = np.ascontiguousarray(mask_logits, dtype=np.float32)
@@ -562,10 +573,9 @@ class Tracker:
         tp = _zeroed(_TrackPrompt)
         tp.points = cp if len(p) else None
         tp.n_points = len(p)
-        cbox = mk = None
-        if box is not None:
-            cbox = (ctypes.c_float * 4)(*[float(v) for v in _float_rows(box, 4, "box")[0]])
-            tp.box = cbox
+        mk = None
+        cbox = _box_arg(box)
+        tp.box = cbox
         if mask is not None:
             mk = np.ascontiguousarray(np.asarray(mask) != 0, dtype=np.uint8)
             if mk.ndim != 2:
@@ -602,7 +612,7 @@ class Tracker:
             o = out.objects[i]
             objects.append({
                 "id": o.id, "object_score": float(o.object_score), "prompted": bool(o.prompted),
-                "box": np.array(list(o.box), dtype=np.float32), "area": int(o.area),
+                "box": o.box.as_array(), "area": int(o.area),
                 "mask": np.ctypeslib.as_array(o.mask, shape=(out.height, out.width)) != 0 if o.mask else None,
                 "low_res_logits": np.ctypeslib.as_array(o.low_res_logits, shape=(lh, lw)).copy()})
         return objects
