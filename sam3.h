@@ -57,10 +57,20 @@ DOCUMENTATION
      Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
    * Masks are width*height bytes of 0/1 at the size of the image you passed in.
+   * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options and
+     sam3_tracker_options) are probabilities in [0,1], one unit for all three: a pixel is set where
+     the mask's probability is above it. A probability rather than a logit because it is the unit
+     of every score the API returns and of score_threshold, so one number means the same in every
+     call. 0 means the default, 0.5; a negative value sets every pixel, 1 or more none; NaN and
+     infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized sigmoid of the mask logits, as the
+     reference's Sam3 post-processing does; sam3_segment_points and the tracker threshold the
+     resized logits at ln(p / (1 - p)), as the reference's SAM 2-style post-processing does, which
+     at the default is exactly its logits > 0. Logits stay logits where the API returns them
+     (low_res_logits, object_score).
    * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
      through frames pushed one at a time (any sizes); an object is prompted (clicks, a box, or a
      mask) on the frame about to be pushed and tracked on every later one. Per object and frame:
-     an object-score logit (> 0: visible), the mask at the frame's size (logits > 0), its box and
+     an object-score logit (> 0: visible), the mask at the frame's size (probability > 0.5), its box and
      area, and the decoder's logits. Files converted without the memory modules cannot track.
 
 2. Memory and ownership
@@ -399,7 +409,7 @@ typedef struct sam3_prompt {
 typedef struct sam3_segment_options {
     float score_threshold; /* keep instances with score > this; 0 = default 0.5 (Meta's processor;
                               Hugging Face's post-processor uses 0.3); negative keeps every query */
-    float mask_threshold;  /* mask probability threshold; 0 = default 0.5 (a negative value sets every pixel) */
+    float mask_threshold;  /* a probability (see 1. Concepts); 0 = default 0.5 */
     int no_masks;          /* 1: skip the full-size masks (scores and boxes only) */
     int low_res;           /* 1: also return each instance's mask logits at the decoder resolution */
     int semantic;          /* 1: also return the semantic map */
@@ -463,7 +473,7 @@ typedef struct sam3_points_prompt {
 typedef struct sam3_points_options {
     int single_mask;      /* 0: the three candidate masks (default, as the reference's multimask_output);
                              1: one mask, chosen by the reference's stability rule */
-    float mask_threshold; /* logit threshold of the full-size masks (default 0 = the reference's 0.0) */
+    float mask_threshold; /* of the full-size masks, a probability (see 1. Concepts); 0 = default 0.5 */
     int no_masks;         /* 1: skip the full-size masks (low-resolution logits and scores only) */
 } sam3_points_options;
 
@@ -514,7 +524,8 @@ typedef struct sam3_track_prompt {
 } sam3_track_prompt;
 
 typedef struct sam3_tracker_options {
-    int no_masks; /* 1: skip the frame-size masks (low-resolution logits, scores; boxes and areas are 0) */
+    int no_masks;         /* 1: skip the frame-size masks (low-resolution logits, scores; boxes and areas are 0) */
+    float mask_threshold; /* of the frame-size masks, a probability (see 1. Concepts); 0 = default 0.5 */
 } sam3_tracker_options;
 
 typedef struct sam3_track_object {
@@ -523,8 +534,8 @@ typedef struct sam3_track_object {
     int prompted;                /* 1: a prompt was given for it on this frame (a conditioning frame) */
     sam3_box box;                /* the mask's pixel bounds (x1, y1 exclusive: integers); all 0 when empty */
     int64_t area;                /* pixels set in mask */
-    const uint8_t *mask;         /* width*height bytes, 1 = object (logits > 0 resized bilinearly, as the
-                                    reference post-processes); NULL with no_masks */
+    const uint8_t *mask;         /* width*height bytes, 1 = object (the logits resized bilinearly, above
+                                    mask_threshold, as the reference post-processes); NULL with no_masks */
     const float *low_res_logits; /* low_res_height*low_res_width logits; -1024 everywhere when absent */
 } sam3_track_object;
 
@@ -8314,6 +8325,15 @@ static sam3_result sam3__text_features(sam3_ctx *c, const char *text, const floa
 
 static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
 
+/* A mask threshold p (a probability: the API's one unit for mask thresholds) as the logit the
+   SAM 2-style heads compare their upsampled logits with: ln(p / (1 - p)), exactly 0 at p = 0.5 (the
+   reference's logits > 0). p <= 0 sets every pixel and p >= 1 none, as a probability threshold would. */
+static float sam3__mask_logit_threshold(float p) {
+    if (p <= 0) return -HUGE_VALF; /* every finite logit is above it */
+    if (p >= 1) return HUGE_VALF;
+    return logf(p / (1.0f - p));
+}
+
 static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
     const sam3_model *m;
     sam3_segment_options o = sam3_segment_options_default();
@@ -8531,6 +8551,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
 SAM3DEF sam3_points_options sam3_points_options_default(void) {
     sam3_points_options o;
     memset(&o, 0, sizeof(o));
+    o.mask_threshold = 0.5f;
     return o;
 }
 
@@ -8540,7 +8561,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     sam3_points_options o;
     int i, g, ns = 0, nm, n_out, first, sel, W, H;
     size_t lp, plane;
-    float *sparse, *dense, *all, obj = 0;
+    float *sparse, *dense, *all, obj = 0, thr;
     double t0;
     sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
@@ -8573,7 +8594,9 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     if (pp->mask_logits && m->arch == SAM3__ARCH_SAM1 && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: SAM 1 takes mask_logits of exactly %dx%d (a previous result's low_res_logits), got %dx%d",
                           4 * g, 4 * g, pp->mask_width, pp->mask_height);
+    if (o.mask_threshold == 0) o.mask_threshold = 0.5f;
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
+    thr = sam3__mask_logit_threshold(o.mask_threshold);
     c->t.interactive_neck = c->t.points = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     t0 = sam3__now_ms();
@@ -8663,7 +8686,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
                         crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
                                                    uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
                 }
-                if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)i * plane,
+                if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, thr, c->res_mask + (size_t)i * plane,
                                                    &area)) != SAM3_OK)
                     return sam3__end(c, rc);
             }
@@ -8674,7 +8697,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
             long *area = (long *)sam3__salloc(c, (size_t)n_out * sizeof(long));                 /* (n_out) */
             if (!src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
             for (i = 0; i < n_out; i++) src[i] = c->res_low + (size_t)i * lp;
-            if ((rc = sam3__resize_threshold_n(c, n_out, src, 0, 4 * g, 4 * g, ty, tx, H, W, o.mask_threshold, c->res_mask, area)) != SAM3_OK)
+            if ((rc = sam3__resize_threshold_n(c, n_out, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, c->res_mask, area)) != SAM3_OK)
                 return sam3__end(c, rc);
         }
         out->masks = c->res_mask;
@@ -8797,6 +8820,7 @@ static int sam3__trk_obj_init(sam3_tracker *t, sam3__trk_obj *o, int id) {
 SAM3DEF sam3_tracker_options sam3_tracker_options_default(void) {
     sam3_tracker_options o;
     memset(&o, 0, sizeof(o));
+    o.mask_threshold = 0.5f;
     return o;
 }
 
@@ -8827,12 +8851,15 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *c, const sam3_tracker_options *op
     if (m->arch != SAM3__ARCH_SAM3 || !m->trk.present || !m->vid.present)
         return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_tracker_new: this model file has no video memory modules (tracker_model.memory_*); "
                                                    "convert the full SAM 3 checkpoint (sam3_video layout) to track objects");
+    if (opt && !sam3__finite(opt->mask_threshold))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_new: mask_threshold must be finite");
     N = m->trk.grid * m->trk.grid;
     hd = m->vid.ma_di / m->vid.ma_heads;
     t = (sam3_tracker *)sam3__acalloc(&c->a, 1, sizeof(*t));
     if (!t) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_new: out of memory");
     t->c = c;
     if (opt) t->opt = *opt;
+    if (t->opt.mask_threshold == 0) t->opt.mask_threshold = 0.5f;
     t->n_ptr_ring = SAM3__MAX(1, m->vid.max_ptr - 1);
     t->n_mem_ring = SAM3__MAX(1, m->vid.num_maskmem - 1);
     t->obj = (sam3__trk_obj *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3__trk_obj));
@@ -9373,13 +9400,14 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
         sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
         sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
         const float **src = (const float **)sam3__salloc(c, (size_t)n * sizeof(*src));
+        const float thr = sam3__mask_logit_threshold(t->opt.mask_threshold);
         long *area = (long *)sam3__salloc(c, (size_t)n * sizeof(long));
         plane = (size_t)W * H;
         if (!ty || !tx || !src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
         sam3__lerp_table(4 * g, H, ty);
         sam3__lerp_table(4 * g, W, tx);
         for (i = 0; i < n; i++) src[i] = t->res_low + (size_t)i * lp;
-        if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, 0.0f, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
+        if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
         for (i = 0; i < n; i++) {
             sam3_track_object *ob = &t->res[i];
             const uint8_t *mk = t->res_mask + (size_t)i * plane;

@@ -1398,7 +1398,7 @@ static const char *POINTS_HELP =
     "                              (object), the others -8. A SAM 3 model takes any size (resized); a\n"
     "                              SAM 1 model only its low-resolution mask size (256x256 at 1024 input)\n"
     "  --single                    one mask (the reference's choice) instead of the candidates\n"
-    "  --mask-threshold T          logit above which a pixel is the object (default 0: probability 0.5)\n"
+    "  --mask-threshold M          mask probability threshold, 0..1 (default 0.5)\n"
     "  -o, --output OUTDIR         output folder, created if missing: new, empty or an earlier sam3\n"
     "                              output (see OUTPUT FOLDER below)\n"
     "  --force                     write into a folder that holds other files too (they are kept)\n"
@@ -1452,6 +1452,7 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
     const char *v, *why;
     memset(a, 0, sizeof(*a));
     a->c.blas_threads = 1;
+    a->mask_threshold = 0.5f;
     *help = 0;
     for (i = 0; i < argc; i++) {
         const char *opt = argv[i];
@@ -1492,7 +1493,8 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
             if (!v[0]) return usage_error("points", "--mask needs a file name%s", NULL);
             a->mask = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
-            if (!parse_float(v, &a->mask_threshold)) return usage_error("points", "--mask-threshold wants a number (a logit), got '%s'", v);
+            if (!parse_float(v, &a->mask_threshold) || a->mask_threshold < 0 || a->mask_threshold > 1)
+                return usage_error("points", "--mask-threshold wants a number from 0 to 1, got '%s'", v);
         } else if (r < 0) {
             return usage_error("points", "option '%s' needs a value", opt);
         } else {
@@ -1670,9 +1672,9 @@ static int run_points(const pts_args *a) {
     pp.mask_logits = mask;
     pp.mask_width = mw;
     pp.mask_height = mh;
-    memset(&po, 0, sizeof(po));
+    po = sam3_points_options_default();
     po.single_mask = a->single;
-    po.mask_threshold = a->mask_threshold;
+    po.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f; /* 0 would be "the default" */
     t0 = sam3_time_ms();
     r = sam3_segment_points(ss.ctx, &pp, &po, &res);
     if (r < 0) {

@@ -811,6 +811,37 @@ static void test_points(const sam3_model *m) {
         pp.n_points = 2;
         po.mask_threshold = (float)NAN;
         t_check(sam3_segment_points(c, &pp, &po, &pr) == SAM3_ERR_INVALID_ARG, "points mask_threshold NaN -> INVALID_ARG");
+        {
+            /* a probability, as in sam3_segment: 0 is the default 0.5; a higher one keeps a subset of
+               the pixels of a lower one; a negative one keeps every pixel, 1 none */
+            static const float thr[6] = {0, 0.5f, 0.1f, 0.9f, -1, 1};
+            uint8_t *mk[6];
+            size_t plane = 0, j, area[6];
+            int ok = 1;
+            for (i = 0; i < 6; i++) {
+                mk[i] = NULL;
+                area[i] = 0;
+                po.mask_threshold = thr[i];
+                rc = sam3_segment_points(c, &pp, &po, &pr);
+                if (rc != SAM3_OK || !pr.masks) {
+                    ok = 0;
+                    continue;
+                }
+                plane = (size_t)pr.n_masks * pr.width * pr.height;
+                mk[i] = (uint8_t *)malloc(plane);
+                if (!mk[i]) {
+                    ok = 0;
+                    continue;
+                }
+                memcpy(mk[i], pr.masks, plane);
+                for (j = 0; j < plane; j++) area[i] += mk[i][j];
+            }
+            for (j = 0; ok && j < plane; j++)
+                ok = mk[0][j] == mk[1][j] && mk[1][j] <= mk[2][j] && mk[3][j] <= mk[1][j] && mk[4][j] == 1 && mk[5][j] == 0;
+            t_check(ok, "points mask_threshold 0/0.5/0.1/0.9/-1/1: pixels %zu %zu %zu %zu %zu %zu of %zu, nested", area[0], area[1], area[2],
+                    area[3], area[4], area[5], plane);
+            for (i = 0; i < 6; i++) free(mk[i]);
+        }
         po.mask_threshold = 0;
         po.single_mask = 1;
         po.no_masks = 1;

@@ -287,6 +287,38 @@ static void test_misuse(sam3_ctx *c, const char *unsupported) {
     t_check(sam3_tracker_next_frame(tr) == 0, "reset restarts at frame 0");
     sam3_tracker_free(tr);
     sam3_tracker_free(NULL);
+    {
+        /* mask_threshold, a probability as in sam3_segment: NaN refused; a negative one sets every
+           pixel, 1 none, the default 0.5 (0) lies between; the logits are the same in all four */
+        static const float thr[4] = {0, -1, 1, 0.5f};
+        sam3_tracker_options to = sam3_tracker_options_default();
+        int64_t area[4];
+        float logit0[4];
+        to.mask_threshold = NAN;
+        tr = NULL;
+        t_check(sam3_tracker_new(c, &to, &tr) == SAM3_ERR_INVALID_ARG && tr == NULL, "tracker mask_threshold NaN refused: %s",
+                sam3_ctx_last_error(c));
+        p.mask = NULL;
+        p.box = NULL;
+        p.points = &pt;
+        p.n_points = 1;
+        for (i = 0; i < 4; i++) {
+            to.mask_threshold = thr[i];
+            area[i] = -1;
+            logit0[i] = 0;
+            if (sam3_tracker_new(c, &to, &tr) != SAM3_OK) break;
+            if (sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_OK && sam3_tracker_push_frame(tr, px, 40, 30, 40 * 3, SAM3_RGB8, &out) == SAM3_OK &&
+                out.n_objects == 1) {
+                area[i] = out.objects[0].area;
+                logit0[i] = out.objects[0].low_res_logits[0];
+            }
+            sam3_tracker_free(tr);
+        }
+        t_check(i == 4 && area[1] == 40 * 30 && area[2] == 0 && area[0] == area[3] && area[0] >= 0 && logit0[0] == logit0[1] &&
+                    logit0[0] == logit0[2],
+                "tracker mask_threshold -1 / 1 / default / 0.5: areas %lld %lld %lld %lld of %d", (long long)area[1], (long long)area[2],
+                (long long)area[0], (long long)area[3], 40 * 30);
+    }
     if (unsupported) {
         sam3_model *m2 = NULL;
         sam3_ctx *c2 = NULL;

@@ -146,7 +146,7 @@ class _TrackPrompt(ctypes.Structure):
 
 
 class _TrackerOptions(ctypes.Structure):
-    _fields_ = [("no_masks", ctypes.c_int)]
+    _fields_ = [("no_masks", ctypes.c_int), ("mask_threshold", ctypes.c_float)]
 
 
 class _TrackObject(ctypes.Structure):
@@ -476,11 +476,11 @@ class Context:
         return Segmentation(out, masks)
 
     def segment_points(self, points=None, point_labels=None, box=None, mask_logits=None, single_mask=False,
-                       mask_threshold=0.0, masks=True):
+                       mask_threshold=0.5, masks=True):
         """The one object that clicks ((N, 2) x y in image pixels; point_labels 1 on the object, 0
         background, default all 1), a box (x0, y0, x1, y1) and/or mask_logits (a previous result's
         low_res_logits[i]) point at. Three candidate masks, or one with single_mask; mask_threshold
-        is a logit."""
+        is a probability, as in segment (0: every pixel)."""
         p = _float_rows([] if points is None else points, 2, "points")
         lab = _labels(point_labels, len(p), "point")
         cp = (_Point * max(1, len(p)))()
@@ -500,7 +500,7 @@ class Context:
             pp.mask_height, pp.mask_width = mk.shape
         opt = _zeroed(_PointsOptions)
         opt.single_mask = 1 if single_mask else 0
-        opt.mask_threshold = mask_threshold
+        opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0  # 0 is "the default" to the library
         opt.no_masks = 0 if masks else 1
         out = _zeroed(_PointsResult)
         _check(load_library().sam3_segment_points(self._live(), pp, opt, out), self._ptr)
@@ -516,13 +516,15 @@ class Tracker:
     """Follows prompted objects through a stream of frames (the SAM 3 tracker's memory), on a
     Context (whose image and results it replaces on every frame; a model converted with its memory
     modules). Frames are numbered 0, 1, ... in the order they are pushed. With masks=False the
-    frame-size masks are skipped (boxes and areas are then 0)."""
+    frame-size masks are skipped (boxes and areas are then 0); mask_threshold is their probability
+    threshold, as in Context.segment (0: every pixel)."""
 
-    def __init__(self, ctx, masks=True):
+    def __init__(self, ctx, masks=True, mask_threshold=0.5):
         self.ctx = ctx  # kept alive as long as the tracker
         self.masks = masks
         opt = _zeroed(_TrackerOptions)
         opt.no_masks = 0 if masks else 1
+        opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
         ptr = _vp()
         cp = ctx._live()
         _check(load_library().sam3_tracker_new(cp, opt, ctypes.byref(ptr)), cp)
