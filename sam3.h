@@ -17,8 +17,8 @@ QUICK START
       #include <stdio.h>
 
       int main(int argc, char **argv) {
-          sam3_model *model;  sam3_ctx *ctx;  sam3_segmentation seg;
-          sam3_prompt prompt = {0};
+          sam3_model *model;  sam3_ctx *ctx;  sam3_segment_result seg;
+          sam3_segment_prompt prompt = {0};
           int width, height, channels, i;
           unsigned char *rgb;
           if (argc != 4 || !(rgb = stbi_load(argv[2], &width, &height, &channels, 3))) return 2;
@@ -31,7 +31,7 @@ QUICK START
           if (sam3_segment(ctx, &prompt, NULL, &seg) < 0) {
               fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;
           }
-          for (i = 0; i < seg.n; i++) {   // mask: seg.width*seg.height bytes, 1 = object
+          for (i = 0; i < seg.n_instances; i++) {   // mask: seg.width*seg.height bytes, 1 = object
               const sam3_instance *in = &seg.instances[i];
               printf("%.2f  box %.0f,%.0f,%.0f,%.0f  %lld pixels, image centre %s\n", in->score,
                      in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area,
@@ -53,6 +53,11 @@ DOCUMENTATION
      two-pass fixed-point antialiased bilinear resize (bit-identical to torchvision's uint8 kernel),
      then normalises with the file's mean/std. The result is cached in the context: every prompt
      on that image reuses the image features.
+   * Names: each way to segment has a prompt, an options and a result struct named alike:
+     sam3_segment_{prompt,options,result} (sam3_segment), sam3_points_{prompt,options,result}
+     (sam3_segment_points), sam3_tracker_{prompt,options,result} (sam3_tracker_*). Every options
+     struct has a *_default() and reads all zero as the defaults. An array of things comes as
+     n_<things> and <things> (n_boxes, n_points, n_instances, n_masks, n_objects).
    * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
      Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
@@ -399,12 +404,12 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *model, const char *text, int
 /* ================================================================================================
    Concept segmentation: text and/or box exemplars -> every matching instance
    ============================================================================================= */
-typedef struct sam3_prompt {
+typedef struct sam3_segment_prompt {
     const char *text;       /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
     const sam3_box *boxes;  /* n_boxes exemplars, or NULL */
     const int *box_labels;  /* n_boxes labels, 1 positive exemplar, 0 negative; NULL: all positive */
     int n_boxes;            /* 0..SAM3_MAX_BOXES */
-} sam3_prompt;
+} sam3_segment_prompt;
 
 typedef struct sam3_segment_options {
     float score_threshold; /* keep instances with score > this; 0 = default 0.5 (Meta's processor;
@@ -424,9 +429,9 @@ typedef struct sam3_instance {
     const float *low_res_logits;  /* low_res_height*low_res_width logits when low_res, else NULL */
 } sam3_instance;
 
-typedef struct sam3_segmentation {
-    int n;                          /* instances kept, in query order */
-    const sam3_instance *instances; /* (n) */
+typedef struct sam3_segment_result {
+    int n_instances;                /* instances kept, in query order */
+    const sam3_instance *instances; /* (n_instances) */
     int width, height;              /* mask size: the image's */
     float presence;                 /* sigmoid of the presence logit: is the concept in the image at all */
     int n_queries;                  /* queries scored (the model's num_queries) */
@@ -435,7 +440,7 @@ typedef struct sam3_segmentation {
     const uint8_t *semantic_mask;   /* width*height 0/1 (sigmoid > 0.5) when semantic, else NULL */
     int n_text_tokens;              /* ids used, BOS and EOS included */
     int text_truncated;             /* the prompt was longer than the model's context */
-} sam3_segmentation;
+} sam3_segment_result;
 
 SAM3DEF sam3_segment_options sam3_segment_options_default(void);
 /* Segments every instance of the prompt's concept in the context's image. The image features are
@@ -447,7 +452,7 @@ SAM3DEF sam3_segment_options sam3_segment_options_default(void);
    Returns SAM3_OK, SAM3_TRUNCATED (text cut to the context; results valid), or an error.
    *out and everything it points to stay valid until the next sam3_set_image / sam3_segment on
    this context or sam3_ctx_free. */
-SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_prompt *prompt, const sam3_segment_options *opt, sam3_segmentation *out);
+SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_segment_prompt *prompt, const sam3_segment_options *opt, sam3_segment_result *out);
 
 /* ================================================================================================
    Interactive segmentation: clicks, a box and/or a previous mask -> one object (SAM 2-style head)
@@ -514,21 +519,21 @@ SAM3DEF sam3_points_options sam3_points_options_default(void);
 typedef struct sam3_tracker sam3_tracker;
 
 /* What says where an object is on the next frame: clicks and/or a box, or a mask. */
-typedef struct sam3_track_prompt {
+typedef struct sam3_tracker_prompt {
     const sam3_point *points;    /* n_points clicks in that frame's pixels, or NULL */
     int n_points;                /* 0..SAM3_MAX_POINTS */
     const sam3_box *box;         /* one box in that frame's pixels, or NULL */
     const uint8_t *mask;         /* mask_width*mask_height bytes, non-zero = object, or NULL; any size (it is
                                     resized to the model's input as the reference does); not with points or box */
     int mask_width, mask_height;
-} sam3_track_prompt;
+} sam3_tracker_prompt;
 
 typedef struct sam3_tracker_options {
     int no_masks;         /* 1: skip the frame-size masks (low-resolution logits, scores; boxes and areas are 0) */
     float mask_threshold; /* of the frame-size masks, a probability (see 1. Concepts); 0 = default 0.5 */
 } sam3_tracker_options;
 
-typedef struct sam3_track_object {
+typedef struct sam3_tracker_object {
     int id;                      /* the caller's object id */
     float object_score;          /* logit that the object is visible in this frame (> 0: yes) */
     int prompted;                /* 1: a prompt was given for it on this frame (a conditioning frame) */
@@ -537,15 +542,15 @@ typedef struct sam3_track_object {
     const uint8_t *mask;         /* width*height bytes, 1 = object (the logits resized bilinearly, above
                                     mask_threshold, as the reference post-processes); NULL with no_masks */
     const float *low_res_logits; /* low_res_height*low_res_width logits; -1024 everywhere when absent */
-} sam3_track_object;
+} sam3_tracker_object;
 
-typedef struct sam3_track_frame {
+typedef struct sam3_tracker_result {
     int frame;                   /* this frame's index in the stream */
     int n_objects;
-    const sam3_track_object *objects; /* (n_objects), in the order the objects were first prompted */
+    const sam3_tracker_object *objects; /* (n_objects), in the order the objects were first prompted */
     int width, height;           /* the frame's (mask size) */
     int low_res_width, low_res_height;
-} sam3_track_frame;
+} sam3_tracker_result;
 
 SAM3DEF sam3_tracker_options sam3_tracker_options_default(void);
 /* A tracker on ctx (which it uses for every frame: the context's image and results are replaced).
@@ -557,7 +562,7 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *ctx, const sam3_tracker_options *
    one is corrected (that frame becomes one of its conditioning frames). A second prompt for the
    same object and frame replaces the first. At most SAM3_MAX_TRACKED_OBJECTS objects. The prompt's
    arrays are copied. */
-SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *prompt);
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *prompt);
 /* Forgets an object (and a prompt pending for it). SAM3_ERR_INVALID_ARG for an unknown id. */
 SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id);
 /* Index of the next frame to be pushed (the number pushed so far). */
@@ -568,7 +573,7 @@ SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t);
    counted. *out stays valid until the next call on this tracker. On any error, an abort included,
    the tracker is as it was before the call (pending prompts kept), and the frame is not counted. */
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
-                                            sam3_track_frame *out);
+                                            sam3_tracker_result *out);
 /* Forgets every object and restarts the frame count at 0. */
 SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t);
 /* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
@@ -8241,7 +8246,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
 /* The public calls that use a context: each holds the context's in-use flag for its duration, so
    a second call from another thread gets SAM3_ERR_BUSY (touching nothing in the context) instead
    of corrupting the first one's state. */
-static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out);
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out);
 static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
                                             sam3_points_result *out);
 SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
@@ -8252,7 +8257,7 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     sam3__flag_drop(&c->busy);
     return rc;
 }
-SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
     sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
     if (!sam3__flag_take(&c->busy)) {
@@ -8334,7 +8339,7 @@ static float sam3__mask_logit_threshold(float p) {
     return logf(p / (1.0f - p));
 }
 
-static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
     const sam3_model *m;
     sam3_segment_options o = sam3_segment_options_default();
     int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
@@ -8533,7 +8538,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
             out->semantic_logits = c->res_sem;
             out->semantic_mask = c->res_sem_mask;
         }
-        out->n = kept;
+        out->n_instances = kept;
         out->instances = c->res_inst;
         out->width = W;
         out->height = H;
@@ -8754,7 +8759,7 @@ struct sam3_tracker {
     float *pos;              /* (N, D) sine position of the 1x map */
     float *mem_pos;          /* (N, mem_dim) sine position of a memory */
     size_t bytes;            /* held, beyond the result buffers */
-    sam3_track_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
+    sam3_tracker_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
     float *res_low;
     uint8_t *res_mask;
     size_t res_low_cap, res_mask_cap;
@@ -8863,7 +8868,7 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *c, const sam3_tracker_options *op
     t->n_ptr_ring = SAM3__MAX(1, m->vid.max_ptr - 1);
     t->n_mem_ring = SAM3__MAX(1, m->vid.num_maskmem - 1);
     t->obj = (sam3__trk_obj *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3__trk_obj));
-    t->res = (sam3_track_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_track_object));
+    t->res = (sam3_tracker_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_tracker_object));
     t->rope = (float *)sam3__aalloc(&c->a, (size_t)N * hd * sizeof(float));
     t->pos = (float *)sam3__aalloc(&c->a, (size_t)N * m->trk.D * sizeof(float));
     t->mem_pos = (float *)sam3__aalloc(&c->a, (size_t)N * m->vid.mem_dim * sizeof(float));
@@ -8871,7 +8876,7 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *c, const sam3_tracker_options *op
         sam3_tracker_free(t);
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_new: out of memory");
     }
-    t->bytes = sizeof(*t) + (size_t)SAM3_MAX_TRACKED_OBJECTS * (sizeof(sam3__trk_obj) + sizeof(sam3_track_object)) +
+    t->bytes = sizeof(*t) + (size_t)SAM3_MAX_TRACKED_OBJECTS * (sizeof(sam3__trk_obj) + sizeof(sam3_tracker_object)) +
                (size_t)N * (hd + m->trk.D + m->vid.mem_dim) * sizeof(float);
     sam3__mem_rope_table(m->trk.grid, hd, m->vid.rope_theta, t->rope);
     sam3__sine_pos2d(m->trk.grid, m->trk.grid, m->trk.D, t->pos);
@@ -8893,7 +8898,7 @@ static int sam3__trk_find(const sam3_tracker *t, int id) {
     return -1;
 }
 
-static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *p) {
     sam3_ctx *c;
     sam3__trk_obj *o;
     int i, k, fresh = 0;
@@ -8962,7 +8967,7 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
 }
 
 /* The tracker's calls hold its context's in-use flag, as the context's own calls do. */
-SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *p) {
     sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
     if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
@@ -9269,7 +9274,7 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
 }
 
 static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                                sam3_track_frame *out) {
+                                                sam3_tracker_result *out) {
     sam3_ctx *c;
     const sam3_model *m;
     const sam3__vid_cfg *v;
@@ -9388,7 +9393,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
     }
     /* outputs: the low-resolution logits bilinearly to the frame, > 0 */
     for (i = 0; i < n; i++) {
-        sam3_track_object *ob = &t->res[i];
+        sam3_tracker_object *ob = &t->res[i];
         memset(ob, 0, sizeof(*ob));
         ob->id = t->obj[i].id;
         ob->object_score = ro[i].score;
@@ -9409,7 +9414,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
         for (i = 0; i < n; i++) src[i] = t->res_low + (size_t)i * lp;
         if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
         for (i = 0; i < n; i++) {
-            sam3_track_object *ob = &t->res[i];
+            sam3_tracker_object *ob = &t->res[i];
             const uint8_t *mk = t->res_mask + (size_t)i * plane;
             int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
             ob->mask = mk;
@@ -9476,7 +9481,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
 }
 
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                            sam3_track_frame *out) {
+                                            sam3_tracker_result *out) {
     sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
     if (!sam3__flag_take(&t->c->busy)) {

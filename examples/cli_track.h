@@ -453,7 +453,7 @@ static int run_track(track_args *a) {
     tb_json_string(&jl, a->input);
     tb_printf(&jl, "}\n");
     for (f = 0;; f++) {
-        sam3_track_frame out;
+        sam3_tracker_result out;
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
@@ -464,7 +464,7 @@ static int run_track(track_args *a) {
         }
         for (i = 0; i < a->n_prompts; i++) {
             track_prompt *p = &a->prompts[i];
-            sam3_track_prompt tp;
+            sam3_tracker_prompt tp;
             uint8_t *mk = NULL;
             if (p->frame != f) continue;
             memset(&tp, 0, sizeof(tp));
@@ -500,7 +500,7 @@ static int run_track(track_args *a) {
         free(m255);
         if (!(m255 = (unsigned char *)malloc((size_t)w * h))) goto oom;
         for (i = 0; i < out.n_objects; i++) {
-            const sam3_track_object *ob = &out.objects[i];
+            const sam3_tracker_object *ob = &out.objects[i];
             char mname[64];
             size_t q;
             snprintf(mname, sizeof(mname), "%05d_%d.png", f, ob->id);

@@ -708,11 +708,11 @@ static void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, i
     fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
 }
 
-static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentation *seg, const int *order) {
+static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segment_result *seg, const int *order) {
     int k, s = line_scale(w, h);
-    for (k = 0; k < seg->n; k++)
+    for (k = 0; k < seg->n_instances; k++)
         if (seg->instances[order[k]].mask) tint_mask(rgb, w, h, seg->instances[order[k]].mask, PALETTE[k % 12]);
-    for (k = 0; k < seg->n; k++) {
+    for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[order[k]];
         const unsigned char *col = PALETTE[k % 12];
         const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255};
@@ -831,25 +831,25 @@ typedef struct seg_image_out {
    commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
    overlay: w*h*3 scratch. */
 static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, int category, seg_image_out *io, const cli_image *img,
-                         const unsigned char *rgb, unsigned char *overlay, const sam3_segmentation *seg) {
+                         const unsigned char *rgb, unsigned char *overlay, const sam3_segment_result *seg) {
     char name[64];
     int k, rc = CLI_FAIL;
     size_t i, np = (size_t)img->w * img->h;
     unsigned char *png = (unsigned char *)malloc(np);
-    by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n + 1));
-    int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n + 1));
-    char **rle = (char **)calloc((size_t)(seg->n + 1), sizeof(char *)); /* (n) with --format coco */
+    by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n_instances + 1));
+    int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n_instances + 1));
+    char **rle = (char **)calloc((size_t)(seg->n_instances + 1), sizeof(char *)); /* (n) with --format coco */
     text_buf js;
     memset(&js, 0, sizeof(js));
     if (!png || !order || !idx || !rle) {
         cli_error("out of memory");
         goto done;
     }
-    for (k = 0; k < seg->n; k++) order[k].score = seg->instances[k].score, order[k].index = k;
-    qsort(order, (size_t)seg->n, sizeof(by_score), cmp_by_score);
-    for (k = 0; k < seg->n; k++) idx[k] = order[k].index;
+    for (k = 0; k < seg->n_instances; k++) order[k].score = seg->instances[k].score, order[k].index = k;
+    qsort(order, (size_t)seg->n_instances, sizeof(by_score), cmp_by_score);
+    for (k = 0; k < seg->n_instances; k++) idx[k] = order[k].index;
 
-    for (k = 0; k < seg->n; k++) {
+    for (k = 0; k < seg->n_instances; k++) {
         const uint8_t *m = seg->instances[idx[k]].mask;
         if (io->coco) {
             if (!(rle[k] = cli_ds_rle_string(m, img->w, img->h))) {
@@ -887,7 +887,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"presence\": ");
     tb_json_number(&js, seg->presence);
     tb_printf(&js, ",\n  \"instances\": [");
-    for (k = 0; k < seg->n; k++) {
+    for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[idx[k]];
         tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
         tb_json_number(&js, in->score);
@@ -915,7 +915,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         tb_printf(io->coco, "}}");
         io->n_ann++;
     }
-    tb_printf(&js, "%s]\n}\n", seg->n ? "\n  " : "");
+    tb_printf(&js, "%s]\n}\n", seg->n_instances ? "\n  " : "");
     if (js.oom || (io->coco && io->coco->oom)) {
         cli_error("out of memory");
         goto done;
@@ -930,7 +930,7 @@ done:
     free(png);
     free(order);
     free(idx);
-    for (k = 0; rle && k < seg->n; k++) free(rle[k]);
+    for (k = 0; rle && k < seg->n_instances; k++) free(rle[k]);
     free(rle);
     return rc;
 }
@@ -1077,8 +1077,8 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
     so.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f;
     for (k = 0; k < n_prompts; k++) {
         const char *text = a->n_texts ? a->texts[k] : NULL;
-        sam3_prompt pr;
-        sam3_segmentation seg;
+        sam3_segment_prompt pr;
+        sam3_segment_result seg;
         cli_outdir *dir = od;
         char sub[80], slug[64];
         memset(&pr, 0, sizeof(pr));
@@ -1099,7 +1099,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             fprintf(stderr, "sam3: ");
             print_prompt_name(stderr, text, a->n_boxes);
             fprintf(stderr, ": %d instance%s (presence %.2f) in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n",
-                    seg.n, seg.n == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
+                    seg.n_instances, seg.n_instances == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
                     fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
             if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
         }
@@ -1114,7 +1114,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         t0 = sam3_time_ms();
         if (write_outputs(dir, a, text, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg) != CLI_OK) goto done;
         *t_write += sam3_time_ms() - t0;
-        *n_last = seg.n;
+        *n_last = seg.n_instances;
     }
     if (a->coco) { /* one line per item: cli_dataset.h's merge reads this layout */
         tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", SAM3_VERSION_STRING,

@@ -76,8 +76,8 @@ static void fz_infer(const sam3_model *m) {
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_segment_options so = sam3_segment_options_default();
     sam3_ctx *ctx = NULL;
-    sam3_segmentation seg;
-    sam3_prompt pr;
+    sam3_segment_result seg;
+    sam3_segment_prompt pr;
     sam3_box boxes[3] = {{1, 1, 9, 6}, {4, 2, 4, 2}, {-50, -50, 1e30f, 60}};
     int box_labels[3] = {1, 0, 1};
     uint8_t img[13 * 7 * 3];

@@ -65,8 +65,8 @@ int main(int argc, char **argv) {
     static unsigned char px[48 * 64 * 3];
     sam3_model *m;
     sam3_ctx *c;
-    sam3_segmentation seg;
-    sam3_prompt p = {0};
+    sam3_segment_result seg;
+    sam3_segment_prompt p = {0};
     sam3_segment_options o = sam3_segment_options_default();
     int i;
     for (i = 0; i < (int)sizeof(px); i++) px[i] = (unsigned char)(i * 7 % 251);
@@ -75,8 +75,8 @@ int main(int argc, char **argv) {
     p.text = "a cat";
     o.score_threshold = -1; /* every query */
     if (sam3_segment(c, &p, &o, &seg) < 0) return 1;
-    printf("sam3 %s: %d instances, presence %.9g\n", sam3_version_string(), seg.n, seg.presence);
-    for (i = 0; i < seg.n; i++) {
+    printf("sam3 %s: %d instances, presence %.9g\n", sam3_version_string(), seg.n_instances, seg.presence);
+    for (i = 0; i < seg.n_instances; i++) {
         const sam3_instance *in = &seg.instances[i];
         printf("%.9g  %.9g %.9g %.9g %.9g  %lld\n", in->score, in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area);
     }

@@ -100,13 +100,13 @@ static void snap_free(snap *s) {
     memset(s, 0, sizeof(*s));
 }
 
-static void snap_take(snap *s, int rc, const sam3_segmentation *g) {
+static void snap_take(snap *s, int rc, const sam3_segment_result *g) {
     int i;
     size_t plane = (size_t)g->width * g->height, lp = (size_t)g->low_res_width * g->low_res_height;
     memset(s, 0, sizeof(*s));
     s->rc = rc;
     if (rc < 0) return;
-    s->n = g->n;
+    s->n = g->n_instances;
     s->w = g->width;
     s->h = g->height;
     s->n_queries = g->n_queries;
@@ -115,14 +115,14 @@ static void snap_take(snap *s, int rc, const sam3_segmentation *g) {
     s->presence = g->presence;
     s->n_text_tokens = g->n_text_tokens;
     s->truncated = g->text_truncated;
-    s->scores_boxes = (float *)calloc((size_t)g->n * 5 + 1, sizeof(float));
-    s->masks = (uint8_t *)calloc((size_t)g->n * plane + 1, 1);
-    if (g->n && g->instances[0].low_res_logits) s->low = (float *)calloc((size_t)g->n * lp + 1, sizeof(float));
+    s->scores_boxes = (float *)calloc((size_t)g->n_instances * 5 + 1, sizeof(float));
+    s->masks = (uint8_t *)calloc((size_t)g->n_instances * plane + 1, 1);
+    if (g->n_instances && g->instances[0].low_res_logits) s->low = (float *)calloc((size_t)g->n_instances * lp + 1, sizeof(float));
     if (g->semantic_logits) {
         s->sem = (float *)malloc(lp * sizeof(float) + 1);
         memcpy(s->sem, g->semantic_logits, lp * sizeof(float));
     }
-    for (i = 0; i < g->n; i++) {
+    for (i = 0; i < g->n_instances; i++) {
         const sam3_instance *in = &g->instances[i];
         s->scores_boxes[5 * i] = in->score;
         memcpy(s->scores_boxes + 5 * i + 1, &in->box, 4 * sizeof(float));
@@ -212,9 +212,9 @@ static uint8_t *picture(int w, int h, int bpp, int stride) {
 }
 
 /* Checks the invariants of a successful sam3_segment result. */
-static void check_seg(const char *what, const sam3_segmentation *s, int w, int h) {
-    int i, ok = s->n >= 0 && s->n <= s->n_queries && s->width == w && s->height == h && (s->n == 0 || s->instances);
-    for (i = 0; ok && i < s->n; i++) {
+static void check_seg(const char *what, const sam3_segment_result *s, int w, int h) {
+    int i, ok = s->n_instances >= 0 && s->n_instances <= s->n_queries && s->width == w && s->height == h && (s->n_instances == 0 || s->instances);
+    for (i = 0; ok && i < s->n_instances; i++) {
         const sam3_instance *in = &s->instances[i];
         int64_t area = 0;
         size_t j;
@@ -227,7 +227,7 @@ static void check_seg(const char *what, const sam3_segmentation *s, int w, int h
             if (area != in->area) ok = 0;
         }
     }
-    t_check(ok, "%s: result well formed (n %d of %d, %dx%d)", what, s->n, s->n_queries, s->width, s->height);
+    t_check(ok, "%s: result well formed (n %d of %d, %dx%d)", what, s->n_instances, s->n_queries, s->width, s->height);
 }
 
 static sam3_ctx *new_ctx(const sam3_model *m, counter *k) {
@@ -243,9 +243,9 @@ static sam3_ctx *new_ctx(const sam3_model *m, counter *k) {
 /* ================================================================================================ */
 static void test_nulls(const sam3_model *m) {
     sam3_ctx *c = NULL;
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_points_result pr;
-    sam3_prompt p;
+    sam3_segment_prompt p;
     sam3_points_prompt pp;
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_load_options lo = sam3_load_options_default();
@@ -342,8 +342,8 @@ static void test_nulls(const sam3_model *m) {
 static void test_images(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
     sam3_ctx *c = new_ctx(m, &k);
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     sam3_box box = {0, 0, 0, 0}; /* box_labels NULL: a positive exemplar */
     uint8_t *img;
     int rc;
@@ -463,9 +463,9 @@ static void test_images(const sam3_model *m) {
 static void test_prompts(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
     sam3_ctx *c = new_ctx(m, &k);
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_prompt p;
+    sam3_segment_prompt p;
     sam3_box boxes[SAM3_MAX_BOXES + 1];
     int labels[SAM3_MAX_BOXES + 1];
     uint8_t *img = picture(40, 30, 3, 120);
@@ -606,11 +606,11 @@ static void test_prompts(const sam3_model *m) {
     so = sam3_segment_options_default();
     so.score_threshold = 2;
     rc = sam3_segment(c, &p, &so, &seg);
-    t_check(rc == SAM3_OK && seg.n == 0, "score_threshold 2 -> ok, no instance");
+    t_check(rc == SAM3_OK && seg.n_instances == 0, "score_threshold 2 -> ok, no instance");
     so.score_threshold = -1;
     so.no_masks = 1;
     rc = sam3_segment(c, &p, &so, &seg);
-    t_check(rc == SAM3_OK && seg.n == seg.n_queries && (seg.n == 0 || seg.instances[0].mask == NULL), "no_masks: every query, masks NULL");
+    t_check(rc == SAM3_OK && seg.n_instances == seg.n_queries && (seg.n_instances == 0 || seg.instances[0].mask == NULL), "no_masks: every query, masks NULL");
 
     /* text: invalid UTF-8, NUL-free binary, specials, long */
     {
@@ -640,8 +640,8 @@ static void test_prompts(const sam3_model *m) {
 static void test_big_prompts(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
     sam3_ctx *c = new_ctx(m, &k);
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     uint8_t *img = picture(16, 16, 3, 48);
     size_t n, i;
     char *big;
@@ -887,8 +887,8 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
     static const sam3_point pts[2] = {{5, 6, 1}, {25, 20, 0}};
     static const sam3_box box = {4, 4, 30, 25};
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     sam3_points_prompt pp;
     sam3_points_result pr;
     int rc;
@@ -999,8 +999,8 @@ static void test_abort(const sam3_model *m, const seq_out *ref) {
                         if (!strstr(sam3_ctx_last_error(cc), "abort")) bad++;
                         /* after an aborted set_image the context has no image */
                         if (i == 0) {
-                            sam3_segmentation sg;
-                            sam3_prompt p;
+                            sam3_segment_result sg;
+                            sam3_segment_prompt p;
                             memset(&p, 0, sizeof(p));
                             p.text = "x";
                             if (sam3_segment(cc, &p, NULL, &sg) != SAM3_ERR_NO_IMAGE) bad++;
@@ -1340,8 +1340,8 @@ static void test_accounting(const sam3_model *m) {
     byte_counter k = {0};
     sam3_ctx *c = NULL;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     uint8_t *img = picture(61, 47, 3, 61 * 3);
     size_t before, after, live;
     static const char *texts[10] = {"cat", "dog", "a red car", "bus", "tree", "the sky", "a", "b", "c", "d"};
@@ -1369,9 +1369,9 @@ static void test_accounting(const sam3_model *m) {
     t_check(sam3_segment(c, &p, &so, &seg) >= 0, "accounting: segment");
     after = sam3_ctx_memory_used(c);
     live = k.live;
-    t_check(after >= before + (size_t)seg.n * seg.width * seg.height + (size_t)seg.width * seg.height,
+    t_check(after >= before + (size_t)seg.n_instances * seg.width * seg.height + (size_t)seg.width * seg.height,
             "memory_used grows when results are held: %lu -> %lu bytes (%d masks of %dx%d held)", (unsigned long)before,
-            (unsigned long)after, seg.n, seg.width, seg.height);
+            (unsigned long)after, seg.n_instances, seg.width, seg.height);
     t_check(after <= live + sizeof(sam3_ctx) && after + after / 100 >= live,
             "memory_used %lu = the bytes the context holds through its allocator (%lu) within 1%%", (unsigned long)after,
             (unsigned long)live);

@@ -86,7 +86,7 @@ static int add_prompts(sam3_tracker *tr, const dump *d, int f) {
         const sam3__tensor *mk = dget(d, SAM3__DT_U8, "input.f%d.o%d.mask", f, id);
         sam3_point pts[SAM3_MAX_POINTS];
         sam3_box box;
-        sam3_track_prompt p;
+        sam3_tracker_prompt p;
         int i;
         sam3_result rc;
         if (!pt && !bx && !mk) continue;
@@ -141,7 +141,7 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
     for (f = 0; f < n_frames; f++) {
         int w, h, k;
         unsigned char *rgb = vf_frame(photo, pw, ph, f, n_frames, &w, &h);
-        sam3_track_frame out;
+        sam3_tracker_result out;
         const sam3__tensor *ids = dget(d, SAM3__DT_I32, "out.f%d.ids", f);
         const sam3__tensor *low = dget(d, SAM3__DT_F32, "out.f%d.low_res", f);
         const sam3__tensor *score = dget(d, SAM3__DT_F32, "out.f%d.score", f);
@@ -176,7 +176,7 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
         t_check(out.frame == f && out.n_objects == (int)ids->shape[0], "%s: frame %d: %d objects (reference %d)", tag, f, out.n_objects,
                 (int)ids->shape[0]);
         for (k = 0; k < out.n_objects && k < (int)ids->shape[0]; k++) {
-            const sam3_track_object *ob = &out.objects[k];
+            const sam3_tracker_object *ob = &out.objects[k];
             const int id = ((const int32_t *)ids->data)[k];
             const size_t lp = (size_t)out.low_res_width * out.low_res_height;
             const float *rl = (const float *)low->data + (size_t)k * lp;
@@ -217,9 +217,9 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
 /* Misuse: each call fails with a clear error and leaves the tracker usable. */
 static void test_misuse(sam3_ctx *c, const char *unsupported) {
     sam3_tracker *tr = NULL;
-    sam3_track_prompt p;
+    sam3_tracker_prompt p;
     sam3_point pt = {10, 10, 1};
-    sam3_track_frame out;
+    sam3_tracker_result out;
     unsigned char px[40 * 30 * 3];
     sam3_box box = {2, 2, 20, 20};
     uint8_t mk[4] = {1, 0, 0, 1};

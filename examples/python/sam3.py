@@ -114,7 +114,7 @@ class _Instance(ctypes.Structure):
 
 
 class _Segmentation(ctypes.Structure):
-    _fields_ = [("n", ctypes.c_int), ("instances", ctypes.POINTER(_Instance)), ("width", ctypes.c_int),
+    _fields_ = [("n_instances", ctypes.c_int), ("instances", ctypes.POINTER(_Instance)), ("width", ctypes.c_int),
                 ("height", ctypes.c_int), ("presence", ctypes.c_float), ("n_queries", ctypes.c_int),
                 ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int), ("semantic_logits", c_float_p),
                 ("semantic_mask", c_uint8_p), ("n_text_tokens", ctypes.c_int), ("text_truncated", ctypes.c_int)]
@@ -161,11 +161,11 @@ class _TrackFrame(ctypes.Structure):
 
 # C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
 C_STRUCTS = {"sam3_allocator": _Allocator, "sam3_load_options": _LoadOptions, "sam3_ctx_options": _CtxOptions,
-             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_prompt": _Prompt, "sam3_segment_options": _SegmentOptions,
-             "sam3_instance": _Instance, "sam3_segmentation": _Segmentation, "sam3_point": _Point,
+             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_segment_prompt": _Prompt, "sam3_segment_options": _SegmentOptions,
+             "sam3_instance": _Instance, "sam3_segment_result": _Segmentation, "sam3_point": _Point,
              "sam3_points_prompt": _PointsPrompt, "sam3_points_options": _PointsOptions,
-             "sam3_points_result": _PointsResult, "sam3_track_prompt": _TrackPrompt,
-             "sam3_tracker_options": _TrackerOptions, "sam3_track_object": _TrackObject, "sam3_track_frame": _TrackFrame}
+             "sam3_points_result": _PointsResult, "sam3_tracker_prompt": _TrackPrompt,
+             "sam3_tracker_options": _TrackerOptions, "sam3_tracker_object": _TrackObject, "sam3_tracker_result": _TrackFrame}
 
 
 def _zeroed(cls):
@@ -330,7 +330,7 @@ class Segmentation:
     text_truncated (the prompt was cut to the model's context)."""
 
     def __init__(self, seg, with_masks):
-        n, h, w = seg.n, seg.height, seg.width
+        n, h, w = seg.n_instances, seg.height, seg.width
         self.scores = np.array([seg.instances[i].score for i in range(n)], dtype=np.float32)
         self.boxes = np.array([seg.instances[i].box.as_array() for i in range(n)], dtype=np.float32).reshape(n, 4)
         self.queries = np.array([seg.instances[i].query for i in range(n)], dtype=np.int32)
