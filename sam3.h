@@ -1,4 +1,4 @@
-/* sam3.h - v0.2.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
+/* sam3.h - v1.0.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
 
    Do this:
       #define SAM3_IMPLEMENTATION
@@ -67,16 +67,16 @@ DOCUMENTATION
      the mask's probability is above it. A probability rather than a logit because it is the unit
      of every score the API returns and of score_threshold, so one number means the same in every
      call. 0 means the default, 0.5; a negative value sets every pixel, 1 or more none; NaN and
-     infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized sigmoid of the mask logits, as the
-     reference's Sam3 post-processing does; sam3_segment_points and the tracker threshold the
-     resized logits at ln(p / (1 - p)), as the reference's SAM 2-style post-processing does, which
-     at the default is exactly its logits > 0. Logits stay logits where the API returns them
-     (low_res_logits, object_score).
+     infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized sigmoid of the mask
+     logits, as the reference's Sam3 post-processing does; sam3_segment_points and the tracker
+     threshold the resized logits at ln(p / (1 - p)), as the reference's SAM 2-style
+     post-processing does, which at the default is exactly its logits > 0. Logits stay logits
+     where the API returns them (low_res_logits, object_score).
    * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
      through frames pushed one at a time (any sizes); an object is prompted (clicks, a box, or a
      mask) on the frame about to be pushed and tracked on every later one. Per object and frame:
-     an object-score logit (> 0: visible), the mask at the frame's size (probability > 0.5), its box and
-     area, and the decoder's logits. Files converted without the memory modules cannot track.
+     an object-score logit (> 0: visible), the mask at the frame's size (above mask_threshold), its
+     box and area, and the decoder's logits. Files converted without the memory modules cannot track.
 
 2. Memory and ownership
    * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses f32 weights
@@ -143,6 +143,7 @@ DOCUMENTATION
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
+   SAM3_NO_FAST_ATTENTION  attention through BLAS products instead of sam3's fused kernel (GCC/clang)
 
 6. Weight file format (.sam3)
    One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
@@ -167,7 +168,40 @@ DOCUMENTATION
      pointer (D floats) for the rest of the stream (transformers 5.17 reads every past conditioning
      frame's pointer).
 
+8. Versions and stability
+   SAM3_VERSION_MAJOR.MINOR.PATCH is a semantic version; SAM3_VERSION is the same as one number
+   (MAJOR * 10000 + MINOR * 100 + PATCH) and sam3_version() / sam3_version_string() give the
+   compiled library's, so a program or binding linked to a shared libsam3 can check that the
+   library's major version is the one it was written for. The file format has its own number,
+   SAM3_FILE_FORMAT_VERSION. What 1.x promises, from 1.0.0 until 2.0.0:
+   * Source compatibility: code that compiles against 1.y compiles and behaves the same against any
+     later 1.x. Every public function keeps its name, parameters and return type; every struct
+     field its name, type and meaning, units included (section 1); all-zero options (and
+     *_default()) keep meaning the defaults, and the defaults keep their effect.
+   * Result codes keep their names and values. New ones may come: negative ones are errors,
+     positive ones successes with a remark, so test r < 0 for failure and treat an unknown
+     negative code as an error.
+   * Files: every .sam3 file a 1.x tools/convert.py writes loads in every later 1.x (format
+     version 1; new hyper-parameters and tensors come as new keys and names, not as a new format).
+   * May change in a minor version (1.y -> 1.y+1): new functions, result codes, configuration
+     macros; new fields at the END of public structs (zero keeps the old behaviour, so zeroed or
+     *_default() options stay right). Struct sizes may therefore grow: layouts are fixed only
+     within one MAJOR.MINOR, and the shared library's soname (libsam3.so.MAJOR.MINOR) says so.
+     sam3.h compiled into your program, the normal use, never sees that difference.
+   * May change in a patch version: only what a bug fix needs (results that were wrong), and
+     speed; results can move in the last bits when kernels change (parity with the reference
+     stays within a few 1e-6).
+   * Not part of the API: anything named sam3__ or SAM3__, the tap names and tensors of
+     sam3_tap_fn (debugging aid, they follow the reference's modules), timings, memory figures,
+     error message texts (sam3_ctx_last_error is for people), and the CLI's and the Python
+     binding's own interfaces (versioned with it, documented in README.md).
+
 RECENT REVISIONS
+   1.0.0  API 1.0 (breaking): one box type, sam3_box (no label; exemplar labels in
+          sam3_segment_prompt.box_labels, NULL = positive), in every prompt and result; every
+          mask_threshold a probability (sam3_points_options' was a logit; sam3_tracker_options
+          gains one); names sam3_{segment,points,tracker}_{prompt,options,result}, n_instances;
+          SAM3_VERSION and sam3_version(); SAM3_RESULT_END_ removed; section 8 (stability).
    0.2.0  video: sam3_tracker_* (the SAM 3 tracker's memory, streaming); SAM3_ERR_BUSY; load
           errors without a log callback; per-tensor checksums and verify; sam3_time_ms,
           sam3_bench_gemm; SAM3_SHARED.
@@ -180,10 +214,11 @@ RECENT REVISIONS
 #include <stddef.h>
 #include <stdint.h>
 
-#define SAM3_VERSION_MAJOR 0
-#define SAM3_VERSION_MINOR 2
+#define SAM3_VERSION_MAJOR 1
+#define SAM3_VERSION_MINOR 0
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "0.2.0"
+#define SAM3_VERSION_STRING "1.0.0"
+#define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
 #ifndef SAM3DEF
@@ -238,9 +273,8 @@ extern "C" {
 
 typedef enum sam3_result {
 #define SAM3__ENUM(name, value, text) name = value,
-    SAM3_RESULT_LIST(SAM3__ENUM)
+    SAM3_RESULT_LIST(SAM3__ENUM) /* the last one's comma: allowed since C99 and C++11 */
 #undef SAM3__ENUM
-    SAM3_RESULT_END_ = 2
 } sam3_result;
 
 /* The one box type of the API, in prompts and in results: x0, y0 (top left) and x1, y1 (bottom
@@ -309,7 +343,8 @@ typedef struct sam3_timings {
 /* ================================================================================================
    Version, errors
    ============================================================================================= */
-SAM3DEF const char *sam3_version_string(void);
+SAM3DEF int sam3_version(void);                /* the library's SAM3_VERSION, e.g. 10000 for 1.0.0 (see 8.) */
+SAM3DEF const char *sam3_version_string(void); /* the library's SAM3_VERSION_STRING, e.g. "1.0.0" */
 SAM3DEF const char *sam3_result_string(sam3_result r);
 
 /* ================================================================================================
@@ -504,7 +539,7 @@ typedef struct sam3_points_result {
    *out stays valid until the next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt *prompt, const sam3_points_options *opt,
                                         sam3_points_result *out);
-/* The defaults (all zero), for C++ where `= {0}` on a struct warns. */
+/* The defaults (mask_threshold 0.5; all zero reads the same), for C++ where `= {0}` on a struct warns. */
 SAM3DEF sam3_points_options sam3_points_options_default(void);
 
 /* ================================================================================================
@@ -817,6 +852,7 @@ static const void *sam3__win_map(const char *path, size_t *size, int *empty, con
 #endif
 
 /* ==== sam3: internal utils ==== */
+SAM3DEF int sam3_version(void) { return SAM3_VERSION; }
 SAM3DEF const char *sam3_version_string(void) { return SAM3_VERSION_STRING; }
 
 SAM3DEF const char *sam3_result_string(sam3_result r) {

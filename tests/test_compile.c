@@ -27,6 +27,13 @@ int main(void) {
     sam3_tracker_options to = sam3_tracker_options_default();
     int r;
     check(strcmp(sam3_version_string(), SAM3_VERSION_STRING) == 0, "version string");
+    check(sam3_version() == SAM3_VERSION && SAM3_VERSION == SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH,
+          "sam3_version() = SAM3_VERSION = MAJOR * 10000 + MINOR * 100 + PATCH");
+    {
+        char v[32];
+        snprintf(v, sizeof(v), "%d.%d.%d", SAM3_VERSION_MAJOR, SAM3_VERSION_MINOR, SAM3_VERSION_PATCH);
+        check(strcmp(v, SAM3_VERSION_STRING) == 0, "SAM3_VERSION_STRING is MAJOR.MINOR.PATCH");
+    }
     for (r = -12; r <= 1; r++) check(strcmp(sam3_result_string((sam3_result)r), "unknown sam3_result") != 0, "every result has a string");
     check(strcmp(sam3_result_string((sam3_result)-99), "unknown sam3_result") == 0, "unknown result string");
     check(lo.no_mmap == 0 && lo.log == NULL && co.n_threads == 0 && co.tap == NULL, "zeroed defaults");

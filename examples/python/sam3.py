@@ -35,6 +35,8 @@ import numpy as np
 
 __all__ = ["Error", "Model", "Context", "Segmentation", "PointsResult", "Tracker", "version", "load_library"]
 
+API_MAJOR = 1  # the sam3.h major version whose structs this module mirrors
+
 # sam3_result codes (sam3.h SAM3_RESULT_LIST)
 OK = 0
 TRUNCATED = 1
@@ -179,6 +181,7 @@ _P = ctypes.POINTER
 _vp = ctypes.c_void_p
 _PROTOTYPES = {
     # name: (restype, argtypes)
+    "sam3_version": (ctypes.c_int, []),
     "sam3_version_string": (ctypes.c_char_p, []),
     "sam3_result_string": (ctypes.c_char_p, [ctypes.c_int]),
     "sam3_load": (ctypes.c_int, [ctypes.c_char_p, _P(_LoadOptions), _P(_vp)]),
@@ -225,6 +228,10 @@ def load_library(path=None):
                 tried.append(c)
             continue
         lib = ctypes.CDLL(c)
+        # the structs above mirror sam3.h 1.x; the library says which it is (sam3.h, section 8)
+        major = lib.sam3_version() // 10000 if hasattr(lib, "sam3_version") else 0
+        if major != API_MAJOR:
+            raise OSError("sam3: %s is libsam3 major version %d; this binding needs %d" % (c, major, API_MAJOR))
         for name, (res, args) in _PROTOTYPES.items():
             f = getattr(lib, name)
             f.restype, f.argtypes = res, args
@@ -234,6 +241,7 @@ def load_library(path=None):
 
 
 def version():
+    """The library's version string, e.g. "1.0.0"."""
     return load_library().sam3_version_string().decode()
 
 
