@@ -100,7 +100,7 @@ class _Box(ctypes.Structure):
         return np.array([self.x0, self.y0, self.x1, self.y1], dtype=np.float32)
 
 
-class _Prompt(ctypes.Structure):
+class _SegmentPrompt(ctypes.Structure):
     _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("box_labels", ctypes.POINTER(ctypes.c_int)),
                 ("n_boxes", ctypes.c_int)]
 
@@ -115,7 +115,7 @@ class _Instance(ctypes.Structure):
                 ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
 
 
-class _Segmentation(ctypes.Structure):
+class _SegmentResult(ctypes.Structure):
     _fields_ = [("n_instances", ctypes.c_int), ("instances", ctypes.POINTER(_Instance)), ("width", ctypes.c_int),
                 ("height", ctypes.c_int), ("presence", ctypes.c_float), ("n_queries", ctypes.c_int),
                 ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int), ("semantic_logits", c_float_p),
@@ -142,7 +142,7 @@ class _PointsResult(ctypes.Structure):
                 ("height", ctypes.c_int)]
 
 
-class _TrackPrompt(ctypes.Structure):
+class _TrackerPrompt(ctypes.Structure):
     _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", ctypes.POINTER(_Box)), ("mask", c_uint8_p),
                 ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
 
@@ -151,23 +151,23 @@ class _TrackerOptions(ctypes.Structure):
     _fields_ = [("no_masks", ctypes.c_int), ("mask_threshold", ctypes.c_float)]
 
 
-class _TrackObject(ctypes.Structure):
+class _TrackerObject(ctypes.Structure):
     _fields_ = [("id", ctypes.c_int), ("object_score", ctypes.c_float), ("prompted", ctypes.c_int), ("box", _Box),
                 ("area", ctypes.c_int64), ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
 
 
-class _TrackFrame(ctypes.Structure):
-    _fields_ = [("frame", ctypes.c_int), ("n_objects", ctypes.c_int), ("objects", ctypes.POINTER(_TrackObject)),
+class _TrackerResult(ctypes.Structure):
+    _fields_ = [("frame", ctypes.c_int), ("n_objects", ctypes.c_int), ("objects", ctypes.POINTER(_TrackerObject)),
                 ("width", ctypes.c_int), ("height", ctypes.c_int), ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int)]
 
 
 # C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
 C_STRUCTS = {"sam3_allocator": _Allocator, "sam3_load_options": _LoadOptions, "sam3_ctx_options": _CtxOptions,
-             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_segment_prompt": _Prompt, "sam3_segment_options": _SegmentOptions,
-             "sam3_instance": _Instance, "sam3_segment_result": _Segmentation, "sam3_point": _Point,
+             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_segment_prompt": _SegmentPrompt, "sam3_segment_options": _SegmentOptions,
+             "sam3_instance": _Instance, "sam3_segment_result": _SegmentResult, "sam3_point": _Point,
              "sam3_points_prompt": _PointsPrompt, "sam3_points_options": _PointsOptions,
-             "sam3_points_result": _PointsResult, "sam3_tracker_prompt": _TrackPrompt,
-             "sam3_tracker_options": _TrackerOptions, "sam3_tracker_object": _TrackObject, "sam3_tracker_result": _TrackFrame}
+             "sam3_points_result": _PointsResult, "sam3_tracker_prompt": _TrackerPrompt,
+             "sam3_tracker_options": _TrackerOptions, "sam3_tracker_object": _TrackerObject, "sam3_tracker_result": _TrackerResult}
 
 
 def _zeroed(cls):
@@ -197,14 +197,14 @@ _PROTOTYPES = {
     "sam3_ctx_last_error": (ctypes.c_char_p, [_vp]),
     "sam3_ctx_timings": (_Timings, [_vp]),
     "sam3_set_image": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
-    "sam3_segment": (ctypes.c_int, [_vp, _P(_Prompt), _P(_SegmentOptions), _P(_Segmentation)]),
+    "sam3_segment": (ctypes.c_int, [_vp, _P(_SegmentPrompt), _P(_SegmentOptions), _P(_SegmentResult)]),
     "sam3_segment_points": (ctypes.c_int, [_vp, _P(_PointsPrompt), _P(_PointsOptions), _P(_PointsResult)]),
     "sam3_tracker_new": (ctypes.c_int, [_vp, _P(_TrackerOptions), _P(_vp)]),
-    "sam3_tracker_add_prompt": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, _P(_TrackPrompt)]),
+    "sam3_tracker_add_prompt": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, _P(_TrackerPrompt)]),
     "sam3_tracker_remove_object": (ctypes.c_int, [_vp, ctypes.c_int]),
     "sam3_tracker_next_frame": (ctypes.c_int, [_vp]),
     "sam3_tracker_push_frame": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                                _P(_TrackFrame)]),
+                                                _P(_TrackerResult)]),
     "sam3_tracker_reset": (None, [_vp]),
     "sam3_tracker_memory_used": (ctypes.c_size_t, [_vp]),
     "sam3_tracker_free": (None, [_vp]),
@@ -469,7 +469,7 @@ class Context:
         for i, (row, l) in enumerate(zip(b, lab)):
             cb[i] = _Box(row[0], row[1], row[2], row[3])
             cl[i] = l
-        pr = _zeroed(_Prompt)
+        pr = _zeroed(_SegmentPrompt)
         pr.text = _text(text)
         pr.boxes = cb if len(b) else None
         pr.box_labels = cl if len(b) else None
@@ -479,7 +479,7 @@ class Context:
         opt.score_threshold = score_threshold if score_threshold > 0 else -1.0
         opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
         opt.no_masks = 0 if masks else 1
-        out = _zeroed(_Segmentation)
+        out = _zeroed(_SegmentResult)
         _check(load_library().sam3_segment(self._live(), pr, opt, out), self._ptr)
         return Segmentation(out, masks)
 
@@ -580,7 +580,7 @@ class Tracker:
         cp = (_Point * max(1, len(p)))()
         for i, (row, l) in enumerate(zip(p, lab)):
             cp[i] = _Point(row[0], row[1], l)
-        tp = _zeroed(_TrackPrompt)
+        tp = _zeroed(_TrackerPrompt)
         tp.points = cp if len(p) else None
         tp.n_points = len(p)
         mk = None
@@ -613,7 +613,7 @@ class Tracker:
         is as it was before the call."""
         a, fmt = _as_image(image)
         h, w = a.shape[:2]
-        out = _zeroed(_TrackFrame)
+        out = _zeroed(_TrackerResult)
         t = self._live()
         _check(load_library().sam3_tracker_push_frame(t, a.ctypes.data_as(c_uint8_p), w, h, a.strides[0], fmt, out), self.ctx._ptr)
         lh, lw = out.low_res_height, out.low_res_width
