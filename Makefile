@@ -104,7 +104,8 @@ INCLUDEDIR   ?= $(PREFIX)/include
 LIBDIR       ?= $(PREFIX)/lib
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SAM3_VERSION := $(shell sed -n 's/^\#define SAM3_VERSION_STRING "\(.*\)"/\1/p' sam3.h)
-SAM3_SONAME  := libsam3.so.$(firstword $(subst ., ,$(SAM3_VERSION)))
+# libsam3.so.MAJOR.MINOR: struct layouts are fixed within a minor version only (sam3.h, section 8)
+SAM3_SONAME  := libsam3.so.$(word 1,$(subst ., ,$(SAM3_VERSION))).$(word 2,$(subst ., ,$(SAM3_VERSION)))
 LIB_FILES    := $(BUILD)/libsam3.a $(BUILD)/libsam3.so
 # the libraries go with `make install` when `lib` is a goal too or they were built before
 INSTALL_LIBS  = $(if $(filter lib,$(MAKECMDGOALS)),$(LIB_FILES),$(wildcard $(LIB_FILES)))

@@ -1,4 +1,4 @@
-/* sam3.h - v0.2.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
+/* sam3.h - v1.0.0 - Meta SAM 3 (Segment Anything Model 3) segmentation in C - MIT licence (see end of file)
 
    Do this:
       #define SAM3_IMPLEMENTATION
@@ -17,8 +17,8 @@ QUICK START
       #include <stdio.h>
 
       int main(int argc, char **argv) {
-          sam3_model *model;  sam3_ctx *ctx;  sam3_segmentation seg;
-          sam3_prompt prompt = {0};
+          sam3_model *model;  sam3_ctx *ctx;  sam3_segment_result seg;
+          sam3_segment_prompt prompt = {0};
           int width, height, channels, i;
           unsigned char *rgb;
           if (argc != 4 || !(rgb = stbi_load(argv[2], &width, &height, &channels, 3))) return 2;
@@ -31,10 +31,10 @@ QUICK START
           if (sam3_segment(ctx, &prompt, NULL, &seg) < 0) {
               fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;
           }
-          for (i = 0; i < seg.n; i++) {   // mask: seg.width*seg.height bytes, 1 = object
+          for (i = 0; i < seg.n_instances; i++) {   // mask: seg.width*seg.height bytes, 1 = object
               const sam3_instance *in = &seg.instances[i];
               printf("%.2f  box %.0f,%.0f,%.0f,%.0f  %lld pixels, image centre %s\n", in->score,
-                     in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area,
+                     in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area,
                      in->mask[(height / 2) * width + width / 2] ? "inside" : "outside");
           }
           sam3_ctx_free(ctx);
@@ -53,15 +53,30 @@ DOCUMENTATION
      two-pass fixed-point antialiased bilinear resize (bit-identical to torchvision's uint8 kernel),
      then normalises with the file's mean/std. The result is cached in the context: every prompt
      on that image reuses the image features.
-   * Coordinates (boxes, points) are in pixels of the image you passed in, x right, y down;
-     boxes are x0,y0,x1,y1.
+   * Names: each way to segment has a prompt, an options and a result struct named alike:
+     sam3_segment_{prompt,options,result} (sam3_segment), sam3_points_{prompt,options,result}
+     (sam3_segment_points), sam3_tracker_{prompt,options,result} (sam3_tracker_*). Every options
+     struct has a *_default() and reads all zero as the defaults. An array of things comes as
+     n_<things> and <things> (n_boxes, n_points, n_instances, n_masks, n_objects).
+   * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
+     Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
    * Masks are width*height bytes of 0/1 at the size of the image you passed in.
+   * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options and
+     sam3_tracker_options) are probabilities in [0,1], one unit for all three: a pixel is set where
+     the mask's probability is above it. A probability rather than a logit because it is the unit
+     of every score the API returns and of score_threshold, so one number means the same in every
+     call. 0 means the default, 0.5; a negative value sets every pixel, 1 or more none; NaN and
+     infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized sigmoid of the mask
+     logits, as the reference's Sam3 post-processing does; sam3_segment_points and the tracker
+     threshold the resized logits at ln(p / (1 - p)), as the reference's SAM 2-style
+     post-processing does, which at the default is exactly its logits > 0. Logits stay logits
+     where the API returns them (low_res_logits, object_score).
    * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
      through frames pushed one at a time (any sizes); an object is prompted (clicks, a box, or a
      mask) on the frame about to be pushed and tracked on every later one. Per object and frame:
-     an object-score logit (> 0: visible), the mask at the frame's size (logits > 0), its box and
-     area, and the decoder's logits. Files converted without the memory modules cannot track.
+     an object-score logit (> 0: visible), the mask at the frame's size (above mask_threshold), its
+     box and area, and the decoder's logits. Files converted without the memory modules cannot track.
 
 2. Memory and ownership
    * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses f32 weights
@@ -128,6 +143,7 @@ DOCUMENTATION
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
+   SAM3_NO_FAST_ATTENTION  attention through BLAS products instead of sam3's fused kernel (GCC/clang)
 
 6. Weight file format (.sam3)
    One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
@@ -152,7 +168,40 @@ DOCUMENTATION
      pointer (D floats) for the rest of the stream (transformers 5.17 reads every past conditioning
      frame's pointer).
 
+8. Versions and stability
+   SAM3_VERSION_MAJOR.MINOR.PATCH is a semantic version; SAM3_VERSION is the same as one number
+   (MAJOR * 10000 + MINOR * 100 + PATCH) and sam3_version() / sam3_version_string() give the
+   compiled library's, so a program or binding linked to a shared libsam3 can check that the
+   library's major version is the one it was written for. The file format has its own number,
+   SAM3_FILE_FORMAT_VERSION. What 1.x promises, from 1.0.0 until 2.0.0:
+   * Source compatibility: code that compiles against 1.y compiles and behaves the same against any
+     later 1.x. Every public function keeps its name, parameters and return type; every struct
+     field its name, type and meaning, units included (section 1); all-zero options (and
+     *_default()) keep meaning the defaults, and the defaults keep their effect.
+   * Result codes keep their names and values. New ones may come: negative ones are errors,
+     positive ones successes with a remark, so test r < 0 for failure and treat an unknown
+     negative code as an error.
+   * Files: every .sam3 file a 1.x tools/convert.py writes loads in every later 1.x (format
+     version 1; new hyper-parameters and tensors come as new keys and names, not as a new format).
+   * May change in a minor version (1.y -> 1.y+1): new functions, result codes, configuration
+     macros; new fields at the END of public structs (zero keeps the old behaviour, so zeroed or
+     *_default() options stay right). Struct sizes may therefore grow: layouts are fixed only
+     within one MAJOR.MINOR, and the shared library's soname (libsam3.so.MAJOR.MINOR) says so.
+     sam3.h compiled into your program, the normal use, never sees that difference.
+   * May change in a patch version: only what a bug fix needs (results that were wrong), and
+     speed; results can move in the last bits when kernels change (parity with the reference
+     stays within a few 1e-6).
+   * Not part of the API: anything named sam3__ or SAM3__, the tap names and tensors of
+     sam3_tap_fn (debugging aid, they follow the reference's modules), timings, memory figures,
+     error message texts (sam3_ctx_last_error is for people), and the CLI's and the Python
+     binding's own interfaces (versioned with it, documented in README.md).
+
 RECENT REVISIONS
+   1.0.0  API 1.0 (breaking): one box type, sam3_box (no label; exemplar labels in
+          sam3_segment_prompt.box_labels, NULL = positive), in every prompt and result; every
+          mask_threshold a probability (sam3_points_options' was a logit; sam3_tracker_options
+          gains one); names sam3_{segment,points,tracker}_{prompt,options,result}, n_instances;
+          SAM3_VERSION and sam3_version(); SAM3_RESULT_END_ removed; section 8 (stability).
    0.2.0  video: sam3_tracker_* (the SAM 3 tracker's memory, streaming); SAM3_ERR_BUSY; load
           errors without a log callback; per-tensor checksums and verify; sam3_time_ms,
           sam3_bench_gemm; SAM3_SHARED.
@@ -165,10 +214,11 @@ RECENT REVISIONS
 #include <stddef.h>
 #include <stdint.h>
 
-#define SAM3_VERSION_MAJOR 0
-#define SAM3_VERSION_MINOR 2
+#define SAM3_VERSION_MAJOR 1
+#define SAM3_VERSION_MINOR 0
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "0.2.0"
+#define SAM3_VERSION_STRING "1.0.0"
+#define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
 #ifndef SAM3DEF
@@ -223,10 +273,17 @@ extern "C" {
 
 typedef enum sam3_result {
 #define SAM3__ENUM(name, value, text) name = value,
-    SAM3_RESULT_LIST(SAM3__ENUM)
+    SAM3_RESULT_LIST(SAM3__ENUM) /* the last one's comma: allowed since C99 and C++11 */
 #undef SAM3__ENUM
-    SAM3_RESULT_END_ = 2
 } sam3_result;
+
+/* The one box type of the API, in prompts and in results: x0, y0 (top left) and x1, y1 (bottom
+   right) in pixels of the image given to sam3_set_image (of the frame, for a tracker), x right, y
+   down. Prompt boxes are not clamped to the image (as the reference); what a result's box means
+   exactly is written at its field. */
+typedef struct sam3_box {
+    float x0, y0, x1, y1;
+} sam3_box;
 
 typedef struct sam3_model sam3_model; /* weights: immutable after load, shareable across threads */
 typedef struct sam3_ctx sam3_ctx;     /* per-thread scratch and cached image state */
@@ -286,7 +343,8 @@ typedef struct sam3_timings {
 /* ================================================================================================
    Version, errors
    ============================================================================================= */
-SAM3DEF const char *sam3_version_string(void);
+SAM3DEF int sam3_version(void);                /* the library's SAM3_VERSION, e.g. 10000 for 1.0.0 (see 8.) */
+SAM3DEF const char *sam3_version_string(void); /* the library's SAM3_VERSION_STRING, e.g. "1.0.0" */
 SAM3DEF const char *sam3_result_string(sam3_result r);
 
 /* ================================================================================================
@@ -381,21 +439,17 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *model, const char *text, int
 /* ================================================================================================
    Concept segmentation: text and/or box exemplars -> every matching instance
    ============================================================================================= */
-typedef struct sam3_box {
-    float x0, y0, x1, y1; /* pixels of the image given to sam3_set_image; not clamped */
-    int label;            /* 1 positive exemplar, 0 negative */
-} sam3_box;
-
-typedef struct sam3_prompt {
-    const char *text;      /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
-    const sam3_box *boxes; /* n_boxes exemplars, or NULL */
-    int n_boxes;           /* 0..SAM3_MAX_BOXES */
-} sam3_prompt;
+typedef struct sam3_segment_prompt {
+    const char *text;       /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
+    const sam3_box *boxes;  /* n_boxes exemplars, or NULL */
+    const int *box_labels;  /* n_boxes labels, 1 positive exemplar, 0 negative; NULL: all positive */
+    int n_boxes;            /* 0..SAM3_MAX_BOXES */
+} sam3_segment_prompt;
 
 typedef struct sam3_segment_options {
     float score_threshold; /* keep instances with score > this; 0 = default 0.5 (Meta's processor;
                               Hugging Face's post-processor uses 0.3); negative keeps every query */
-    float mask_threshold;  /* mask probability threshold; 0 = default 0.5 (a negative value sets every pixel) */
+    float mask_threshold;  /* a probability (see 1. Concepts); 0 = default 0.5 */
     int no_masks;          /* 1: skip the full-size masks (scores and boxes only) */
     int low_res;           /* 1: also return each instance's mask logits at the decoder resolution */
     int semantic;          /* 1: also return the semantic map */
@@ -403,16 +457,16 @@ typedef struct sam3_segment_options {
 
 typedef struct sam3_instance {
     float score;                  /* sigmoid(query logit) * sigmoid(presence logit) */
-    float box[4];                 /* x0, y0, x1, y1 in image pixels (not clamped, as the reference) */
+    sam3_box box;                 /* the decoder's box in image pixels (not clamped, as the reference) */
     int query;                    /* index of the decoder query it came from */
     int64_t area;                 /* pixels set in mask */
     const uint8_t *mask;          /* width*height bytes, 1 = object; NULL with no_masks */
     const float *low_res_logits;  /* low_res_height*low_res_width logits when low_res, else NULL */
 } sam3_instance;
 
-typedef struct sam3_segmentation {
-    int n;                          /* instances kept, in query order */
-    const sam3_instance *instances; /* (n) */
+typedef struct sam3_segment_result {
+    int n_instances;                /* instances kept, in query order */
+    const sam3_instance *instances; /* (n_instances) */
     int width, height;              /* mask size: the image's */
     float presence;                 /* sigmoid of the presence logit: is the concept in the image at all */
     int n_queries;                  /* queries scored (the model's num_queries) */
@@ -421,7 +475,7 @@ typedef struct sam3_segmentation {
     const uint8_t *semantic_mask;   /* width*height 0/1 (sigmoid > 0.5) when semantic, else NULL */
     int n_text_tokens;              /* ids used, BOS and EOS included */
     int text_truncated;             /* the prompt was longer than the model's context */
-} sam3_segmentation;
+} sam3_segment_result;
 
 SAM3DEF sam3_segment_options sam3_segment_options_default(void);
 /* Segments every instance of the prompt's concept in the context's image. The image features are
@@ -433,7 +487,7 @@ SAM3DEF sam3_segment_options sam3_segment_options_default(void);
    Returns SAM3_OK, SAM3_TRUNCATED (text cut to the context; results valid), or an error.
    *out and everything it points to stay valid until the next sam3_set_image / sam3_segment on
    this context or sam3_ctx_free. */
-SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_prompt *prompt, const sam3_segment_options *opt, sam3_segmentation *out);
+SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_segment_prompt *prompt, const sam3_segment_options *opt, sam3_segment_result *out);
 
 /* ================================================================================================
    Interactive segmentation: clicks, a box and/or a previous mask -> one object (SAM 2-style head)
@@ -450,7 +504,7 @@ typedef struct sam3_point {
 typedef struct sam3_points_prompt {
     const sam3_point *points; /* n_points clicks, or NULL */
     int n_points;             /* 0..SAM3_MAX_POINTS */
-    const float *box;         /* x0, y0, x1, y1 in image pixels, or NULL */
+    const sam3_box *box;      /* one box, or NULL */
     const float *mask_logits; /* a logit mask to refine, usually a previous result's low_res_logits plane, or NULL */
     int mask_width, mask_height; /* its size: low_res_width x low_res_height, or (SAM 3 only) any size,
                                     resized as the reference does (antialiased bilinear) */
@@ -459,7 +513,7 @@ typedef struct sam3_points_prompt {
 typedef struct sam3_points_options {
     int single_mask;      /* 0: the three candidate masks (default, as the reference's multimask_output);
                              1: one mask, chosen by the reference's stability rule */
-    float mask_threshold; /* logit threshold of the full-size masks (default 0 = the reference's 0.0) */
+    float mask_threshold; /* of the full-size masks, a probability (see 1. Concepts); 0 = default 0.5 */
     int no_masks;         /* 1: skip the full-size masks (low-resolution logits and scores only) */
 } sam3_points_options;
 
@@ -485,7 +539,7 @@ typedef struct sam3_points_result {
    *out stays valid until the next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt *prompt, const sam3_points_options *opt,
                                         sam3_points_result *out);
-/* The defaults (all zero), for C++ where `= {0}` on a struct warns. */
+/* The defaults (mask_threshold 0.5; all zero reads the same), for C++ where `= {0}` on a struct warns. */
 SAM3DEF sam3_points_options sam3_points_options_default(void);
 
 /* ================================================================================================
@@ -500,37 +554,38 @@ SAM3DEF sam3_points_options sam3_points_options_default(void);
 typedef struct sam3_tracker sam3_tracker;
 
 /* What says where an object is on the next frame: clicks and/or a box, or a mask. */
-typedef struct sam3_track_prompt {
+typedef struct sam3_tracker_prompt {
     const sam3_point *points;    /* n_points clicks in that frame's pixels, or NULL */
     int n_points;                /* 0..SAM3_MAX_POINTS */
-    const float *box;            /* x0, y0, x1, y1 in that frame's pixels, or NULL */
+    const sam3_box *box;         /* one box in that frame's pixels, or NULL */
     const uint8_t *mask;         /* mask_width*mask_height bytes, non-zero = object, or NULL; any size (it is
                                     resized to the model's input as the reference does); not with points or box */
     int mask_width, mask_height;
-} sam3_track_prompt;
+} sam3_tracker_prompt;
 
 typedef struct sam3_tracker_options {
-    int no_masks; /* 1: skip the frame-size masks (low-resolution logits, scores; boxes and areas are 0) */
+    int no_masks;         /* 1: skip the frame-size masks (low-resolution logits, scores; boxes and areas are 0) */
+    float mask_threshold; /* of the frame-size masks, a probability (see 1. Concepts); 0 = default 0.5 */
 } sam3_tracker_options;
 
-typedef struct sam3_track_object {
+typedef struct sam3_tracker_object {
     int id;                      /* the caller's object id */
     float object_score;          /* logit that the object is visible in this frame (> 0: yes) */
     int prompted;                /* 1: a prompt was given for it on this frame (a conditioning frame) */
-    float box[4];                /* x0, y0, x1, y1: the mask's pixel bounds (x1, y1 exclusive); 0 when empty */
+    sam3_box box;                /* the mask's pixel bounds (x1, y1 exclusive: integers); all 0 when empty */
     int64_t area;                /* pixels set in mask */
-    const uint8_t *mask;         /* width*height bytes, 1 = object (logits > 0 resized bilinearly, as the
-                                    reference post-processes); NULL with no_masks */
+    const uint8_t *mask;         /* width*height bytes, 1 = object (the logits resized bilinearly, above
+                                    mask_threshold, as the reference post-processes); NULL with no_masks */
     const float *low_res_logits; /* low_res_height*low_res_width logits; -1024 everywhere when absent */
-} sam3_track_object;
+} sam3_tracker_object;
 
-typedef struct sam3_track_frame {
+typedef struct sam3_tracker_result {
     int frame;                   /* this frame's index in the stream */
     int n_objects;
-    const sam3_track_object *objects; /* (n_objects), in the order the objects were first prompted */
+    const sam3_tracker_object *objects; /* (n_objects), in the order the objects were first prompted */
     int width, height;           /* the frame's (mask size) */
     int low_res_width, low_res_height;
-} sam3_track_frame;
+} sam3_tracker_result;
 
 SAM3DEF sam3_tracker_options sam3_tracker_options_default(void);
 /* A tracker on ctx (which it uses for every frame: the context's image and results are replaced).
@@ -542,7 +597,7 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *ctx, const sam3_tracker_options *
    one is corrected (that frame becomes one of its conditioning frames). A second prompt for the
    same object and frame replaces the first. At most SAM3_MAX_TRACKED_OBJECTS objects. The prompt's
    arrays are copied. */
-SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *prompt);
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *prompt);
 /* Forgets an object (and a prompt pending for it). SAM3_ERR_INVALID_ARG for an unknown id. */
 SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id);
 /* Index of the next frame to be pushed (the number pushed so far). */
@@ -553,7 +608,7 @@ SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t);
    counted. *out stays valid until the next call on this tracker. On any error, an abort included,
    the tracker is as it was before the call (pending prompts kept), and the frame is not counted. */
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
-                                            sam3_track_frame *out);
+                                            sam3_tracker_result *out);
 /* Forgets every object and restarts the frame count at 0. */
 SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t);
 /* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
@@ -802,6 +857,7 @@ static const void *sam3__win_map(const char *path, size_t *size, int *empty, con
 #endif
 
 /* ==== sam3: internal utils ==== */
+SAM3DEF int sam3_version(void) { return SAM3_VERSION; }
 SAM3DEF const char *sam3_version_string(void) { return SAM3_VERSION_STRING; }
 
 SAM3DEF const char *sam3_result_string(sam3_result r) {
@@ -7453,10 +7509,10 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
                 for (k = 0; k < D; k++) o[k] += w->point_rows[p->label][k];
             }
         } else if (pp->box && pass == (box_first ? 0 : 2)) { /* the box's corners */
-            const float *b = pp->box;
+            const sam3_box *b = pp->box;
             float *o = sparse + (size_t)n * D;
-            sam3__fourier_pe(w->gauss, D, (b[0] * rx + 0.5f) / (float)S, (b[1] * ry + 0.5f) / (float)S, o);
-            sam3__fourier_pe(w->gauss, D, (b[2] * rx + 0.5f) / (float)S, (b[3] * ry + 0.5f) / (float)S, o + D);
+            sam3__fourier_pe(w->gauss, D, (b->x0 * rx + 0.5f) / (float)S, (b->y0 * ry + 0.5f) / (float)S, o);
+            sam3__fourier_pe(w->gauss, D, (b->x1 * rx + 0.5f) / (float)S, (b->y1 * ry + 0.5f) / (float)S, o + D);
             for (k = 0; k < D; k++) {
                 o[k] += w->point_rows[2][k];
                 o[D + k] += w->point_rows[3][k];
@@ -8231,7 +8287,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
 /* The public calls that use a context: each holds the context's in-use flag for its duration, so
    a second call from another thread gets SAM3_ERR_BUSY (touching nothing in the context) instead
    of corrupting the first one's state. */
-static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out);
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out);
 static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
                                             sam3_points_result *out);
 SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
@@ -8242,7 +8298,7 @@ SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, in
     sam3__flag_drop(&c->busy);
     return rc;
 }
-SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
     sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
     if (!sam3__flag_take(&c->busy)) {
@@ -8315,7 +8371,16 @@ static sam3_result sam3__text_features(sam3_ctx *c, const char *text, const floa
 
 static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
 
-static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const sam3_segment_options *opt, sam3_segmentation *out) {
+/* A mask threshold p (a probability: the API's one unit for mask thresholds) as the logit the
+   SAM 2-style heads compare their upsampled logits with: ln(p / (1 - p)), exactly 0 at p = 0.5 (the
+   reference's logits > 0). p <= 0 sets every pixel and p >= 1 none, as a probability threshold would. */
+static float sam3__mask_logit_threshold(float p) {
+    if (p <= 0) return -HUGE_VALF; /* every finite logit is above it */
+    if (p >= 1) return HUGE_VALF;
+    return logf(p / (1.0f - p));
+}
+
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
     const sam3_model *m;
     sam3_segment_options o = sam3_segment_options_default();
     int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
@@ -8355,8 +8420,9 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
         const sam3_box *b = &pr->boxes[i];
         if (!sam3__finite(b->x0) || !sam3__finite(b->y0) || !sam3__finite(b->x1) || !sam3__finite(b->y1))
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has a NaN or infinite coordinate", i);
-        if (b->label != 0 && b->label != 1)
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i, b->label);
+        if (pr->box_labels && pr->box_labels[i] != 0 && pr->box_labels[i] != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i,
+                              pr->box_labels[i]);
     }
     c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
     text = pr->text && pr->text[0] ? pr->text : nb ? "visual" : NULL;
@@ -8390,7 +8456,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
             boxes_n[4 * i + 1] = (y0 + y1) / 2;
             boxes_n[4 * i + 2] = x1 - x0;
             boxes_n[4 * i + 3] = y1 - y0;
-            labels[i] = b->label;
+            labels[i] = pr->box_labels ? pr->box_labels[i] : 1;
         }
         sam3__tap(c, "geo.input_boxes", boxes_n, 2, nb, 4, 0);
         geo = prompt + (size_t)n_text * D;
@@ -8485,10 +8551,10 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
             memset(in, 0, sizeof(*in));
             in->score = sc;
             in->query = i;
-            in->box[0] = (b[0] - 0.5f * b[2]) * (float)W;
-            in->box[1] = (b[1] - 0.5f * b[3]) * (float)H;
-            in->box[2] = (b[0] + 0.5f * b[2]) * (float)W;
-            in->box[3] = (b[1] + 0.5f * b[3]) * (float)H;
+            in->box.x0 = (b[0] - 0.5f * b[2]) * (float)W;
+            in->box.y0 = (b[1] - 0.5f * b[3]) * (float)H;
+            in->box.x1 = (b[0] + 0.5f * b[2]) * (float)W;
+            in->box.y1 = (b[1] + 0.5f * b[3]) * (float)H;
             src[k] = ml = nm ? masks + (size_t)(all ? i : k) * lp : NULL;
             if (o.low_res) {
                 memcpy(c->res_low + (size_t)k * lp, ml, lp * sizeof(float));
@@ -8513,7 +8579,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
             out->semantic_logits = c->res_sem;
             out->semantic_mask = c->res_sem_mask;
         }
-        out->n = kept;
+        out->n_instances = kept;
         out->instances = c->res_inst;
         out->width = W;
         out->height = H;
@@ -8531,6 +8597,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_prompt *pr, const s
 SAM3DEF sam3_points_options sam3_points_options_default(void) {
     sam3_points_options o;
     memset(&o, 0, sizeof(o));
+    o.mask_threshold = 0.5f;
     return o;
 }
 
@@ -8540,7 +8607,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     sam3_points_options o;
     int i, g, ns = 0, nm, n_out, first, sel, W, H;
     size_t lp, plane;
-    float *sparse, *dense, *all, obj = 0;
+    float *sparse, *dense, *all, obj = 0, thr;
     double t0;
     sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
@@ -8564,9 +8631,8 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has label %d, expected 1 (object) or 0 (background)", i,
                               pp->points[i].label);
     }
-    if (pp->box)
-        for (i = 0; i < 4; i++)
-            if (!sam3__finite(pp->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
+    if (pp->box && !(sam3__finite(pp->box->x0) && sam3__finite(pp->box->y0) && sam3__finite(pp->box->x1) && sam3__finite(pp->box->y1)))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
     g = t->grid;
     if (pp->mask_logits && (pp->mask_width < 1 || pp->mask_height < 1 || pp->mask_width > SAM3_MAX_IMAGE_DIM || pp->mask_height > SAM3_MAX_IMAGE_DIM))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits size %dx%d outside 1x1..%dx%d", pp->mask_width,
@@ -8574,7 +8640,9 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     if (pp->mask_logits && m->arch == SAM3__ARCH_SAM1 && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: SAM 1 takes mask_logits of exactly %dx%d (a previous result's low_res_logits), got %dx%d",
                           4 * g, 4 * g, pp->mask_width, pp->mask_height);
+    if (o.mask_threshold == 0) o.mask_threshold = 0.5f;
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
+    thr = sam3__mask_logit_threshold(o.mask_threshold);
     c->t.interactive_neck = c->t.points = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     t0 = sam3__now_ms();
@@ -8664,7 +8732,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
                         crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
                                                    uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
                 }
-                if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, o.mask_threshold, c->res_mask + (size_t)i * plane,
+                if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, thr, c->res_mask + (size_t)i * plane,
                                                    &area)) != SAM3_OK)
                     return sam3__end(c, rc);
             }
@@ -8675,7 +8743,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
             long *area = (long *)sam3__salloc(c, (size_t)n_out * sizeof(long));                 /* (n_out) */
             if (!src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
             for (i = 0; i < n_out; i++) src[i] = c->res_low + (size_t)i * lp;
-            if ((rc = sam3__resize_threshold_n(c, n_out, src, 0, 4 * g, 4 * g, ty, tx, H, W, o.mask_threshold, c->res_mask, area)) != SAM3_OK)
+            if ((rc = sam3__resize_threshold_n(c, n_out, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, c->res_mask, area)) != SAM3_OK)
                 return sam3__end(c, rc);
         }
         out->masks = c->res_mask;
@@ -8716,7 +8784,7 @@ typedef struct sam3__trk_obj {
     int pending;
     sam3_point *points; /* (SAM3_MAX_POINTS) */
     int n_points, has_box;
-    float box[4];
+    sam3_box box;
     uint8_t *mask;
     int mask_w, mask_h;
 } sam3__trk_obj;
@@ -8732,7 +8800,7 @@ struct sam3_tracker {
     float *pos;              /* (N, D) sine position of the 1x map */
     float *mem_pos;          /* (N, mem_dim) sine position of a memory */
     size_t bytes;            /* held, beyond the result buffers */
-    sam3_track_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
+    sam3_tracker_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
     float *res_low;
     uint8_t *res_mask;
     size_t res_low_cap, res_mask_cap;
@@ -8798,6 +8866,7 @@ static int sam3__trk_obj_init(sam3_tracker *t, sam3__trk_obj *o, int id) {
 SAM3DEF sam3_tracker_options sam3_tracker_options_default(void) {
     sam3_tracker_options o;
     memset(&o, 0, sizeof(o));
+    o.mask_threshold = 0.5f;
     return o;
 }
 
@@ -8828,16 +8897,19 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *c, const sam3_tracker_options *op
     if (m->arch != SAM3__ARCH_SAM3 || !m->trk.present || !m->vid.present)
         return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_tracker_new: this model file has no video memory modules (tracker_model.memory_*); "
                                                    "convert the full SAM 3 checkpoint (sam3_video layout) to track objects");
+    if (opt && !sam3__finite(opt->mask_threshold))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_new: mask_threshold must be finite");
     N = m->trk.grid * m->trk.grid;
     hd = m->vid.ma_di / m->vid.ma_heads;
     t = (sam3_tracker *)sam3__acalloc(&c->a, 1, sizeof(*t));
     if (!t) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_new: out of memory");
     t->c = c;
     if (opt) t->opt = *opt;
+    if (t->opt.mask_threshold == 0) t->opt.mask_threshold = 0.5f;
     t->n_ptr_ring = SAM3__MAX(1, m->vid.max_ptr - 1);
     t->n_mem_ring = SAM3__MAX(1, m->vid.num_maskmem - 1);
     t->obj = (sam3__trk_obj *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3__trk_obj));
-    t->res = (sam3_track_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_track_object));
+    t->res = (sam3_tracker_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_tracker_object));
     t->rope = (float *)sam3__aalloc(&c->a, (size_t)N * hd * sizeof(float));
     t->pos = (float *)sam3__aalloc(&c->a, (size_t)N * m->trk.D * sizeof(float));
     t->mem_pos = (float *)sam3__aalloc(&c->a, (size_t)N * m->vid.mem_dim * sizeof(float));
@@ -8845,7 +8917,7 @@ SAM3DEF sam3_result sam3_tracker_new(sam3_ctx *c, const sam3_tracker_options *op
         sam3_tracker_free(t);
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_tracker_new: out of memory");
     }
-    t->bytes = sizeof(*t) + (size_t)SAM3_MAX_TRACKED_OBJECTS * (sizeof(sam3__trk_obj) + sizeof(sam3_track_object)) +
+    t->bytes = sizeof(*t) + (size_t)SAM3_MAX_TRACKED_OBJECTS * (sizeof(sam3__trk_obj) + sizeof(sam3_tracker_object)) +
                (size_t)N * (hd + m->trk.D + m->vid.mem_dim) * sizeof(float);
     sam3__mem_rope_table(m->trk.grid, hd, m->vid.rope_theta, t->rope);
     sam3__sine_pos2d(m->trk.grid, m->trk.grid, m->trk.D, t->pos);
@@ -8867,7 +8939,7 @@ static int sam3__trk_find(const sam3_tracker *t, int id) {
     return -1;
 }
 
-static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *p) {
     sam3_ctx *c;
     sam3__trk_obj *o;
     int i, k, fresh = 0;
@@ -8890,9 +8962,8 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: point %d has label %d, expected 1 (object) or 0 (background)", i,
                               p->points[i].label);
     }
-    if (p->box)
-        for (i = 0; i < 4; i++)
-            if (!sam3__finite(p->box[i])) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the box has a NaN or infinite coordinate");
+    if (p->box && !(sam3__finite(p->box->x0) && sam3__finite(p->box->y0) && sam3__finite(p->box->x1) && sam3__finite(p->box->y1)))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the box has a NaN or infinite coordinate");
     if (p->mask) {
         if (p->n_points || p->box) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: a mask prompt cannot have points or a box (as the reference)");
         if (p->mask_width < 1 || p->mask_height < 1 || p->mask_width > SAM3_MAX_IMAGE_DIM || p->mask_height > SAM3_MAX_IMAGE_DIM)
@@ -8930,14 +9001,14 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
     o->n_points = p->n_points;
     if (p->n_points) memcpy(o->points, p->points, (size_t)p->n_points * sizeof(sam3_point));
     o->has_box = p->box != NULL;
-    if (p->box) memcpy(o->box, p->box, sizeof(o->box));
+    if (p->box) o->box = *p->box;
     o->pending = 1;
     if (fresh) t->n_obj++;
     return SAM3_OK;
 }
 
 /* The tracker's calls hold its context's in-use flag, as the context's own calls do. */
-SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_track_prompt *p) {
+SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *p) {
     sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
     if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
@@ -9182,7 +9253,7 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
         memset(&pp, 0, sizeof(pp));
         pp.points = o->points;
         pp.n_points = o->n_points;
-        pp.box = o->has_box ? o->box : NULL;
+        pp.box = o->has_box ? &o->box : NULL;
         if ((rc = sam3__trk_prompt_encoder(c, &pp, rx, ry, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
         {
             const int npts = o->n_points + (o->has_box ? 2 : 0);
@@ -9244,7 +9315,7 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
 }
 
 static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                                sam3_track_frame *out) {
+                                                sam3_tracker_result *out) {
     sam3_ctx *c;
     const sam3_model *m;
     const sam3__vid_cfg *v;
@@ -9363,7 +9434,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
     }
     /* outputs: the low-resolution logits bilinearly to the frame, > 0 */
     for (i = 0; i < n; i++) {
-        sam3_track_object *ob = &t->res[i];
+        sam3_tracker_object *ob = &t->res[i];
         memset(ob, 0, sizeof(*ob));
         ob->id = t->obj[i].id;
         ob->object_score = ro[i].score;
@@ -9375,15 +9446,16 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
         sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
         sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
         const float **src = (const float **)sam3__salloc(c, (size_t)n * sizeof(*src));
+        const float thr = sam3__mask_logit_threshold(t->opt.mask_threshold);
         long *area = (long *)sam3__salloc(c, (size_t)n * sizeof(long));
         plane = (size_t)W * H;
         if (!ty || !tx || !src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
         sam3__lerp_table(4 * g, H, ty);
         sam3__lerp_table(4 * g, W, tx);
         for (i = 0; i < n; i++) src[i] = t->res_low + (size_t)i * lp;
-        if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, 0.0f, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
+        if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
         for (i = 0; i < n; i++) {
-            sam3_track_object *ob = &t->res[i];
+            sam3_tracker_object *ob = &t->res[i];
             const uint8_t *mk = t->res_mask + (size_t)i * plane;
             int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
             ob->mask = mk;
@@ -9400,10 +9472,10 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
                         }
                 }
             if (x1 >= 0) {
-                ob->box[0] = (float)x0;
-                ob->box[1] = (float)y0;
-                ob->box[2] = (float)(x1 + 1);
-                ob->box[3] = (float)(y1 + 1);
+                ob->box.x0 = (float)x0;
+                ob->box.y0 = (float)y0;
+                ob->box.x1 = (float)(x1 + 1);
+                ob->box.y1 = (float)(y1 + 1);
             }
         }
     }
@@ -9450,7 +9522,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
 }
 
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                            sam3_track_frame *out) {
+                                            sam3_tracker_result *out) {
     sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
     if (!sam3__flag_take(&t->c->busy)) {

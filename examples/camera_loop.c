@@ -162,7 +162,7 @@ static int past_deadline(void *user) {
 }
 
 /* What a consumer does with a mask in memory: the centroid of the instance's pixels. */
-static void mask_centroid(const sam3_segmentation *seg, const sam3_instance *in, double *cx, double *cy) {
+static void mask_centroid(const sam3_segment_result *seg, const sam3_instance *in, double *cx, double *cy) {
     double sx = 0, sy = 0;
     int64_t n = 0;
     int x, y;
@@ -206,8 +206,8 @@ static void *worker_thread(void *arg) {
         rc = sam3_set_image(ctx, f->rgba, FRAME_W, FRAME_H, FRAME_STRIDE, SAM3_RGBA8);
         t = sam3_ctx_timings(ctx);
         for (p = 0; p < N_PROMPTS && rc >= 0; p++) {
-            sam3_prompt prompt;
-            sam3_segmentation seg;
+            sam3_segment_prompt prompt;
+            sam3_segment_result seg;
             memset(&prompt, 0, sizeof(prompt));
             prompt.text = PROMPTS[p];
             rc = sam3_segment(ctx, &prompt, &so, &seg);
@@ -216,11 +216,11 @@ static void *worker_thread(void *arg) {
                 int i, best = -1;
                 double cx, cy;
                 t_prompts += ts.text + ts.geometry + ts.detr_encoder + ts.detr_decoder + ts.mask_decoder + ts.postprocess;
-                for (i = 0; i < seg.n; i++)
+                for (i = 0; i < seg.n_instances; i++)
                     if (best < 0 || seg.instances[i].score > seg.instances[best].score) best = i;
                 if (best >= 0) {
                     mask_centroid(&seg, &seg.instances[best], &cx, &cy);
-                    len += snprintf(line + len, sizeof(line) - (size_t)len, " %s %d (best %.2f at %.0f,%.0f);", PROMPTS[p], seg.n,
+                    len += snprintf(line + len, sizeof(line) - (size_t)len, " %s %d (best %.2f at %.0f,%.0f);", PROMPTS[p], seg.n_instances,
                                     seg.instances[best].score, cx, cy);
                 } else {
                     len += snprintf(line + len, sizeof(line) - (size_t)len, " %s 0;", PROMPTS[p]);

@@ -53,7 +53,7 @@ typedef struct track_prompt {
     int frame, id;
     sam3_point points[SAM3_MAX_POINTS];
     int n_points, has_box, used;
-    float box[4];
+    sam3_box box;
     const char *mask_path;
 } track_prompt;
 
@@ -147,13 +147,12 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
                 }
                 p->n_points++;
             } else if (!strncmp(opt, "--box", 5)) {
-                sam3_box b;
+                int label;
                 if (p->has_box) return usage_error("track", "two boxes for one frame and object: '%s'", v);
-                if ((err = parse_box(rest, &b)) != NULL || b.label != 1) {
+                if ((err = parse_box(rest, &p->box, &label)) != NULL || label != 1) {
                     fprintf(stderr, "sam3 track: --box '%s': %s (try 'sam3 track --help')\n", v, err ? err : "a box has no label here");
                     return CLI_USAGE;
                 }
-                p->box[0] = b.x0, p->box[1] = b.y0, p->box[2] = b.x1, p->box[3] = b.y1;
                 p->has_box = 1;
             } else {
                 if (p->mask_path || !rest[0]) return usage_error("track", "--mask '%s': one PNG per frame and object", v);
@@ -454,7 +453,7 @@ static int run_track(track_args *a) {
     tb_json_string(&jl, a->input);
     tb_printf(&jl, "}\n");
     for (f = 0;; f++) {
-        sam3_track_frame out;
+        sam3_tracker_result out;
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
@@ -465,13 +464,13 @@ static int run_track(track_args *a) {
         }
         for (i = 0; i < a->n_prompts; i++) {
             track_prompt *p = &a->prompts[i];
-            sam3_track_prompt tp;
+            sam3_tracker_prompt tp;
             uint8_t *mk = NULL;
             if (p->frame != f) continue;
             memset(&tp, 0, sizeof(tp));
             tp.points = p->points;
             tp.n_points = p->n_points;
-            tp.box = p->has_box ? p->box : NULL;
+            tp.box = p->has_box ? &p->box : NULL;
             if (p->mask_path) {
                 if (read_track_mask(p->mask_path, a->max_pixels, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
                 tp.mask = mk;
@@ -501,7 +500,7 @@ static int run_track(track_args *a) {
         free(m255);
         if (!(m255 = (unsigned char *)malloc((size_t)w * h))) goto oom;
         for (i = 0; i < out.n_objects; i++) {
-            const sam3_track_object *ob = &out.objects[i];
+            const sam3_tracker_object *ob = &out.objects[i];
             char mname[64];
             size_t q;
             snprintf(mname, sizeof(mname), "%05d_%d.png", f, ob->id);
@@ -509,8 +508,8 @@ static int run_track(track_args *a) {
             if (!write_png(md, mname, m255, w, h, 1)) goto done; /* (it printed why) */
             tb_printf(&jl, "%s{\"id\": %d, \"object_score_logit\": ", i ? ", " : "", ob->id);
             tb_json_number(&jl, ob->object_score);
-            tb_printf(&jl, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%s\"}", ob->box[0], ob->box[1], ob->box[2],
-                      ob->box[3], (long long)ob->area, mname);
+            tb_printf(&jl, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%s\"}", ob->box.x0, ob->box.y0, ob->box.x1,
+                      ob->box.y1, (long long)ob->area, mname);
             if (a->overlay) {
                 const unsigned char *col = PALETTE[(unsigned)ob->id % 12];
                 char label[32];
@@ -518,8 +517,8 @@ static int run_track(track_args *a) {
                 tint_mask(ov, w, h, ob->mask, col);
                 if (ob->area > 0) {
                     snprintf(label, sizeof(label), "%d", ob->id);
-                    draw_box(ov, w, h, (int)ob->box[0], (int)ob->box[1], (int)ob->box[2] - 1, (int)ob->box[3] - 1, line_scale(w, h), col);
-                    draw_text(ov, w, h, (int)ob->box[0] + 2, (int)ob->box[1] + 2, line_scale(w, h), label, col, 1, &tw, &th);
+                    draw_box(ov, w, h, (int)ob->box.x0, (int)ob->box.y0, (int)ob->box.x1 - 1, (int)ob->box.y1 - 1, line_scale(w, h), col);
+                    draw_text(ov, w, h, (int)ob->box.x0 + 2, (int)ob->box.y0 + 2, line_scale(w, h), label, col, 1, &tw, &th);
                 }
             }
         }

@@ -11,8 +11,8 @@
 #include <stdio.h>
 
 int main(int argc, char **argv) {
-    sam3_model *model;  sam3_ctx *ctx;  sam3_segmentation seg;
-    sam3_prompt prompt = {0};
+    sam3_model *model;  sam3_ctx *ctx;  sam3_segment_result seg;
+    sam3_segment_prompt prompt = {0};
     int width, height, channels, i;
     unsigned char *rgb;
     if (argc != 4 || !(rgb = stbi_load(argv[2], &width, &height, &channels, 3))) return 2;
@@ -25,10 +25,10 @@ int main(int argc, char **argv) {
     if (sam3_segment(ctx, &prompt, NULL, &seg) < 0) {
         fprintf(stderr, "%s\n", sam3_ctx_last_error(ctx)); return 1;
     }
-    for (i = 0; i < seg.n; i++) {   // mask: seg.width*seg.height bytes, 1 = object
+    for (i = 0; i < seg.n_instances; i++) {   // mask: seg.width*seg.height bytes, 1 = object
         const sam3_instance *in = &seg.instances[i];
         printf("%.2f  box %.0f,%.0f,%.0f,%.0f  %lld pixels, image centre %s\n", in->score,
-               in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area,
+               in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area,
                in->mask[(height / 2) * width + width / 2] ? "inside" : "outside");
     }
     sam3_ctx_free(ctx);

@@ -294,7 +294,7 @@ static int sgemm_rate(sam3_ctx *c, sam3_gemm_path path, double *gflops) {
    frames; paired: one line on stdin starts each timed frame, which prints its times. */
 static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int n_obj, int runs, int paired, int frames_rss, int warm) {
     sam3_tracker *tr = NULL;
-    sam3_track_frame out;
+    sam3_tracker_result out;
     double *t_frame = (double *)calloc((size_t)runs * 2, sizeof(double)), *t_trk;
     int i, k, rc = CLI_FAIL;
     if (!t_frame) return CLI_FAIL;
@@ -305,16 +305,16 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
         return CLI_FAIL;
     }
     for (k = 0; k < n_obj; k++) {
-        sam3_track_prompt p;
+        sam3_tracker_prompt p;
         sam3_point pt;
-        float box[4];
+        sam3_box box;
         const float cx = (float)W * (k + 1) / (n_obj + 1), cy = 0.5f * H;
         memset(&p, 0, sizeof(p));
-        box[0] = cx - 0.15f * W, box[1] = cy - 0.2f * H, box[2] = cx + 0.15f * W, box[3] = cy + 0.2f * H;
+        box.x0 = cx - 0.15f * W, box.y0 = cy - 0.2f * H, box.x1 = cx + 0.15f * W, box.y1 = cy + 0.2f * H;
         pt.x = cx, pt.y = cy, pt.label = 1;
         p.points = &pt;
         p.n_points = 1;
-        p.box = box;
+        p.box = &box;
         if (sam3_tracker_add_prompt(tr, 0, k + 1, &p) != SAM3_OK) goto fail;
     }
     for (i = 0; i < 1 + warm + (frames_rss > 0 ? frames_rss : 0); i++)
@@ -591,8 +591,8 @@ int bench_main(int argc, char **argv) {
         }
         if (!sam1) {
             char text[64];
-            sam3_prompt pr;
-            sam3_segmentation seg;
+            sam3_segment_prompt pr;
+            sam3_segment_result seg;
             const int k = (i + 10) % 10;
             memset(&pr, 0, sizeof(pr));
             snprintf(text, sizeof(text), "yellow school bus %d", k); /* a new text each time: same token count */

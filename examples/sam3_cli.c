@@ -344,6 +344,7 @@ typedef struct seg_args {
     const char *texts[SEG_MAX_PROMPTS]; /* (n_texts) */
     int n_texts;
     sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
+    int box_labels[SAM3_MAX_BOXES]; /* (n_boxes) 1 positive, 0 negative */
     int n_boxes;
     float threshold, mask_threshold;
     int coco;             /* --format coco: RLE masks in JSON, coco.json, no mask PNGs */
@@ -387,7 +388,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 
 /* "x0,y0,x1,y1" or "x0,y0,x1,y1,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or
    what is wrong. */
-static const char *parse_box(const char *s, sam3_box *b) {
+static const char *parse_box(const char *s, sam3_box *b, int *label) {
     char buf[256], *field[6], *p;
     float v[4];
     int n = 0, k;
@@ -404,10 +405,10 @@ static const char *parse_box(const char *s, sam3_box *b) {
     for (k = 0; k < 4; k++)
         if (!parse_float(field[k], &v[k])) return "coordinates must be numbers: x0,y0,x1,y1[,pos|neg]";
     b->x0 = v[0], b->y0 = v[1], b->x1 = v[2], b->y1 = v[3];
-    b->label = 1;
+    *label = 1;
     if (n == 5) {
-        if (!strcmp(field[4], "pos") || !strcmp(field[4], "positive") || !strcmp(field[4], "1")) b->label = 1;
-        else if (!strcmp(field[4], "neg") || !strcmp(field[4], "negative") || !strcmp(field[4], "0")) b->label = 0;
+        if (!strcmp(field[4], "pos") || !strcmp(field[4], "positive") || !strcmp(field[4], "1")) *label = 1;
+        else if (!strcmp(field[4], "neg") || !strcmp(field[4], "negative") || !strcmp(field[4], "0")) *label = 0;
         else return "the label must be pos or neg (or 1 or 0)";
     }
     if (!(b->x0 < b->x1) || !(b->y0 < b->y1)) return "needs x0 < x1 and y0 < y1";
@@ -486,7 +487,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
             const char *why;
             if (a->n_boxes == SAM3_MAX_BOXES) return usage_error("segment", "too many boxes%s", NULL);
-            if ((why = parse_box(v, &a->boxes[a->n_boxes])) != NULL) {
+            if ((why = parse_box(v, &a->boxes[a->n_boxes], &a->box_labels[a->n_boxes])) != NULL) {
                 fprintf(stderr, "sam3 segment: bad box '%s': %s (try 'sam3 segment --help')\n", v, why);
                 return CLI_USAGE;
             }
@@ -707,19 +708,19 @@ static void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, i
     fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
 }
 
-static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segmentation *seg, const int *order) {
+static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segment_result *seg, const int *order) {
     int k, s = line_scale(w, h);
-    for (k = 0; k < seg->n; k++)
+    for (k = 0; k < seg->n_instances; k++)
         if (seg->instances[order[k]].mask) tint_mask(rgb, w, h, seg->instances[order[k]].mask, PALETTE[k % 12]);
-    for (k = 0; k < seg->n; k++) {
+    for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[order[k]];
         const unsigned char *col = PALETTE[k % 12];
         const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255};
         int x0, y0, x1, y1, tw, th, lw, lh, lx, ly;
         char label[32];
-        if (!isfinite(in->box[0]) || !isfinite(in->box[1]) || !isfinite(in->box[2]) || !isfinite(in->box[3])) continue;
-        x0 = clamp_int(floor(in->box[0]), 0, w - 1), y0 = clamp_int(floor(in->box[1]), 0, h - 1);
-        x1 = clamp_int(floor(in->box[2]), 0, w - 1), y1 = clamp_int(floor(in->box[3]), 0, h - 1);
+        if (!isfinite(in->box.x0) || !isfinite(in->box.y0) || !isfinite(in->box.x1) || !isfinite(in->box.y1)) continue;
+        x0 = clamp_int(floor(in->box.x0), 0, w - 1), y0 = clamp_int(floor(in->box.y0), 0, h - 1);
+        x1 = clamp_int(floor(in->box.x1), 0, w - 1), y1 = clamp_int(floor(in->box.y1), 0, h - 1);
         draw_box(rgb, w, h, x0, y0, x1, y1, s, col);
         snprintf(label, sizeof(label), "%.2f", in->score);
         draw_text(rgb, w, h, 0, 0, s, label, col, 0, &tw, &th);
@@ -830,25 +831,25 @@ typedef struct seg_image_out {
    commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
    overlay: w*h*3 scratch. */
 static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, int category, seg_image_out *io, const cli_image *img,
-                         const unsigned char *rgb, unsigned char *overlay, const sam3_segmentation *seg) {
+                         const unsigned char *rgb, unsigned char *overlay, const sam3_segment_result *seg) {
     char name[64];
     int k, rc = CLI_FAIL;
     size_t i, np = (size_t)img->w * img->h;
     unsigned char *png = (unsigned char *)malloc(np);
-    by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n + 1));
-    int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n + 1));
-    char **rle = (char **)calloc((size_t)(seg->n + 1), sizeof(char *)); /* (n) with --format coco */
+    by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n_instances + 1));
+    int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n_instances + 1));
+    char **rle = (char **)calloc((size_t)(seg->n_instances + 1), sizeof(char *)); /* (n) with --format coco */
     text_buf js;
     memset(&js, 0, sizeof(js));
     if (!png || !order || !idx || !rle) {
         cli_error("out of memory");
         goto done;
     }
-    for (k = 0; k < seg->n; k++) order[k].score = seg->instances[k].score, order[k].index = k;
-    qsort(order, (size_t)seg->n, sizeof(by_score), cmp_by_score);
-    for (k = 0; k < seg->n; k++) idx[k] = order[k].index;
+    for (k = 0; k < seg->n_instances; k++) order[k].score = seg->instances[k].score, order[k].index = k;
+    qsort(order, (size_t)seg->n_instances, sizeof(by_score), cmp_by_score);
+    for (k = 0; k < seg->n_instances; k++) idx[k] = order[k].index;
 
-    for (k = 0; k < seg->n; k++) {
+    for (k = 0; k < seg->n_instances; k++) {
         const uint8_t *m = seg->instances[idx[k]].mask;
         if (io->coco) {
             if (!(rle[k] = cli_ds_rle_string(m, img->w, img->h))) {
@@ -877,7 +878,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         tb_printf(&js, "%s{\"box\": [", k ? ", " : "");
         tb_json_number(&js, b->x0), tb_printf(&js, ", "), tb_json_number(&js, b->y0), tb_printf(&js, ", ");
         tb_json_number(&js, b->x1), tb_printf(&js, ", "), tb_json_number(&js, b->y1);
-        tb_printf(&js, "], \"label\": \"%s\"}", b->label ? "pos" : "neg");
+        tb_printf(&js, "], \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
     }
     tb_printf(&js, "],\n  \"threshold\": ");
     tb_json_number(&js, a->threshold);
@@ -886,16 +887,13 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"presence\": ");
     tb_json_number(&js, seg->presence);
     tb_printf(&js, ",\n  \"instances\": [");
-    for (k = 0; k < seg->n; k++) {
+    for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[idx[k]];
-        int c;
         tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
         tb_json_number(&js, in->score);
         tb_printf(&js, ", \"box\": [");
-        for (c = 0; c < 4; c++) {
-            if (c) tb_printf(&js, ", ");
-            tb_json_number(&js, in->box[c]);
-        }
+        tb_json_number(&js, in->box.x0), tb_printf(&js, ", "), tb_json_number(&js, in->box.y0), tb_printf(&js, ", ");
+        tb_json_number(&js, in->box.x1), tb_printf(&js, ", "), tb_json_number(&js, in->box.y1);
         if (!io->coco) {
             tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
             continue;
@@ -908,8 +906,8 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         /* COCO: bbox [x, y, width, height] from the model's box; area = mask pixels */
         tb_printf(io->coco, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "",
                   io->n_ann + 1, io->image_id, category);
-        tb_json_number(io->coco, in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[1]), tb_printf(io->coco, ", ");
-        tb_json_number(io->coco, in->box[2] - in->box[0]), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box[3] - in->box[1]);
+        tb_json_number(io->coco, in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y0), tb_printf(io->coco, ", ");
+        tb_json_number(io->coco, in->box.x1 - in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y1 - in->box.y0);
         tb_printf(io->coco, "], \"area\": %lld, \"score\": ", (long long)in->area);
         tb_json_number(io->coco, in->score);
         tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
@@ -917,7 +915,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
         tb_printf(io->coco, "}}");
         io->n_ann++;
     }
-    tb_printf(&js, "%s]\n}\n", seg->n ? "\n  " : "");
+    tb_printf(&js, "%s]\n}\n", seg->n_instances ? "\n  " : "");
     if (js.oom || (io->coco && io->coco->oom)) {
         cli_error("out of memory");
         goto done;
@@ -932,7 +930,7 @@ done:
     free(png);
     free(order);
     free(idx);
-    for (k = 0; rle && k < seg->n; k++) free(rle[k]);
+    for (k = 0; rle && k < seg->n_instances; k++) free(rle[k]);
     free(rle);
     return rc;
 }
@@ -1053,7 +1051,7 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
-        snprintf(num, sizeof(num), "%.9g %.9g %.9g %.9g %d", b->x0, b->y0, b->x1, b->y1, b->label);
+        snprintf(num, sizeof(num), "%.9g %.9g %.9g %.9g %d", b->x0, b->y0, b->x1, b->y1, a->box_labels[k]);
         cli_ds_hash_str(&h, num);
     }
     snprintf(out, cap, "\"settings\": \"%016llx\"", (unsigned long long)h);
@@ -1079,13 +1077,14 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
     so.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f;
     for (k = 0; k < n_prompts; k++) {
         const char *text = a->n_texts ? a->texts[k] : NULL;
-        sam3_prompt pr;
-        sam3_segmentation seg;
+        sam3_segment_prompt pr;
+        sam3_segment_result seg;
         cli_outdir *dir = od;
         char sub[80], slug[64];
         memset(&pr, 0, sizeof(pr));
         pr.text = text;
         pr.boxes = a->n_boxes ? a->boxes : NULL;
+        pr.box_labels = a->n_boxes ? a->box_labels : NULL;
         pr.n_boxes = a->n_boxes;
         t0 = sam3_time_ms();
         r = sam3_segment(ctx, &pr, &so, &seg);
@@ -1100,7 +1099,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             fprintf(stderr, "sam3: ");
             print_prompt_name(stderr, text, a->n_boxes);
             fprintf(stderr, ": %d instance%s (presence %.2f) in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n",
-                    seg.n, seg.n == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
+                    seg.n_instances, seg.n_instances == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
                     fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
             if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
         }
@@ -1115,7 +1114,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         t0 = sam3_time_ms();
         if (write_outputs(dir, a, text, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg) != CLI_OK) goto done;
         *t_write += sam3_time_ms() - t0;
-        *n_last = seg.n;
+        *n_last = seg.n_instances;
     }
     if (a->coco) { /* one line per item: cli_dataset.h's merge reads this layout */
         tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", SAM3_VERSION_STRING,
@@ -1399,7 +1398,7 @@ static const char *POINTS_HELP =
     "                              (object), the others -8. A SAM 3 model takes any size (resized); a\n"
     "                              SAM 1 model only its low-resolution mask size (256x256 at 1024 input)\n"
     "  --single                    one mask (the reference's choice) instead of the candidates\n"
-    "  --mask-threshold T          logit above which a pixel is the object (default 0: probability 0.5)\n"
+    "  --mask-threshold M          mask probability threshold, 0..1 (default 0.5)\n"
     "  -o, --output OUTDIR         output folder, created if missing: new, empty or an earlier sam3\n"
     "                              output (see OUTPUT FOLDER below)\n"
     "  --force                     write into a folder that holds other files too (they are kept)\n"
@@ -1419,7 +1418,7 @@ typedef struct pts_args {
     sam3_point points[SAM3_MAX_POINTS]; /* (n_points) */
     int n_points;
     int has_box;
-    float box[4]; /* x0, y0, x1, y1 */
+    sam3_box box;
     int single;
     float mask_threshold;
 } pts_args;
@@ -1453,6 +1452,7 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
     const char *v, *why;
     memset(a, 0, sizeof(*a));
     a->c.blas_threads = 1;
+    a->mask_threshold = 0.5f;
     *help = 0;
     for (i = 0; i < argc; i++) {
         const char *opt = argv[i];
@@ -1478,24 +1478,23 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
             }
             a->n_points++;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
-            sam3_box b;
             const char *c;
-            int commas = 0;
+            int commas = 0, label;
             if (a->has_box) return usage_error("points", "only one --box: the interactive head takes one box per object%s", NULL);
             for (c = v; *c; c++) commas += *c == ',';
-            why = commas == 4 ? "expected x0,y0,x1,y1 (a box prompt has no label)" : parse_box(v, &b);
+            why = commas == 4 ? "expected x0,y0,x1,y1 (a box prompt has no label)" : parse_box(v, &a->box, &label);
             if (why) {
                 fprintf(stderr, "sam3 points: bad box '%s': %s (try 'sam3 points --help')\n", v, why);
                 return CLI_USAGE;
             }
-            a->box[0] = b.x0, a->box[1] = b.y0, a->box[2] = b.x1, a->box[3] = b.y1;
             a->has_box = 1;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) > 0) {
             if (a->mask) return usage_error("points", "only one --mask%s", NULL);
             if (!v[0]) return usage_error("points", "--mask needs a file name%s", NULL);
             a->mask = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
-            if (!parse_float(v, &a->mask_threshold)) return usage_error("points", "--mask-threshold wants a number (a logit), got '%s'", v);
+            if (!parse_float(v, &a->mask_threshold) || a->mask_threshold < 0 || a->mask_threshold > 1)
+                return usage_error("points", "--mask-threshold wants a number from 0 to 1, got '%s'", v);
         } else if (r < 0) {
             return usage_error("points", "option '%s' needs a value", opt);
         } else {
@@ -1548,8 +1547,8 @@ static void draw_points_overlay(unsigned char *rgb, int w, int h, const uint8_t 
     int k, s = line_scale(w, h);
     if (mask) tint_mask(rgb, w, h, mask, blue);
     if (a->has_box)
-        draw_box(rgb, w, h, clamp_int(floor(a->box[0]), 0, w - 1), clamp_int(floor(a->box[1]), 0, h - 1),
-                 clamp_int(floor(a->box[2]), 0, w - 1), clamp_int(floor(a->box[3]), 0, h - 1), s, yellow);
+        draw_box(rgb, w, h, clamp_int(floor(a->box.x0), 0, w - 1), clamp_int(floor(a->box.y0), 0, h - 1),
+                 clamp_int(floor(a->box.x1), 0, w - 1), clamp_int(floor(a->box.y1), 0, h - 1), s, yellow);
     for (k = 0; k < a->n_points; k++) {
         const sam3_point *p = &a->points[k];
         int cx = clamp_int(floor(p->x), -1000000, 1000000), cy = clamp_int(floor(p->y), -1000000, 1000000);
@@ -1592,7 +1591,8 @@ static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *
     }
     tb_printf(&js, "],\n  \"box\": ");
     if (a->has_box) {
-        for (k = 0; k < 4; k++) tb_printf(&js, k ? ", " : "["), tb_json_number(&js, a->box[k]);
+        tb_printf(&js, "["), tb_json_number(&js, a->box.x0), tb_printf(&js, ", "), tb_json_number(&js, a->box.y0);
+        tb_printf(&js, ", "), tb_json_number(&js, a->box.x1), tb_printf(&js, ", "), tb_json_number(&js, a->box.y1);
         tb_printf(&js, "]");
     } else {
         tb_printf(&js, "null");
@@ -1668,13 +1668,13 @@ static int run_points(const pts_args *a) {
     memset(&pp, 0, sizeof(pp));
     pp.points = a->n_points ? a->points : NULL;
     pp.n_points = a->n_points;
-    pp.box = a->has_box ? a->box : NULL;
+    pp.box = a->has_box ? &a->box : NULL;
     pp.mask_logits = mask;
     pp.mask_width = mw;
     pp.mask_height = mh;
-    memset(&po, 0, sizeof(po));
+    po = sam3_points_options_default();
     po.single_mask = a->single;
-    po.mask_threshold = a->mask_threshold;
+    po.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f; /* 0 would be "the default" */
     t0 = sam3_time_ms();
     r = sam3_segment_points(ss.ctx, &pp, &po, &res);
     if (r < 0) {

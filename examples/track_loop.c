@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
            FRAME_W, FRAME_H, FRAME_STRIDE, click[0], click[1], budget_ms);
 
     for (k = 0; k < n_frames; k++) {
-        sam3_track_frame out;
+        sam3_tracker_result out;
         double t0, ms;
         render_frame(rgba, k); /* the camera's frame k */
         if (save_dir && save_ppm(save_dir, k, rgba) != 0) {
@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
         deadline = t0 + budget_ms;
         if (k == 0) { /* the click, for the next frame the tracker sees (frame 0 unless dropped) */
             sam3_point pt;
-            sam3_track_prompt prompt;
+            sam3_tracker_prompt prompt;
             memset(&prompt, 0, sizeof(prompt));
             pt.x = click[0];
             pt.y = click[1];
@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
         sum_ms += ms;
         if (ms > max_ms) max_ms = ms;
         for (i = 0; i < out.n_objects; i++) {
-            const sam3_track_object *ob = &out.objects[i];
+            const sam3_tracker_object *ob = &out.objects[i];
             if (ob->id != OBJECT_ID) continue;
             if (ob->object_score > 0) {
                 double cx, cy;
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
                 visible++;
                 printf("frame %3d: object %d visible, score %.6g, box %.0f,%.0f,%.0f,%.0f, area %lld, target %.1f,%.1f; %.1f ms, "
                        "tracker memory %zu KB\n",
-                       k, ob->id, ob->object_score, ob->box[0], ob->box[1], ob->box[2], ob->box[3], (long long)ob->area, cx, cy, ms,
+                       k, ob->id, ob->object_score, ob->box.x0, ob->box.y0, ob->box.x1, ob->box.y1, (long long)ob->area, cx, cy, ms,
                        sam3_tracker_memory_used(tracker) / 1024);
             } else {
                 printf("frame %3d: object %d lost, score %.6g, no target; %.1f ms, tracker memory %zu KB\n", k, ob->id, ob->object_score,

@@ -76,9 +76,10 @@ static void fz_infer(const sam3_model *m) {
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_segment_options so = sam3_segment_options_default();
     sam3_ctx *ctx = NULL;
-    sam3_segmentation seg;
-    sam3_prompt pr;
-    sam3_box boxes[3] = {{1, 1, 9, 6, 1}, {4, 2, 4, 2, 0}, {-50, -50, 1e30f, 60, 1}};
+    sam3_segment_result seg;
+    sam3_segment_prompt pr;
+    sam3_box boxes[3] = {{1, 1, 9, 6}, {4, 2, 4, 2}, {-50, -50, 1e30f, 60}};
+    int box_labels[3] = {1, 0, 1};
     uint8_t img[13 * 7 * 3];
     sam3_result rc;
     int i;
@@ -94,6 +95,7 @@ static void fz_infer(const sam3_model *m) {
         fz_note("segment text", sam3_segment(ctx, &pr, &so, &seg));
         pr.text = NULL;
         pr.boxes = boxes;
+        pr.box_labels = box_labels;
         pr.n_boxes = 3;
         fz_note("segment boxes", sam3_segment(ctx, &pr, &so, &seg));
         pr.text = "a";
@@ -101,7 +103,7 @@ static void fz_infer(const sam3_model *m) {
         fz_note("segment text + box", sam3_segment(ctx, &pr, NULL, &seg));
         {
             sam3_point pts[2] = {{3, 2, 1}, {12, 6, 0}};
-            float box[4] = {1, 1, 9, 6};
+            sam3_box box = {1, 1, 9, 6};
             sam3_points_prompt pp;
             sam3_points_result res;
             sam3_points_options po;
@@ -120,7 +122,7 @@ static void fz_infer(const sam3_model *m) {
                     pp.mask_logits = mask;
                     pp.mask_width = res.low_res_width;
                     pp.mask_height = res.low_res_height;
-                    pp.box = box;
+                    pp.box = &box;
                     po.single_mask = 1;
                     fz_note("segment_points refine", sam3_segment_points(ctx, &pp, &po, &res));
                     free(mask);

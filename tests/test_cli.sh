@@ -208,9 +208,9 @@ points_ok "points: --single (stale masks removed)" "$T/pts_t1" 150 100 1 sam3
 run 0 "points: box only" $PTS -i "$IMAGE" --box 10,10,80,60 -q -o "$T/pts_box"
 points_ok "points: box only" "$T/pts_box" 150 100 3 sam3
 field "points: box recorded" "$T/pts_box/results.json" 'r["box"] == [10, 10, 80, 60] and r["points"] == []'
-run 0 "points: --mask of another size + click" $PTS -i "$IMAGE" --mask "$T/in/mask_97x61.png" -p 75,50 --mask-threshold -0.5 -q -o "$T/pts_mask"
+run 0 "points: --mask of another size + click" $PTS -i "$IMAGE" --mask "$T/in/mask_97x61.png" -p 75,50 --mask-threshold 0.4 -q -o "$T/pts_mask"
 points_ok "points: --mask" "$T/pts_mask" 150 100 3 sam3
-field "points: mask prompt recorded" "$T/pts_mask/results.json" 'r["mask_prompt"].endswith("mask_97x61.png") and r["mask_threshold"] == -0.5'
+field "points: mask prompt recorded" "$T/pts_mask/results.json" 'r["mask_prompt"].endswith("mask_97x61.png") and r["mask_threshold"] == 0.4'
 run 0 "points: an earlier mask as the prompt" $PTS -i "$IMAGE" --mask "$T/pts/mask_001.png" -q -o "$T/pts_mask2"
 points_ok "points: earlier mask" "$T/pts_mask2" 150 100 3 sam3
 run 0 "points: odd-size grey image" $PTS -i "$T/in/grey.png" -p 40,30 -p 90,5,neg -q -o "$T/pts_grey"
@@ -253,6 +253,7 @@ fails 2 "nothing to segment" "points: no prompt" $PTS -i "$IMAGE" -o "$T/x3"
 fails 2 "-o" "points: missing -o" $PTS -i "$IMAGE" -p 1,1
 fails 2 "-i" "points: missing -i" $PTS -p 1,1 -o "$T/x3"
 fails 2 "mask-threshold" "points: bad --mask-threshold" $PTS -i "$IMAGE" -p 1,1 --mask-threshold abc -o "$T/x3"
+fails 2 "mask-threshold" "points: --mask-threshold out of 0..1" $PTS -i "$IMAGE" -p 1,1 --mask-threshold -0.5 -o "$T/x3"
 fails 2 "needs a value" "points: --mask without its value" $PTS -i "$IMAGE" -p 1,1 --mask
 fails 2 "unknown option" "points: unknown option" $PTS -i "$IMAGE" -p 1,1 --multimask -o "$T/x3"
 [ ! -e "$T/x3" ] && ok || bad "a points usage error created the output directory"

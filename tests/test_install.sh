@@ -36,13 +36,14 @@ fi
 $MAKE --no-print-directory install BUILD="$B" PREFIX="$P" >"$T/install.log" 2>&1
 rc=$?
 check "make install PREFIX=$P exits 0 (got $rc: $(tail -n 3 "$T/install.log"))" test $rc -eq 0
-for f in include/sam3.h lib/pkgconfig/sam3.pc bin/sam3 lib/libsam3.a lib/libsam3.so lib/libsam3.so.0; do
+version=$(sed -n 's/^#define SAM3_VERSION_STRING "\(.*\)"/\1/p' sam3.h)
+soname=libsam3.so.${version%.*} # MAJOR.MINOR (sam3.h, section 8)
+for f in include/sam3.h lib/pkgconfig/sam3.pc bin/sam3 lib/libsam3.a lib/libsam3.so lib/$soname lib/libsam3.so.$version; do
     check "installed $f" test -e "$P/$f"
 done
 check "installed sam3.h is the repository's" cmp -s sam3.h "$P/include/sam3.h"
 check "installed CLI runs: $("$P/bin/sam3" --version 2>&1)" sh -c "'$P/bin/sam3' --version >/dev/null"
 export PKG_CONFIG_PATH="$P/lib/pkgconfig"
-version=$(sed -n 's/^#define SAM3_VERSION_STRING "\(.*\)"/\1/p' sam3.h)
 check "pkg-config --modversion sam3 = $version (got $(pkg-config --modversion sam3))" test "$(pkg-config --modversion sam3)" = "$version"
 flags="$(pkg-config --cflags --libs sam3)"
 check "pkg-config --libs has -lsam3 and the BLAS: $flags" sh -c "echo '$flags' | grep -q -- '-lsam3' && echo '$flags' | grep -q -- 'openblas'"
@@ -65,8 +66,8 @@ int main(int argc, char **argv) {
     static unsigned char px[48 * 64 * 3];
     sam3_model *m;
     sam3_ctx *c;
-    sam3_segmentation seg;
-    sam3_prompt p = {0};
+    sam3_segment_result seg;
+    sam3_segment_prompt p = {0};
     sam3_segment_options o = sam3_segment_options_default();
     int i;
     for (i = 0; i < (int)sizeof(px); i++) px[i] = (unsigned char)(i * 7 % 251);
@@ -75,10 +76,10 @@ int main(int argc, char **argv) {
     p.text = "a cat";
     o.score_threshold = -1; /* every query */
     if (sam3_segment(c, &p, &o, &seg) < 0) return 1;
-    printf("sam3 %s: %d instances, presence %.9g\n", sam3_version_string(), seg.n, seg.presence);
-    for (i = 0; i < seg.n; i++) {
+    printf("sam3 %s: %d instances, presence %.9g\n", sam3_version_string(), seg.n_instances, seg.presence);
+    for (i = 0; i < seg.n_instances; i++) {
         const sam3_instance *in = &seg.instances[i];
-        printf("%.9g  %.9g %.9g %.9g %.9g  %lld\n", in->score, in->box[0], in->box[1], in->box[2], in->box[3], (long long)in->area);
+        printf("%.9g  %.9g %.9g %.9g %.9g  %lld\n", in->score, in->box.x0, in->box.y0, in->box.x1, in->box.y1, (long long)in->area);
     }
     sam3_ctx_free(c);
     sam3_free(m);
@@ -106,8 +107,8 @@ build() { # build NAME SOURCE [FLAGS...]: $CC -std=c99 $CFLAGS -o NAME SOURCE FL
 }
 check "header-only programs define sam3_load themselves" sh -c \
     "nm '$T/embed_header' | grep -q ' T sam3_load\$' && nm '$T/scores_header' | grep -q ' T sam3_load\$'"
-check "shared-library programs take sam3_load from libsam3.so.0" sh -c \
-    "nm '$T/embed_shared' | grep -q ' U sam3_load\$' && readelf -d '$T/embed_shared' | grep -q 'NEEDED.*libsam3.so.0' &&
+check "shared-library programs take sam3_load from $soname" sh -c \
+    "nm '$T/embed_shared' | grep -q ' U sam3_load\$' && readelf -d '$T/embed_shared' | grep -q 'NEEDED.*\[$soname\]' &&
      nm '$T/scores_shared' | grep -q ' U sam3_load\$'"
 check "the static-library program has sam3_load inside, and no libsam3.so" sh -c \
     "nm '$T/scores_static' | grep -q ' T sam3_load\$' && ! readelf -d '$T/scores_static' | grep -q 'NEEDED.*libsam3'"

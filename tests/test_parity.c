@@ -294,29 +294,29 @@ static double mask_iou(const uint8_t *a, const uint8_t *b, size_t n);
 /* The same prompt on a context without taps, where only the kept queries get masks and a prompt
    that keeps nothing skips the pixel decoder: the same instances, low-resolution logits and
    semantic map as the tapped run (ref, which computed all of them). */
-static void test_untapped(const char *cfg, const char *name, sam3_ctx *c2, const sam3_prompt *pr, const sam3_segment_options *so,
-                          const sam3_segmentation *ref) {
+static void test_untapped(const char *cfg, const char *name, sam3_ctx *c2, const sam3_segment_prompt *pr, const sam3_segment_options *so,
+                          const sam3_segment_result *ref) {
     sam3_segment_options o2 = *so;
-    sam3_segmentation s2;
+    sam3_segment_result s2;
     const size_t lp = (size_t)ref->low_res_width * ref->low_res_height, plane = (size_t)ref->width * ref->height;
     double worst_rel = 0, worst_iou = 1;
     int i, same;
     sam3_result rc = sam3_segment(c2, pr, &o2, &s2);
-    same = rc >= 0 && s2.n == ref->n;
-    for (i = 0; same && i < ref->n; i++) {
+    same = rc >= 0 && s2.n_instances == ref->n_instances;
+    for (i = 0; same && i < ref->n_instances; i++) {
         const sam3_instance *a = &s2.instances[i], *b = &ref->instances[i];
         double rel = t_relerr(a->low_res_logits, b->low_res_logits, lp), iou = mask_iou(a->mask, b->mask, plane);
-        same = a->query == b->query && a->score == b->score && !memcmp(a->box, b->box, sizeof(a->box));
+        same = a->query == b->query && a->score == b->score && !memcmp(&a->box, &b->box, sizeof(a->box));
         if (rel > worst_rel) worst_rel = rel;
         if (iou < worst_iou) worst_iou = iou;
     }
-    printf("  %s %-22s %d kept, low-res logits rel %.2e, worst mask IoU %.5f\n", cfg, "untapped", s2.n, worst_rel, worst_iou);
-    t_check(same, "%s %s: untapped run kept %d instances (tapped %d) or different scores / boxes", cfg, name, s2.n, ref->n);
+    printf("  %s %-22s %d kept, low-res logits rel %.2e, worst mask IoU %.5f\n", cfg, "untapped", s2.n_instances, worst_rel, worst_iou);
+    t_check(same, "%s %s: untapped run kept %d instances (tapped %d) or different scores / boxes", cfg, name, s2.n_instances, ref->n_instances);
     t_check(worst_rel <= 1e-6 && worst_iou >= 0.999, "%s %s: untapped masks differ (logits rel %.3g, IoU %.5f)", cfg, name, worst_rel, worst_iou);
     o2.score_threshold = 2.0f; /* above any score: nothing kept, only the semantic map */
     rc = sam3_segment(c2, pr, &o2, &s2);
-    t_check(rc >= 0 && s2.n == 0 && s2.semantic_logits && t_relerr(s2.semantic_logits, ref->semantic_logits, lp) <= 1e-6,
-            "%s %s: nothing kept: %d instances, semantic map %s", cfg, name, rc >= 0 ? s2.n : -1, rc >= 0 && s2.semantic_logits ? "differs" : "missing");
+    t_check(rc >= 0 && s2.n_instances == 0 && s2.semantic_logits && t_relerr(s2.semantic_logits, ref->semantic_logits, lp) <= 1e-6,
+            "%s %s: nothing kept: %d instances, semantic map %s", cfg, name, rc >= 0 ? s2.n_instances : -1, rc >= 0 && s2.semantic_logits ? "differs" : "missing");
 }
 
 /* A new image on a context that has segmented another must not reuse the old image's state (the
@@ -328,8 +328,8 @@ static void test_image_switch(const char *cfg, sam3_model *m, sam3_ctx *c2, cons
     sam3_ctx_options co = test_ctx_options();
     sam3_ctx *c3 = NULL;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segmentation s2, s3;
-    sam3_prompt pr;
+    sam3_segment_result s2, s3;
+    sam3_segment_prompt pr;
     float *keep = NULL;
     size_t lp = 0;
     int x, y, ok = 0, n2 = -1;
@@ -342,17 +342,17 @@ static void test_image_switch(const char *cfg, sam3_model *m, sam3_ctx *c2, cons
     so.no_masks = 1;
     if (sam3_set_image(c2, mir, W, H, W * 3, SAM3_RGB8) == SAM3_OK && sam3_segment(c2, &pr, &so, &s2) >= 0) {
         lp = (size_t)s2.low_res_width * s2.low_res_height;
-        n2 = s2.n;
-        keep = (float *)malloc(sizeof(float) * (size_t)s2.n * (lp + 1));
-        for (x = 0; x < s2.n; x++) {
+        n2 = s2.n_instances;
+        keep = (float *)malloc(sizeof(float) * (size_t)s2.n_instances * (lp + 1));
+        for (x = 0; x < s2.n_instances; x++) {
             keep[(size_t)x * (lp + 1)] = s2.instances[x].score;
             memcpy(keep + (size_t)x * (lp + 1) + 1, s2.instances[x].low_res_logits, lp * sizeof(float));
         }
     }
     if (keep && sam3_ctx_new(m, &co, &c3) == SAM3_OK && sam3_set_image(c3, mir, W, H, W * 3, SAM3_RGB8) == SAM3_OK &&
-        sam3_segment(c3, &pr, &so, &s3) >= 0 && s3.n == n2) {
+        sam3_segment(c3, &pr, &so, &s3) >= 0 && s3.n_instances == n2) {
         ok = 1;
-        for (x = 0; ok && x < s3.n; x++)
+        for (x = 0; ok && x < s3.n_instances; x++)
             ok = keep[(size_t)x * (lp + 1)] == s3.instances[x].score &&
                  !memcmp(keep + (size_t)x * (lp + 1) + 1, s3.instances[x].low_res_logits, lp * sizeof(float));
     }
@@ -369,9 +369,10 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
     dump d;
     const sam3__tensor *bx, *lb, *keep, *sc, *boxes, *masks, *ids;
     sam3_box b[SAM3_MAX_BOXES];
-    sam3_prompt pr;
+    int bl[SAM3_MAX_BOXES];
+    sam3_segment_prompt pr;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_result rc;
     int nb = 0, i, W, H;
     snprintf(path, sizeof(path), "%s/ref_case_%s.sam3", dir, name);
@@ -390,9 +391,10 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
         for (i = 0; i < nb && i < SAM3_MAX_BOXES; i++) {
             const float *v = (const float *)bx->data + 4 * i;
             b[i].x0 = v[0]; b[i].y0 = v[1]; b[i].x1 = v[2]; b[i].y1 = v[3];
-            b[i].label = ((const int32_t *)lb->data)[i];
+            bl[i] = ((const int32_t *)lb->data)[i];
         }
         pr.boxes = b;
+        pr.box_labels = bl;
         pr.n_boxes = nb;
     }
     pr.text = dump_num(&d, "case.has_text", 1) != 0 ? dump_str(&d, "case.text") : NULL;
@@ -421,18 +423,18 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
     boxes = dump_get(&d, "post.boxes", SAM3__DT_F32);
     masks = dump_get(&d, "post.masks", SAM3__DT_U8);
     if (rc >= 0 && keep && sc && boxes && masks) {
-        int nk = (int)keep->shape[0], same = seg.n == nk;
+        int nk = (int)keep->shape[0], same = seg.n_instances == nk;
         double worst_iou = 1, srel, brel;
         float *s2 = (float *)malloc(sizeof(float) * (nk + 1)), *b2 = (float *)malloc(sizeof(float) * 4 * (nk + 1));
         for (i = 0; same && i < nk; i++) same = seg.instances[i].query == ((const int32_t *)keep->data)[i];
-        t_check(same, "%s %s: kept %d instances, reference kept %d (or different queries)", cfg, name, seg.n, nk);
+        t_check(same, "%s %s: kept %d instances, reference kept %d (or different queries)", cfg, name, seg.n_instances, nk);
         if (same) {
             for (i = 0; i < nk; i++) {
                 const uint8_t *rm = (const uint8_t *)masks->data + (size_t)i * W * H, *mm = seg.instances[i].mask;
                 size_t j, inter = 0, uni = 0;
                 double iou;
                 s2[i] = seg.instances[i].score;
-                memcpy(b2 + 4 * i, seg.instances[i].box, 4 * sizeof(float));
+                memcpy(b2 + 4 * i, &seg.instances[i].box, 4 * sizeof(float));
                 for (j = 0; j < (size_t)W * H; j++) {
                     inter += rm[j] && mm[j];
                     uni += rm[j] || mm[j];
@@ -500,6 +502,7 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
         dump d;
         const sam3__tensor *pts, *lab, *box, *msk, *pm, *iou, *obj;
         sam3_point p[SAM3_MAX_POINTS];
+        sam3_box pbox;
         sam3_points_prompt pr;
         sam3_points_options po;
         sam3_points_result r;
@@ -524,7 +527,11 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
             pr.points = p;
             pr.n_points = n;
         }
-        if (box) pr.box = (const float *)box->data;
+        if (box) {
+            const float *v = (const float *)box->data;
+            pbox.x0 = v[0], pbox.y0 = v[1], pbox.x1 = v[2], pbox.y1 = v[3];
+            pr.box = &pbox;
+        }
         if (msk) {
             pr.mask_logits = (const float *)msk->data;
             pr.mask_height = (int)msk->shape[0];

@@ -309,6 +309,7 @@ def main():
     os.makedirs(T, exist_ok=True)
     check(sam3.version() == open(os.path.join(ROOT, "sam3.h")).read().split('#define SAM3_VERSION_STRING "')[1].split('"')[0],
           "sam3.version() = SAM3_VERSION_STRING: %s" % sam3.version())
+    check(sam3.version().split(".")[0] == str(sam3.API_MAJOR), "the binding's API_MAJOR %d is the library's major" % sam3.API_MAJOR)
     test_layout()
     img = cli_images.read_png(IMAGE)
     with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=THREADS, blas_threads=1) as ctx:

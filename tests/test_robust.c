@@ -100,13 +100,13 @@ static void snap_free(snap *s) {
     memset(s, 0, sizeof(*s));
 }
 
-static void snap_take(snap *s, int rc, const sam3_segmentation *g) {
+static void snap_take(snap *s, int rc, const sam3_segment_result *g) {
     int i;
     size_t plane = (size_t)g->width * g->height, lp = (size_t)g->low_res_width * g->low_res_height;
     memset(s, 0, sizeof(*s));
     s->rc = rc;
     if (rc < 0) return;
-    s->n = g->n;
+    s->n = g->n_instances;
     s->w = g->width;
     s->h = g->height;
     s->n_queries = g->n_queries;
@@ -115,17 +115,17 @@ static void snap_take(snap *s, int rc, const sam3_segmentation *g) {
     s->presence = g->presence;
     s->n_text_tokens = g->n_text_tokens;
     s->truncated = g->text_truncated;
-    s->scores_boxes = (float *)calloc((size_t)g->n * 5 + 1, sizeof(float));
-    s->masks = (uint8_t *)calloc((size_t)g->n * plane + 1, 1);
-    if (g->n && g->instances[0].low_res_logits) s->low = (float *)calloc((size_t)g->n * lp + 1, sizeof(float));
+    s->scores_boxes = (float *)calloc((size_t)g->n_instances * 5 + 1, sizeof(float));
+    s->masks = (uint8_t *)calloc((size_t)g->n_instances * plane + 1, 1);
+    if (g->n_instances && g->instances[0].low_res_logits) s->low = (float *)calloc((size_t)g->n_instances * lp + 1, sizeof(float));
     if (g->semantic_logits) {
         s->sem = (float *)malloc(lp * sizeof(float) + 1);
         memcpy(s->sem, g->semantic_logits, lp * sizeof(float));
     }
-    for (i = 0; i < g->n; i++) {
+    for (i = 0; i < g->n_instances; i++) {
         const sam3_instance *in = &g->instances[i];
         s->scores_boxes[5 * i] = in->score;
-        memcpy(s->scores_boxes + 5 * i + 1, in->box, 4 * sizeof(float));
+        memcpy(s->scores_boxes + 5 * i + 1, &in->box, 4 * sizeof(float));
         if (in->mask) memcpy(s->masks + (size_t)i * plane, in->mask, plane);
         if (s->low && in->low_res_logits) memcpy(s->low + (size_t)i * lp, in->low_res_logits, lp * sizeof(float));
     }
@@ -212,9 +212,9 @@ static uint8_t *picture(int w, int h, int bpp, int stride) {
 }
 
 /* Checks the invariants of a successful sam3_segment result. */
-static void check_seg(const char *what, const sam3_segmentation *s, int w, int h) {
-    int i, ok = s->n >= 0 && s->n <= s->n_queries && s->width == w && s->height == h && (s->n == 0 || s->instances);
-    for (i = 0; ok && i < s->n; i++) {
+static void check_seg(const char *what, const sam3_segment_result *s, int w, int h) {
+    int i, ok = s->n_instances >= 0 && s->n_instances <= s->n_queries && s->width == w && s->height == h && (s->n_instances == 0 || s->instances);
+    for (i = 0; ok && i < s->n_instances; i++) {
         const sam3_instance *in = &s->instances[i];
         int64_t area = 0;
         size_t j;
@@ -227,7 +227,7 @@ static void check_seg(const char *what, const sam3_segmentation *s, int w, int h
             if (area != in->area) ok = 0;
         }
     }
-    t_check(ok, "%s: result well formed (n %d of %d, %dx%d)", what, s->n, s->n_queries, s->width, s->height);
+    t_check(ok, "%s: result well formed (n %d of %d, %dx%d)", what, s->n_instances, s->n_queries, s->width, s->height);
 }
 
 static sam3_ctx *new_ctx(const sam3_model *m, counter *k) {
@@ -243,9 +243,9 @@ static sam3_ctx *new_ctx(const sam3_model *m, counter *k) {
 /* ================================================================================================ */
 static void test_nulls(const sam3_model *m) {
     sam3_ctx *c = NULL;
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_points_result pr;
-    sam3_prompt p;
+    sam3_segment_prompt p;
     sam3_points_prompt pp;
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_load_options lo = sam3_load_options_default();
@@ -342,9 +342,9 @@ static void test_nulls(const sam3_model *m) {
 static void test_images(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
     sam3_ctx *c = new_ctx(m, &k);
-    sam3_segmentation seg;
-    sam3_prompt p;
-    sam3_box box = {0, 0, 0, 0, 1};
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
+    sam3_box box = {0, 0, 0, 0}; /* box_labels NULL: a positive exemplar */
     uint8_t *img;
     int rc;
     static const struct {
@@ -463,10 +463,11 @@ static void test_images(const sam3_model *m) {
 static void test_prompts(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
     sam3_ctx *c = new_ctx(m, &k);
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_prompt p;
+    sam3_segment_prompt p;
     sam3_box boxes[SAM3_MAX_BOXES + 1];
+    int labels[SAM3_MAX_BOXES + 1];
     uint8_t *img = picture(40, 30, 3, 120);
     int rc, i;
     const float nan = (float)NAN, inf = (float)INFINITY;
@@ -482,7 +483,7 @@ static void test_prompts(const sam3_model *m) {
         boxes[i].y0 = (float)(i % 5);
         boxes[i].x1 = (float)(i % 7 + 10 + i % 3);
         boxes[i].y1 = (float)(i % 5 + 8);
-        boxes[i].label = i % 3 != 0;
+        labels[i] = i % 3 != 0;
     }
 
     t_check(sam3_segment(c, NULL, NULL, &seg) == SAM3_ERR_INVALID_ARG, "segment(NULL prompt) -> INVALID_ARG");
@@ -499,6 +500,7 @@ static void test_prompts(const sam3_model *m) {
     t_check(rc == SAM3_OK, "whitespace-only text -> %s (BOS, EOS only)", sam3_result_string((sam3_result)rc));
     p.text = "";
     p.boxes = boxes;
+    p.box_labels = labels;
     p.n_boxes = -1;
     t_check(sam3_segment(c, &p, NULL, &seg) == SAM3_ERR_INVALID_ARG, "n_boxes -1 -> INVALID_ARG");
     p.n_boxes = SAM3_MAX_BOXES + 1;
@@ -527,7 +529,7 @@ static void test_prompts(const sam3_model *m) {
         int j, b;
         for (j = 0; j < 4; j++)
             for (b = 0; b < 3; b++) {
-                sam3_box bx = {1, 2, 20, 25, 1};
+                sam3_box bx = {1, 2, 20, 25};
                 float *f = which[j] == 0 ? &bx.x0 : which[j] == 1 ? &bx.y0 : which[j] == 2 ? &bx.x1 : &bx.y1;
                 *f = bad[b];
                 p.boxes = &bx;
@@ -537,20 +539,21 @@ static void test_prompts(const sam3_model *m) {
                         (double)bad[b]);
             }
         for (j = -2; j <= 3; j++) {
-            sam3_box bx = {1, 2, 20, 25, 0};
-            bx.label = j;
+            sam3_box bx = {1, 2, 20, 25};
             p.boxes = &bx;
+            p.box_labels = &j;
             p.n_boxes = 1;
             rc = sam3_segment(c, &p, NULL, &seg);
             t_check(j == 0 || j == 1 ? rc >= 0 : rc == SAM3_ERR_INVALID_ARG && strstr(sam3_ctx_last_error(c), "label"), "box label %d -> %s", j,
                     sam3_result_string((sam3_result)rc));
         }
         /* the bad one last of several: nothing is half-done */
-        boxes[5].label = 7;
+        labels[5] = 7;
         p.boxes = boxes;
+        p.box_labels = labels;
         p.n_boxes = 6;
         t_check(sam3_segment(c, &p, NULL, &seg) == SAM3_ERR_INVALID_ARG, "sixth of six boxes with label 7 -> INVALID_ARG");
-        boxes[5].label = 1;
+        labels[5] = 1;
     }
     /* finite but odd boxes: accepted as given (not clamped, as the reference), no crash, a
        well-formed result. The scores of absurd boxes are meaningless but must stay in [0, 1]. */
@@ -571,15 +574,15 @@ static void test_prompts(const sam3_model *m) {
         size_t j;
         for (j = 0; j < sizeof(odd) / sizeof(odd[0]); j++) {
             sam3_box bx[2];
+            static const int bl[2] = {1, 0};
             bx[0].x0 = odd[j][0];
             bx[0].y0 = odd[j][1];
             bx[0].x1 = odd[j][2];
             bx[0].y1 = odd[j][3];
-            bx[0].label = 1;
             bx[1] = bx[0];
-            bx[1].label = 0;
             p.text = j % 2 ? "cat" : NULL;
             p.boxes = bx;
+            p.box_labels = bl;
             p.n_boxes = 2;
             so = sam3_segment_options_default();
             so.score_threshold = -1;
@@ -603,11 +606,11 @@ static void test_prompts(const sam3_model *m) {
     so = sam3_segment_options_default();
     so.score_threshold = 2;
     rc = sam3_segment(c, &p, &so, &seg);
-    t_check(rc == SAM3_OK && seg.n == 0, "score_threshold 2 -> ok, no instance");
+    t_check(rc == SAM3_OK && seg.n_instances == 0, "score_threshold 2 -> ok, no instance");
     so.score_threshold = -1;
     so.no_masks = 1;
     rc = sam3_segment(c, &p, &so, &seg);
-    t_check(rc == SAM3_OK && seg.n == seg.n_queries && (seg.n == 0 || seg.instances[0].mask == NULL), "no_masks: every query, masks NULL");
+    t_check(rc == SAM3_OK && seg.n_instances == seg.n_queries && (seg.n_instances == 0 || seg.instances[0].mask == NULL), "no_masks: every query, masks NULL");
 
     /* text: invalid UTF-8, NUL-free binary, specials, long */
     {
@@ -637,8 +640,8 @@ static void test_prompts(const sam3_model *m) {
 static void test_big_prompts(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
     sam3_ctx *c = new_ctx(m, &k);
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     uint8_t *img = picture(16, 16, 3, 48);
     size_t n, i;
     char *big;
@@ -686,7 +689,7 @@ static void test_points(const sam3_model *m) {
     sam3_points_result pr;
     sam3_point pts[SAM3_MAX_POINTS + 1];
     uint8_t *img = picture(30, 20, 3, 90);
-    float box[4] = {2, 3, 20, 15};
+    sam3_box box = {2, 3, 20, 15};
     int rc, i;
     if (!c) return;
     memset(&pp, 0, sizeof(pp));
@@ -729,17 +732,17 @@ static void test_points(const sam3_model *m) {
     pts[1].label = 2;
     t_check(sam3_segment_points(c, &pp, NULL, &pr) == SAM3_ERR_INVALID_ARG, "point label 2 -> INVALID_ARG");
     pts[1].label = 0;
-    pp.box = box;
-    box[2] = (float)NAN;
+    pp.box = &box;
+    box.x1 = (float)NAN;
     t_check(sam3_segment_points(c, &pp, NULL, &pr) == SAM3_ERR_INVALID_ARG, "NaN box -> INVALID_ARG");
     {
         static const float odd[][4] = {{-100, -100, -50, -50}, {5, 5, 5, 5}, {20, 15, 2, 3}, {0, 0, 1e30f, 1e30f}, {-FLT_MAX, -FLT_MAX, FLT_MAX, FLT_MAX}};
         static const float opts[][2] = {{-1e30f, 1e30f}, {FLT_MAX, -FLT_MAX}, {1e9f, 1e9f}};
         size_t j;
         for (j = 0; j < sizeof(odd) / sizeof(odd[0]); j++) {
-            memcpy(box, odd[j], sizeof(box));
+            box.x0 = odd[j][0], box.y0 = odd[j][1], box.x1 = odd[j][2], box.y1 = odd[j][3];
             rc = sam3_segment_points(c, &pp, NULL, &pr);
-            t_check(rc == SAM3_OK, "odd box [%g %g %g %g] with clicks -> %s", (double)box[0], (double)box[1], (double)box[2], (double)box[3],
+            t_check(rc == SAM3_OK, "odd box [%g %g %g %g] with clicks -> %s", (double)box.x0, (double)box.y0, (double)box.x1, (double)box.y1,
                     sam3_result_string((sam3_result)rc));
         }
         pp.box = NULL;
@@ -808,6 +811,37 @@ static void test_points(const sam3_model *m) {
         pp.n_points = 2;
         po.mask_threshold = (float)NAN;
         t_check(sam3_segment_points(c, &pp, &po, &pr) == SAM3_ERR_INVALID_ARG, "points mask_threshold NaN -> INVALID_ARG");
+        {
+            /* a probability, as in sam3_segment: 0 is the default 0.5; a higher one keeps a subset of
+               the pixels of a lower one; a negative one keeps every pixel, 1 none */
+            static const float thr[6] = {0, 0.5f, 0.1f, 0.9f, -1, 1};
+            uint8_t *mk[6];
+            size_t plane = 0, j, area[6];
+            int ok = 1;
+            for (i = 0; i < 6; i++) {
+                mk[i] = NULL;
+                area[i] = 0;
+                po.mask_threshold = thr[i];
+                rc = sam3_segment_points(c, &pp, &po, &pr);
+                if (rc != SAM3_OK || !pr.masks) {
+                    ok = 0;
+                    continue;
+                }
+                plane = (size_t)pr.n_masks * pr.width * pr.height;
+                mk[i] = (uint8_t *)malloc(plane);
+                if (!mk[i]) {
+                    ok = 0;
+                    continue;
+                }
+                memcpy(mk[i], pr.masks, plane);
+                for (j = 0; j < plane; j++) area[i] += mk[i][j];
+            }
+            for (j = 0; ok && j < plane; j++)
+                ok = mk[0][j] == mk[1][j] && mk[1][j] <= mk[2][j] && mk[3][j] <= mk[1][j] && mk[4][j] == 1 && mk[5][j] == 0;
+            t_check(ok, "points mask_threshold 0/0.5/0.1/0.9/-1/1: pixels %zu %zu %zu %zu %zu %zu of %zu, nested", area[0], area[1], area[2],
+                    area[3], area[4], area[5], plane);
+            for (i = 0; i < 6; i++) free(mk[i]);
+        }
         po.mask_threshold = 0;
         po.single_mask = 1;
         po.no_masks = 1;
@@ -848,12 +882,13 @@ static uint8_t *g_img;
 
 /* Runs step `i` of the sequence on c; stores its output in o. */
 static int seq_step(sam3_ctx *c, int i, seq_out *o) {
-    static const sam3_box boxes[3] = {{3, 4, 20, 25, 1}, {10, 2, 30, 12, 0}, {0, 0, SEQ_W, SEQ_H, 1}};
+    static const sam3_box boxes[3] = {{3, 4, 20, 25}, {10, 2, 30, 12}, {0, 0, SEQ_W, SEQ_H}};
+    static const int box_labels[3] = {1, 0, 1};
     static const sam3_point pts[2] = {{5, 6, 1}, {25, 20, 0}};
-    static const float box[4] = {4, 4, 30, 25};
+    static const sam3_box box = {4, 4, 30, 25};
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     sam3_points_prompt pp;
     sam3_points_result pr;
     int rc;
@@ -870,6 +905,7 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
         return rc;
     case 2:
         p.boxes = boxes;
+        p.box_labels = box_labels;
         p.n_boxes = 2;
         so.low_res = so.semantic = 1;
         rc = sam3_segment(c, &p, &so, &seg);
@@ -879,6 +915,7 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
     case 3:
         p.text = "a blue dog";
         p.boxes = boxes + 2;
+        p.box_labels = box_labels + 2;
         p.n_boxes = 1;
         rc = sam3_segment(c, &p, &so, &seg);
         snap_free(&o->s[2]);
@@ -889,7 +926,7 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
         if (!g_has_points) return SAM3_OK;
         pp.points = pts;
         pp.n_points = i == 4 ? 1 : 2;
-        pp.box = i == 5 ? box : NULL;
+        pp.box = i == 5 ? &box : NULL;
         rc = sam3_segment_points(c, &pp, NULL, &pr);
         psnap_free(&o->p[i - 4]);
         psnap_take(&o->p[i - 4], rc, &pr);
@@ -962,8 +999,8 @@ static void test_abort(const sam3_model *m, const seq_out *ref) {
                         if (!strstr(sam3_ctx_last_error(cc), "abort")) bad++;
                         /* after an aborted set_image the context has no image */
                         if (i == 0) {
-                            sam3_segmentation sg;
-                            sam3_prompt p;
+                            sam3_segment_result sg;
+                            sam3_segment_prompt p;
                             memset(&p, 0, sizeof(p));
                             p.text = "x";
                             if (sam3_segment(cc, &p, NULL, &sg) != SAM3_ERR_NO_IMAGE) bad++;
@@ -1303,8 +1340,8 @@ static void test_accounting(const sam3_model *m) {
     byte_counter k = {0};
     sam3_ctx *c = NULL;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     uint8_t *img = picture(61, 47, 3, 61 * 3);
     size_t before, after, live;
     static const char *texts[10] = {"cat", "dog", "a red car", "bus", "tree", "the sky", "a", "b", "c", "d"};
@@ -1332,9 +1369,9 @@ static void test_accounting(const sam3_model *m) {
     t_check(sam3_segment(c, &p, &so, &seg) >= 0, "accounting: segment");
     after = sam3_ctx_memory_used(c);
     live = k.live;
-    t_check(after >= before + (size_t)seg.n * seg.width * seg.height + (size_t)seg.width * seg.height,
+    t_check(after >= before + (size_t)seg.n_instances * seg.width * seg.height + (size_t)seg.width * seg.height,
             "memory_used grows when results are held: %lu -> %lu bytes (%d masks of %dx%d held)", (unsigned long)before,
-            (unsigned long)after, seg.n, seg.width, seg.height);
+            (unsigned long)after, seg.n_instances, seg.width, seg.height);
     t_check(after <= live + sizeof(sam3_ctx) && after + after / 100 >= live,
             "memory_used %lu = the bytes the context holds through its allocator (%lu) within 1%%", (unsigned long)after,
             (unsigned long)live);

@@ -55,10 +55,11 @@ static void run_job(sam3_ctx *c, int job, out_buf *o) {
     static const char *texts[N_JOBS] = {"cat", "a red car", "dog", "yellow school bus", "the tree", "visual"};
     int w = 20 + 7 * job, h = 33 - 3 * job, x, y, rc, i;
     uint8_t *img = (uint8_t *)malloc((size_t)w * h * 3);
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_prompt p;
+    sam3_segment_prompt p;
     sam3_box boxes[2];
+    int box_labels[2];
     if (!img) {
         o->ok = 0;
         return;
@@ -77,11 +78,11 @@ static void run_job(sam3_ctx *c, int job, out_buf *o) {
         if (rc >= 0) {
             int k;
             size_t plane = (size_t)seg.width * seg.height, lp = (size_t)seg.low_res_width * seg.low_res_height;
-            put_int(o, seg.n);
+            put_int(o, seg.n_instances);
             put(o, &seg.presence, sizeof(float));
-            for (k = 0; k < seg.n; k++) {
+            for (k = 0; k < seg.n_instances; k++) {
                 put(o, &seg.instances[k].score, sizeof(float));
-                put(o, seg.instances[k].box, 4 * sizeof(float));
+                put(o, &seg.instances[k].box, 4 * sizeof(float));
                 put(o, seg.instances[k].mask, plane);
                 put(o, seg.instances[k].low_res_logits, lp * sizeof(float));
             }
@@ -91,13 +92,14 @@ static void run_job(sam3_ctx *c, int job, out_buf *o) {
         boxes[0].y0 = 2;
         boxes[0].x1 = (float)w - 3;
         boxes[0].y1 = (float)h / 2;
-        boxes[0].label = 1;
+        box_labels[0] = 1;
         boxes[1].x0 = 0;
         boxes[1].y0 = (float)h / 3;
         boxes[1].x1 = (float)w / 2;
         boxes[1].y1 = (float)h;
-        boxes[1].label = job & 1;
+        box_labels[1] = job & 1;
         p.boxes = boxes;
+        p.box_labels = box_labels;
         p.n_boxes = 2;
     }
     if (g_has_points) {
@@ -150,8 +152,8 @@ typedef struct blocker {
    then tell the main thread we are inside and wait until it has tried too. */
 static void block_in_call(void *user, const char *stage, int step, int n) {
     blocker *b = (blocker *)user;
-    sam3_segmentation seg;
-    sam3_prompt p;
+    sam3_segment_result seg;
+    sam3_segment_prompt p;
     (void)stage, (void)step, (void)n;
     if (b->calls++) return;
     memset(&p, 0, sizeof(p));
@@ -195,9 +197,9 @@ static void *hammer_thread(void *arg) {
     }
     for (x = 0; x < w * hh * 3; x++) img[x] = (uint8_t)(x * (h->index + 5));
     for (i = 0; h->ok < h->want && i < 1000000 && !h->bad; i++) {
-        sam3_segmentation seg;
+        sam3_segment_result seg;
         sam3_points_result pr;
-        sam3_prompt p;
+        sam3_segment_prompt p;
         sam3_point pt;
         sam3_points_prompt pp;
         memset(&p, 0, sizeof(p));
@@ -226,9 +228,9 @@ static void test_busy(void) {
     img_call a;
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_ctx *c = NULL;
-    sam3_segmentation seg;
+    sam3_segment_result seg;
     sam3_points_result pr;
-    sam3_prompt p;
+    sam3_segment_prompt p;
     sam3_points_prompt pp;
     pthread_t tid;
     uint8_t img[32 * 24 * 3];
@@ -276,7 +278,7 @@ static void test_busy(void) {
     t_check(rc_seg == SAM3_ERR_BUSY && rc_img == SAM3_ERR_BUSY && rc_pts == SAM3_ERR_BUSY,
             "a call while another thread's call runs on the context -> SAM3_ERR_BUSY (segment %d, set_image %d, points %d)", rc_seg,
             rc_img, rc_pts);
-    t_check(seg.n == 0 && seg.instances == NULL, "BUSY zeroes the caller's result struct");
+    t_check(seg.n_instances == 0 && seg.instances == NULL, "BUSY zeroes the caller's result struct");
     t_check(b.reentrant_rc == SAM3_ERR_BUSY, "a call from inside a callback of a running call -> SAM3_ERR_BUSY (%d)", b.reentrant_rc);
     t_check(a.rc == SAM3_OK, "the running call was not disturbed (%s; \"%s\")", sam3_result_string((sam3_result)a.rc), sam3_ctx_last_error(c));
     t_check(sam3_segment(c, &p, NULL, &seg) >= 0, "the context is usable again once the call returned (%s)", sam3_ctx_last_error(c));

@@ -85,7 +85,8 @@ static int add_prompts(sam3_tracker *tr, const dump *d, int f) {
         const sam3__tensor *bx = dget(d, SAM3__DT_F32, "input.f%d.o%d.box", f, id);
         const sam3__tensor *mk = dget(d, SAM3__DT_U8, "input.f%d.o%d.mask", f, id);
         sam3_point pts[SAM3_MAX_POINTS];
-        sam3_track_prompt p;
+        sam3_box box;
+        sam3_tracker_prompt p;
         int i;
         sam3_result rc;
         if (!pt && !bx && !mk) continue;
@@ -100,7 +101,11 @@ static int add_prompts(sam3_tracker *tr, const dump *d, int f) {
             }
             p.points = pts;
         }
-        if (bx) p.box = (const float *)bx->data;
+        if (bx) {
+            const float *v = (const float *)bx->data;
+            box.x0 = v[0], box.y0 = v[1], box.x1 = v[2], box.y1 = v[3];
+            p.box = &box;
+        }
         if (mk) {
             p.mask = (const uint8_t *)mk->data;
             p.mask_height = (int)mk->shape[0];
@@ -136,7 +141,7 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
     for (f = 0; f < n_frames; f++) {
         int w, h, k;
         unsigned char *rgb = vf_frame(photo, pw, ph, f, n_frames, &w, &h);
-        sam3_track_frame out;
+        sam3_tracker_result out;
         const sam3__tensor *ids = dget(d, SAM3__DT_I32, "out.f%d.ids", f);
         const sam3__tensor *low = dget(d, SAM3__DT_F32, "out.f%d.low_res", f);
         const sam3__tensor *score = dget(d, SAM3__DT_F32, "out.f%d.score", f);
@@ -171,7 +176,7 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
         t_check(out.frame == f && out.n_objects == (int)ids->shape[0], "%s: frame %d: %d objects (reference %d)", tag, f, out.n_objects,
                 (int)ids->shape[0]);
         for (k = 0; k < out.n_objects && k < (int)ids->shape[0]; k++) {
-            const sam3_track_object *ob = &out.objects[k];
+            const sam3_tracker_object *ob = &out.objects[k];
             const int id = ((const int32_t *)ids->data)[k];
             const size_t lp = (size_t)out.low_res_width * out.low_res_height;
             const float *rl = (const float *)low->data + (size_t)k * lp;
@@ -212,11 +217,11 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
 /* Misuse: each call fails with a clear error and leaves the tracker usable. */
 static void test_misuse(sam3_ctx *c, const char *unsupported) {
     sam3_tracker *tr = NULL;
-    sam3_track_prompt p;
+    sam3_tracker_prompt p;
     sam3_point pt = {10, 10, 1};
-    sam3_track_frame out;
+    sam3_tracker_result out;
     unsigned char px[40 * 30 * 3];
-    float box[4] = {2, 2, 20, 20};
+    sam3_box box = {2, 2, 20, 20};
     uint8_t mk[4] = {1, 0, 0, 1};
     int i;
     sam3_result rc;
@@ -239,10 +244,10 @@ static void test_misuse(sam3_ctx *c, const char *unsupported) {
     pt.label = 2;
     t_check(sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_ERR_INVALID_ARG, "label 2 refused");
     pt.label = 1;
-    box[2] = INFINITY;
-    p.box = box;
+    box.x1 = INFINITY;
+    p.box = &box;
     t_check(sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_ERR_INVALID_ARG, "infinite box refused");
-    box[2] = 20;
+    box.x1 = 20;
     p.mask = mk;
     p.mask_width = p.mask_height = 2;
     t_check(sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_ERR_INVALID_ARG, "mask with points refused: %s", sam3_ctx_last_error(c));
@@ -282,6 +287,38 @@ static void test_misuse(sam3_ctx *c, const char *unsupported) {
     t_check(sam3_tracker_next_frame(tr) == 0, "reset restarts at frame 0");
     sam3_tracker_free(tr);
     sam3_tracker_free(NULL);
+    {
+        /* mask_threshold, a probability as in sam3_segment: NaN refused; a negative one sets every
+           pixel, 1 none, the default 0.5 (0) lies between; the logits are the same in all four */
+        static const float thr[4] = {0, -1, 1, 0.5f};
+        sam3_tracker_options to = sam3_tracker_options_default();
+        int64_t area[4];
+        float logit0[4];
+        to.mask_threshold = NAN;
+        tr = NULL;
+        t_check(sam3_tracker_new(c, &to, &tr) == SAM3_ERR_INVALID_ARG && tr == NULL, "tracker mask_threshold NaN refused: %s",
+                sam3_ctx_last_error(c));
+        p.mask = NULL;
+        p.box = NULL;
+        p.points = &pt;
+        p.n_points = 1;
+        for (i = 0; i < 4; i++) {
+            to.mask_threshold = thr[i];
+            area[i] = -1;
+            logit0[i] = 0;
+            if (sam3_tracker_new(c, &to, &tr) != SAM3_OK) break;
+            if (sam3_tracker_add_prompt(tr, 0, 1, &p) == SAM3_OK && sam3_tracker_push_frame(tr, px, 40, 30, 40 * 3, SAM3_RGB8, &out) == SAM3_OK &&
+                out.n_objects == 1) {
+                area[i] = out.objects[0].area;
+                logit0[i] = out.objects[0].low_res_logits[0];
+            }
+            sam3_tracker_free(tr);
+        }
+        t_check(i == 4 && area[1] == 40 * 30 && area[2] == 0 && area[0] == area[3] && area[0] >= 0 && logit0[0] == logit0[1] &&
+                    logit0[0] == logit0[2],
+                "tracker mask_threshold -1 / 1 / default / 0.5: areas %lld %lld %lld %lld of %d", (long long)area[1], (long long)area[2],
+                (long long)area[0], (long long)area[3], 40 * 30);
+    }
     if (unsupported) {
         sam3_model *m2 = NULL;
         sam3_ctx *c2 = NULL;

@@ -35,6 +35,8 @@ import numpy as np
 
 __all__ = ["Error", "Model", "Context", "Segmentation", "PointsResult", "Tracker", "version", "load_library"]
 
+API_MAJOR = 1  # the sam3.h major version whose structs this module mirrors
+
 # sam3_result codes (sam3.h SAM3_RESULT_LIST)
 OK = 0
 TRUNCATED = 1
@@ -92,12 +94,15 @@ class _Timings(ctypes.Structure):
 
 
 class _Box(ctypes.Structure):
-    _fields_ = [("x0", ctypes.c_float), ("y0", ctypes.c_float), ("x1", ctypes.c_float), ("y1", ctypes.c_float),
-                ("label", ctypes.c_int)]
+    _fields_ = [("x0", ctypes.c_float), ("y0", ctypes.c_float), ("x1", ctypes.c_float), ("y1", ctypes.c_float)]
+
+    def as_array(self):
+        return np.array([self.x0, self.y0, self.x1, self.y1], dtype=np.float32)
 
 
-class _Prompt(ctypes.Structure):
-    _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("n_boxes", ctypes.c_int)]
+class _SegmentPrompt(ctypes.Structure):
+    _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("box_labels", ctypes.POINTER(ctypes.c_int)),
+                ("n_boxes", ctypes.c_int)]
 
 
 class _SegmentOptions(ctypes.Structure):
@@ -106,12 +111,12 @@ class _SegmentOptions(ctypes.Structure):
 
 
 class _Instance(ctypes.Structure):
-    _fields_ = [("score", ctypes.c_float), ("box", ctypes.c_float * 4), ("query", ctypes.c_int), ("area", ctypes.c_int64),
+    _fields_ = [("score", ctypes.c_float), ("box", _Box), ("query", ctypes.c_int), ("area", ctypes.c_int64),
                 ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
 
 
-class _Segmentation(ctypes.Structure):
-    _fields_ = [("n", ctypes.c_int), ("instances", ctypes.POINTER(_Instance)), ("width", ctypes.c_int),
+class _SegmentResult(ctypes.Structure):
+    _fields_ = [("n_instances", ctypes.c_int), ("instances", ctypes.POINTER(_Instance)), ("width", ctypes.c_int),
                 ("height", ctypes.c_int), ("presence", ctypes.c_float), ("n_queries", ctypes.c_int),
                 ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int), ("semantic_logits", c_float_p),
                 ("semantic_mask", c_uint8_p), ("n_text_tokens", ctypes.c_int), ("text_truncated", ctypes.c_int)]
@@ -122,7 +127,7 @@ class _Point(ctypes.Structure):
 
 
 class _PointsPrompt(ctypes.Structure):
-    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", c_float_p),
+    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", ctypes.POINTER(_Box)),
                 ("mask_logits", c_float_p), ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
 
 
@@ -137,32 +142,32 @@ class _PointsResult(ctypes.Structure):
                 ("height", ctypes.c_int)]
 
 
-class _TrackPrompt(ctypes.Structure):
-    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", c_float_p), ("mask", c_uint8_p),
+class _TrackerPrompt(ctypes.Structure):
+    _fields_ = [("points", ctypes.POINTER(_Point)), ("n_points", ctypes.c_int), ("box", ctypes.POINTER(_Box)), ("mask", c_uint8_p),
                 ("mask_width", ctypes.c_int), ("mask_height", ctypes.c_int)]
 
 
 class _TrackerOptions(ctypes.Structure):
-    _fields_ = [("no_masks", ctypes.c_int)]
+    _fields_ = [("no_masks", ctypes.c_int), ("mask_threshold", ctypes.c_float)]
 
 
-class _TrackObject(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_int), ("object_score", ctypes.c_float), ("prompted", ctypes.c_int), ("box", ctypes.c_float * 4),
+class _TrackerObject(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("object_score", ctypes.c_float), ("prompted", ctypes.c_int), ("box", _Box),
                 ("area", ctypes.c_int64), ("mask", c_uint8_p), ("low_res_logits", c_float_p)]
 
 
-class _TrackFrame(ctypes.Structure):
-    _fields_ = [("frame", ctypes.c_int), ("n_objects", ctypes.c_int), ("objects", ctypes.POINTER(_TrackObject)),
+class _TrackerResult(ctypes.Structure):
+    _fields_ = [("frame", ctypes.c_int), ("n_objects", ctypes.c_int), ("objects", ctypes.POINTER(_TrackerObject)),
                 ("width", ctypes.c_int), ("height", ctypes.c_int), ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int)]
 
 
 # C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
 C_STRUCTS = {"sam3_allocator": _Allocator, "sam3_load_options": _LoadOptions, "sam3_ctx_options": _CtxOptions,
-             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_prompt": _Prompt, "sam3_segment_options": _SegmentOptions,
-             "sam3_instance": _Instance, "sam3_segmentation": _Segmentation, "sam3_point": _Point,
+             "sam3_timings": _Timings, "sam3_box": _Box, "sam3_segment_prompt": _SegmentPrompt, "sam3_segment_options": _SegmentOptions,
+             "sam3_instance": _Instance, "sam3_segment_result": _SegmentResult, "sam3_point": _Point,
              "sam3_points_prompt": _PointsPrompt, "sam3_points_options": _PointsOptions,
-             "sam3_points_result": _PointsResult, "sam3_track_prompt": _TrackPrompt,
-             "sam3_tracker_options": _TrackerOptions, "sam3_track_object": _TrackObject, "sam3_track_frame": _TrackFrame}
+             "sam3_points_result": _PointsResult, "sam3_tracker_prompt": _TrackerPrompt,
+             "sam3_tracker_options": _TrackerOptions, "sam3_tracker_object": _TrackerObject, "sam3_tracker_result": _TrackerResult}
 
 
 def _zeroed(cls):
@@ -176,6 +181,7 @@ _P = ctypes.POINTER
 _vp = ctypes.c_void_p
 _PROTOTYPES = {
     # name: (restype, argtypes)
+    "sam3_version": (ctypes.c_int, []),
     "sam3_version_string": (ctypes.c_char_p, []),
     "sam3_result_string": (ctypes.c_char_p, [ctypes.c_int]),
     "sam3_load": (ctypes.c_int, [ctypes.c_char_p, _P(_LoadOptions), _P(_vp)]),
@@ -191,14 +197,14 @@ _PROTOTYPES = {
     "sam3_ctx_last_error": (ctypes.c_char_p, [_vp]),
     "sam3_ctx_timings": (_Timings, [_vp]),
     "sam3_set_image": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
-    "sam3_segment": (ctypes.c_int, [_vp, _P(_Prompt), _P(_SegmentOptions), _P(_Segmentation)]),
+    "sam3_segment": (ctypes.c_int, [_vp, _P(_SegmentPrompt), _P(_SegmentOptions), _P(_SegmentResult)]),
     "sam3_segment_points": (ctypes.c_int, [_vp, _P(_PointsPrompt), _P(_PointsOptions), _P(_PointsResult)]),
     "sam3_tracker_new": (ctypes.c_int, [_vp, _P(_TrackerOptions), _P(_vp)]),
-    "sam3_tracker_add_prompt": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, _P(_TrackPrompt)]),
+    "sam3_tracker_add_prompt": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, _P(_TrackerPrompt)]),
     "sam3_tracker_remove_object": (ctypes.c_int, [_vp, ctypes.c_int]),
     "sam3_tracker_next_frame": (ctypes.c_int, [_vp]),
     "sam3_tracker_push_frame": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                                _P(_TrackFrame)]),
+                                                _P(_TrackerResult)]),
     "sam3_tracker_reset": (None, [_vp]),
     "sam3_tracker_memory_used": (ctypes.c_size_t, [_vp]),
     "sam3_tracker_free": (None, [_vp]),
@@ -222,6 +228,10 @@ def load_library(path=None):
                 tried.append(c)
             continue
         lib = ctypes.CDLL(c)
+        # the structs above mirror sam3.h 1.x; the library says which it is (sam3.h, section 8)
+        major = lib.sam3_version() // 10000 if hasattr(lib, "sam3_version") else 0
+        if major != API_MAJOR:
+            raise OSError("sam3: %s is libsam3 major version %d; this binding needs %d" % (c, major, API_MAJOR))
         for name, (res, args) in _PROTOTYPES.items():
             f = getattr(lib, name)
             f.restype, f.argtypes = res, args
@@ -231,6 +241,7 @@ def load_library(path=None):
 
 
 def version():
+    """The library's version string, e.g. "1.0.0"."""
     return load_library().sam3_version_string().decode()
 
 
@@ -327,9 +338,9 @@ class Segmentation:
     text_truncated (the prompt was cut to the model's context)."""
 
     def __init__(self, seg, with_masks):
-        n, h, w = seg.n, seg.height, seg.width
+        n, h, w = seg.n_instances, seg.height, seg.width
         self.scores = np.array([seg.instances[i].score for i in range(n)], dtype=np.float32)
-        self.boxes = np.array([list(seg.instances[i].box) for i in range(n)], dtype=np.float32).reshape(n, 4)
+        self.boxes = np.array([seg.instances[i].box.as_array() for i in range(n)], dtype=np.float32).reshape(n, 4)
         self.queries = np.array([seg.instances[i].query for i in range(n)], dtype=np.int32)
         self.areas = np.array([seg.instances[i].area for i in range(n)], dtype=np.int64)
         self.masks = None
@@ -383,6 +394,13 @@ def _float_rows(x, width, what):
     if a.ndim != 2 or a.shape[1] != width:
         raise Error(ERR_INVALID_ARG, "sam3: %s must be (N, %d), got %s" % (what, width, a.shape))
     return a
+
+
+def _box_arg(box):
+    """A pointer to a sam3_box from (x0, y0, x1, y1), or None; the caller keeps it alive for the call."""
+    if box is None:
+        return None
+    return ctypes.pointer(_Box(*[float(v) for v in _float_rows(box, 4, "box")[0]]))
 
 
 def _labels(labels, n, what):
@@ -447,27 +465,30 @@ class Context:
         b = _float_rows([] if boxes is None else boxes, 4, "boxes")
         lab = _labels(box_labels, len(b), "box")
         cb = (_Box * max(1, len(b)))()
+        cl = (ctypes.c_int * max(1, len(b)))()
         for i, (row, l) in enumerate(zip(b, lab)):
-            cb[i] = _Box(row[0], row[1], row[2], row[3], l)
-        pr = _zeroed(_Prompt)
+            cb[i] = _Box(row[0], row[1], row[2], row[3])
+            cl[i] = l
+        pr = _zeroed(_SegmentPrompt)
         pr.text = _text(text)
         pr.boxes = cb if len(b) else None
+        pr.box_labels = cl if len(b) else None
         pr.n_boxes = len(b)
         opt = _zeroed(_SegmentOptions)
         # the library reads 0 as "the default"; every probability is above -1
         opt.score_threshold = score_threshold if score_threshold > 0 else -1.0
         opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
         opt.no_masks = 0 if masks else 1
-        out = _zeroed(_Segmentation)
+        out = _zeroed(_SegmentResult)
         _check(load_library().sam3_segment(self._live(), pr, opt, out), self._ptr)
         return Segmentation(out, masks)
 
     def segment_points(self, points=None, point_labels=None, box=None, mask_logits=None, single_mask=False,
-                       mask_threshold=0.0, masks=True):
+                       mask_threshold=0.5, masks=True):
         """The one object that clicks ((N, 2) x y in image pixels; point_labels 1 on the object, 0
         background, default all 1), a box (x0, y0, x1, y1) and/or mask_logits (a previous result's
         low_res_logits[i]) point at. Three candidate masks, or one with single_mask; mask_threshold
-        is a logit."""
+        is a probability, as in segment (0: every pixel)."""
         p = _float_rows([] if points is None else points, 2, "points")
         lab = _labels(point_labels, len(p), "point")
         cp = (_Point * max(1, len(p)))()
@@ -476,10 +497,8 @@ class Context:
         pp = _zeroed(_PointsPrompt)
         pp.points = cp if len(p) else None
         pp.n_points = len(p)
-        cbox = None
-        if box is not None:
-            cbox = (ctypes.c_float * 4)(*[float(v) for v in _float_rows(box, 4, "box")[0]])
-            pp.box = cbox
+        cbox = _box_arg(box)
+        pp.box = cbox
         mk = None
         if mask_logits is not None:
             mk = np.ascontiguousarray(mask_logits, dtype=np.float32)
@@ -489,7 +508,7 @@ class Context:
             pp.mask_height, pp.mask_width = mk.shape
         opt = _zeroed(_PointsOptions)
         opt.single_mask = 1 if single_mask else 0
-        opt.mask_threshold = mask_threshold
+        opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0  # 0 is "the default" to the library
         opt.no_masks = 0 if masks else 1
         out = _zeroed(_PointsResult)
         _check(load_library().sam3_segment_points(self._live(), pp, opt, out), self._ptr)
@@ -505,13 +524,15 @@ class Tracker:
     """Follows prompted objects through a stream of frames (the SAM 3 tracker's memory), on a
     Context (whose image and results it replaces on every frame; a model converted with its memory
     modules). Frames are numbered 0, 1, ... in the order they are pushed. With masks=False the
-    frame-size masks are skipped (boxes and areas are then 0)."""
+    frame-size masks are skipped (boxes and areas are then 0); mask_threshold is their probability
+    threshold, as in Context.segment (0: every pixel)."""
 
-    def __init__(self, ctx, masks=True):
+    def __init__(self, ctx, masks=True, mask_threshold=0.5):
         self.ctx = ctx  # kept alive as long as the tracker
         self.masks = masks
         opt = _zeroed(_TrackerOptions)
         opt.no_masks = 0 if masks else 1
+        opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
         ptr = _vp()
         cp = ctx._live()
         _check(load_library().sam3_tracker_new(cp, opt, ctypes.byref(ptr)), cp)
@@ -559,13 +580,12 @@ class Tracker:
         cp = (_Point * max(1, len(p)))()
         for i, (row, l) in enumerate(zip(p, lab)):
             cp[i] = _Point(row[0], row[1], l)
-        tp = _zeroed(_TrackPrompt)
+        tp = _zeroed(_TrackerPrompt)
         tp.points = cp if len(p) else None
         tp.n_points = len(p)
-        cbox = mk = None
-        if box is not None:
-            cbox = (ctypes.c_float * 4)(*[float(v) for v in _float_rows(box, 4, "box")[0]])
-            tp.box = cbox
+        mk = None
+        cbox = _box_arg(box)
+        tp.box = cbox
         if mask is not None:
             mk = np.ascontiguousarray(np.asarray(mask) != 0, dtype=np.uint8)
             if mk.ndim != 2:
@@ -593,7 +613,7 @@ class Tracker:
         is as it was before the call."""
         a, fmt = _as_image(image)
         h, w = a.shape[:2]
-        out = _zeroed(_TrackFrame)
+        out = _zeroed(_TrackerResult)
         t = self._live()
         _check(load_library().sam3_tracker_push_frame(t, a.ctypes.data_as(c_uint8_p), w, h, a.strides[0], fmt, out), self.ctx._ptr)
         lh, lw = out.low_res_height, out.low_res_width
@@ -602,7 +622,7 @@ class Tracker:
             o = out.objects[i]
             objects.append({
                 "id": o.id, "object_score": float(o.object_score), "prompted": bool(o.prompted),
-                "box": np.array(list(o.box), dtype=np.float32), "area": int(o.area),
+                "box": o.box.as_array(), "area": int(o.area),
                 "mask": np.ctypeslib.as_array(o.mask, shape=(out.height, out.width)) != 0 if o.mask else None,
                 "low_res_logits": np.ctypeslib.as_array(o.low_res_logits, shape=(lh, lw)).copy()})
         return objects
