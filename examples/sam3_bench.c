@@ -397,8 +397,8 @@ static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int s
     t[LOAD_ENCODER] = tm.vision_trunk + tm.vision_neck;
     if (!sam1) {
         char text[64];
-        sam3_prompt pr;
-        sam3_segmentation seg;
+        sam3_segment_prompt pr;
+        sam3_segment_result seg;
         memset(&pr, 0, sizeof(pr));
         pr.text = text;
         snprintf(text, sizeof(text), "yellow school bus %d", k % 10); /* new texts, same token count */
