@@ -9457,6 +9457,96 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
     return rc;
 }
 
+/* ==== sam3: concept tracker (Sam3VideoModel: detections and masklets of text concepts) ==== */
+/* The mask primitives of Sam3VideoModel's per-frame loop, on binary masks (one byte per pixel, 0/1)
+   or logits. They need no context, so the tests call them directly. */
+
+/* mask_iou: |a & b| / max(|a | b|, 1) over n pixels. */
+static float sam3__mask_iou(const uint8_t *a, const uint8_t *b, size_t n) {
+    size_t i, in = 0, un = 0;
+    for (i = 0; i < n; i++) {
+        in += (size_t)(a[i] & b[i]);
+        un += (size_t)(a[i] | b[i]);
+    }
+    return (float)in / (float)(un ? un : 1);
+}
+
+/* nms_masks: keep[i] = 1 for the detections above prob_thr that survive greedy mask NMS (highest
+   probability first, ties in index order; a detection goes when its IoU with a kept one exceeds
+   iou_thr), as the cv-utils kernel's generic_nms that HF 5.17 loads from the `kernels` package. HF
+   without that package (the GPU machine here) keeps every detection above prob_thr: the concept
+   tracker's nms option chooses. masks (n, hw) binary; order (n) ints of scratch. */
+static void sam3__nms_masks(const float *prob, const uint8_t *masks, int n, size_t hw, float prob_thr, float iou_thr, uint8_t *keep, int *order) {
+    int i, j, m = 0;
+    for (i = 0; i < n; i++) {
+        keep[i] = prob[i] > prob_thr;
+        if (keep[i]) order[m++] = i;
+    }
+    for (i = 1; i < m; i++) { /* insertion sort, descending, stable */
+        const int k = order[i];
+        for (j = i; j > 0 && prob[order[j - 1]] < prob[k]; j--) order[j] = order[j - 1];
+        order[j] = k;
+    }
+    for (i = 0; i < m; i++) {
+        if (!keep[order[i]]) continue;
+        for (j = i + 1; j < m; j++)
+            if (keep[order[j]] && sam3__mask_iou(masks + (size_t)order[i] * hw, masks + (size_t)order[j] * hw, hw) > iou_thr) keep[order[j]] = 0;
+    }
+}
+
+/* Areas of the 8-connected components of the pixels where on[i] == want: area[i] = the size of the
+   component holding pixel i (0 for the other pixels). stack (h*w) ints of scratch. The reference's
+   cc_2d (and its CPU fallback, skimage.measure.label at full connectivity) connect diagonals too. */
+static void sam3__cc_areas(const uint8_t *on, uint8_t want, int h, int w, int32_t *area, int32_t *stack) {
+    const size_t n = (size_t)h * w;
+    size_t i;
+    for (i = 0; i < n; i++) area[i] = on[i] == want ? -1 : 0; /* -1: not yet labelled */
+    for (i = 0; i < n; i++) {
+        size_t top = 0, start, k;
+        if (area[i] != -1) continue;
+        /* flood fill, then write the count over the component (its pixels sit in stack[0..cnt)) */
+        stack[top++] = (int32_t)i;
+        area[i] = -2;
+        for (start = 0; start < top; start++) {
+            const int p = stack[start], y = p / w, x = p % w;
+            int dy, dx;
+            for (dy = -1; dy <= 1; dy++)
+                for (dx = -1; dx <= 1; dx++) {
+                    const int yy = y + dy, xx = x + dx;
+                    size_t q;
+                    if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+                    q = (size_t)yy * w + xx;
+                    if (area[q] == -1) {
+                        area[q] = -2;
+                        stack[top++] = (int32_t)q;
+                    }
+                }
+        }
+        for (k = 0; k < top; k++) area[stack[k]] = (int32_t)top;
+    }
+}
+
+/* fill_holes_in_mask_scores on one (h, w) map of logits: background components (<= 0) of at most
+   max_area pixels become 0.1 (holes filled), then foreground components (> 0) of at most
+   min(max_area, foreground area / 2) pixels become -0.1 (sprinkles removed). HF 5.17 skips both
+   without the `kernels` package; the concept tracker's fill option chooses. bin (h*w) bytes, area
+   and stack (h*w) ints of scratch. */
+static void sam3__fill_holes(float *logits, int h, int w, int max_area, uint8_t *bin, int32_t *area, int32_t *stack) {
+    const size_t n = (size_t)h * w;
+    size_t i, fg = 0;
+    int32_t thr;
+    if (max_area <= 0) return;
+    for (i = 0; i < n; i++) bin[i] = logits[i] > 0;
+    sam3__cc_areas(bin, 0, h, w, area, stack);
+    for (i = 0; i < n; i++)
+        if (!bin[i] && area[i] <= max_area) logits[i] = 0.1f;
+    for (i = 0; i < n; i++) fg += (bin[i] = logits[i] > 0);
+    thr = (int32_t)SAM3__MIN(fg / 2, (size_t)max_area);
+    sam3__cc_areas(bin, 1, h, w, area, stack);
+    for (i = 0; i < n; i++)
+        if (bin[i] && area[i] <= thr) logits[i] = -0.1f;
+}
+
 #endif /* SAM3_IMPLEMENTATION_INCLUDED */
 #endif /* SAM3_IMPLEMENTATION */
 
