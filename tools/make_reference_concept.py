@@ -27,6 +27,7 @@ components); the dump says so in concept.hf_nms = 0 and concept.hf_fill = 0.
 Dump (prefix m = "s" or "c"; F the frame the output belongs to):
   frame.{F}.width/.height/.crc32                       the frame and the CRC-32 of its RGB bytes
   concept.prompt.{P}                                   the prompt texts
+  concept.prompt.{P}.ids [t] i32                       their token ids (unpadded; HF pads to 32 with a mask)
   {m}.f{F}.ids [n] i32        objects in the processor's output (sorted ids, empty masks and
                               suppressed or hotstart-removed objects left out)
   {m}.f{F}.prompt [n] i32     the prompt index of each
@@ -95,7 +96,15 @@ def load_model(src, overrides):
 def make_processor(src, S):
     from transformers import CLIPTokenizer, Sam3VideoProcessor
     from transformers.models.sam3.image_processing_sam3 import Sam3ImageProcessor
-    tok = CLIPTokenizer(vocab_file=os.path.join(src, "vocab.json"), merges_file=os.path.join(src, "merges.txt"))
+    # from_pretrained, as a user would: CLIPTokenizer(vocab_file=, merges_file=) builds a tokenizer
+    # that maps every word of the synthetic vocabulary to id 2 (seen on transformers 5.17)
+    tok = CLIPTokenizer.from_pretrained(src)
+    with open(os.path.join(src, "vocab.json")) as f:
+        vocab = json.load(f)
+    ids = tok("a cat")["input_ids"]
+    if ids[0] != vocab.get("<|startoftext|>") or ids[-1] != vocab.get("<|endoftext|>") or len(set(ids)) < 3:
+        raise RuntimeError(f"tokenizer looks broken: 'a cat' -> {ids}")
+    log(f"tokenizer: 'a cat' -> {ids}")
     ip = Sam3ImageProcessor(size={"height": S, "width": S})
     errs = []
     for kw in (dict(video_processor=None), dict()):
@@ -321,8 +330,10 @@ def main():
     proc = make_processor(args.src, S)
     cfg = {"arch": "dump", "dump.kind": "concept", "concept.frames": args.n, "transformers": transformers.__version__,
            "concept.hf_nms": int(have_kernels), "concept.hf_fill": int(have_kernels)}
+    tok_ids = []
     for i, p in enumerate(prompts):
         cfg[f"concept.prompt.{i}"] = p
+        tok_ids.append((f"concept.prompt.{i}.ids", np.array(proc.tokenizer(p)["input_ids"], np.int32)))
     cfg["concept.n_prompts"] = len(prompts)
     frames = []
     for f in range(args.n):
@@ -385,7 +396,7 @@ def main():
     cfg["concept.hf_ms_streaming"] = (time.time() - t0) * 1000
     tc, sc = run_mode("c", model, rec, proc, frames, prompts, True, g)
     log(f"final: streaming {ss}\n       clip {sc}")
-    tensors = ts + tc
+    tensors = tok_ids + ts + tc
     sam3file.write(args.out, cfg, tensors)
     log(f"wrote {args.out}: {len(tensors)} tensors, {os.path.getsize(args.out)} bytes")
 
