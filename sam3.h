@@ -9528,8 +9528,15 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
 }
 
 /* ==== sam3: concept tracker (Sam3VideoModel: detections and masklets of text concepts) ==== */
-/* The mask primitives of Sam3VideoModel's per-frame loop, on binary masks (one byte per pixel, 0/1)
-   or logits. They need no context, so the tests call them directly. */
+/* Sam3VideoModel in streaming mode (frames one at a time), built on the video tracker's objects and
+   memory bank. Not here yet: the reference's clip mode (propagate_in_video_iterator: hotstart
+   removals of objects unmatched or duplicated in their first hotstart_delay frames, outputs held
+   back that long, keep-alive suppression); box exemplars as concept prompts. A note for the clip
+   mode: in transformers 5.17, build_outputs pairs the session's object ids, taken after that
+   frame's removals, with the tracker masks taken before them, so on a frame where an object is
+   removed every later object is reported with its predecessor's mask; parity needs that too.
+   First, the mask primitives of the per-frame loop, on binary masks (one byte per pixel, 0/1) or
+   logits. They need no context, so the tests call them directly. */
 
 /* mask_iou: |a & b| / max(|a | b|, 1) over n pixels. */
 static float sam3__mask_iou(const uint8_t *a, const uint8_t *b, size_t n) {
