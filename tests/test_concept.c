@@ -11,7 +11,8 @@
    PHOTO (../shared/images/test_image.jpg; without it the parity part is skipped with a message).
    Per frame: the same object ids with the same prompt indices, scores and tracker probabilities
    within 1e-4, low-resolution logits within 1e-3 relative (see TOL_LOGITS), frame-size masks at
-   IoU >= 0.99, boxes within a pixel. Then misuse of the API and a frame where nothing matches. The dump's streaming part ("s.") is compared; its clip-mode part ("c.", HF's
+   IoU >= 0.99, boxes within a pixel. Then misuse of the API, a frame where nothing matches, and
+   aborts inside frames. The dump's streaming part ("s.") is compared; its clip-mode part ("c.", HF's
    hotstart) is not implemented in sam3.h yet.
 
    HF 5.17 runs NMS and hole filling only with the optional `kernels` package (absent on the
@@ -319,6 +320,99 @@ out:
     sam3_free(m);
 }
 
+static int g_abort_after = -1; /* abort at the n-th poll (-1: never) */
+static int g_polls;             /* polls so far */
+static int abort_fn(void *user) {
+    (void)user;
+    g_polls++;
+    if (g_abort_after < 0) return 0;
+    return g_abort_after-- == 0;
+}
+
+/* What a frame gave, to compare a run with aborted frames against a clean one. */
+#define AB_FRAMES 5
+#define AB_MAX 64
+typedef struct ab_frame {
+    int n, id[AB_MAX];
+    int64_t area[AB_MAX];
+    double logit_sum[AB_MAX];
+} ab_frame;
+static void ab_take(const sam3_concept_frame *fr, ab_frame *r) {
+    int i, q;
+    r->n = fr->n_objects < AB_MAX ? fr->n_objects : AB_MAX;
+    for (i = 0; i < r->n; i++) {
+        r->id[i] = fr->objects[i].id;
+        r->area[i] = fr->objects[i].area;
+        r->logit_sum[i] = 0;
+        for (q = 0; q < fr->low_res_width * fr->low_res_height; q++) r->logit_sum[i] += fr->objects[i].low_res_logits[q];
+    }
+}
+
+/* An abort inside a frame (early: in the detector; late: in the memory encoders) leaves the tracker
+   as before it: the frame pushed again gives what a run without aborts gave. Synthetic frames and a
+   threshold low enough for the random weights to find objects. */
+static void test_abort(const char *model) {
+    sam3_model *m = NULL;
+    sam3_ctx *c = NULL;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_concept_options o = sam3_concept_options_default();
+    static unsigned char img[AB_FRAMES][64 * 48 * 3];
+    static ab_frame clean[AB_FRAMES];
+    int run, f, i, total = 0;
+    for (f = 0; f < AB_FRAMES; f++)
+        for (i = 0; i < 64 * 48 * 3; i++) img[f][i] = (unsigned char)((i + 9 * f) * 7 + (i / 3) * 13 + (i / 192) * 5 * f);
+    co.abort_fn = abort_fn;
+    if (sam3_load(model, NULL, &m) != SAM3_OK || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+        t_check(0, "load %s", model);
+        goto out;
+    }
+    o.detection_threshold = o.new_object_threshold = 0.3f;
+    for (run = 0; run < 2; run++) {
+        sam3_concept_tracker *ct = NULL;
+        if (sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK || sam3_concept_tracker_add_text(ct, "a cat", NULL) != SAM3_OK ||
+            sam3_concept_tracker_add_text(ct, "the red car", NULL) != SAM3_OK) {
+            t_check(0, "abort test: tracker: %s", sam3_ctx_last_error(c));
+            sam3_concept_tracker_free(ct);
+            goto out;
+        }
+        for (f = 0; f < AB_FRAMES; f++) {
+            sam3_concept_frame fr;
+            ab_frame got;
+            sam3_result rc;
+            if (run == 1 && (f == 2 || f == 3)) {
+                const int late = g_polls > 2 ? g_polls - 2 : 0;
+                g_abort_after = f == 2 ? late : 3;
+                rc = sam3_concept_tracker_push_frame(ct, img[f], 64, 48, 64 * 3, SAM3_RGB8, &fr);
+                g_abort_after = -1;
+                t_check(rc == SAM3_ERR_ABORTED, "frame %d aborted %s: %s", f, f == 2 ? "late" : "early", sam3_result_string(rc));
+            }
+            g_polls = 0;
+            rc = sam3_concept_tracker_push_frame(ct, img[f], 64, 48, 64 * 3, SAM3_RGB8, &fr);
+            if (rc != SAM3_OK || fr.frame != f) {
+                t_check(0, "abort test run %d frame %d: %s, frame %d", run, f, sam3_ctx_last_error(c), fr.frame);
+                break;
+            }
+            if (run == 0) {
+                ab_take(&fr, &clean[f]);
+                total += clean[f].n;
+            } else {
+                int same;
+                ab_take(&fr, &got);
+                same = got.n == clean[f].n;
+                for (i = 0; same && i < got.n; i++)
+                    same = got.id[i] == clean[f].id[i] && got.area[i] == clean[f].area[i] && got.logit_sum[i] == clean[f].logit_sum[i];
+                t_check(same, "frame %d after %s: %d objects, as without aborts (%d)", f, f == 2 || f == 3 ? "an abort" : "no abort", got.n,
+                        clean[f].n);
+            }
+        }
+        if (run == 0) t_check(total > 0, "abort test: %d objects over %d frames (some needed)", total, AB_FRAMES);
+        sam3_concept_tracker_free(ct);
+    }
+out:
+    sam3_ctx_free(c);
+    sam3_free(m);
+}
+
 int main(int argc, char **argv) {
     const char *ops = NULL, *model = NULL, *ref = NULL, *photo = NULL;
     int i;
@@ -332,5 +426,6 @@ int main(int argc, char **argv) {
     if (ops) test_ops(ops);
     if (model && ref && photo) test_stream(model, ref, photo);
     if (model) test_api(model);
+    if (model) test_abort(model);
     return t_done("test_concept");
 }
