@@ -49,6 +49,7 @@ VIDEO_SAM3 := $(BUILD)/video_a.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
+TESTS     += $(BUILD)/test_concept
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
@@ -149,6 +150,10 @@ $(BUILD)/test_parity: tests/test_parity.c tests/test_util.h tests/test_dump.h sa
 # The video tracker against its reference stream (frames cut from $(SHARED)/images/test_image.jpg).
 $(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_video.c $(LIBS)
+# The concept tracker (Sam3VideoModel): its mask primitives against tests/concept_ops.py, its
+# stream against HF's (frames cut from $(SHARED)/images/test_image.jpg, as test_video's).
+$(BUILD)/test_concept: tests/test_concept.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_concept.c $(LIBS)
 # The same frames as PNG files, for tools/make_reference_video.py on the GPU machine:
 #   build/make_video_frames ../shared/images/test_image.jpg 10 DIR
 $(BUILD)/make_video_frames: tests/make_video_frames.c tests/video_frames.h | $(BUILD)
@@ -218,6 +223,9 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@$(BUILD)/test_parity --model $(BUILD)/qgelu/model.sam3 --data $(BUILD)/qgelu
 	@$(BUILD)/test_video --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 --photo $(SHARED)/images/test_image.jpg \
 	    --unsupported $(BUILD)/tiny_a.sam3
+	@$(PYTHON) tests/concept_ops.py $(BUILD)/concept_ops.sam3
+	@$(BUILD)/test_concept --ops $(BUILD)/concept_ops.sam3 --model $(VIDEO_SAM3) --ref tests/data/concept_a/ref_concept.sam3 \
+	    --photo $(SHARED)/images/test_image.jpg
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_gemm
 	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done

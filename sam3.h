@@ -143,6 +143,7 @@ DOCUMENTATION
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
+   SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
    SAM3_NO_FAST_ATTENTION  attention through BLAS products instead of sam3's fused kernel (GCC/clang)
 
 6. Weight file format (.sam3)
@@ -548,6 +549,9 @@ SAM3DEF sam3_points_options sam3_points_options_default(void);
 #ifndef SAM3_MAX_TRACKED_OBJECTS
 #define SAM3_MAX_TRACKED_OBJECTS 64
 #endif
+#ifndef SAM3_MAX_CONCEPT_PROMPTS
+#define SAM3_MAX_CONCEPT_PROMPTS 16
+#endif
 
 /* A stream's tracking state, on one context (so on one thread at a time). Frames are numbered
    0, 1, ... in the order they are pushed. */
@@ -614,6 +618,68 @@ SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t);
 /* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
 SAM3DEF size_t sam3_tracker_memory_used(const sam3_tracker *t);
 SAM3DEF void sam3_tracker_free(sam3_tracker *t);
+
+/* ---- Concept tracking (EXPERIMENTAL: outside section 8's promise; names and fields may still change in a minor version) ----
+   Every instance of one or more text concepts followed through a stream, each with an ID of its
+   own: Hugging Face Sam3VideoModel in streaming mode. Per frame: the image encoder once; the
+   detector for each text prompt; every tracked object propagated by the memory tracker; detections
+   matched to tracked masks by mask IoU (never across prompts); unmatched confident detections start
+   new objects (their detector mask becomes a conditioning frame); overlapping masks of recently
+   occluded objects are suppressed; every object's memory encoded. Objects are never removed in
+   this mode (as the reference's streaming mode): an object out of view has an empty mask and is
+   left out of the frame's list until it shows again. */
+typedef struct sam3_concept_tracker sam3_concept_tracker;
+
+/* Thresholds of Sam3VideoConfig; 0 selects the reference's default (in brackets). */
+typedef struct sam3_concept_tracker_options {
+    float detection_threshold;  /* a detection counts when sigmoid(logit) * presence > this [0.5] */
+    float new_object_threshold; /* an unmatched detection starts an object at >= this [0.7] */
+    float match_iou;            /* a detection matches a tracked mask at mask IoU >= this [0.1] */
+    float track_match_iou;      /* a tracked mask counts as matched at IoU >= this [0.5] */
+    float recondition_score;    /* reconditioning: detection score and tracker logit above this [0.8] */
+    float recondition_iou;      /* reconditioning: detection-to-mask IoU at least this [0.8] */
+    int recondition_every;      /* reconditioning on every Nth frame [16]; negative: never */
+    float occlusion_iou;        /* overlap above which the more recently occluded object is hidden [0.7]; negative: off */
+    float nms_iou;              /* mask NMS among one prompt's detections [0.1]; negative: none (HF 5.17 without
+                                   the `kernels` package runs none) */
+    int fill_hole_area;         /* low-resolution holes and sprinkles up to this many pixels are filled [16];
+                                   negative: none (HF 5.17 without `kernels` fills none) */
+    int max_objects;            /* objects tracked at most [SAM3_MAX_TRACKED_OBJECTS]; the best new ones win */
+} sam3_concept_tracker_options;
+
+typedef struct sam3_concept_tracker_object {
+    int id;                      /* 0, 1, ... in order of appearance; kept while the object is tracked */
+    int prompt;                  /* index of the text prompt that found it (sam3_concept_tracker_add_text) */
+    float score;                 /* the detection score that started it */
+    float tracker_score;         /* probability it is visible in this frame (its detection score on the first) */
+    sam3_box box;                /* x1, y1 exclusive: the mask's bounds before the overlap
+                                    removal below, as the reference's processor computes them */
+    int64_t area;                /* pixels set in mask */
+    const uint8_t *mask;         /* width*height bytes, 1 = object; within one prompt no pixel belongs to two
+                                    objects (the one with the higher tracker_score keeps it) */
+    const float *low_res_logits; /* low_res_height*low_res_width logits */
+} sam3_concept_tracker_object;
+
+typedef struct sam3_concept_tracker_result {
+    int frame;                          /* this frame's index in the stream */
+    int n_objects;                      /* visible objects (0 is not an error) */
+    const sam3_concept_tracker_object *objects; /* (n_objects), ascending id */
+    int width, height;
+    int low_res_width, low_res_height;
+} sam3_concept_tracker_result;
+
+SAM3DEF sam3_concept_tracker_options sam3_concept_tracker_options_default(void);
+/* A concept tracker on ctx (its image and results are replaced on every frame). SAM3_ERR_UNSUPPORTED
+   when the model file has no video memory modules. */
+SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *ctx, const sam3_concept_tracker_options *opt, sam3_concept_tracker **out);
+/* Adds a text prompt (UTF-8, not empty) from the next frame on; *index (may be NULL) gets its
+   index. The same text twice gives the same index. At most SAM3_MAX_CONCEPT_PROMPTS. */
+SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *t, const char *text, int *index);
+/* Processes the next frame (pixels as sam3_set_image takes them). *out stays valid until the next
+   call on this tracker. On an error, an abort included, the tracker is as before the call. */
+SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *t, const uint8_t *pixels, int w, int h, int stride,
+                                                    sam3_pixel_format format, sam3_concept_tracker_result *out);
+SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 
 #ifdef __cplusplus
 }
@@ -8787,6 +8853,7 @@ typedef struct sam3__trk_obj {
     sam3_box box;
     uint8_t *mask;
     int mask_w, mask_h;
+    int mask_soft; /* the concept tracker's detector mask: upsampled without the processor's >= 0.5 */
 } sam3__trk_obj;
 
 struct sam3_tracker {
@@ -9217,7 +9284,10 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
         for (j = 0; j < (size_t)o->mask_w * o->mask_h; j++) mf[j] = o->mask[j] ? 1.0f : 0.0f;
         if (o->mask_w != S || o->mask_h != S) {
             if ((rc = sam3__aa_resize_f32(c, mf, o->mask_h, o->mask_w, ms, S, S)) != SAM3_OK) return rc;
-            for (j = 0; j < (size_t)S * S; j++) ms[j] = ms[j] >= 0.5f ? 1.0f : 0.0f;
+            /* Sam3VideoModel hands its detector mask (>= 0.5, at the low resolution) straight to the
+               session: _use_mask_as_output upsamples it without binarising again */
+            if (!o->mask_soft)
+                for (j = 0; j < (size_t)S * S; j++) ms[j] = ms[j] >= 0.5f ? 1.0f : 0.0f;
         } else {
             memcpy(ms, mf, (size_t)S * S * sizeof(float));
         }
@@ -9531,6 +9601,718 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
     }
     rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, out);
     sam3__flag_drop(&t->c->busy);
+    return rc;
+}
+
+/* ==== sam3: concept tracker (Sam3VideoModel: detections and masklets of text concepts) ==== */
+/* Sam3VideoModel in streaming mode (frames one at a time), built on the video tracker's objects and
+   memory bank. Not here yet: the reference's clip mode (propagate_in_video_iterator: hotstart
+   removals of objects unmatched or duplicated in their first hotstart_delay frames, outputs held
+   back that long, keep-alive suppression); box exemplars as concept prompts. A note for the clip
+   mode: in transformers 5.17, build_outputs pairs the session's object ids, taken after that
+   frame's removals, with the tracker masks taken before them, so on a frame where an object is
+   removed every later object is reported with its predecessor's mask; parity needs that too.
+   First, the mask primitives of the per-frame loop, on binary masks (one byte per pixel, 0/1) or
+   logits. They need no context, so the tests call them directly. */
+
+/* mask_iou: |a & b| / max(|a | b|, 1) over n pixels. */
+static float sam3__mask_iou(const uint8_t *a, const uint8_t *b, size_t n) {
+    size_t i, in = 0, un = 0;
+    for (i = 0; i < n; i++) {
+        in += (size_t)(a[i] & b[i]);
+        un += (size_t)(a[i] | b[i]);
+    }
+    return (float)in / (float)(un ? un : 1);
+}
+
+/* nms_masks: keep[i] = 1 for the detections above prob_thr that survive greedy mask NMS (highest
+   probability first, ties in index order; a detection goes when its IoU with a kept one exceeds
+   iou_thr), as the cv-utils kernel's generic_nms that HF 5.17 loads from the `kernels` package. HF
+   without that package (the GPU machine here) keeps every detection above prob_thr: the concept
+   tracker's nms option chooses. masks (n, hw) binary; order (n) ints of scratch. */
+static void sam3__nms_masks(const float *prob, const uint8_t *masks, int n, size_t hw, float prob_thr, float iou_thr, uint8_t *keep, int *order) {
+    int i, j, m = 0;
+    for (i = 0; i < n; i++) {
+        keep[i] = prob[i] > prob_thr;
+        if (keep[i]) order[m++] = i;
+    }
+    for (i = 1; i < m; i++) { /* insertion sort, descending, stable */
+        const int k = order[i];
+        for (j = i; j > 0 && prob[order[j - 1]] < prob[k]; j--) order[j] = order[j - 1];
+        order[j] = k;
+    }
+    for (i = 0; i < m; i++) {
+        if (!keep[order[i]]) continue;
+        for (j = i + 1; j < m; j++)
+            if (keep[order[j]] && sam3__mask_iou(masks + (size_t)order[i] * hw, masks + (size_t)order[j] * hw, hw) > iou_thr) keep[order[j]] = 0;
+    }
+}
+
+/* Areas of the 8-connected components of the pixels where on[i] == want: area[i] = the size of the
+   component holding pixel i (0 for the other pixels). stack (h*w) ints of scratch. The reference's
+   cc_2d (and its CPU fallback, skimage.measure.label at full connectivity) connect diagonals too. */
+static void sam3__cc_areas(const uint8_t *on, uint8_t want, int h, int w, int32_t *area, int32_t *stack) {
+    const size_t n = (size_t)h * w;
+    size_t i;
+    for (i = 0; i < n; i++) area[i] = on[i] == want ? -1 : 0; /* -1: not yet labelled */
+    for (i = 0; i < n; i++) {
+        size_t top = 0, start, k;
+        if (area[i] != -1) continue;
+        /* flood fill, then write the count over the component (its pixels sit in stack[0..cnt)) */
+        stack[top++] = (int32_t)i;
+        area[i] = -2;
+        for (start = 0; start < top; start++) {
+            const int p = stack[start], y = p / w, x = p % w;
+            int dy, dx;
+            for (dy = -1; dy <= 1; dy++)
+                for (dx = -1; dx <= 1; dx++) {
+                    const int yy = y + dy, xx = x + dx;
+                    size_t q;
+                    if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+                    q = (size_t)yy * w + xx;
+                    if (area[q] == -1) {
+                        area[q] = -2;
+                        stack[top++] = (int32_t)q;
+                    }
+                }
+        }
+        for (k = 0; k < top; k++) area[stack[k]] = (int32_t)top;
+    }
+}
+
+/* fill_holes_in_mask_scores on one (h, w) map of logits: background components (<= 0) of at most
+   max_area pixels become 0.1 (holes filled), then foreground components (> 0) of at most
+   min(max_area, foreground area / 2) pixels become -0.1 (sprinkles removed). HF 5.17 skips both
+   without the `kernels` package; the concept tracker's fill option chooses. bin (h*w) bytes, area
+   and stack (h*w) ints of scratch. */
+static void sam3__fill_holes(float *logits, int h, int w, int max_area, uint8_t *bin, int32_t *area, int32_t *stack) {
+    const size_t n = (size_t)h * w;
+    size_t i, fg = 0;
+    int32_t thr;
+    if (max_area <= 0) return;
+    for (i = 0; i < n; i++) bin[i] = logits[i] > 0;
+    sam3__cc_areas(bin, 0, h, w, area, stack);
+    for (i = 0; i < n; i++)
+        if (!bin[i] && area[i] <= max_area) logits[i] = 0.1f;
+    for (i = 0; i < n; i++) fg += (bin[i] = logits[i] > 0);
+    thr = (int32_t)SAM3__MIN(fg / 2, (size_t)max_area);
+    sam3__cc_areas(bin, 1, h, w, area, stack);
+    for (i = 0; i < n; i++)
+        if (bin[i] && area[i] <= thr) logits[i] = -0.1f;
+}
+
+struct sam3_concept_tracker {
+    sam3_tracker *t; /* the objects and their memory banks */
+    sam3_concept_tracker_options opt;
+    int n_prompts;
+    char *text[SAM3_MAX_CONCEPT_PROMPTS];
+    int next_id;
+    /* per object, parallel to t->obj */
+    int prompt[SAM3_MAX_TRACKED_OBJECTS];
+    float score[SAM3_MAX_TRACKED_OBJECTS];
+    int last_occluded[SAM3_MAX_TRACKED_OBJECTS]; /* -1: never */
+    /* the current frame's detections over all prompts (cap_det of them) */
+    float *det_prob, *det_low;
+    int *det_prompt;
+    size_t cap_det;
+    sam3_concept_tracker_object *res; /* (SAM3_MAX_TRACKED_OBJECTS) */
+    float *res_low;
+    uint8_t *res_mask;
+    size_t res_low_cap, res_mask_cap;
+};
+
+SAM3DEF sam3_concept_tracker_options sam3_concept_tracker_options_default(void) {
+    sam3_concept_tracker_options o;
+    memset(&o, 0, sizeof(o));
+    return o;
+}
+
+/* The options with the reference's defaults filled in (Sam3VideoConfig). */
+static sam3_concept_tracker_options sam3__concept_resolve(const sam3_concept_tracker_options *in) {
+    sam3_concept_tracker_options o = in ? *in : sam3_concept_tracker_options_default();
+    if (o.detection_threshold == 0) o.detection_threshold = 0.5f;
+    if (o.new_object_threshold == 0) o.new_object_threshold = 0.7f;
+    if (o.match_iou == 0) o.match_iou = 0.1f;
+    if (o.track_match_iou == 0) o.track_match_iou = 0.5f;
+    if (o.recondition_score == 0) o.recondition_score = 0.8f;
+    if (o.recondition_iou == 0) o.recondition_iou = 0.8f;
+    if (o.recondition_every == 0) o.recondition_every = 16;
+    if (o.occlusion_iou == 0) o.occlusion_iou = 0.7f;
+    if (o.nms_iou == 0) o.nms_iou = 0.1f;
+    if (o.fill_hole_area == 0) o.fill_hole_area = 16;
+    if (o.max_objects <= 0 || o.max_objects > SAM3_MAX_TRACKED_OBJECTS) o.max_objects = SAM3_MAX_TRACKED_OBJECTS;
+    return o;
+}
+
+SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *ct) {
+    sam3_allocator a;
+    int i;
+    if (!ct) return;
+    a = ct->t->c->a;
+    for (i = 0; i < ct->n_prompts; i++) sam3__afree(&a, ct->text[i]);
+    sam3__afree(&a, ct->det_prob);
+    sam3__afree(&a, ct->det_low);
+    sam3__afree(&a, ct->det_prompt);
+    sam3__afree(&a, ct->res);
+    sam3__afree(&a, ct->res_low);
+    sam3__afree(&a, ct->res_mask);
+    sam3_tracker_free(ct->t);
+    sam3__afree(&a, ct);
+}
+
+SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *c, const sam3_concept_tracker_options *opt, sam3_concept_tracker **out) {
+    sam3_concept_tracker *ct;
+    sam3_concept_tracker_options o;
+    sam3_result rc;
+    if (!out) return c ? sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_new: out is NULL") : SAM3_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    o = sam3__concept_resolve(opt);
+    if (!sam3__finite(o.detection_threshold) || !sam3__finite(o.new_object_threshold) || !sam3__finite(o.match_iou) ||
+        !sam3__finite(o.track_match_iou) || !sam3__finite(o.recondition_score) || !sam3__finite(o.recondition_iou) ||
+        !sam3__finite(o.occlusion_iou) || !sam3__finite(o.nms_iou))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_new: thresholds must be finite");
+    if (c->m->arch == SAM3__ARCH_SAM3 && c->m->trk.present && c->m->neck.side[0] != 4 * c->m->trk.grid)
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_concept_tracker_new: the detector's masks (%d) and the tracker's (%d) differ in size",
+                          c->m->neck.side[0], 4 * c->m->trk.grid);
+    ct = (sam3_concept_tracker *)sam3__acalloc(&c->a, 1, sizeof(*ct));
+    if (!ct) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_tracker_new: out of memory");
+    if ((rc = sam3_tracker_new(c, NULL, &ct->t)) != SAM3_OK) {
+        sam3__afree(&c->a, ct);
+        return rc;
+    }
+    ct->opt = o;
+    ct->res = (sam3_concept_tracker_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_concept_tracker_object));
+    if (!ct->res) {
+        sam3_concept_tracker_free(ct);
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_tracker_new: out of memory");
+    }
+    *out = ct;
+    return SAM3_OK;
+}
+
+SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *ct, const char *text, int *index) {
+    sam3_ctx *c;
+    size_t len, nd, lp;
+    int i, Q;
+    char *copy;
+    float *dp, *dl;
+    int *dq;
+    if (!ct) return SAM3_ERR_INVALID_ARG;
+    c = ct->t->c;
+    c->err[0] = 0;
+    if (!text || !text[0]) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: the text is empty");
+    len = strlen(text);
+    if (len > SAM3_MAX_PROMPT_BYTES)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: %zu bytes, more than SAM3_MAX_PROMPT_BYTES", len);
+    for (i = 0; i < ct->n_prompts; i++)
+        if (!strcmp(ct->text[i], text)) { /* as Sam3VideoInferenceSession.add_prompt */
+            if (index) *index = i;
+            return SAM3_OK;
+        }
+    if (ct->n_prompts >= SAM3_MAX_CONCEPT_PROMPTS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: already %d prompts (SAM3_MAX_CONCEPT_PROMPTS)", SAM3_MAX_CONCEPT_PROMPTS);
+    Q = c->m->dec.queries;
+    lp = (size_t)c->m->neck.side[0] * c->m->neck.side[0];
+    nd = (size_t)Q * (ct->n_prompts + 1);
+    copy = (char *)sam3__aalloc(&c->a, len + 1);
+    dp = (float *)sam3__aalloc(&c->a, nd * sizeof(float));
+    dq = (int *)sam3__aalloc(&c->a, nd * sizeof(int));
+    dl = (float *)sam3__aalloc(&c->a, nd * lp * sizeof(float));
+    if (!copy || !dp || !dq || !dl) {
+        sam3__afree(&c->a, copy);
+        sam3__afree(&c->a, dp);
+        sam3__afree(&c->a, dq);
+        sam3__afree(&c->a, dl);
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_tracker_add_text: out of memory");
+    }
+    memcpy(copy, text, len + 1);
+    sam3__afree(&c->a, ct->det_prob);
+    sam3__afree(&c->a, ct->det_prompt);
+    sam3__afree(&c->a, ct->det_low);
+    ct->det_prob = dp;
+    ct->det_prompt = dq;
+    ct->det_low = dl;
+    ct->cap_det = nd;
+    ct->text[ct->n_prompts] = copy;
+    if (index) *index = ct->n_prompts;
+    ct->n_prompts++;
+    return SAM3_OK;
+}
+
+/* _apply_non_overlapping_constraints + _suppress_shrunk_masks on one prompt's masks (idx, n of
+   them, (L*L) logits each): a mask that keeps less than 0.3 of its area where it is not the
+   highest logit (first on ties) is pushed to <= -10 everywhere. */
+static void sam3__concept_shrink(float *const *mk, int n, size_t lp, uint8_t *drop) {
+    int i, j;
+    size_t q;
+    for (i = 0; i < n; i++) {
+        long before = 0, after = 0;
+        for (q = 0; q < lp; q++) {
+            const float v = mk[i][q];
+            int best = 0;
+            if (!(v > 0)) continue;
+            before++;
+            for (j = 1; j < n; j++)
+                if (mk[j][q] > mk[best][q]) best = j;
+            after += best == i;
+        }
+        drop[i] = (float)after / (float)(before > 0 ? before : 1) < 0.3f;
+    }
+}
+
+static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                          sam3_concept_tracker_result *out) {
+    sam3_tracker *t = ct->t;
+    sam3_ctx *c = t->c;
+    const sam3_model *m = c->m;
+    const sam3__vid_cfg *v = &m->vid;
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int D = m->trk.D, g = m->trk.grid, N = g * g, S = m->trk.image, M = v->mem_dim, L = 4 * g, f = t->next, n = t->n_obj;
+    const size_t lp = (size_t)L * L, mb = (size_t)N * M * sizeof(uint16_t), pb = (size_t)D * sizeof(float), plane = (size_t)W * H;
+    int nd = 0, p, i, j, k, n_new = 0, n_all, n_vis = 0, recond_frame, fill = op->fill_hole_area > 0;
+    sam3__trk_out *ro;
+    float *tlow, *iou, *mask16, *hm, *tsc, **srcs;
+    uint8_t *tbin, *dbin, *keep, *supp, *recond, *drop, *gdrop, *fbin;
+    int *order, *new_det, *hc_det, *occ_new, *grp;
+    int32_t *farea, *fstack;
+    long *area;
+    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
+    int fresh = 0;
+    sam3_result rc;
+    for (i = 0; i < SAM3_MAX_TRACKED_OBJECTS; i++) newcond[i] = NULL;
+
+    c->err[0] = 0;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: out is NULL");
+    memset(out, 0, sizeof(*out));
+    if (!ct->n_prompts)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no text prompt: call sam3_concept_tracker_add_text first");
+    if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
+
+    /* run_detection: the detector per prompt on the shared image features, detections above the
+       threshold merged in prompt order (_merge_detections_from_prompts) */
+    for (p = 0; p < ct->n_prompts; p++) {
+        sam3_segment_options so = sam3_segment_options_default();
+        sam3_segment_result seg;
+        sam3_segment_prompt pr;
+        memset(&pr, 0, sizeof(pr));
+        pr.text = ct->text[p];
+        so.score_threshold = op->detection_threshold;
+        so.no_masks = 1;
+        so.low_res = 1;
+        if ((rc = sam3__segment_run(c, &pr, &so, &seg)) < 0) return rc;
+        for (k = 0; k < seg.n_instances && (size_t)nd < ct->cap_det; k++) {
+            ct->det_prob[nd] = seg.instances[k].score;
+            ct->det_prompt[nd] = p;
+            memcpy(ct->det_low + (size_t)nd * lp, seg.instances[k].low_res_logits, lp * sizeof(float));
+            nd++;
+        }
+    }
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    n_all = n + nd;
+    ro = (sam3__trk_out *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(*ro));
+    tlow = sam3__sallocf(c, (size_t)SAM3__MAX(n, 1) * lp);          /* (n, L, L) tracked masks, then suppressed */
+    tbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * lp); /* (n, L, L) tlow > 0 */
+    dbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * lp);
+    iou = sam3__sallocf(c, (size_t)SAM3__MAX(nd * n, 1)); /* (nd, n) */
+    keep = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1));
+    order = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
+    new_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
+    hc_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
+    occ_new = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
+    grp = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(int));
+    supp = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    recond = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    drop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    gdrop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    mask16 = sam3__sallocf(c, (size_t)256 * N); /* (16g, 16g) the memory encoder's input */
+    hm = sam3__sallocf(c, lp);
+    tsc = sam3__sallocf(c, (size_t)SAM3__MAX(n_all, 1));
+    srcs = (float **)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(float *));
+    fbin = (uint8_t *)sam3__salloc(c, lp);
+    farea = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
+    fstack = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
+    area = (long *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(long));
+    if (!ro || !tlow || !tbin || !dbin || !iou || !keep || !order || !new_det || !hc_det || !occ_new || !grp || !supp || !recond || !drop || !gdrop ||
+        !mask16 || !hm || !tsc || !srcs || !fbin || !farea || !fstack || !area)
+        return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    for (k = 0; k < nd; k++) {
+        size_t q;
+        for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
+    }
+    /* nms_masks per prompt (off when nms_iou < 0, as HF without the kernels package) */
+    if (op->nms_iou >= 0 && nd > 1) {
+        int w2 = 0;
+        for (k = 0; k < nd; k++) keep[k] = 1;
+        for (p = 0; p < ct->n_prompts; p++) {
+            int cnt = 0, a0 = -1;
+            for (k = 0; k < nd; k++)
+                if (ct->det_prompt[k] == p) {
+                    if (a0 < 0) a0 = k;
+                    cnt++;
+                }
+            /* a prompt's detections are contiguous (merged in prompt order) */
+            if (cnt > 1) sam3__nms_masks(ct->det_prob + a0, dbin + (size_t)a0 * lp, cnt, lp, -1.0f, op->nms_iou, keep + a0, order);
+        }
+        for (k = 0; k < nd; k++) {
+            if (!keep[k]) continue;
+            if (w2 != k) {
+                ct->det_prob[w2] = ct->det_prob[k];
+                ct->det_prompt[w2] = ct->det_prompt[k];
+                memcpy(ct->det_low + (size_t)w2 * lp, ct->det_low + (size_t)k * lp, lp * sizeof(float));
+                memcpy(dbin + (size_t)w2 * lp, dbin + (size_t)k * lp, lp);
+            }
+            w2++;
+        }
+        nd = w2;
+        n_all = n + nd;
+    }
+    for (i = 0; i < n_all; i++) {
+        ro[i].low = sam3__sallocf(c, lp);
+        ro[i].high = sam3__sallocf(c, (size_t)S * S);
+        ro[i].ptr = sam3__sallocf(c, (size_t)D);
+        ro[i].mem = (uint16_t *)sam3__salloc(c, mb);
+        if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    }
+
+    /* run_tracker_propagation: every tracked object on this frame, its memory left for later */
+    for (i = 0; i < n; i++) {
+        size_t q;
+        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, f));
+        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return sam3__end(c, rc);
+        memcpy(tlow + (size_t)i * lp, ro[i].low, lp * sizeof(float));
+        if (fill) sam3__fill_holes(tlow + (size_t)i * lp, L, L, op->fill_hole_area, fbin, farea, fstack);
+        for (q = 0; q < lp; q++) tbin[(size_t)i * lp + q] = tlow[(size_t)i * lp + q] > 0;
+    }
+
+    /* _associate_det_trk: IoUs zero across prompts; a detection is new when it reaches no tracked
+       mask at match_iou (and scores new_object_threshold; with nothing tracked every detection is
+       new, as the reference); reconditioning pairs from confident, well-overlapping detections */
+    for (i = 0; i < n; i++) hc_det[i] = -1;
+    for (k = 0; k < nd; k++) {
+        int matches = 0, best = 0;
+        for (i = 0; i < n; i++) {
+            const float u = ct->det_prompt[k] == ct->prompt[i] ? sam3__mask_iou(dbin + (size_t)k * lp, tbin + (size_t)i * lp, lp) : 0.0f;
+            iou[(size_t)k * n + i] = u;
+            matches |= u >= op->match_iou;
+            if (u > iou[(size_t)k * n + best]) best = i;
+        }
+        keep[k] = n == 0 || (ct->det_prob[k] >= op->new_object_threshold && !matches); /* is_new_det */
+        if (n > 0 && !keep[k] && ct->det_prob[k] >= op->recondition_score && iou[(size_t)k * n + best] >= op->recondition_iou) hc_det[best] = k;
+    }
+    for (k = 0; k < nd; k++)
+        if (keep[k]) new_det[n_new++] = k;
+    if (n + n_new > op->max_objects) { /* the best-scoring new ones, best first (topk) */
+        const int room = SAM3__MAX(0, op->max_objects - n);
+        for (j = 1; j < n_new; j++) {
+            const int x = new_det[j];
+            for (k = j; k > 0 && ct->det_prob[new_det[k - 1]] < ct->det_prob[x]; k--) new_det[k] = new_det[k - 1];
+            new_det[k] = x;
+        }
+        n_new = room;
+    }
+
+    /* _suppress_overlapping_based_on_recent_occlusion, per prompt */
+    for (i = 0; i < n; i++) {
+        size_t q;
+        int any = 0;
+        supp[i] = 0;
+        for (q = 0; q < lp && !any; q++) any = tbin[(size_t)i * lp + q];
+        occ_new[i] = any ? ct->last_occluded[i] : f;
+    }
+    if (op->occlusion_iou >= 0)
+        for (i = 0; i < n; i++)
+            for (j = i + 1; j < n; j++) {
+                const int li = ct->last_occluded[i], lj = ct->last_occluded[j];
+                if (ct->prompt[i] != ct->prompt[j] || sam3__mask_iou(tbin + (size_t)i * lp, tbin + (size_t)j * lp, lp) < op->occlusion_iou) continue;
+                if (li > lj && lj > -1) supp[i] = 1;
+                if (lj > li && li > -1) supp[j] = 1;
+            }
+    for (i = 0; i < n; i++)
+        if (supp[i]) {
+            size_t q;
+            occ_new[i] = f;
+            for (q = 0; q < lp; q++) tlow[(size_t)i * lp + q] = -10.0f;
+        }
+
+    /* _prepare_recondition_masks: every recondition_every-th frame, an object whose best confident
+       detection overlaps it and whose tracker logit is above recondition_score makes this frame a
+       conditioning frame (with its own tracked mask: recondition_on_trk_masks) */
+    recond_frame = op->recondition_every > 0 && f % op->recondition_every == 0;
+    for (i = 0; i < n; i++) recond[i] = recond_frame && hc_det[i] >= 0 && ro[i].score > op->recondition_score;
+
+    /* _tracker_update_memories: the (suppressed) masks, the shrinkage rule per prompt, object score
+       +-10 from the area, memory through the sigmoid. When new objects join, the reference runs the
+       tracker again on this frame for every object not reconditioned, and that run's memories
+       (binarised: a mask prompt is in the batch) replace these: only the reconditioned keep them. */
+    for (p = 0; p < ct->n_prompts; p++) {
+        int gn = 0;
+        for (i = 0; i < n; i++)
+            if (ct->prompt[i] == p) {
+                grp[gn] = i;
+                srcs[gn++] = tlow + (size_t)i * lp;
+            }
+        for (i = 0; i < gn; i++) gdrop[i] = 0;
+        if (gn > 1) sam3__concept_shrink(srcs, gn, lp, gdrop);
+        for (i = 0; i < gn; i++) drop[grp[i]] = gdrop[i];
+    }
+    for (i = 0; i < n; i++) {
+        size_t q;
+        int any = 0;
+        if (n_new && !recond[i]) continue;
+        for (q = 0; q < lp; q++) {
+            hm[q] = drop[i] ? SAM3__MIN(tlow[(size_t)i * lp + q], -10.0f) : tlow[(size_t)i * lp + q];
+            any |= hm[q] > 0;
+        }
+        if ((rc = sam3__aa_resize_f32(c, hm, L, L, mask16, 16 * g, 16 * g)) != SAM3_OK) return sam3__end(c, rc);
+        for (q = 0; q < (size_t)256 * N; q++) mask16[q] = sam3__sigmoid(mask16[q]) * v->sig_scale + v->sig_bias;
+        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, any ? 10.0f : -10.0f, ro[i].mem)) != SAM3_OK) return sam3__end(c, rc);
+    }
+
+    /* _tracker_add_new_objects: each new detection's mask (>= 0.5) as a mask prompt on a fresh object */
+    for (j = 0; j < n_new; j++) {
+        sam3__trk_obj *o = &t->obj[n + j];
+        const float *dl = ct->det_low + (size_t)new_det[j] * lp;
+        size_t q;
+        if (!sam3__trk_obj_init(t, o, ct->next_id + j)) {
+            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
+            goto undo;
+        }
+        fresh = j + 1;
+        o->mask = (uint8_t *)sam3__trk_alloc(t, lp);
+        if (!o->mask) {
+            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
+            goto undo;
+        }
+        o->mask_w = o->mask_h = L;
+        for (q = 0; q < lp; q++) o->mask[q] = dl[q] >= 0.5f;
+        o->mask_soft = 1;
+        o->pending = 1;
+        if ((rc = sam3__trk_object(t, o, W, H, &ro[n + j])) != SAM3_OK) goto undo;
+    }
+    if (n_new)
+        for (i = 0; i < n + n_new; i++) {
+            size_t q;
+            if (i < n && recond[i]) continue;
+            if ((rc = sam3__aa_resize_f32(c, ro[i].high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) goto undo;
+            for (q = 0; q < (size_t)256 * N; q++) mask16[q] = (mask16[q] > 0 ? 1.0f : 0.0f) * v->sig_scale + v->sig_bias;
+            if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, ro[i].score, ro[i].mem)) != SAM3_OK) goto undo;
+            if (sam3__aborted(c)) {
+                rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory encoder of frame %d", f);
+                goto undo;
+            }
+        }
+
+    /* build_outputs + Sam3VideoProcessor.postprocess_outputs: the low-resolution masks (tracked,
+       suppressed; a reconditioned object's detection mask; a new object's detection mask, filled),
+       to the frame, > 0; empty ones left out; boxes; then per prompt each pixel to the visible
+       object with the highest tracker probability */
+    n_all = n + n_new;
+    if (!sam3__grow(c, (void **)&ct->res_low, &ct->res_low_cap, (size_t)SAM3__MAX(n_all, 1) * lp * sizeof(float)) ||
+        !sam3__grow(c, (void **)&ct->res_mask, &ct->res_mask_cap, (size_t)SAM3__MAX(n_all, 1) * plane)) {
+        rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n_all, W, H);
+        goto undo;
+    }
+    for (i = 0; i < n_all; i++) {
+        float *dst = ct->res_low + (size_t)i * lp;
+        if (i < n) {
+            memcpy(dst, recond[i] ? ct->det_low + (size_t)hc_det[i] * lp : tlow + (size_t)i * lp, lp * sizeof(float));
+            tsc[i] = sam3__sigmoid(ro[i].score);
+        } else {
+            memcpy(dst, ct->det_low + (size_t)new_det[i - n] * lp, lp * sizeof(float));
+            if (fill) sam3__fill_holes(dst, L, L, op->fill_hole_area, fbin, farea, fstack);
+            tsc[i] = ct->det_prob[new_det[i - n]];
+        }
+        srcs[i] = dst;
+    }
+    if (n_all) {
+        sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+        sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+        if (!ty || !tx) {
+            rc = SAM3_ERR_OUT_OF_MEMORY;
+            goto undo;
+        }
+        sam3__lerp_table(L, H, ty);
+        sam3__lerp_table(L, W, tx);
+        if ((rc = sam3__resize_threshold_n(c, n_all, (const float *const *)srcs, 0, L, L, ty, tx, H, W, 0.0f, ct->res_mask, area)) != SAM3_OK)
+            goto undo;
+    }
+    /* everything that can fail comes before the commit: conditioning entries of reconditioned objects */
+    for (i = 0; i < n; i++) {
+        sam3__trk_obj *o = &t->obj[i];
+        newcond[i] = NULL;
+        if (!recond[i]) continue;
+        if (o->n_cond == o->cap_cond) {
+            const int cap = o->cap_cond ? 2 * o->cap_cond : 4;
+            sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)cap * sizeof(sam3__trk_entry));
+            if (!ne) {
+                rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
+                goto undo;
+            }
+            if (o->n_cond) memcpy(ne, o->cond, (size_t)o->n_cond * sizeof(sam3__trk_entry));
+            sam3__trk_free(t, o->cond, (size_t)o->cap_cond * sizeof(sam3__trk_entry));
+            o->cond = ne;
+            o->cap_cond = cap;
+        }
+        newcond[i] = &o->cond[o->n_cond];
+        newcond[i]->ptr = (float *)sam3__trk_alloc(t, pb);
+        newcond[i]->mem = (uint16_t *)sam3__trk_alloc(t, mb);
+        if (!newcond[i]->ptr || !newcond[i]->mem) {
+            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
+            goto undo;
+        }
+    }
+    for (j = 0; j < n_new; j++) {
+        sam3__trk_obj *o = &t->obj[n + j];
+        if (o->n_cond == o->cap_cond) {
+            sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)4 * sizeof(sam3__trk_entry));
+            if (!ne) {
+                rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
+                goto undo;
+            }
+            o->cond = ne;
+            o->cap_cond = 4;
+        }
+        o->cond[0].frame = -1;
+        o->cond[0].ptr = (float *)sam3__trk_alloc(t, pb);
+        o->cond[0].mem = (uint16_t *)sam3__trk_alloc(t, mb);
+        o->n_cond = 1; /* so that sam3__trk_obj_free releases them on the way out of a failure */
+        if (!o->cond[0].ptr || !o->cond[0].mem) {
+            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
+            goto undo;
+        }
+    }
+
+    /* commit: nothing below can fail */
+    for (i = 0; i < n_all; i++) {
+        sam3__trk_obj *o = &t->obj[i];
+        if (i >= n) {
+            sam3__trk_entry *e = &o->cond[0];
+            e->frame = f;
+            e->score = ro[i].score;
+            memcpy(e->ptr, ro[i].ptr, pb);
+            memcpy(e->mem, ro[i].mem, mb);
+            o->n_cond = 1;
+            o->pending = 0;
+            sam3__trk_free(t, o->mask, lp);
+            o->mask = NULL;
+            o->mask_w = o->mask_h = 0;
+            ct->prompt[i] = ct->det_prompt[new_det[i - n]];
+            ct->score[i] = ct->det_prob[new_det[i - n]];
+            ct->last_occluded[i] = -1;
+        } else if (recond[i]) {
+            sam3__trk_entry *e = newcond[i];
+            e->frame = f;
+            e->score = ro[i].score;
+            memcpy(e->ptr, ro[i].ptr, pb);
+            memcpy(e->mem, ro[i].mem, mb);
+            o->n_cond++;
+            ct->last_occluded[i] = occ_new[i];
+        } else {
+            sam3__trk_entry *pe = &o->ptrs[f % t->n_ptr_ring], *me = &o->mems[f % t->n_mem_ring];
+            pe->frame = f;
+            pe->score = ro[i].score;
+            memcpy(pe->ptr, ro[i].ptr, pb);
+            me->frame = f;
+            memcpy(me->mem, ro[i].mem, mb);
+            ct->last_occluded[i] = occ_new[i];
+        }
+        { /* conditioning memories no later frame reads (as sam3__tracker_push_frame_run) */
+            int later = 0;
+            for (j = o->n_cond - 1; j >= 0; j--) {
+                sam3__trk_entry *e = &o->cond[j];
+                const int kp = v->max_cond < 0 || later < v->max_cond || e->frame > f - v->num_maskmem + 1;
+                later++;
+                if (!kp && e->mem) {
+                    sam3__trk_free(t, e->mem, mb);
+                    e->mem = NULL;
+                }
+            }
+        }
+    }
+    t->n_obj = n_all;
+    t->next++;
+    ct->next_id += n_new;
+    for (i = 0; i < n_all; i++) {
+        sam3_concept_tracker_object *ob = &ct->res[n_vis];
+        const uint8_t *mk = ct->res_mask + (size_t)i * plane;
+        int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
+        if (area[i] <= 0) continue;
+        memset(ob, 0, sizeof(*ob));
+        ob->id = t->obj[i].id;
+        ob->prompt = ct->prompt[i];
+        ob->score = ct->score[i];
+        ob->tracker_score = tsc[i];
+        ob->mask = mk;
+        ob->low_res_logits = ct->res_low + (size_t)i * lp;
+        for (y = 0; y < H; y++) {
+            const uint8_t *row = mk + (size_t)y * W;
+            for (x = 0; x < W; x++)
+                if (row[x]) {
+                    if (x < x0) x0 = x;
+                    if (x > x1) x1 = x;
+                    if (y < y0) y0 = y;
+                    y1 = y;
+                }
+        }
+        ob->box.x0 = (float)x0;
+        ob->box.y0 = (float)y0;
+        ob->box.x1 = (float)(x1 + 1);
+        ob->box.y1 = (float)(y1 + 1);
+        grp[n_vis] = i;
+        n_vis++;
+    }
+    /* _apply_object_wise_non_overlapping_constraints, per prompt, on the visible objects */
+    for (i = 0; i < n_vis; i++) ct->res[i].area = 0;
+    {
+        size_t q;
+        for (q = 0; q < plane; q++) {
+            for (p = 0; p < ct->n_prompts; p++) {
+                int best = -1;
+                for (i = 0; i < n_vis; i++) {
+                    const int oi = grp[i];
+                    if (ct->res[i].prompt != p || !ct->res_mask[(size_t)oi * plane + q]) continue;
+                    if (best < 0 || tsc[oi] > tsc[grp[best]]) best = i;
+                }
+                for (i = 0; i < n_vis; i++) {
+                    const int oi = grp[i];
+                    if (ct->res[i].prompt != p || !ct->res_mask[(size_t)oi * plane + q]) continue;
+                    if (i != best) ct->res_mask[(size_t)oi * plane + q] = 0;
+                    else ct->res[i].area++;
+                }
+            }
+        }
+    }
+    out->frame = f;
+    out->n_objects = n_vis;
+    out->objects = ct->res;
+    out->width = W;
+    out->height = H;
+    out->low_res_width = out->low_res_height = L;
+    return sam3__end(c, SAM3_OK);
+undo:
+    for (j = 0; j < fresh; j++) sam3__trk_obj_free(t, &t->obj[n + j]);
+    for (i = 0; i < n; i++)
+        if (newcond[i]) { /* a grown conditioning array stays: it holds the old entries */
+            sam3__trk_free(t, newcond[i]->ptr, pb);
+            sam3__trk_free(t, newcond[i]->mem, mb);
+            newcond[i]->ptr = NULL;
+            newcond[i]->mem = NULL;
+        }
+    return sam3__end(c, rc);
+}
+
+SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *ct, const uint8_t *pixels, int w, int h, int stride,
+                                                    sam3_pixel_format format, sam3_concept_tracker_result *out) {
+    sam3_result rc;
+    if (!ct) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&ct->t->c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__concept_push_run(ct, pixels, w, h, stride, format, out);
+    sam3__flag_drop(&ct->t->c->busy);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 static const char *TRACK_HELP =
     "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
     "                  [--mask F:ID:PNG]... [--overlay] [--force] [--max-pixels N] [--threads N] [-q]\n"
+    "       sam3 track -m FILE -i FRAMES -o OUTDIR -t TEXT [-t TEXT]... [--overlay] [--force] ...\n"
     "\n"
     "Follows objects through a stream of frames: each object is given by clicks, a box or a mask on\n"
     "some frame F (0 = the first) under an id ID >= 0 of your choice, and is then tracked on every later\n"
@@ -25,6 +26,11 @@ static const char *TRACK_HELP =
     "and overlays an earlier run listed and this one did not write are removed. Progress goes to stderr\n"
     "a line per frame. If the input fails part-way (a truncated stream, an unreadable frame), the frames\n"
     "before it are written and the run exits 1.\n"
+    "With -t (experimental) every instance of each text concept is found and followed instead (SAM 3's\n"
+    "detector on every frame, the tracker's memory, IDs 0, 1, ... in order of appearance); each object\n"
+    "then has \"prompt\": TEXT, \"score\" (the detection that started it) and \"tracker_score\" (the\n"
+    "probability it is visible) in place of \"object_score_logit\", and only visible objects are listed.\n"
+    "-t does not combine with --point/--box/--mask yet.\n"
     "\n"
     "  -m, --model FILE           the .sam3 file (a SAM 3 checkpoint converted with its memory modules)\n"
     "  -i, --input FRAMES         a folder of JPEG or PNG frames (every file in it, in byte-wise sorted\n"
@@ -34,6 +40,9 @@ static const char *TRACK_HELP =
     "                             (colours: BT.601 limited range, chroma replicated)\n"
     "  --point F:ID:x,y[,neg]     a click on frame F for object ID, in that frame's pixels\n"
     "  --box F:ID:x0,y0,x1,y1     a box on frame F for object ID\n"
+    "  -t, --text TEXT            a text concept to find and follow (repeatable)\n"
+    "  --threshold P              with -t: a detection counts above P and starts an object at P or more\n"
+    "                             (default 0.5 and 0.7, the reference's)\n"
     "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the image's first\n"
     "                             channel are the object; any size); not with --point/--box for F:ID\n"
     "  -o, --output OUTDIR        output folder, created if missing\n"
@@ -63,6 +72,9 @@ typedef struct track_args {
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
+    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t */
+    int n_texts;
+    float threshold; /* --threshold; 0: the defaults */
 } track_args;
 
 /* "F:ID:rest" -> frame, id and a pointer to rest. NULL or what is wrong. */
@@ -128,6 +140,14 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             a->outdir = v;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--threads", &v)) != 0) {
             if (r < 0 || !parse_int(v, 1, 4096, &a->threads)) return usage_error("track", "--threads wants a number >= 1, got '%s'", r < 0 ? "" : v);
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--threshold", &v)) != 0) {
+            if (r < 0 || !parse_float(v, &a->threshold) || !(a->threshold > 0) || a->threshold >= 1)
+                return usage_error("track", "--threshold wants a number between 0 and 1, got '%s'", r < 0 ? "" : v);
+        } else if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) != 0) {
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            if (!v[0]) return usage_error("track", "-t: the text is empty%s", "");
+            if (a->n_texts == SAM3_MAX_CONCEPT_PROMPTS) return usage_error("track", "too many -t prompts (at most %s)", "16");
+            a->texts[a->n_texts++] = v;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--point", &v)) != 0 || (r = opt_value(argc, argv, &i, NULL, "--box", &v)) != 0 ||
                    (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) != 0) {
             const char *rest = NULL, *err;
@@ -171,7 +191,9 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
     if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
     if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
     if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
-    if (!a->n_prompts) return usage_error("track", "no objects: give --point, --box or --mask%s", NULL);
+    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask or -t%s", NULL);
+    if (a->n_prompts && a->n_texts) return usage_error("track", "-t does not combine with --point/--box/--mask yet%s", NULL);
+    if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
     return CLI_OK;
 }
 
@@ -401,6 +423,7 @@ static int run_track(track_args *a) {
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
     sam3_tracker *tr = NULL;
+    sam3_concept_tracker *ct = NULL; /* -t */
     sam3_ctx_options co = sam3_ctx_options_default();
     frame_src src;
     cli_outdir od, *md = NULL, *ovd = NULL;
@@ -427,7 +450,19 @@ static int run_track(track_args *a) {
         cli_error("cannot create a context: %s", sam3_result_string(r));
         goto done;
     }
-    if ((r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
+    if (a->n_texts) {
+        sam3_concept_tracker_options cto = sam3_concept_tracker_options_default();
+        cto.detection_threshold = cto.new_object_threshold = a->threshold;
+        if ((r = sam3_concept_tracker_new(c, &cto, &ct)) != SAM3_OK) {
+            cli_error("%s", sam3_ctx_last_error(c));
+            goto done;
+        }
+        for (i = 0; i < a->n_texts; i++)
+            if ((r = sam3_concept_tracker_add_text(ct, a->texts[i], NULL)) != SAM3_OK) {
+                cli_error("-t '%s': %s", a->texts[i], sam3_ctx_last_error(c));
+                goto done;
+            }
+    } else if ((r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
         cli_error("%s", sam3_ctx_last_error(c));
         goto done;
     }
@@ -454,6 +489,7 @@ static int run_track(track_args *a) {
     tb_printf(&jl, "}\n");
     for (f = 0;; f++) {
         sam3_tracker_result out;
+        sam3_concept_tracker_result cout;
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
@@ -483,7 +519,10 @@ static int run_track(track_args *a) {
             }
             p->used = 1;
         }
-        if ((r = sam3_tracker_push_frame(tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK) {
+        memset(&out, 0, sizeof(out));
+        memset(&cout, 0, sizeof(cout));
+        if ((r = ct ? sam3_concept_tracker_push_frame(ct, rgb, w, h, w * 3, SAM3_RGB8, &cout)
+                    : sam3_tracker_push_frame(tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK) {
             cli_error("frame %d (%s): %s", f, name, sam3_ctx_last_error(c));
             goto done;
         }
@@ -499,26 +538,42 @@ static int run_track(track_args *a) {
         }
         free(m255);
         if (!(m255 = (unsigned char *)malloc((size_t)w * h))) goto oom;
-        for (i = 0; i < out.n_objects; i++) {
-            const sam3_tracker_object *ob = &out.objects[i];
+        for (i = 0; i < (ct ? cout.n_objects : out.n_objects); i++) {
+            /* the fields both kinds of object share, from whichever tracker runs */
+            const sam3_tracker_object *to = ct ? NULL : &out.objects[i];
+            const sam3_concept_tracker_object *co_ = ct ? &cout.objects[i] : NULL;
+            const int id = ct ? co_->id : to->id;
+            const sam3_box *box = ct ? &co_->box : &to->box;
+            const uint8_t *mask = ct ? co_->mask : to->mask;
+            const long long area = (long long)(ct ? co_->area : to->area);
             char mname[64];
             size_t q;
-            snprintf(mname, sizeof(mname), "%05d_%d.png", f, ob->id);
-            for (q = 0; q < (size_t)w * h; q++) m255[q] = ob->mask[q] ? 255 : 0;
+            snprintf(mname, sizeof(mname), "%05d_%d.png", f, id);
+            for (q = 0; q < (size_t)w * h; q++) m255[q] = mask[q] ? 255 : 0;
             if (!write_png(md, mname, m255, w, h, 1)) goto done; /* (it printed why) */
-            tb_printf(&jl, "%s{\"id\": %d, \"object_score_logit\": ", i ? ", " : "", ob->id);
-            tb_json_number(&jl, ob->object_score);
-            tb_printf(&jl, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%s\"}", ob->box.x0, ob->box.y0, ob->box.x1,
-                      ob->box.y1, (long long)ob->area, mname);
+            tb_printf(&jl, "%s{\"id\": %d, ", i ? ", " : "", id);
+            if (ct) {
+                tb_printf(&jl, "\"prompt\": ");
+                tb_json_string(&jl, a->texts[co_->prompt]);
+                tb_printf(&jl, ", \"score\": ");
+                tb_json_number(&jl, co_->score);
+                tb_printf(&jl, ", \"tracker_score\": ");
+                tb_json_number(&jl, co_->tracker_score);
+            } else {
+                tb_printf(&jl, "\"object_score_logit\": ");
+                tb_json_number(&jl, to->object_score);
+            }
+            tb_printf(&jl, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%s\"}", box->x0, box->y0, box->x1, box->y1, area,
+                      mname);
             if (a->overlay) {
-                const unsigned char *col = PALETTE[(unsigned)ob->id % 12];
+                const unsigned char *col = PALETTE[(unsigned)id % 12];
                 char label[32];
                 int tw, th;
-                tint_mask(ov, w, h, ob->mask, col);
-                if (ob->area > 0) {
-                    snprintf(label, sizeof(label), "%d", ob->id);
-                    draw_box(ov, w, h, (int)ob->box.x0, (int)ob->box.y0, (int)ob->box.x1 - 1, (int)ob->box.y1 - 1, line_scale(w, h), col);
-                    draw_text(ov, w, h, (int)ob->box.x0 + 2, (int)ob->box.y0 + 2, line_scale(w, h), label, col, 1, &tw, &th);
+                tint_mask(ov, w, h, mask, col);
+                if (area > 0) {
+                    snprintf(label, sizeof(label), "%d", id);
+                    draw_box(ov, w, h, (int)box->x0, (int)box->y0, (int)box->x1 - 1, (int)box->y1 - 1, line_scale(w, h), col);
+                    draw_text(ov, w, h, (int)box->x0 + 2, (int)box->y0 + 2, line_scale(w, h), label, col, 1, &tw, &th);
                 }
             }
         }
@@ -528,7 +583,10 @@ static int run_track(track_args *a) {
             snprintf(name, sizeof(name), "%05d.png", f);
             if (!write_png(ovd, name, ov, w, h, 3)) goto done;
         }
-        if (!a->quiet) {
+        if (!a->quiet && ct) {
+            fprintf(stderr, "sam3 track: frame %d: %dx%d, %d object%s visible, %s\n", f, w, h, cout.n_objects, cout.n_objects == 1 ? "" : "s",
+                    fmt_ms(sam3_time_ms() - t0));
+        } else if (!a->quiet) {
             int visible = 0;
             for (i = 0; i < out.n_objects; i++) visible += out.objects[i].object_score > 0;
             fprintf(stderr, "sam3 track: frame %d: %dx%d, %d object%s (%d visible), %s\n", f, w, h, out.n_objects, out.n_objects == 1 ? "" : "s",
@@ -560,6 +618,7 @@ done:
     free(m255);
     frame_src_free(&src);
     sam3_tracker_free(tr);
+    sam3_concept_tracker_free(ct);
     sam3_ctx_free(c);
     sam3_free(m);
     return rc;

@@ -6,7 +6,7 @@
 # prompt's own mask; overlays); the same frames as YUV4MPEG2 4:4:4 and 4:2:0 (odd size) streams on
 # stdin give the same results to the bit; a truncated or garbled stream, a prompt for a frame the
 # input does not have and a model without memory modules fail with exit 1 and one clear line; bad
-# command lines exit 2.
+# command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object.
 #   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3)
 # Prints "test_track: N passed, N failed" last; exits non-zero on failure.
 B=${1:-build}
@@ -126,6 +126,34 @@ for i in $(seq 1 65); do many="$many --point 0:$i:5,5"; done
 fails 1 "64 objects" "65 objects (the library's limit)" -m "$MODEL" -i "$T/a/png" -o "$T/o" $many
 mkdir -p "$T/junk" && printf 'not an image' >"$T/junk/f000.png"
 fails 1 "f000.png" "an unreadable frame" -m "$MODEL" -i "$T/junk" -o "$T/o" --point 0:1:16,24
+
+# --- -t: every instance of two text concepts (--threshold low enough for the random weights to
+# find some): one line per frame, each object with its prompt, scores, a mask PNG matching its
+# area, and one prompt per id over the whole stream ---
+run 0 "-t" -m "$MODEL" -i "$T/a/png" -o "$T/c" -t "a cat" -t "the red car" --threshold 0.3 -q
+if msg=$("$PY" - "$T/c" 5 <<'PYEOF' 2>&1
+import json, os, sys, zlib
+d, n = sys.argv[1], int(sys.argv[2])
+lines = open(os.path.join(d, "tracks.jsonl")).read().splitlines()
+assert len(lines) == n + 1, f"{len(lines)} lines for {n} frames"
+seen, total = {}, 0
+for f, line in enumerate(lines[1:]):
+    fr = json.loads(line)
+    assert fr["frame"] == f, fr
+    for o in fr["objects"]:
+        assert o["prompt"] in ("a cat", "the red car"), o
+        assert seen.setdefault(o["id"], o["prompt"]) == o["prompt"], f"object {o['id']} changed prompt"
+        assert 0 < o["score"] < 1 and 0 < o["tracker_score"] < 1 and o["area"] > 0, o
+        png = open(os.path.join(d, o["mask"]), "rb").read()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", o["mask"]
+        total += 1
+assert total > 0 and len(seen) > 1, f"{total} objects, ids {sorted(seen)}"
+print(total)
+PYEOF
+); then ok; else bad "-t: $msg"; fi
+fails 2 "empty" "an empty -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t ""
+fails 2 "combine" "-t with --point" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t "a cat" --point 0:1:5,5
+fails 2 "goes with -t" "--threshold without -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --threshold 0.3
 
 # --- bad command lines: exit 2, one line ---
 fails 2 "F:ID" "--point 0:1" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1
