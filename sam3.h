@@ -4821,6 +4821,90 @@ static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
     return 1;
 }
 
+#if defined(SAM3__BF16_X86)
+/* 32 k of row w (f32 or bf16) from k on, zero past n, as bf16 pairs */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static SAM3__INLINE __m512bh sam3__bf16_load32(const float *w, const uint16_t *wh,
+                                                                                                        int k, int n) {
+    if (wh) {
+        if (k + 32 <= n) return (__m512bh)_mm512_loadu_si512((const void *)(wh + k));
+        return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << (n - k)) - 1), (const void *)(wh + k));
+    }
+    if (k + 32 <= n) return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(w + k));
+    {
+        const int r = n - k, lo = SAM3__MIN(r, 16), hi = r - lo;
+        const __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), w + k);
+        const __m512 b = hi > 0 ? _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), w + k + 16) : _mm512_setzero_ps();
+        return _mm512_cvtne2ps_pbh(b, a);
+    }
+}
+/* A few rows times a weight, C (M, N) = A (M, K) B^T + beta C with B (N, K) f32 or bf16, no
+   packing of B: the rows of A rounded to bf16 once (a, (M, kp)), then 4 rows of B at a time, in
+   L1 while every row of A passes over them, 4 x 4 sums of 32-wide vdpbf16ps reduced at the end.
+   For the text encoder's 32 tokens, the prompt's and the tracker's few: packing the whole weight
+   for them would cost as much as the product. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_small_cols(int M, int K, int kp, const uint16_t *a,
+                                                                                            const float *B, const uint16_t *Bh, int ldb,
+                                                                                            int j0, int nb, float beta, float *C, int ldc) {
+    int m0, q, k, r;
+    const float *w[4];
+    const uint16_t *wh[4];
+    for (q = 0; q < 4; q++) { /* past nb: the last row again, not stored */
+        const size_t o = (size_t)(j0 + SAM3__MIN(q, nb - 1)) * ldb;
+        w[q] = B ? B + o : NULL;
+        wh[q] = Bh ? Bh + o : NULL;
+    }
+    for (m0 = 0; m0 < M; m0 += 4) {
+        const int mr = SAM3__MIN(4, M - m0);
+        __m512 acc[4][4];
+        for (r = 0; r < 4; r++)
+            for (q = 0; q < 4; q++) acc[r][q] = _mm512_setzero_ps();
+        for (k = 0; k < K; k += 32) {
+            __m512bh bv[4];
+            for (q = 0; q < 4; q++) bv[q] = sam3__bf16_load32(w[q], wh[q], k, K);
+            for (r = 0; r < 4; r++) {
+                const __m512bh av = (__m512bh)_mm512_loadu_si512((const void *)(a + (size_t)(m0 + SAM3__MIN(r, mr - 1)) * kp + k));
+                for (q = 0; q < 4; q++) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], av, bv[q]);
+            }
+        }
+        for (r = 0; r < mr; r++)
+            for (q = 0; q < nb; q++) {
+                float *cc = C + (size_t)(m0 + r) * ldc + j0 + q;
+                const float s = _mm512_reduce_add_ps(acc[r][q]);
+                *cc = beta == 0 ? s : s + beta * *cc;
+            }
+    }
+}
+#endif
+#define SAM3__BSMALL_M 48 /* rows up to which sam3__bgemm_small_cols takes a product */
+/* Returns 0 where it does not apply (A transposed, B not, too many rows, no AVX512-BF16). */
+static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+#if defined(SAM3__BF16_X86)
+    const int kp = (K + 31) / 32 * 32;
+    uint16_t *a;
+    int i, jq;
+    if (kern == SAM3__BK_REF || ta || !tb || M > SAM3__BSMALL_M || K < 1) return 0;
+    a = (uint16_t *)SAM3_MALLOC((size_t)M * kp * sizeof(uint16_t) + 64);
+    if (!a) return 0;
+    for (i = 0; i < M; i++) {
+        uint16_t *d = a + (size_t)i * kp;
+        int k;
+        if (Ah) memcpy(d, Ah + (size_t)i * lda, (size_t)K * sizeof(uint16_t));
+        else sam3__bf16_row_avx512(A + (size_t)i * lda, d, K);
+        for (k = K; k < kp; k++) d[k] = 0;
+    }
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)M * N * K > 2e5 && !omp_in_parallel()))
+    for (jq = 0; jq < (N + 3) / 4; jq++) sam3__bgemm_small_cols(M, K, kp, a, Bh ? NULL : B, Bh, ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), beta, C, ldc);
+    SAM3_FREE(a);
+    return 1;
+#else
+    (void)c, (void)kern, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)Ah, (void)lda, (void)B, (void)Bh, (void)ldb, (void)beta,
+        (void)C, (void)ldc;
+    return 0;
+#endif
+}
+
 /* C (M, N) = op(A) op(B) + beta C in bf16 with f32 sums, with kernel kern (SAM3__BK_*): A, B are
    f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
 static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
@@ -4838,6 +4922,7 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
 #if !defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) kern = SAM3__BK_AVX512;
 #endif
+    if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
     if (kern != SAM3__BK_REF) {
 #ifdef _OPENMP
         if (omp_in_parallel()) nt = 1;
