@@ -64,9 +64,10 @@ DOCUMENTATION
      area, and the decoder's logits. Files converted without the memory modules cannot track.
 
 2. Memory and ownership
-   * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses f32 weights
-     in place; `sam3_load_from_memory` borrows your buffer, which must outlive the model and stay
-     unchanged.
+   * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses its f32 and
+     bf16 weights in place (tools/convert.py --dtype bf16: Linear and Conv weights in bf16, half the
+     memory, their products in bf16 with f32 sums); `sam3_load_from_memory` borrows your buffer,
+     which must outlive the model and stay unchanged.
    * A context owns all scratch and cached image state. Results returned by a call stay valid
      until the next call on the same context that returns results or sets an image, or until
      `sam3_ctx_free`; copy what you keep.
@@ -4591,10 +4592,39 @@ static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t 
 }
 /* pb: panel jp (NR columns from j0 + jp NR) of the kc x nc block of op(B) at (p0, j0), as
    (kcp / 2, NR, 2): the pair (k, k + 1) of column q at pb[(k / 2) NR 2 + 2 q], zero past kc and nc. */
-static void sam3__bgemm_pack_b(int tb, const float *B, const uint16_t *Bh, int ldb, int p0, int j0, int kc, int kcp, int nc, int jp,
+#if defined(SAM3__BF16_X86)
+/* A whole panel of row-major f32 B (op(B) = B: activations, as in a 1x1 convolution): rows k and
+   k + 1, 16 columns at a time, rounded and interleaved into pairs. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_rows(const float *B, int ldb, int p0, int col0, int kc,
+                                                                                             int kcp, uint16_t *pb) {
+    int k, h;
+    for (k = 0; k < kcp; k += 2)
+        for (h = 0; h < 2; h++) {
+            __m512i lo = _mm512_setzero_si512(), hi = lo;
+            /* (maskz forms: g++ 12 warns inside the plain ones, -Wmaybe-uninitialized on _mm512_undefined) */
+            if (k < kc)
+                lo = _mm512_maskz_cvtepu16_epi32(0xffff, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(B + (size_t)(p0 + k) * ldb + col0 + 16 * h)));
+            if (k + 1 < kc)
+                hi = _mm512_maskz_slli_epi32(
+                    0xffff,
+                    _mm512_maskz_cvtepu16_epi32(0xffff, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(B + (size_t)(p0 + k + 1) * ldb + col0 + 16 * h))),
+                    16);
+            _mm512_storeu_si512((void *)(pb + (size_t)(k >> 1) * 2 * SAM3__BNR + 32 * h), _mm512_or_si512(lo, hi));
+        }
+}
+#endif
+static void sam3__bgemm_pack_b(int kern, int tb, const float *B, const uint16_t *Bh, int ldb, int p0, int j0, int kc, int kcp, int nc, int jp,
                                uint16_t *pb) {
     const int j = jp * SAM3__BNR, nr = SAM3__MIN(SAM3__BNR, nc - j);
     int k, q;
+#if defined(SAM3__BF16_X86)
+    if (!tb && !Bh && kern != SAM3__BK_REF && nr == SAM3__BNR) {
+        sam3__bgemm_pack_b_rows(B, ldb, p0, j0 + j, kc, kcp, pb);
+        return;
+    }
+#else
+    (void)kern;
+#endif
     for (q = 0; q < SAM3__BNR; q++) {
         uint16_t *d = pb + 2 * q;
         if (q >= nr) {
@@ -4756,7 +4786,7 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
             uint16_t *pa = pa_all;
 #endif
             SAM3__OMP(for schedule(static))
-            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
                 const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__BMC, mc = SAM3__MIN(SAM3__BMC, M - i0);
@@ -4868,8 +4898,10 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_s
         }
         for (r = 0; r < mr; r++)
             for (q = 0; q < nb; q++) {
-                float *cc = C + (size_t)(m0 + r) * ldc + j0 + q;
-                const float s = _mm512_reduce_add_ps(acc[r][q]);
+                float *cc = C + (size_t)(m0 + r) * ldc + j0 + q, t[16], s = 0;
+                int u;
+                _mm512_storeu_ps(t, acc[r][q]); /* not _mm512_reduce_add_ps: g++ 12 warns inside it (-Wmaybe-uninitialized) */
+                for (u = 0; u < 16; u++) s += t[u];
                 *cc = beta == 0 ? s : s + beta * *cc;
             }
     }
