@@ -4593,6 +4593,37 @@ static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t 
 /* pb: panel jp (NR columns from j0 + jp NR) of the kc x nc block of op(B) at (p0, j0), as
    (kcp / 2, NR, 2): the pair (k, k + 1) of column q at pb[(k / 2) NR 2 + 2 q], zero past kc and nc. */
 #if defined(SAM3__BF16_X86)
+/* 32 k of row w (f32 or bf16) from k on, zero past n, as bf16 pairs */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static SAM3__INLINE __m512bh sam3__bf16_load32(const float *w, const uint16_t *wh,
+                                                                                                        int k, int n) {
+    if (wh) {
+        if (k + 32 <= n) return (__m512bh)_mm512_loadu_si512((const void *)(wh + k));
+        return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << (n - k)) - 1), (const void *)(wh + k));
+    }
+    if (k + 32 <= n) return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(w + k));
+    {
+        const int r = n - k, lo = SAM3__MIN(r, 16), hi = r - lo;
+        const __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), w + k);
+        const __m512 b = hi > 0 ? _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), w + k + 16) : _mm512_setzero_ps();
+        return _mm512_cvtne2ps_pbh(b, a);
+    }
+}
+/* Panel columns from rows of B (op(B) = B^T: a Linear weight, or activations token-major): 32 k of
+   a row rounded at a time, the pairs stored column by column; columns nr .. NR zero. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_cols(const float *B, const uint16_t *Bh, int ldb,
+                                                                                             int p0, int row0, int nr, int kc, int kcp,
+                                                                                             uint16_t *pb) {
+    int q, k, u;
+    for (q = 0; q < SAM3__BNR; q++)
+        for (k = 0; k < kcp; k += 32) {
+            uint32_t t[16];
+            const __m512bh v = q < nr && k < kc ? sam3__bf16_load32(B ? B + (size_t)(row0 + q) * ldb + p0 : NULL,
+                                                                    Bh ? Bh + (size_t)(row0 + q) * ldb + p0 : NULL, k, kc)
+                                                : (__m512bh)_mm512_setzero_si512();
+            _mm512_storeu_si512((void *)t, (__m512i)v);
+            for (u = 0; u < 16; u++) memcpy(pb + ((size_t)(k / 2 + u) * SAM3__BNR + q) * 2, t + u, sizeof(t[u]));
+        }
+}
 /* A whole panel of row-major f32 B (op(B) = B: activations, as in a 1x1 convolution): rows k and
    k + 1, 16 columns at a time, rounded and interleaved into pairs. */
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_rows(const float *B, int ldb, int p0, int col0, int kc,
@@ -4620,6 +4651,10 @@ static void sam3__bgemm_pack_b(int kern, int tb, const float *B, const uint16_t 
 #if defined(SAM3__BF16_X86)
     if (!tb && !Bh && kern != SAM3__BK_REF && nr == SAM3__BNR) {
         sam3__bgemm_pack_b_rows(B, ldb, p0, j0 + j, kc, kcp, pb);
+        return;
+    }
+    if (tb && kern != SAM3__BK_REF) {
+        sam3__bgemm_pack_b_cols(Bh ? NULL : B, Bh, ldb, p0, j0 + j, nr, kc, kcp, pb);
         return;
     }
 #else
@@ -4852,21 +4887,6 @@ static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
 }
 
 #if defined(SAM3__BF16_X86)
-/* 32 k of row w (f32 or bf16) from k on, zero past n, as bf16 pairs */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static SAM3__INLINE __m512bh sam3__bf16_load32(const float *w, const uint16_t *wh,
-                                                                                                        int k, int n) {
-    if (wh) {
-        if (k + 32 <= n) return (__m512bh)_mm512_loadu_si512((const void *)(wh + k));
-        return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << (n - k)) - 1), (const void *)(wh + k));
-    }
-    if (k + 32 <= n) return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(w + k));
-    {
-        const int r = n - k, lo = SAM3__MIN(r, 16), hi = r - lo;
-        const __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), w + k);
-        const __m512 b = hi > 0 ? _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), w + k + 16) : _mm512_setzero_ps();
-        return _mm512_cvtne2ps_pbh(b, a);
-    }
-}
 /* A few rows times a weight, C (M, N) = A (M, K) B^T + beta C with B (N, K) f32 or bf16, no
    packing of B: the rows of A rounded to bf16 once (a, (M, kp)), then 4 rows of B at a time, in
    L1 while every row of A passes over them, 4 x 4 sums of 32-wide vdpbf16ps reduced at the end.
