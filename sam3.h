@@ -4843,7 +4843,7 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 #if defined(SAM3__BF16_X86)
                         sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
 #else
-                        (void)a, (void)b, (void)cc, (void)mr, (void)nr;
+                        (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)sam3__bgemm_store; /* not reached */
 #endif
                     }
                 }
