@@ -46,6 +46,8 @@ TINY_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(TINY))
 SAM1_TINY := sam1_a sam1_b
 SAM1_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(SAM1_TINY))
 VIDEO_SAM3 := $(BUILD)/video_a.sam3
+# The same tiny models converted with --dtype bf16 (test_parity --bf16, test_format)
+BF16_SAM3 := $(patsubst %,$(BUILD)/%_bf16.sam3,$(TINY) $(SAM1_TINY))
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
@@ -142,6 +144,9 @@ uninstall:
 # Tiny random-weight models converted from the committed reference checkpoints.
 $(BUILD)/%.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
 	$(PYTHON) tools/convert.py --quiet tests/data/$* $@
+# and with bf16 Linear/Conv weights
+$(BUILD)/%_bf16.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
+	$(PYTHON) tools/convert.py --quiet --dtype bf16 tests/data/$* $@
 
 $(BUILD)/test_format: tests/test_format.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_format.c $(LIBS)
@@ -214,13 +219,19 @@ test-c: $(QGELU)
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
 test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 $(FUZZ_SEEDS) $(FUZZ_KEPT)
+test-c: $(BF16_SAM3)
 	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
-	@$(BUILD)/test_format $(TINY_SAM3)
+	@$(BUILD)/test_format $(TINY_SAM3) $(BUILD)/tiny_a_bf16.sam3
 	@$(PYTHON) tests/make_tokenizer_file.py $(SHARED)/clip $(BUILD)/tok_clip.sam3
 	@$(BUILD)/test_tokenizer tests/data/tokenizer_golden_synth.txt $(BUILD)/tok_synth.sam3 \
 	    tests/data/tokenizer_golden_clip.txt $(BUILD)/tok_clip.sam3 --model $(BUILD)/tiny_a.sam3
 	@for n in $(TINY) $(SAM1_TINY); do $(BUILD)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; done
 	@$(BUILD)/test_parity --model $(BUILD)/qgelu/model.sam3 --data $(BUILD)/qgelu
+	@# bf16: the --dtype bf16 files, and an f32 file with bf16 products, against the f32 references (the issue's bars)
+	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity --model $(BUILD)/$${n}_bf16.sam3 --data tests/data/$$n --bf16) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -2 | sed 's/^/bf16 file: /'; done
+	@out=$$($(BUILD)/test_parity --model $(BUILD)/tiny_a.sam3 --data tests/data/tiny_a --bf16) || { echo "$$out"; exit 1; }; \
+	    echo "$$out" | tail -2 | sed 's/^/f32 file, bf16 products: /'
 	@$(BUILD)/test_video --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 --photo $(SHARED)/images/test_image.jpg \
 	    --unsupported $(BUILD)/tiny_a.sam3
 	@$(PYTHON) tests/concept_ops.py $(BUILD)/concept_ops.sam3

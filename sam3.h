@@ -79,9 +79,10 @@ DOCUMENTATION
      box and area, and the decoder's logits. Files converted without the memory modules cannot track.
 
 2. Memory and ownership
-   * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses f32 weights
-     in place; `sam3_load_from_memory` borrows your buffer, which must outlive the model and stay
-     unchanged.
+   * `sam3_load` maps the file read-only (or reads it, SAM3_NO_MMAP / no_mmap) and uses its f32 and
+     bf16 weights in place (tools/convert.py --dtype bf16: Linear and Conv weights in bf16, half the
+     memory, their products in bf16 with f32 sums); `sam3_load_from_memory` borrows your buffer,
+     which must outlive the model and stay unchanged.
    * A context owns all scratch and cached image state. Results returned by a call stay valid
      until the next call on the same context that returns results or sets an image, or until
      `sam3_ctx_free`; copy what you keep.
@@ -139,6 +140,9 @@ DOCUMENTATION
    SAM3_NO_BLAS            no BLAS: sam3's own blocked, vectorised SGEMM (~90 % of OpenBLAS on
                            Zen 4 with GCC/clang; a plain-C tile with other compilers)
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
+   SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
+                           (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
+                           products)
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
@@ -319,6 +323,12 @@ typedef enum sam3_pixel_format { SAM3_RGB8 = 0, SAM3_RGBA8 = 1, SAM3_GRAY8 = 2 }
    For parity debugging; NULL (the default) costs nothing. */
 typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int ndim, const int64_t *shape);
 
+/* Precision of the matrix products with weights (sam3_ctx_options.precision). BF16 rounds both
+   inputs of each such product to bf16 and sums in f32 (AVX512-BF16 or AMX where the CPU has them);
+   norms, softmax, residual sums stay f32. A file converted with --dtype bf16 runs its bf16 weights'
+   products in bf16 whatever this says. */
+typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
+
 typedef struct sam3_ctx_options {
     sam3_allocator allocator;
     int n_threads;    /* our own loops; 0 = all cores (OpenMP default) */
@@ -330,6 +340,7 @@ typedef struct sam3_ctx_options {
     void *progress_user;
     sam3_tap_fn tap; /* debugging: see sam3_tap_fn */
     void *tap_user;
+    int precision; /* sam3_precision: SAM3_PRECISION_F32 (0, default) or SAM3_PRECISION_BF16 */
 } sam3_ctx_options;
 
 /* Milliseconds spent in each stage by the last calls on a context. */
@@ -721,6 +732,9 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 
 #ifndef SAM3_MAX_IMAGE_DIM
 #define SAM3_MAX_IMAGE_DIM 16384
+#endif
+#ifndef SAM3_BF16_KERNEL
+#define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16, 2 AMX */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
@@ -2742,9 +2756,20 @@ done:
 /* ==== sam3: model (config and weights) ==== */
 #define SAM3__MAX_LEVELS 8
 
-typedef struct sam3__lin { const float *w, *b; } sam3__lin;   /* Linear w (out,in) b (out); Conv w (out,in,kh,kw) */
+/* Linear w (out,in) b (out); Conv w (out,in,kh,kw). The weight is f32 (w) or bf16 (wh, from a file
+   converted with --dtype bf16; w is NULL then): products with it go through sam3__gemm_xw/_wx,
+   element reads through sam3__lw. */
+typedef struct sam3__lin { const float *w, *b; const uint16_t *wh; } sam3__lin;
 typedef struct sam3__norm { const float *w, *b; } sam3__norm; /* LayerNorm / GroupNorm affine (dim) */
 typedef struct sam3__attn_w { sam3__lin q, k, v, o; } sam3__attn_w;
+static SAM3__INLINE float sam3__bf16_f32(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+/* Element i of l's weight, whichever its dtype (the few consumers that read weights one by one). */
+static SAM3__INLINE float sam3__lw(const sam3__lin *l, size_t i) { return l->w ? l->w[i] : sam3__bf16_f32(l->wh[i]); }
 
 typedef struct sam3__vit_cfg {
     int hidden, inter, layers, heads, head_dim, channels, image, patch, grid, pretrain_grid, window;
@@ -2770,11 +2795,11 @@ typedef struct sam3__proc_cfg { int image; float mean[3], std[3]; double rescale
 typedef struct sam3__vit_layer_w {
     sam3__norm ln1, ln2;
     sam3__attn_w attn;
-    const float *qkv; /* (3C, C): attn.q.w when the k and v weights follow it in the file, else NULL */
+    sam3__lin qkv; /* (3C, C): attn.q's weight when the k and v weights follow it in the file (w or wh), else both NULL */
     sam3__lin fc1, fc2;
 } sam3__vit_layer_w;
 typedef struct sam3__vit_w {
-    const float *patch; /* (C, channels, p, p) */
+    sam3__lin patch;    /* (C, channels, p, p), no bias */
     const float *pos;   /* (pretrain_grid^2, C) */
     sam3__norm ln_pre;
     sam3__vit_layer_w *layers; /* (layers) */
@@ -3042,14 +3067,27 @@ static const void *sam3__get_any(sam3__loader *L, uint32_t dtype, int nd, int64_
         return NULL;
     }
     if (t->dtype != dtype) {
+        /* only Linear and Conv weights may be bf16 (sam3__get_weight); norms, biases, embeddings and
+           position tables are read as f32 */
         sam3__lfail(L, SAM3_ERR_SHAPE_MISMATCH, "tensor '%s': dtype %s, expected %s%s", L->name, sam3__dtypes[t->dtype].name,
-                    sam3__dtypes[dtype].name, dtype == SAM3__DT_F32 ? " (this build runs f32 weights: convert with --dtype f32)" : "");
+                    sam3__dtypes[dtype].name,
+                    dtype == SAM3__DT_F32 ? " (only Linear and Conv weights may be bf16: convert with tools/convert.py --dtype f32 or bf16)" : "");
         return NULL;
     }
     return t->data;
 }
 static const float *sam3__get(sam3__loader *L, int nd, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
     return (const float *)sam3__get_any(L, SAM3__DT_F32, nd, d0, d1, d2, d3);
+}
+/* L->name as a Linear or Conv weight of this shape: f32 (l->w) or bf16 (l->wh), the other NULL. */
+static void sam3__get_weight(sam3__loader *L, sam3__lin *l, int nd, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    const sam3__tensor *t = L->rc == SAM3_OK ? sam3__file_find(L->f, L->name) : NULL;
+    l->w = NULL;
+    l->wh = NULL;
+    if (t && t->dtype == SAM3__DT_BF16) l->wh = (const uint16_t *)sam3__get_any(L, SAM3__DT_BF16, nd, d0, d1, d2, d3);
+    else if (t && t->dtype != SAM3__DT_F32 && t->ndim == nd)
+        sam3__lfail(L, SAM3_ERR_SHAPE_MISMATCH, "tensor '%s': dtype %s, expected f32 or bf16", L->name, sam3__dtypes[t->dtype].name);
+    else l->w = sam3__get(L, nd, d0, d1, d2, d3);
 }
 static void sam3__nm(sam3__loader *L, const char *fmt, ...) {
     va_list ap;
@@ -3065,19 +3103,22 @@ static const float *sam3__getp(sam3__loader *L, const char *prefix, const char *
 }
 static sam3__lin sam3__get_lin(sam3__loader *L, const char *prefix, int out, int in) {
     sam3__lin l;
-    l.w = sam3__getp(L, prefix, "weight", 2, out, in, 0, 0);
+    sam3__nm(L, "%s.weight", prefix);
+    sam3__get_weight(L, &l, 2, out, in, 0, 0);
     l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
     return l;
 }
 static sam3__lin sam3__get_conv(sam3__loader *L, const char *prefix, int out, int in, int k) {
     sam3__lin l;
-    l.w = sam3__getp(L, prefix, "weight", 4, out, in, k, k);
+    sam3__nm(L, "%s.weight", prefix);
+    sam3__get_weight(L, &l, 4, out, in, k, k);
     l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
     return l;
 }
 static sam3__lin sam3__get_convt(sam3__loader *L, const char *prefix, int in, int out) {
     sam3__lin l;
-    l.w = sam3__getp(L, prefix, "weight", 4, in, out, 2, 2);
+    sam3__nm(L, "%s.weight", prefix);
+    sam3__get_weight(L, &l, 4, in, out, 2, 2);
     l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
     return l;
 }
@@ -3550,7 +3591,7 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
         int S = v->is_global[i] ? v->grid : v->window;
         snprintf(p, sizeof(p), "vision_encoder.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, C);
         snprintf(p, sizeof(p), "vision_encoder.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, C);
-        sam3__nm(L, "vision_encoder.layers.%d.attn.qkv.weight", i); lw->qkv.w = sam3__get(L, 2, 3 * C, C, 0, 0);
+        sam3__nm(L, "vision_encoder.layers.%d.attn.qkv.weight", i); sam3__get_weight(L, &lw->qkv, 2, 3 * C, C, 0, 0);
         lw->qkv.b = NULL;
         if (v->qkv_bias) { sam3__nm(L, "vision_encoder.layers.%d.attn.qkv.bias", i); lw->qkv.b = sam3__get(L, 1, 3 * C, 0, 0, 0); }
         snprintf(p, sizeof(p), "vision_encoder.layers.%d.attn.proj", i); lw->proj = sam3__get_lin(L, p, C, C);
@@ -3562,8 +3603,8 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
         snprintf(p, sizeof(p), "vision_encoder.layers.%d.mlp.lin1", i); lw->fc1 = sam3__get_lin(L, p, v->mlp, C);
         snprintf(p, sizeof(p), "vision_encoder.layers.%d.mlp.lin2", i); lw->fc2 = sam3__get_lin(L, p, C, v->mlp);
     }
-    sam3__nm(L, "vision_encoder.neck.conv1.weight"); w->neck1.w = sam3__get(L, 4, v->out_ch, C, 1, 1);
-    sam3__nm(L, "vision_encoder.neck.conv2.weight"); w->neck2.w = sam3__get(L, 4, v->out_ch, v->out_ch, 3, 3);
+    sam3__nm(L, "vision_encoder.neck.conv1.weight"); sam3__get_weight(L, &w->neck1, 4, v->out_ch, C, 1, 1);
+    sam3__nm(L, "vision_encoder.neck.conv2.weight"); sam3__get_weight(L, &w->neck2, 4, v->out_ch, v->out_ch, 3, 3);
     w->neck1.b = w->neck2.b = NULL;
     w->neck_ln1 = sam3__get_norm(L, "vision_encoder.neck.layer_norm1", v->out_ch);
     w->neck_ln2 = sam3__get_norm(L, "vision_encoder.neck.layer_norm2", v->out_ch);
@@ -3636,7 +3677,9 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
 #undef SAM3__TAKE
 
     /* Vision trunk: Sam3ViTModel (vision_encoder.backbone) */
-    m->vit_w.patch = sam3__getp(L, "vision_encoder.backbone.embeddings.patch_embeddings.projection", "weight", 4, C, v->channels, v->patch, v->patch);
+    sam3__nm(L, "vision_encoder.backbone.embeddings.patch_embeddings.projection.weight");
+    sam3__get_weight(L, &m->vit_w.patch, 4, C, v->channels, v->patch, v->patch);
+    m->vit_w.patch.b = NULL;
     sam3__nm(L, "vision_encoder.backbone.embeddings.position_embeddings");
     m->vit_w.pos = sam3__get(L, 3, 1, (int64_t)v->pretrain_grid * v->pretrain_grid, C, 0);
     m->vit_w.ln_pre = sam3__get_norm(L, "vision_encoder.backbone.layer_norm", C);
@@ -3649,7 +3692,10 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
            (pointers compared only when all three were found: q + C*C is then q's end) */
         {
             const float *wq = w->attn.q.w, *wk = w->attn.k.w, *wv = w->attn.v.w;
-            w->qkv = wq && wk && wv && wk == wq + (size_t)C * C && wv == wk + (size_t)C * C ? wq : NULL;
+            const uint16_t *hq = w->attn.q.wh, *hk = w->attn.k.wh, *hv = w->attn.v.wh;
+            memset(&w->qkv, 0, sizeof(w->qkv));
+            w->qkv.w = wq && wk && wv && wk == wq + (size_t)C * C && wv == wk + (size_t)C * C ? wq : NULL;
+            w->qkv.wh = hq && hk && hv && hk == hq + (size_t)C * C && hv == hk + (size_t)C * C ? hq : NULL;
         }
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, v->inter, C);
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, C, v->inter);
@@ -4191,6 +4237,8 @@ struct sam3_ctx {
     int nt;    /* threads for our own loops */
     int split; /* BLAS is single-threaded: we split products over our threads (sam3__gemm) */
     int omp_blas; /* OpenBLAS's OpenMP build: each call is sized by the calling thread's OpenMP setting */
+    int bf16;     /* products with f32 weights in bf16 too (SAM3_PRECISION_BF16) */
+    int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect) */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -4553,6 +4601,538 @@ static void sam3__sgemm_builtin(int nt, int ta, int tb, int M, int N, int K, flo
     SAM3_FREE(raw);
 }
 
+/* ==== sam3: bf16 kernels ==== */
+/* Matrix products with bf16 inputs and f32 accumulation: C = op(A) op(B) + beta C where either
+   operand is f32 (rounded to bf16, to nearest even as torch's .to(torch.bfloat16), when packed) or
+   bf16 (a weight from a file converted with --dtype bf16). Three kernels behind one entry point
+   (sam3__gemm_bf16), chosen per context by sam3__bf16_detect:
+     SAM3__BK_REF     the reference: op(A) and op(B) rounded to bf16 and widened back to f32 a
+                      slice at a time, then the f32 product (sam3__gemm); every platform
+     SAM3__BK_AVX512  AVX512-BF16 (vdpbf16ps: Zen 4, Cooper Lake, Sapphire Rapids)
+     SAM3__BK_AMX     AMX-BF16 tiles (Sapphire Rapids and later; Linux, after the kernel grants
+                      the tile state with arch_prctl(ARCH_REQ_XCOMP_PERM))
+   The fast kernels are blocked as the built-in SGEMM: op(B) in KC x NC blocks of NR-column panels
+   (k pairs interleaved: panel[k/2][col][k%2], the layout of vdpbf16ps's and AMX's B operand),
+   op(A) per thread in MC x KC blocks stored row by row (the layout of an AMX A tile, rows of KC
+   bf16), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
+   reference, in another order. Compiled through target attributes: a build without -mavx512bf16
+   has them and uses them where the CPU does. */
+enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
+#define SAM3__BKC 256 /* k per block (a multiple of 32) */
+#define SAM3__BMR 32  /* rows per micro-tile (AMX: two 16-row A tiles; AVX-512: four passes of 8) */
+#define SAM3__BNR 32  /* columns per B panel */
+#define SAM3__BMC 128 /* rows per A block: 128 x 256 bf16 = 64 KB, in L2 */
+#define SAM3__BNC (SAM3__BNR * 64)
+
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define SAM3__BF16_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#if defined(__linux__)
+#define SAM3__BF16_AMX 1
+#endif
+#endif
+
+/* f32 -> bf16, round to nearest even; NaN -> the quiet NaN 0x7fc0 (as torch). */
+static SAM3__INLINE uint16_t sam3__f32_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* The fastest kernel this CPU and OS allow (SAM3__BK_*). Asks Linux for the AMX tile state once
+   per call; the grant is the process's, so asking again is harmless. */
+static int sam3__bf16_detect(void) {
+#if defined(SAM3__BF16_X86)
+    unsigned a, b, c, d, xlo, xhi;
+    int k = SAM3__BK_REF;
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return k; /* OSXSAVE */
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if ((xlo & 0xe6u) != 0xe6u) return k; /* the OS saves the YMM, opmask and ZMM state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 16)) || !(b & (1u << 30))) return k; /* AVX512F, BW */
+    {
+        unsigned a1, b1, c1, d1;
+        if (!__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) || !(a1 & (1u << 5))) return k; /* AVX512_BF16 */
+    }
+    k = SAM3__BK_AVX512;
+#if defined(SAM3__BF16_AMX)
+    /* AMX-BF16 and AMX-TILE, the tile state enabled in XCR0 (bits 17, 18), and the process
+       allowed to use it: ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18) */
+    if ((d & (1u << 22)) && (d & (1u << 24)) && (xlo & (3u << 17)) == (3u << 17)) {
+        long r; /* the syscall itself (arch_prctl is 158 on x86-64): no _GNU_SOURCE needed for syscall() */
+        __asm__ volatile("syscall" : "=a"(r) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+        if (r == 0) k = SAM3__BK_AMX;
+    }
+#endif
+    return k;
+#else
+    return SAM3__BK_REF;
+#endif
+}
+
+/* Element (i, k) of op(X), X f32 (x) or bf16 (xh), as bf16 bits. */
+static SAM3__INLINE uint16_t sam3__bop(int t, const float *x, const uint16_t *xh, int ld, int i, int k) {
+    const size_t o = t ? (size_t)k * ld + i : (size_t)i * ld + k;
+    return xh ? xh[o] : sam3__f32_bf16(x[o]);
+}
+
+#if defined(SAM3__BF16_X86)
+/* n f32 -> bf16 (round to nearest even), 32 at a time */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bf16_row_avx512(const float *s, uint16_t *d, int n) {
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + i + 16), _mm512_loadu_ps(s + i));
+        _mm512_storeu_si512((void *)(d + i), (__m512i)v);
+    }
+    for (; i < n; i++) d[i] = sam3__f32_bf16(s[i]);
+}
+#endif
+
+/* pa: the mc x kc block of op(A) at (i0, p0), row r at pa + r kcp (kcp = kc rounded up to 32),
+   zero past kc and in rows mc .. mcp (mc rounded up to SAM3__BMR). */
+static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t *Ah, int lda, int i0, int p0, int mc, int kc, int kcp,
+                               uint16_t *pa) {
+    const int mcp = (mc + SAM3__BMR - 1) / SAM3__BMR * SAM3__BMR;
+    int r, k;
+    for (r = 0; r < mcp; r++) {
+        uint16_t *d = pa + (size_t)r * kcp;
+        k = 0;
+        if (r < mc) {
+            if (!ta && Ah) {
+                memcpy(d, Ah + (size_t)(i0 + r) * lda + p0, (size_t)kc * sizeof(uint16_t));
+                k = kc;
+            }
+#if defined(SAM3__BF16_X86)
+            else if (!ta && kern != SAM3__BK_REF) {
+                sam3__bf16_row_avx512(A + (size_t)(i0 + r) * lda + p0, d, kc);
+                k = kc;
+            }
+#else
+            (void)kern;
+#endif
+            for (; k < kc; k++) d[k] = sam3__bop(ta, A, Ah, lda, i0 + r, p0 + k);
+        }
+        for (; k < kcp; k++) d[k] = 0;
+    }
+}
+/* pb: panel jp (NR columns from j0 + jp NR) of the kc x nc block of op(B) at (p0, j0), as
+   (kcp / 2, NR, 2): the pair (k, k + 1) of column q at pb[(k / 2) NR 2 + 2 q], zero past kc and nc. */
+#if defined(SAM3__BF16_X86)
+/* 32 k of row w (f32 or bf16) from k on, zero past n, as bf16 pairs */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static SAM3__INLINE __m512bh sam3__bf16_load32(const float *w, const uint16_t *wh,
+                                                                                                        int k, int n) {
+    if (wh) {
+        if (k + 32 <= n) return (__m512bh)_mm512_loadu_si512((const void *)(wh + k));
+        return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << (n - k)) - 1), (const void *)(wh + k));
+    }
+    if (k + 32 <= n) return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(w + k));
+    {
+        const int r = n - k, lo = SAM3__MIN(r, 16), hi = r - lo;
+        const __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), w + k);
+        const __m512 b = hi > 0 ? _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), w + k + 16) : _mm512_setzero_ps();
+        return _mm512_cvtne2ps_pbh(b, a);
+    }
+}
+/* Panel columns from rows of B (op(B) = B^T: a Linear weight, or activations token-major): 32 k of
+   a row rounded at a time, the pairs stored column by column; columns nr .. NR zero. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_cols(const float *B, const uint16_t *Bh, int ldb,
+                                                                                             int p0, int row0, int nr, int kc, int kcp,
+                                                                                             uint16_t *pb) {
+    int q, k, u;
+    for (q = 0; q < SAM3__BNR; q++)
+        for (k = 0; k < kcp; k += 32) {
+            uint32_t t[16];
+            const __m512bh v = q < nr && k < kc ? sam3__bf16_load32(B ? B + (size_t)(row0 + q) * ldb + p0 : NULL,
+                                                                    Bh ? Bh + (size_t)(row0 + q) * ldb + p0 : NULL, k, kc)
+                                                : (__m512bh)_mm512_setzero_si512();
+            _mm512_storeu_si512((void *)t, (__m512i)v);
+            for (u = 0; u < 16; u++) memcpy(pb + ((size_t)(k / 2 + u) * SAM3__BNR + q) * 2, t + u, sizeof(t[u]));
+        }
+}
+/* A whole panel of row-major f32 B (op(B) = B: activations, as in a 1x1 convolution): rows k and
+   k + 1, 16 columns at a time, rounded and interleaved into pairs. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_rows(const float *B, int ldb, int p0, int col0, int kc,
+                                                                                             int kcp, uint16_t *pb) {
+    int k, h;
+    for (k = 0; k < kcp; k += 2)
+        for (h = 0; h < 2; h++) {
+            __m512i lo = _mm512_setzero_si512(), hi = lo;
+            /* (maskz forms: g++ 12 warns inside the plain ones, -Wmaybe-uninitialized on _mm512_undefined) */
+            if (k < kc)
+                lo = _mm512_maskz_cvtepu16_epi32(0xffff, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(B + (size_t)(p0 + k) * ldb + col0 + 16 * h)));
+            if (k + 1 < kc)
+                hi = _mm512_maskz_slli_epi32(
+                    0xffff,
+                    _mm512_maskz_cvtepu16_epi32(0xffff, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(B + (size_t)(p0 + k + 1) * ldb + col0 + 16 * h))),
+                    16);
+            _mm512_storeu_si512((void *)(pb + (size_t)(k >> 1) * 2 * SAM3__BNR + 32 * h), _mm512_or_si512(lo, hi));
+        }
+}
+#endif
+static void sam3__bgemm_pack_b(int kern, int tb, const float *B, const uint16_t *Bh, int ldb, int p0, int j0, int kc, int kcp, int nc, int jp,
+                               uint16_t *pb) {
+    const int j = jp * SAM3__BNR, nr = SAM3__MIN(SAM3__BNR, nc - j);
+    int k, q;
+#if defined(SAM3__BF16_X86)
+    if (!tb && !Bh && kern != SAM3__BK_REF && nr == SAM3__BNR) {
+        sam3__bgemm_pack_b_rows(B, ldb, p0, j0 + j, kc, kcp, pb);
+        return;
+    }
+    if (tb && kern != SAM3__BK_REF) {
+        sam3__bgemm_pack_b_cols(Bh ? NULL : B, Bh, ldb, p0, j0 + j, nr, kc, kcp, pb);
+        return;
+    }
+#else
+    (void)kern;
+#endif
+    for (q = 0; q < SAM3__BNR; q++) {
+        uint16_t *d = pb + 2 * q;
+        if (q >= nr) {
+            for (k = 0; k < kcp; k++) d[(size_t)(k >> 1) * 2 * SAM3__BNR + (k & 1)] = 0;
+            continue;
+        }
+        if (tb && Bh) { /* a weight row (out, in): pairs copied as they are */
+            const uint16_t *s = Bh + (size_t)(j0 + j + q) * ldb + p0;
+            for (k = 0; k + 1 < kc; k += 2) {
+                d[(size_t)(k >> 1) * 2 * SAM3__BNR] = s[k];
+                d[(size_t)(k >> 1) * 2 * SAM3__BNR + 1] = s[k + 1];
+            }
+        } else {
+            for (k = 0; k + 1 < kc; k += 2) {
+                d[(size_t)(k >> 1) * 2 * SAM3__BNR] = sam3__bop(!tb, B, Bh, ldb, j0 + j + q, p0 + k);
+                d[(size_t)(k >> 1) * 2 * SAM3__BNR + 1] = sam3__bop(!tb, B, Bh, ldb, j0 + j + q, p0 + k + 1);
+            }
+        }
+        for (; k < kcp; k++) d[(size_t)(k >> 1) * 2 * SAM3__BNR + (k & 1)] = k < kc ? sam3__bop(!tb, B, Bh, ldb, j0 + j + q, p0 + k) : 0;
+    }
+}
+
+/* The mr x nr corner of a BMR x BNR tile t (row stride BNR) into C: C = t + beta C on the first k
+   block (beta 0: C not read), C += t after. */
+static void sam3__bgemm_store(const float *t, float *C, int ldc, int mr, int nr, float beta, int first) {
+    int r, q;
+    for (r = 0; r < mr; r++) {
+        float *c = C + (size_t)r * ldc;
+        const float *s = t + (size_t)r * SAM3__BNR;
+        if (!first)
+            for (q = 0; q < nr; q++) c[q] += s[q];
+        else if (beta == 0)
+            for (q = 0; q < nr; q++) c[q] = s[q];
+        else
+            for (q = 0; q < nr; q++) c[q] = s[q] + beta * c[q];
+    }
+}
+
+#if defined(SAM3__BF16_X86)
+/* BMR x BNR tile from pa (rows of kcp bf16) and pb (kcp / 2, NR, 2), 8 rows a pass: 16
+   accumulators, two B vectors and a broadcast A pair, vdpbf16ps adding both products of a pair. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
+                                                                                        float *C, int ldc, int mr, int nr, float beta,
+                                                                                        int first) {
+    float t[SAM3__BMR * SAM3__BNR];
+    const int full = mr == SAM3__BMR && nr == SAM3__BNR;
+    int r0;
+    for (r0 = 0; r0 < mr; r0 += 8) {
+        __m512 acc[8][2];
+        const uint16_t *a[8];
+        const uint16_t *b = pb;
+        int r, k;
+        for (r = 0; r < 8; r++) {
+            acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+            a[r] = pa + (size_t)(r0 + r) * kcp;
+        }
+        for (k = 0; k < kcp / 2; k++, b += 2 * SAM3__BNR) {
+            const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)b), b1 = (__m512bh)_mm512_loadu_si512((const void *)(b + 32));
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
+            for (r = 0; r < 8; r++) {
+                uint32_t pair;
+                __m512bh av;
+                memcpy(&pair, a[r] + 2 * k, sizeof(pair));
+                av = (__m512bh)_mm512_set1_epi32((int)pair);
+                acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+                acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+            }
+        }
+        if (full) {
+            for (r = 0; r < 8; r++) {
+                float *c = C + (size_t)(r0 + r) * ldc;
+                __m512 c0 = acc[r][0], c1 = acc[r][1];
+                if (!first) {
+                    c0 = _mm512_add_ps(c0, _mm512_loadu_ps(c));
+                    c1 = _mm512_add_ps(c1, _mm512_loadu_ps(c + 16));
+                } else if (beta != 0) {
+                    c0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c), c0);
+                    c1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + 16), c1);
+                }
+                _mm512_storeu_ps(c, c0);
+                _mm512_storeu_ps(c + 16, c1);
+            }
+        } else {
+            for (r = 0; r < 8; r++) {
+                _mm512_storeu_ps(t + (size_t)(r0 + r) * SAM3__BNR, acc[r][0]);
+                _mm512_storeu_ps(t + (size_t)(r0 + r) * SAM3__BNR + 16, acc[r][1]);
+            }
+        }
+    }
+    if (!full) sam3__bgemm_store(t, C, ldc, mr, nr, beta, first);
+}
+#endif
+
+#if defined(SAM3__BF16_AMX)
+/* The tile configuration: palette 1, eight tiles of 16 rows x 64 bytes. */
+typedef struct sam3__amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} sam3__amx_cfg;
+__attribute__((target("amx-tile"))) static void sam3__amx_begin(void) {
+    sam3__amx_cfg cfg;
+    int i;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    for (i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+}
+__attribute__((target("amx-tile"))) static void sam3__amx_end(void) { _tile_release(); }
+/* BMR x BNR tile: C tiles 0..3 (rows 0-15 / 16-31 x columns 0-15 / 16-31), A tiles 4, 5 (16
+   rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. */
+__attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp, const uint16_t *pa, const uint16_t *pb, float *C,
+                                                                          int ldc, int mr, int nr, float beta, int first) {
+    float t[SAM3__BMR * SAM3__BNR];
+    int k;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (k = 0; k < kcp; k += 32) {
+        _tile_loadd(4, pa + k, kcp * 2);
+        _tile_loadd(5, pa + (size_t)16 * kcp + k, kcp * 2);
+        _tile_loadd(6, pb + (size_t)k * SAM3__BNR, SAM3__BNR * 4);
+        _tile_loadd(7, pb + (size_t)k * SAM3__BNR + 32, SAM3__BNR * 4);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, t, SAM3__BNR * 4);
+    _tile_stored(1, t + 16, SAM3__BNR * 4);
+    _tile_stored(2, t + 16 * SAM3__BNR, SAM3__BNR * 4);
+    _tile_stored(3, t + 16 * SAM3__BNR + 16, SAM3__BNR * 4);
+    sam3__bgemm_store(t, C, ldc, mr, nr, beta, first);
+}
+#endif
+
+/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. */
+static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
+                               const uint16_t *Bh, int ldb, float beta, float *C, int ldc, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+    int jc, pc;
+#if defined(SAM3__BF16_AMX)
+    if (kern == SAM3__BK_AMX) sam3__amx_begin();
+#endif
+    for (jc = 0; jc < N; jc += SAM3__BNC) {
+        const int nc = SAM3__MIN(SAM3__BNC, N - jc), npan = (nc + SAM3__BNR - 1) / SAM3__BNR;
+        for (pc = 0; pc < K || pc == 0; pc += SAM3__BKC) {
+            const int kc = SAM3__MIN(SAM3__BKC, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
+            const int ntask = nmb * ngrp;
+            int jp, task;
+#ifdef _OPENMP
+            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__BMC * SAM3__BKC;
+#else
+            uint16_t *pa = pa_all;
+#endif
+            SAM3__OMP(for schedule(static))
+            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+            SAM3__OMP(for schedule(dynamic, 1))
+            for (task = 0; task < ntask; task++) {
+                const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__BMC, mc = SAM3__MIN(SAM3__BMC, M - i0);
+                const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
+                int ip;
+                sam3__bgemm_pack_a(kern, ta, A, Ah, lda, i0, pc, mc, kc, kcp, pa);
+                for (jp = j0; jp < j1; jp++) {
+                    const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
+                    for (ip = 0; ip < mc; ip += SAM3__BMR) {
+                        const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
+                        float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
+                        const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
+#if defined(SAM3__BF16_AMX)
+                        if (kern == SAM3__BK_AMX) {
+                            sam3__btile_amx(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
+                            continue;
+                        }
+#endif
+#if defined(SAM3__BF16_X86)
+                        sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
+#else
+                        (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)sam3__bgemm_store; /* not reached */
+#endif
+                    }
+                }
+            }
+            if (K == 0) break;
+        }
+    }
+#if defined(SAM3__BF16_AMX)
+    if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+}
+
+static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc);
+
+/* The reference: rows of op(A) and columns of op(B) rounded to bf16 and widened to f32, SAM3__BREF
+   rows (columns) at a time, then the f32 product. Returns 0 when its buffers cannot be had. */
+#define SAM3__BREF 256
+static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
+                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+    const int kk = K > 0 ? K : 1;
+    float *a = (float *)SAM3_MALLOC((size_t)2 * SAM3__BREF * kk * sizeof(float)), *b;
+    int i0, j0;
+    if (!a) return 0;
+    b = a + (size_t)SAM3__BREF * kk;
+    for (i0 = 0; i0 < M; i0 += SAM3__BREF) {
+        const int mb = SAM3__MIN(SAM3__BREF, M - i0);
+        int i, k;
+        for (i = 0; i < mb; i++) /* (mb, K) */
+            for (k = 0; k < K; k++) a[(size_t)i * kk + k] = sam3__bf16_f32(sam3__bop(ta, A, Ah, lda, i0 + i, k));
+        for (j0 = 0; j0 < N; j0 += SAM3__BREF) {
+            const int nb = SAM3__MIN(SAM3__BREF, N - j0);
+            int j;
+            for (j = 0; j < nb; j++) /* (nb, K) */
+                for (k = 0; k < K; k++) b[(size_t)j * kk + k] = sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j0 + j, k));
+            sam3__gemm(c, 0, 1, mb, nb, K, 1.0f, a, kk, b, kk, beta, C + (size_t)i0 * ldc + j0, ldc);
+        }
+    }
+    SAM3_FREE(a);
+    return 1;
+}
+
+#if defined(SAM3__BF16_X86)
+/* A few rows times a weight, C (M, N) = A (M, K) B^T + beta C with B (N, K) f32 or bf16, no
+   packing of B: the rows of A rounded to bf16 once (a, (M, kp)), then 4 rows of B at a time, in
+   L1 while every row of A passes over them, 4 x 4 sums of 32-wide vdpbf16ps reduced at the end.
+   For the text encoder's 32 tokens, the prompt's and the tracker's few: packing the whole weight
+   for them would cost as much as the product. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_small_cols(int M, int K, int kp, const uint16_t *a,
+                                                                                            const float *B, const uint16_t *Bh, int ldb,
+                                                                                            int j0, int nb, float beta, float *C, int ldc) {
+    int m0, q, k, r;
+    const float *w[4];
+    const uint16_t *wh[4];
+    for (q = 0; q < 4; q++) { /* past nb: the last row again, not stored */
+        const size_t o = (size_t)(j0 + SAM3__MIN(q, nb - 1)) * ldb;
+        w[q] = B ? B + o : NULL;
+        wh[q] = Bh ? Bh + o : NULL;
+    }
+    for (m0 = 0; m0 < M; m0 += 4) {
+        const int mr = SAM3__MIN(4, M - m0);
+        __m512 acc[4][4];
+        for (r = 0; r < 4; r++)
+            for (q = 0; q < 4; q++) acc[r][q] = _mm512_setzero_ps();
+        for (k = 0; k < K; k += 32) {
+            __m512bh bv[4];
+            for (q = 0; q < 4; q++) bv[q] = sam3__bf16_load32(w[q], wh[q], k, K);
+            for (r = 0; r < 4; r++) {
+                const __m512bh av = (__m512bh)_mm512_loadu_si512((const void *)(a + (size_t)(m0 + SAM3__MIN(r, mr - 1)) * kp + k));
+                for (q = 0; q < 4; q++) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], av, bv[q]);
+            }
+        }
+        for (r = 0; r < mr; r++)
+            for (q = 0; q < nb; q++) {
+                float *cc = C + (size_t)(m0 + r) * ldc + j0 + q, t[16], s = 0;
+                int u;
+                _mm512_storeu_ps(t, acc[r][q]); /* not _mm512_reduce_add_ps: g++ 12 warns inside it (-Wmaybe-uninitialized) */
+                for (u = 0; u < 16; u++) s += t[u];
+                *cc = beta == 0 ? s : s + beta * *cc;
+            }
+    }
+}
+#endif
+#define SAM3__BSMALL_M 48 /* rows up to which sam3__bgemm_small_cols takes a product */
+/* Returns 0 where it does not apply (A transposed, B not, too many rows, no AVX512-BF16). */
+static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+#if defined(SAM3__BF16_X86)
+    const int kp = (K + 31) / 32 * 32;
+    uint16_t *a;
+    int i, jq;
+    if (kern == SAM3__BK_REF || ta || !tb || M > SAM3__BSMALL_M || K < 1) return 0;
+    a = (uint16_t *)SAM3_MALLOC((size_t)M * kp * sizeof(uint16_t) + 64);
+    if (!a) return 0;
+    for (i = 0; i < M; i++) {
+        uint16_t *d = a + (size_t)i * kp;
+        int k;
+        if (Ah) memcpy(d, Ah + (size_t)i * lda, (size_t)K * sizeof(uint16_t));
+        else sam3__bf16_row_avx512(A + (size_t)i * lda, d, K);
+        for (k = K; k < kp; k++) d[k] = 0;
+    }
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)M * N * K > 2e5 && !omp_in_parallel()))
+    for (jq = 0; jq < (N + 3) / 4; jq++) sam3__bgemm_small_cols(M, K, kp, a, Bh ? NULL : B, Bh, ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), beta, C, ldc);
+    SAM3_FREE(a);
+    return 1;
+#else
+    (void)c, (void)kern, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)Ah, (void)lda, (void)B, (void)Bh, (void)ldb, (void)beta,
+        (void)C, (void)ldc;
+    return 0;
+#endif
+}
+
+/* C (M, N) = op(A) op(B) + beta C in bf16 with f32 sums, with kernel kern (SAM3__BK_*): A, B are
+   f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
+static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                            const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+    const int kcp = (SAM3__MIN(SAM3__BKC, K > 0 ? K : 1) + 31) / 32 * 32;
+    const int ncp = (SAM3__MIN(SAM3__BNC, N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+    const int nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
+    int nt = c->nt, ngrp = 1;
+    unsigned char *raw;
+    uint16_t *pb, *pa;
+    if (M <= 0 || N <= 0) return;
+#if !defined(SAM3__BF16_X86)
+    kern = SAM3__BK_REF;
+#endif
+#if !defined(SAM3__BF16_AMX)
+    if (kern == SAM3__BK_AMX) kern = SAM3__BK_AVX512;
+#endif
+    if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
+    if (kern != SAM3__BK_REF) {
+#ifdef _OPENMP
+        if (omp_in_parallel()) nt = 1;
+#else
+        nt = 1;
+#endif
+        if (nt < 1) nt = 1;
+        while (nmb * ngrp < 2 * nt && ngrp * SAM3__BNR < N) ngrp *= 2;
+        raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * SAM3__BMC * SAM3__BKC) * sizeof(uint16_t) + 64);
+        if (raw) {
+            pb = (uint16_t *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
+            pa = pb + (size_t)kcp * ncp;
+            SAM3__OMP(parallel num_threads(nt))
+            sam3__bgemm_blocks(kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, pb, pa, ngrp);
+            SAM3_FREE(raw);
+            return;
+        }
+    }
+    if (!sam3__bgemm_ref(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) {
+        /* no memory for any buffer: unblocked, slow, but the same products */
+        int i, j, k;
+        for (i = 0; i < M; i++)
+            for (j = 0; j < N; j++) {
+                float acc = 0;
+                for (k = 0; k < K; k++)
+                    acc += sam3__bf16_f32(sam3__bop(ta, A, Ah, lda, i, k)) * sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j, k));
+                C[(size_t)i * ldc + j] = acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+            }
+    }
+}
+
 /* ==== sam3: kernels ==== */
 /* Row-major C = alpha * op(A) * op(B) + beta * C, one BLAS call. */
 static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -4634,10 +5214,29 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     }
 }
 
+/* The products with a weight, all through here: C (M, N) = op(A) op(B) + beta C where A or B is
+   a weight (f32 A/B or bf16 Ah/Bh). In bf16 (sam3__gemm_bf16) when a weight is bf16 or the
+   context runs bf16 products (SAM3_PRECISION_BF16), else the f32 path. */
+static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+    if (Ah || Bh || c->bf16) sam3__gemm_bf16(c, c->bk, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc);
+    else sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+/* C = op(X) op(W) + beta C, W = l's weight from element off on (leading dimension ldw). */
+static void sam3__gemm_xw(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off,
+                          int ldw, float beta, float *C, int ldc) {
+    sam3__gemm_mixed(c, ta, tb, M, N, K, x, NULL, ldx, l->w ? l->w + off : NULL, l->wh ? l->wh + off : NULL, ldw, beta, C, ldc);
+}
+/* C = op(W) op(X) + beta C. */
+static void sam3__gemm_wx(sam3_ctx *c, int ta, int tb, int M, int N, int K, const sam3__lin *l, size_t off, int ldw, const float *x, int ldx,
+                          float beta, float *C, int ldc) {
+    sam3__gemm_mixed(c, ta, tb, M, N, K, l->w ? l->w + off : NULL, l->wh ? l->wh + off : NULL, ldw, x, NULL, ldx, beta, C, ldc);
+}
+
 /* y (n, out) = x (n, in) . W^T + b, W as stored by nn.Linear (out, in). y may not alias x. */
 static void sam3__linear(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y) {
     int i;
-    sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    sam3__gemm_xw(c, 0, 1, n, out, in, x, in, l, 0, in, 0.0f, y, out);
     if (!l->b) return;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * out) >= SAM3__PAR_MIN))
     for (i = 0; i < n; i++) {
@@ -5008,7 +5607,7 @@ static void sam3__sigmoid_row(const float *x, float *y, size_t n) {
    A pass fewer over the hidden map (42 MB in each DETR encoder layer's MLP). */
 static void sam3__linear_relu(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y) {
     int i;
-    sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    sam3__gemm_xw(c, 0, 1, n, out, in, x, in, l, 0, in, 0.0f, y, out);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n * out) >= SAM3__PAR_MIN))
     for (i = 0; i < n; i++) {
         float *r = y + (size_t)i * out;
@@ -5051,7 +5650,7 @@ static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const s
         sam3__linear(c, x, n, in, l, out, y);
         return;
     }
-    sam3__gemm(c, 0, 1, n, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    sam3__gemm_xw(c, 0, 1, n, out, in, x, in, l, 0, in, 0.0f, y, out);
     sam3__vadd_bias(c, res, y, l->b, n, out);
 }
 
@@ -5589,7 +6188,7 @@ static sam3_result sam3__attention_batch(sam3_ctx *c, int nb, int n, int nh, int
 /* 1x1 conv; x may be given token-major (HW, cin) with x_tokens = 1. */
 static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, int hw, const sam3__lin *l, int cout, float *y) {
     int o;
-    sam3__gemm(c, 0, x_tokens, cout, hw, cin, 1.0f, l->w, cin, x, x_tokens ? cin : hw, 0.0f, y, hw);
+    sam3__gemm_wx(c, 0, x_tokens, cout, hw, cin, l, 0, cin, x, x_tokens ? cin : hw, 0.0f, y, hw);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (o = 0; o < cout; o++) {
         float *r = y + (size_t)o * hw, b = l->b ? l->b[o] : 0.0f;
@@ -5611,7 +6210,7 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
    channels: U written in runs of cin floats (written directly, each step would scatter 36 values
    256 KB apart), and the products vectorise. ut: per thread, 27 cin doubles. */
-static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, float *u, double *ut) {
+static void sam3__wino_weights(sam3_ctx *c, const sam3__lin *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -5631,7 +6230,7 @@ static void sam3__wino_weights(sam3_ctx *c, const float *w, int cout, int cin, f
         double *t = g9 + (size_t)9 * cin; /* (6, 3, cin) G g */
         int i, k, j, a;
         for (i = 0; i < cin; i++)
-            for (a = 0; a < 9; a++) g9[(size_t)a * cin + i] = w[((size_t)o * cin + i) * 9 + a];
+            for (a = 0; a < 9; a++) g9[(size_t)a * cin + i] = sam3__lw(w, ((size_t)o * cin + i) * 9 + a);
         for (k = 0; k < 6; k++)
             for (j = 0; j < 3; j++) {
                 const double *g0 = g9 + (size_t)j * cin, *g1 = g9 + (size_t)(3 + j) * cin, *g2 = g9 + (size_t)(6 + j) * cin;
@@ -5782,7 +6381,7 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
     float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or 27 cin doubles */
     int ty0;
     if (!u || !v || !mm || !tb) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__wino_weights(c, l->w, cout, cin, u, (double *)(void *)tb);
+    sam3__wino_weights(c, l, cout, cin, u, (double *)(void *)tb);
     for (ty0 = 0; ty0 < nty; ty0 += ntr) {
         const int nr = SAM3__MIN(ntr, nty - ty0), ncur = nr * ntx;
         int task;
@@ -5831,7 +6430,7 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
     for (i = 0; i < cin; i++) {
         int oo, t;
         for (oo = 0; oo < cout; oo++)
-            for (t = 0; t < 4; t++) wt[((size_t)t * cout + oo) * cin + i] = l->w[((size_t)i * cout + oo) * 4 + t];
+            for (t = 0; t < 4; t++) wt[((size_t)t * cout + oo) * cin + i] = sam3__lw(l, ((size_t)i * cout + oo) * 4 + t);
     }
     sam3__gemm(c, 0, x_tokens, 4 * cout, (int)hw, cin, 1.0f, wt, cin, x, x_tokens ? cin : (int)hw, 0.0f, tmp, (int)hw);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
@@ -5957,8 +6556,8 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     sam3__linear(c, vin, nk, D, &w->v, di, v);
     for (h = 0; h < nh; h++) {
         int j, d;
-        sam3__gemm(c, 0, 0, nk, D, hd, 1.0f, k + (size_t)h * hd, di, w->q.w + (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nk * D, D);
-        sam3__gemm(c, 0, 1, nk, D, hd, 1.0f, v + (size_t)h * hd, di, w->o.w + (size_t)h * hd, di, 0.0f, u + (size_t)h * nk * D, D);
+        sam3__gemm_xw(c, 0, 0, nk, D, hd, k + (size_t)h * hd, di, &w->q, (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nk * D, D);
+        sam3__gemm_xw(c, 0, 1, nk, D, hd, v + (size_t)h * hd, di, &w->o, (size_t)h * hd, di, 0.0f, u + (size_t)h * nk * D, D);
         for (j = 0; j < nk; j++) {
             float t = 0;
             if (w->q.b)
@@ -6041,7 +6640,7 @@ static sam3_result sam3__mlp2_res(sam3_ctx *c, const float *x, int n, int in, co
     if (relu) {
         sam3__linear_relu(c, x, n, in, l1, hidden, h);
     } else {
-        sam3__gemm(c, 0, 1, n, hidden, in, 1.0f, x, in, l1->w, in, 0.0f, h, hidden);
+        sam3__gemm_xw(c, 0, 1, n, hidden, in, x, in, l1, 0, in, 0.0f, h, hidden);
         sam3__gelu_bias(c, h, (size_t)n, hidden, l1->b);
     }
     sam3__linear_res(c, h, n, hidden, l2, out, y, res);
@@ -6410,7 +7009,7 @@ static sam3_result sam3__vit_embeddings(sam3_ctx *c, const float *pix, float *x)
                 memcpy(o + (size_t)(ch * p + ky) * p, pix + ((size_t)ch * S + (size_t)ty * p + ky) * S + (size_t)tx * p,
                        (size_t)p * sizeof(float));
     }
-    sam3__gemm(c, 0, 1, g * g, C, K, 1.0f, cols, K, c->m->vit_w.patch, K, 0.0f, x, C);
+    sam3__gemm_xw(c, 0, 1, g * g, C, K, cols, K, &c->m->vit_w.patch, 0, K, 0.0f, x, C);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < g * g; t++) {
         const float *pe = c->m->vit_w.pos + ((size_t)((t / g) % pg) * pg + (t % g) % pg) * C;
@@ -6462,9 +7061,9 @@ static void sam3__window_add(sam3_ctx *c, float *x, const float *src, const floa
 static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const sam3__norm *ln, float eps, const sam3__lin *fc1,
                           const sam3__lin *fc2, float *h, float *mlp) {
     sam3__layernorm(c, x, h, N, C, ln, eps);
-    sam3__gemm(c, 0, 1, N, inter, C, 1.0f, h, C, fc1->w, C, 0.0f, mlp, inter);
+    sam3__gemm_xw(c, 0, 1, N, inter, C, h, C, fc1, 0, C, 0.0f, mlp, inter);
     sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);
-    sam3__gemm(c, 0, 1, N, C, inter, 1.0f, mlp, inter, fc2->w, inter, 0.0f, h, C);
+    sam3__gemm_xw(c, 0, 1, N, C, inter, mlp, inter, fc2, 0, inter, 0.0f, h, C);
     sam3__vadd_bias(c, x, h, fc2->b, N, C);
 }
 
@@ -6488,32 +7087,32 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
            product splits into fuller tiles over the threads), else three (n, C) products;
            their biases and the packing for the attention in the passes after them: K packed
            into h (free now), V into mlp (free until the MLP); the attention writes over q. */
-        const int ld = w->qkv ? 3 * C : C;
-        float *qq = q, *kk = w->qkv ? q + C : k, *vs = w->qkv ? q + 2 * C : vv;
+        const int fused = w->qkv.w || w->qkv.wh, ld = fused ? 3 * C : C;
+        float *qq = q, *kk = fused ? q + C : k, *vs = fused ? q + 2 * C : vv;
         const int nb = global ? 1 : n / wt, nk = global ? N : wt;
-        if (w->qkv) {
-            sam3__gemm(c, 0, 1, n, 3 * C, C, 1.0f, h, C, w->qkv, C, 0.0f, q, 3 * C);
+        if (fused) {
+            sam3__gemm_xw(c, 0, 1, n, 3 * C, C, h, C, &w->qkv, 0, C, 0.0f, q, 3 * C);
         } else {
-            sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.q.w, C, 0.0f, qq, C);
-            sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.k.w, C, 0.0f, kk, C);
-            sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.v.w, C, 0.0f, vs, C);
+            sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.q, 0, C, 0.0f, qq, C);
+            sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
+            sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
         sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
         sam3__v_pack(c, vs, ld, w->attn.v.b, nb, nk, C, hd, mlp);
         if ((rc = sam3__attention_packed(c, nb, nk, v->heads, hd, qq, ld, h, mlp, qq, ld)) != SAM3_OK) return rc;
-        sam3__gemm(c, 0, 1, n, C, C, 1.0f, qq, ld, w->attn.o.w, C, 0.0f, h, C);
+        sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
         else sam3__window_add(c, x, h, w->attn.o.b, g, ws, C);
     }
 #else
-    sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.q.w, C, 0.0f, q, C);
-    sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.k.w, C, 0.0f, k, C);
+    sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.q, 0, C, 0.0f, q, C);
+    sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, k, C);
     sam3__linear(c, h, n, C, &w->attn.v, C, vv);
     sam3__rope_apply(c, q, k, w->attn.q.b, w->attn.k.b, n, C, hd, global ? c->rope_glb : c->rope_win, global ? N : wt);
     if ((rc = global ? sam3__attention(c, N, N, v->heads, hd, q, C, k, C, vv, C, h, C, 0)
                      : sam3__attention_batch(c, n / wt, wt, v->heads, hd, q, k, vv, C, h, C)) != SAM3_OK)
         return rc;
-    sam3__gemm(c, 0, 1, n, C, C, 1.0f, h, C, w->attn.o.w, C, 0.0f, q, C);
+    sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.o, 0, C, 0.0f, q, C);
     if (global) sam3__vadd_bias(c, x, q, w->attn.o.b, N, C);
     else sam3__window_add(c, x, q, w->attn.o.b, g, ws, C);
 #endif
@@ -6970,7 +7569,7 @@ static sam3_result sam3__geometry_encoder(sam3_ctx *c, const float *boxes, const
         xyxy[3] = (b[1] + 0.5f * b[3]) * (float)S;
         sam3__roi_align(fn, S, S, D, xyxy, r, roi);
         /* boxes_pool_project: a r x r "valid" conv on an r x r input is a full contraction. */
-        sam3__gemm(c, 0, 1, 1, D, D * r * r, 1.0f, roi, D * r * r, g->pool.w, D * r * r, 1.0f, out + (size_t)i * D, D);
+        sam3__gemm_xw(c, 0, 1, 1, D, D * r * r, roi, D * r * r, &g->pool, 0, D * r * r, 1.0f, out + (size_t)i * D, D);
         {
             int j;
             for (j = 0; j < D; j++) out[(size_t)i * D + j] += g->pool.b[j];
@@ -7080,7 +7679,7 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
                 d1[r] = sam3__rpb_log(co - hi);
             }
             for (j = 0; j < D; j++) {
-                const float wa = l1->w[2 * j], wb = l1->w[2 * j + 1], bj = l1->b ? l1->b[j] : 0.0f;
+                const float wa = sam3__lw(l1, 2 * (size_t)j), wb = sam3__lw(l1, 2 * (size_t)j + 1), bj = l1->b ? l1->b[j] : 0.0f;
                 float *hv = hid + (size_t)j * 16;
 #ifdef SAM3__VX
                 int u;
@@ -7108,7 +7707,7 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
                     sam3__vx hv[16 / SAM3__VX];
                     for (u = 0; u < 16 / SAM3__VX; u++) hv[u] = sam3__vx_load(hid + (size_t)j * 16 + u * SAM3__VX);
                     for (hh = 0; hh < nhh; hh++) {
-                        const sam3__vx wv = sam3__vx_set1(l2->w[(size_t)(h0 + hh) * D + j]);
+                        const sam3__vx wv = sam3__vx_set1(sam3__lw(l2, (size_t)(h0 + hh) * D + j));
                         for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_fmadd(wv, hv[u], av[hh][u]);
                     }
                 }
@@ -7116,10 +7715,10 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
                     for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc[hh] + u * SAM3__VX, av[hh][u]);
 #else
                 for (hh = 0; hh < nhh; hh++) {
-                    const float *w2 = l2->w + (size_t)(h0 + hh) * D;
+                    const size_t w2 = (size_t)(h0 + hh) * D;
                     for (r = 0; r < 16; r++) acc[hh][r] = 0;
                     for (j = 0; j < D; j++)
-                        for (r = 0; r < 16; r++) acc[hh][r] += w2[j] * hid[(size_t)j * 16 + r];
+                        for (r = 0; r < 16; r++) acc[hh][r] += sam3__lw(l2, w2 + j) * hid[(size_t)j * 16 + r];
                 }
 #endif
                 for (hh = 0; hh < nhh; hh++) {
@@ -7325,7 +7924,7 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
        me . b into the product as a column against a row of ones (mw (Q, D + 1) has it as column D,
        x has the ones as row D), which saves adding it in a pass of its own over the 66 MB of
        mask logits */
-    sam3__gemm(c, 0, 0, Q, D, D, 1.0f, me, D, w->inst_proj.w, D, 0.0f, mw, D + 1);
+    sam3__gemm_xw(c, 0, 0, Q, D, D, me, D, &w->inst_proj, 0, D, 0.0f, mw, D + 1);
     if (w->inst_proj.b) {
         size_t j;
         for (k = 0; k < Q; k++) {
@@ -7549,7 +8148,7 @@ static void sam3__conv2x2s2(const float *x, int cin, int H, int W, const sam3__l
                 for (ch = 0; ch < cin; ch++)
                     for (dy = 0; dy < 2; dy++)
                         for (dx = 0; dx < 2; dx++)
-                            acc += l->w[((o * cin + ch) * 2 + dy) * 2 + dx] * x[((size_t)ch * H + 2 * r + dy) * W + 2 * q + dx];
+                            acc += sam3__lw(l, ((size_t)(o * cin + ch) * 2 + dy) * 2 + dx) * x[((size_t)ch * H + 2 * r + dy) * W + 2 * q + dx];
                 y[((size_t)o * (H / 2) + r) * (W / 2) + q] = acc;
             }
 }
@@ -7869,7 +8468,7 @@ static sam3_result sam3__conv2d(sam3_ctx *c, const float *x, int cin, int H, int
             }
         }
     }
-    sam3__gemm(c, 0, 0, cout, (int)P, K, 1.0f, l->w, K, col, (int)P, 0.0f, y, (int)P);
+    sam3__gemm_wx(c, 0, 0, cout, (int)P, K, l, 0, K, col, (int)P, 0.0f, y, (int)P);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (r = 0; r < (ptrdiff_t)cout; r++) {
         float *o = y + (size_t)r * P, b = l->b ? l->b[r] : 0.0f;
@@ -7894,7 +8493,8 @@ static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f,
     if (!y || !tt || !hh) return SAM3_ERR_OUT_OF_MEMORY;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (ch = 0; ch < (ptrdiff_t)D; ch++) {
-        const float *xc = x + (size_t)ch * N, *wk = f->dw.w + (size_t)ch * k * k;
+        const float *xc = x + (size_t)ch * N;
+        const size_t wk = (size_t)ch * k * k;
         int yy, xx, dy, dx;
         for (yy = 0; yy < g; yy++)
             for (xx = 0; xx < g; xx++) {
@@ -7904,7 +8504,7 @@ static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f,
                     if (iy < 0 || iy >= g) continue;
                     for (dx = 0; dx < k; dx++) {
                         const int ix = xx + dx - pad;
-                        if (ix >= 0 && ix < g) acc += wk[dy * k + dx] * xc[iy * g + ix];
+                        if (ix >= 0 && ix < g) acc += sam3__lw(&f->dw, wk + (size_t)(dy * k + dx)) * xc[iy * g + ix];
                     }
                 }
                 y[(size_t)ch * N + yy * g + xx] = acc;
@@ -7915,7 +8515,7 @@ static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f,
         int n;
         for (n = 0; n < N; n++) tt[(size_t)n * D + ch] = y[(size_t)ch * N + n];
     }
-    sam3__gemm(c, 0, 1, N, v->fu_inter, D, 1.0f, tt, D, f->pw1.w, D, 0.0f, hh, v->fu_inter);
+    sam3__gemm_xw(c, 0, 1, N, v->fu_inter, D, tt, D, &f->pw1, 0, D, 0.0f, hh, v->fu_inter);
     sam3__gelu_bias(c, hh, (size_t)N, v->fu_inter, f->pw1.b);
     sam3__linear(c, hh, N, v->fu_inter, &f->pw2, D, tt);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
@@ -8065,6 +8665,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     *out = NULL;
     if (!m || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) return SAM3_ERR_INVALID_ARG;
     if (opt && (opt->n_threads < 0 || opt->blas_threads < 0)) return SAM3_ERR_INVALID_ARG;
+    if (opt && opt->precision != SAM3_PRECISION_F32 && opt->precision != SAM3_PRECISION_BF16) return SAM3_ERR_INVALID_ARG;
     c = (sam3_ctx *)sam3__acalloc(&a, 1, sizeof(sam3_ctx));
     if (!c) return SAM3_ERR_OUT_OF_MEMORY;
     c->m = m;
@@ -8091,6 +8692,8 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     c->split = c->opt.blas_threads == 1;
 #endif
     if (c->nt <= 1) c->split = 0;
+    c->bf16 = c->opt.precision == SAM3_PRECISION_BF16;
+    c->bk = SAM3__MIN(sam3__bf16_detect(), SAM3_BF16_KERNEL);
     v = &m->vit;
     if (m->arch == SAM3__ARCH_SAM1) {
         const size_t gg = (size_t)m->trk.grid * m->trk.grid, D = (size_t)m->trk.D;

@@ -46,7 +46,7 @@ static void on_load_log(void *user, int level, const char *msg) {
 }
 
 static const char *BENCH_HELP =
-    "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH] [--paired]\n"
+    "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH] [--paired] [--precision bf16|f32]\n"
     "\n"
     "Times, as medians over R runs (default 3): load (open + validate + map), the image encoder\n"
     "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
@@ -61,6 +61,7 @@ static const char *BENCH_HELP =
     "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
     "                    so one thread pool does all the work; 0 leaves BLAS as it is)\n"
     "  --runs R          repetitions (default 3)\n"
+    "  --precision P     bf16: products with weights in bf16 (a --dtype bf16 file's are anyway); f32 (default)\n"
     "  --size WxH        the synthetic image's size\n"
     "  --paired          for tools/bench_vs_pytorch.sh: after an untimed round prints \"ready\", then\n"
     "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
@@ -210,6 +211,7 @@ typedef struct bench_args {
     int video, frames, warm; /* --video K objects, --frames N, --warm W */
     int gemm, gm, gn, gk;    /* --gemm [MxNxK] */
     int load;                /* --load N busy processes */
+    int precision;           /* --precision bf16|f32: SAM3_PRECISION_* */
 } bench_args;
 
 /* Returns -1 to go on, else the exit status (--help: 0, a usage error: 2). */
@@ -231,6 +233,11 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(arg, "--threads") && val) {
             a->threads = atoi(val), i++;
             if (a->threads < 1) return usage_error("--threads must be >= 1, got '%s'", val);
+        } else if (!strcmp(arg, "--precision") && val) {
+            if (!strcmp(val, "bf16")) a->precision = SAM3_PRECISION_BF16;
+            else if (!strcmp(val, "f32")) a->precision = SAM3_PRECISION_F32;
+            else return usage_error("--precision wants bf16 or f32, got '%s'", val);
+            i++;
         } else if (!strcmp(arg, "--blas-threads") && val) {
             a->blas_threads = atoi(val), i++;
             if (a->blas_threads < 0) return usage_error("--blas-threads must be >= 0, got '%s'", val);
@@ -552,6 +559,7 @@ int bench_main(int argc, char **argv) {
     sam1 = !strcmp(sam3_model_arch(m), "sam1"); /* SAM 1: an image encoder and clicks, no text or detector */
     co.n_threads = threads;
     co.blas_threads = blas_threads;
+    co.precision = a.precision;
     if ((rc = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
         fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
         goto done;
@@ -666,9 +674,9 @@ int bench_main(int argc, char **argv) {
         double tl = median(t_load, runs), tp = median(t_pre, runs), tt = median(t_trunk, runs), tn = median(t_neck, runs);
         double enc = gf / ((tt + tn) / 1000.0), ref = sg > sg_ob ? sg : sg_ob;
         long rss_kb = peak_rss_kb();
-        printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s\n", path, sam1 ? "SAM 1" : "SAM 3", W, H, runs,
-               runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : sam3_ctx_n_threads(c), blas_threads,
-               sam3_ctx_splits_products(c) ? " (products split by sam3)" : "");
+        printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s, precision %s\n", path, sam1 ? "SAM 1" : "SAM 3",
+               W, H, runs, runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : sam3_ctx_n_threads(c), blas_threads,
+               sam3_ctx_splits_products(c) ? " (products split by sam3)" : "", a.precision == SAM3_PRECISION_BF16 ? "bf16" : "f32 (bf16 weights: bf16)");
         bench_line("load (open + validate + map)", tl);
         if (sam1) {
             bench_line("preprocess (resize + normalise + pad)", tp);

@@ -150,6 +150,7 @@ static const char *DTYPES[5] = {"f32", "f16", "bf16", "i32", "u8"};
 static int cmd_info(int argc, char **argv) {
     const char *path = NULL;
     int i, list = 0, verify = 0, n, counts[8] = {0};
+    uint64_t bytes[8] = {0};
     sam3_model *m;
     uint64_t total = 0;
     char val[1024];
@@ -186,7 +187,7 @@ static int cmd_info(int argc, char **argv) {
         sam3_model_tensor_info(m, i, &t);
         total += t.nbytes;
         for (d = 0; d < 5; d++)
-            if (!strcmp(t.dtype, DTYPES[d])) counts[d]++;
+            if (!strcmp(t.dtype, DTYPES[d])) counts[d]++, bytes[d] += t.nbytes;
         if (list) {
             printf("  %-72.*s %-4s [", t.name_len, t.name, t.dtype);
             for (d = 0; d < t.ndim; d++) printf("%s%lld", d ? "," : "", (long long)t.shape[d]);
@@ -195,6 +196,8 @@ static int cmd_info(int argc, char **argv) {
     }
     printf("tensors: %d (f32 %d, f16 %d, bf16 %d, i32 %d, u8 %d), %llu data bytes\n", n, counts[0], counts[1], counts[2],
            counts[3], counts[4], (unsigned long long)total);
+    printf("bytes by dtype: f32 %llu, f16 %llu, bf16 %llu, i32 %llu, u8 %llu\n", (unsigned long long)bytes[0], (unsigned long long)bytes[1],
+           (unsigned long long)bytes[2], (unsigned long long)bytes[3], (unsigned long long)bytes[4]);
     sam3_free(m);
     return CLI_OK;
 }
@@ -304,6 +307,8 @@ static const char *SEGMENT_HELP =
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1: sam3 splits every product over its\n"
     "                              threads, so one thread pool does the work; 0 leaves BLAS as it is)\n"
+    "  --precision bf16|f32        products with weights in bf16 (f32 sums; AVX512-BF16 or AMX where\n"
+    "                              the CPU has them) or f32 (default); a --dtype bf16 file is bf16 anyway\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "  --format png|coco           png (default): mask_NNN.png files; coco: no mask PNGs, each instance's\n"
     "                              mask in results.json as COCO compressed RLE, and coco.json (COCO:\n"
@@ -337,6 +342,7 @@ typedef struct common_args {
     const char *model, *image, *outdir;
     int threads, blas_threads, quiet, force;
     unsigned long long max_pixels; /* image budget; 0: CLI_IMG_DEFAULT_MAX_PIXELS */
+    int precision;                 /* --precision: SAM3_PRECISION_* */
 } common_args;
 
 typedef struct seg_args {
@@ -438,6 +444,10 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
         if (!parse_int(v, 1, 4096, &ca->threads)) r = usage_error(cmd, "--threads wants a number >= 1, got '%s'", v);
     } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--blas-threads", &v)) > 0) {
         if (!parse_int(v, 0, 4096, &ca->blas_threads)) r = usage_error(cmd, "--blas-threads wants a number >= 0, got '%s'", v);
+    } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--precision", &v)) > 0) {
+        if (!strcmp(v, "bf16")) ca->precision = SAM3_PRECISION_BF16;
+        else if (!strcmp(v, "f32")) ca->precision = SAM3_PRECISION_F32;
+        else r = usage_error(cmd, "--precision wants bf16 or f32, got '%s'", v);
     } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--max-pixels", &v)) > 0) {
         char *end;
         errno = 0;
@@ -952,6 +962,7 @@ typedef struct cli_session {
     unsigned char *overlay; /* (h, w, 3) scratch for overlay.png */
     cli_progress prog;
     int quiet;
+    int precision; /* SAM3_PRECISION_* for the context */
 } cli_session;
 
 static void session_free(cli_session *s) {
@@ -996,6 +1007,7 @@ static int session_encode(cli_session *s, const char *image, int threads, int bl
                 n == 1 ? "grey" : "RGB", fmt_ms(sam3_time_ms() - t0));
     co.n_threads = threads;
     co.blas_threads = blas_threads;
+    co.precision = s->precision;
     if (!s->quiet) {
         co.progress_fn = on_progress;
         co.progress_user = &s->prog;
@@ -1155,6 +1167,7 @@ static int run_segment(const seg_args *a) {
 
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
+    ss.precision = a->c.precision;
     memset(&io, 0, sizeof(io));
     if (!cli_outdir_open(&od, a->c.outdir, SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
         cli_error("%s", od.err);
@@ -1235,6 +1248,7 @@ static int run_segment_dataset(const seg_args *a) {
 
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
+    ss.precision = a->c.precision;
     memset(&io, 0, sizeof(io));
     if (cli_ds_list_build(&l, a->c.image) != CLI_OK) return CLI_FAIL;
     if (!a->c.quiet && l.ignored)
@@ -1405,6 +1419,7 @@ static const char *POINTS_HELP =
     "  --max-pixels N              refuse images (and masks) over N pixels (default 100000000)\n"
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1; 0 leaves BLAS as it is)\n"
+    "  --precision bf16|f32        products with weights in bf16 or f32 (default; see segment --help)\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "\n"
     "Give at least one --point, --box or --mask. Progress and timings go to stderr. Exit status:\n"
@@ -1641,6 +1656,7 @@ static int run_points(const pts_args *a) {
 
     cli_cmd = "points";
     memset(&ss, 0, sizeof(ss));
+    ss.precision = a->c.precision;
     if (!cli_outdir_open(&od, a->c.outdir, CLI_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
         cli_error("%s", od.err);
         goto done;

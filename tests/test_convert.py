@@ -429,7 +429,7 @@ def fail_bad_config_value():
 
 @test
 def fail_unsupported_dtype_option():
-    expect_failure(write_src(tmpdir("dtypeopt"), tiny_items()), "only f32", args=("--dtype", "f16"))
+    expect_failure(write_src(tmpdir("dtypeopt"), tiny_items()), "invalid choice: 'f16'", args=("--dtype", "f16"))
 
 
 # ----------------------------------------------------------------------------------------
@@ -571,6 +571,42 @@ def verify_passes():
     d = write_src(tmpdir("verify"), tiny_items(dtype="BF16"))
     rc, so, se = run_convert(d, os.path.join(d, "o.sam3"), "--verify", "--quiet")
     check(rc == 0 and "verify: OK" in so, so + se)
+
+
+@test
+def bf16_output():
+    """--dtype bf16: Linear/Conv weights bf16 (torch's rounding of the f32 conversion's values), the
+    rest f32 and bit-identical to the f32 conversion; --verify passes; deterministic."""
+    d = write_src(tmpdir("bf16out"), tiny_items())
+    a, b, b2 = (os.path.join(d, n) for n in ("a.sam3", "b.sam3", "b2.sam3"))
+    rc, so, se = run_convert(d, a, "--quiet")
+    check(rc == 0, se)
+    for out in (b, b2):
+        rc, so, se = run_convert(d, out, "--quiet", "--dtype", "bf16", "--verify")
+        check(rc == 0 and "verify: OK" in so and "of them bf16" in so, so + se)
+    with open(b, "rb") as f1, open(b2, "rb") as f2:
+        check(f1.read() == f2.read(), "bf16 output not deterministic")
+    fa, fb = sam3file.read(a), sam3file.read(b)
+    check(fa.order == fb.order, "tensor order differs")
+    n_bf16 = 0
+    for name in fa.order:
+        dt = fb.tensors[name][0]
+        raw_a = fa.get(name)
+        if dt == sam3file.DT_BF16:
+            n_bf16 += 1
+            check(name.endswith(".weight") and "norm" not in name and "position" not in name, f"{name} should stay f32")
+            want = sam3file.to_bf16(raw_a).view("<u2")
+            off, nbytes = fb.tensors[name][2], fb.tensors[name][3]
+            got = np.frombuffer(fb.buf, "<u2", nbytes // 2, off).reshape(want.shape)
+            check(np.array_equal(got, want), f"{name}: not round-to-nearest-even of the f32 values")
+        else:
+            check(np.array_equal(fb.get(name).view(np.uint8), raw_a.view(np.uint8)), f"{name}: f32 tensor differs")
+    check(n_bf16 > 50, f"only {n_bf16} bf16 tensors")
+    for name in ("vision_encoder.backbone.layers.0.mlp.fc1.weight", "vision_encoder.backbone.layers.0.attention.q_proj.weight"):
+        check(fb.tensors[name][0] == sam3file.DT_BF16, f"{name} is not bf16")
+    for name in ("vision_encoder.backbone.layers.0.layer_norm1.weight", "vision_encoder.backbone.layers.0.mlp.fc1.bias",
+                 "vision_encoder.backbone.embeddings.position_embeddings"):
+        check(fb.tensors[name][0] == sam3file.DT_F32, f"{name} is not f32")
 
 
 @test

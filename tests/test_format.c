@@ -161,10 +161,30 @@ static void run(const char *path) {
     /* f16 where this build needs f32: a consistent f16 tensor of the same shape (half the bytes) */
     CASE("wrong dtype for a weight", (wr32(b.p + e + 8, 1), wr64(b.p + e + 56, rd64(b.p + e + 56) / 2)), SAM3_ERR_SHAPE_MISMATCH,
          "dtype f16, expected f32");
+    CASE("bf16 where only f32 is read (a norm)", (wr32(b.p + e + 8, 2), wr64(b.p + e + 56, rd64(b.p + e + 56) / 2)), SAM3_ERR_SHAPE_MISMATCH,
+         "dtype bf16, expected f32 (only Linear and Conv weights may be bf16");
     b = copy_of(orig, size);
     e2 = tensor_entry(&b, "vision_encoder.backbone.layers.0.mlp.fc1.weight");
     blob_free(&b);
     if (e2) {
+        /* mixed files (tools/convert.py --dtype bf16): a Linear weight is f32 or bf16, mapped in place */
+        const uint32_t dt = rd32(orig + e2 + 8);
+        const uint64_t nb = rd64(orig + e2 + 56);
+        sam3_model *m = NULL;
+        b = copy_of(orig, size);
+        if (sam3_load_from_memory(b.p, b.n, NULL, &m) == SAM3_OK) {
+            const sam3__lin *l = &m->vit_w.layers[0].fc1;
+            const unsigned char *w = dt == 2 ? (const unsigned char *)l->wh : (const unsigned char *)l->w;
+            t_check((dt == 2 ? !l->w : !l->wh) && w == b.p + rd64(orig + e2 + 48), "fc1 weight (%s) used in place", dt == 2 ? "bf16" : "f32");
+            sam3_free(m);
+        } else {
+            t_check(0, "the valid file loads");
+        }
+        blob_free(&b);
+        if (dt == 0) /* f32 -> a consistent bf16 tensor (half the bytes): loads */
+            CASE("bf16 Linear weight in an f32 file", (wr32(b.p + e2 + 8, 2), wr64(b.p + e2 + 56, nb / 2)), SAM3_OK, NULL);
+        CASE("f16 Linear weight", (wr32(b.p + e2 + 8, 1), wr64(b.p + e2 + 56, dt == 0 ? nb / 2 : nb)), SAM3_ERR_SHAPE_MISMATCH,
+             "fc1.weight': dtype f16, expected f32 or bf16");
         snprintf(name, sizeof(name), "fc1.weight': shape [%llu,%llu]", (unsigned long long)rd64(orig + e2 + 24),
                  (unsigned long long)rd64(orig + e2 + 16));
         CASE("transposed weight (shape mismatch)", (wr64(b.p + e2 + 16, rd64(orig + e2 + 24)), wr64(b.p + e2 + 24, rd64(orig + e2 + 16))),

@@ -2,10 +2,12 @@
    reference: every size 1..40 for M, N, K in turn around odd shapes, all four transposes,
    alpha/beta cases (beta 0 must not read C: C starts as NaN there), leading dimensions wider
    than the matrix, one and two threads, and shapes crossing the block sizes (MC, NC, KC).
+   Then the bf16 products (test_bf16: each bf16 kernel this CPU has against the reference).
    usage: test_gemm            last line: "test_gemm: N passed, N failed"
           test_gemm --bench M N K THREADS [RUNS]   GFLOP/s of the built-in (and of cblas_sgemm
                                                    when built with a BLAS), C = A B^T as the model's
-                                                   linear layers */
+                                                   linear layers
+          test_gemm --bench-bf16 M N K THREADS [RUNS]  GFLOP/s of each bf16 kernel (B bf16) */
 #if defined(__GNUC__) && !defined(__clang__)
 /* GCC 12 inlines the loader differently in this TU (which never loads) and guesses that its
    tensor names may not fit (-Wformat-truncation); the other TUs build without the warning */
@@ -67,6 +69,140 @@ static int check_one(int nt, int ta, int tb, int M, int N, int K, float alpha, f
 
 static double now_ms(void) { return sam3__now_ms(); }
 
+/* ---- bf16 products (sam3__gemm_bf16): the reference kernel against a double-precision sum of
+   the bf16-rounded inputs, and each fast kernel this CPU has against the reference: the same
+   bf16 products with f32 sums in another order, so agreement within a few f32 ulps of the sum of
+   magnitudes per term. A operand bf16 (ah), B bf16 (bh), or f32 rounded by the kernel. */
+static const char *bk_name[] = {"reference", "AVX512-BF16", "AMX-BF16"};
+static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, float beta, int pad, int ah, int bh) {
+    const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = (float *)malloc(na * sizeof(float) + 4), *B = (float *)malloc(nb * sizeof(float) + 4);
+    uint16_t *Ah = (uint16_t *)malloc(na * sizeof(uint16_t) + 4), *Bh = (uint16_t *)malloc(nb * sizeof(uint16_t) + 4);
+    float *C = (float *)malloc(nc * sizeof(float) + 4), *C0 = (float *)malloc(nc * sizeof(float) + 4), *R = (float *)malloc(nc * sizeof(float) + 4);
+    sam3_ctx c;
+    size_t i;
+    int r, q, k, ok = 1;
+    memset(&c, 0, sizeof(c));
+    c.nt = nt;
+    for (i = 0; i < na; i++) Ah[i] = sam3__f32_bf16(A[i] = frand());
+    for (i = 0; i < nb; i++) Bh[i] = sam3__f32_bf16(B[i] = frand() * 3);
+    for (i = 0; i < nc; i++) C0[i] = C[i] = R[i] = beta == 0 ? NAN : frand();
+    sam3__gemm_bf16(&c, kern, ta, tb, M, N, K, A, ah ? Ah : NULL, lda, B, bh ? Bh : NULL, ldb, beta, C, ldc);
+    if (kern != SAM3__BK_REF) sam3__gemm_bf16(&c, SAM3__BK_REF, ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, beta, R, ldc);
+    for (r = 0; r < M && ok; r++)
+        for (q = 0; q < ldc && ok; q++) {
+            const float got = C[(size_t)r * ldc + q];
+            if (q >= N) { /* padding untouched */
+                const float was = C0[(size_t)r * ldc + q];
+                if (!(got == was || (got != got && was != was))) ok = 0;
+            } else {
+                double ref = 0, mag = 0, err;
+                for (k = 0; k < K; k++) {
+                    const double p = (double)sam3__bf16_f32(Ah[ta ? (size_t)k * lda + r : (size_t)r * lda + k]) *
+                                     sam3__bf16_f32(Bh[tb ? (size_t)q * ldb + k : (size_t)k * ldb + q]);
+                    ref += p;
+                    mag += fabs(p);
+                }
+                ref += beta == 0 ? 0 : beta * (double)C0[(size_t)r * ldc + q];
+                mag += beta == 0 ? 0 : fabs(beta * (double)C0[(size_t)r * ldc + q]);
+                /* the reference: exact products, f32 sums; a fast kernel: the reference's value too */
+                err = fabs((double)got - (kern == SAM3__BK_REF ? ref : (double)R[(size_t)r * ldc + q]));
+                if (!(err <= 1e-6 * (K + 4) * (mag + 1e-30) + 1e-30)) ok = 0;
+            }
+        }
+    if (!ok)
+        t_note("  bf16 %s: nt %d ta %d tb %d M %d N %d K %d beta %g pad %d A %s B %s: wrong at (%d, %d)", bk_name[kern], nt, ta, tb, M, N, K,
+               beta, pad, ah ? "bf16" : "f32", bh ? "bf16" : "f32", r - 1, q - 1);
+    free(A);
+    free(B);
+    free(Ah);
+    free(Bh);
+    free(C);
+    free(C0);
+    free(R);
+    return ok;
+}
+static void test_bf16(void) {
+    static const int big[][3] = {{SAM3__BMC + 1, SAM3__BNR * 3 + 5, SAM3__BKC + 3}, {2 * SAM3__BMC + 3, 40, 2 * SAM3__BKC + 1},
+                                 {5, SAM3__BNC + SAM3__BNR + 1, 3}, {33, SAM3__BNC + 7, SAM3__BKC + 33}, {300, 77, 0}, {1, 257, 513},
+                                 {70, 96, 1024}};
+    const int have = sam3__bf16_detect();
+    int kern, nt, ta, tb, s;
+    {
+        /* rounding: to nearest even, ties to even, NaN quiet */
+        const float v[] = {1.0f, 1.00390625f, 1.005859375f, 1.01171875f, -2.5f, 3.0e38f, 1e-40f};
+        const uint16_t want[] = {0x3f80, 0x3f80, 0x3f81, 0x3f82, 0xc020, 0x7f62, 0x0001};
+        int j, good = 1;
+        for (j = 0; j < 7; j++) good &= sam3__f32_bf16(v[j]) == want[j];
+        good &= sam3__f32_bf16(NAN) == 0x7fc0;
+        t_check(good, "f32 -> bf16 rounds to nearest even");
+    }
+    for (kern = SAM3__BK_REF; kern <= SAM3__BK_AMX; kern++) {
+        int before = t_fail;
+        if (kern > have) {
+            t_note("  bf16 %s: not on this CPU (or not allowed by the OS), skipped", bk_name[kern]);
+            t_skip++;
+            continue;
+        }
+        for (nt = 1; nt <= 2; nt++)
+            for (ta = 0; ta < 2; ta++)
+                for (tb = 0; tb < 2; tb++) {
+                    for (s = 1; s <= 40; s++) {
+                        t_check(check_bf16(kern, nt, ta, tb, s, 13, 11, 0.0f, 0, s % 3 == 0, s % 2), "bf16, M sweep");
+                        t_check(check_bf16(kern, nt, ta, tb, 7, s, 19, 1.0f, 1, 0, s % 3 != 1), "bf16, N sweep");
+                        t_check(check_bf16(kern, nt, ta, tb, 9, 17, s + 30, -0.75f, 3, s % 2, 1), "bf16, K sweep");
+                    }
+                    for (s = 0; s < (int)(sizeof(big) / sizeof(big[0])); s++)
+                        t_check(check_bf16(kern, nt, ta, tb, big[s][0], big[s][1], big[s][2], s % 3 ? 0.0f : 2.0f, s % 2, s % 2, s % 2 == 0),
+                                "bf16, shapes across the blocks");
+                }
+        printf("bf16 %s kernel: %s\n", bk_name[kern], t_fail == before ? "agrees" : "DIFFERS");
+    }
+#ifdef _OPENMP
+    { /* inside a parallel region */
+        int ok = 1;
+        SAM3__OMP(parallel num_threads(2) reduction(&&:ok))
+        ok = check_bf16(have, 2, 0, 1, 70, 45, 33, 0.0f, 1, 0, 1) && check_bf16(have, 1, 1, 0, 33, 70, 300, 1.0f, 0, 1, 0);
+        t_check(ok, "bf16 product inside a parallel region");
+    }
+#endif
+}
+/* GFLOP/s of each bf16 kernel the CPU has, C = A B^T with B bf16 (a converted file's linear layer) */
+static int bench_bf16(int M, int N, int K, int nt, int runs) {
+    float *A = (float *)malloc((size_t)M * K * sizeof(float)), *C = (float *)malloc((size_t)M * N * sizeof(float));
+    uint16_t *B = (uint16_t *)malloc((size_t)N * K * sizeof(uint16_t));
+    const int have = sam3__bf16_detect();
+    sam3_ctx c;
+    size_t i;
+    int r, kern;
+    double flop = 2.0 * M * N * K;
+    memset(&c, 0, sizeof(c));
+    c.nt = nt;
+#ifdef _OPENMP
+    omp_set_num_threads(nt);
+#endif
+#if defined(OPENBLAS_VERSION) && !defined(SAM3_NO_BLAS) && !defined(SAM3_SGEMM)
+    openblas_set_num_threads(nt);
+#endif
+    for (i = 0; i < (size_t)M * K; i++) A[i] = frand();
+    for (i = 0; i < (size_t)N * K; i++) B[i] = sam3__f32_bf16(frand());
+    for (kern = 0; kern <= have; kern++) {
+        double best = 1e30;
+        for (r = 0; r < runs; r++) {
+            double t0 = now_ms(), t;
+            sam3__gemm_bf16(&c, kern, 0, 1, M, N, K, A, NULL, K, NULL, B, K, 0.0f, C, N);
+            t = now_ms() - t0;
+            if (t < best) best = t;
+        }
+        printf("bf16 %s: %.1f GFLOP/s  (M %d N %d K %d, %d threads)\n", bk_name[kern], flop / best * 1e-6, M, N, K, nt);
+    }
+    free(A);
+    free(B);
+    free(C);
+    return 0;
+}
+
 static int bench(int M, int N, int K, int nt, int runs) {
     float *A = (float *)malloc((size_t)M * K * sizeof(float)), *B = (float *)malloc((size_t)N * K * sizeof(float));
     float *C = (float *)malloc((size_t)M * N * sizeof(float));
@@ -119,6 +255,9 @@ int main(int argc, char **argv) {
 #endif
     if (argc >= 6 && strcmp(argv[1], "--bench") == 0)
         return bench(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) : 5);
+    if (argc >= 6 && strcmp(argv[1], "--bench-bf16") == 0)
+        return bench_bf16(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) : 5);
+    test_bf16();
     for (nt = 1; nt <= 2; nt++)
         for (ta = 0; ta < 2; ta++)
             for (tb = 0; tb < 2; tb++) {

@@ -13,6 +13,12 @@
 #
 # CLIP_VOCAB_DIR holds the real vocab.json + merges.txt (default ../shared/clip); IMAGE defaults to
 # ../shared/images/truck.jpg. Work files go to $FULLSIZE_DIR (default /tmp/sam3_full).
+#
+# DTYPE=bf16: the same checkpoints converted with --dtype bf16 (full_bf16.sam3, sam1_vitb_bf16.sam3)
+# against the same fp32 references, with test_parity --bf16's bars instead of the f32 ones: every
+# instance the reference keeps kept (one within 2e-2 of the threshold may fall on the other side),
+# scores, IoU predictions and object scores within 2e-2 (absolute), masks IoU >= 0.98 mean and
+# >= 0.95 worst, stages within 5e-2 relative (or 2e-2 absolute). The video check is f32 only.
 set -eu
 cd "$(dirname "$0")/.."
 WHAT=${1:-all}
@@ -21,6 +27,14 @@ IMG=${3:-../shared/images/truck.jpg}
 PHOTO=${4:-../shared/images/test_image.jpg}
 W=${FULLSIZE_DIR:-/tmp/sam3_full}
 PY=${PYTHON:-python3}
+DTYPE=${DTYPE:-f32}
+case "$DTYPE" in
+f32) SFX= BF= ;;
+bf16) SFX=_bf16 BF=--bf16
+      echo "DTYPE=bf16: --dtype bf16 files against the fp32 references; bars: kept instances kept (2e-2 margin at the threshold),"
+      echo "  scores / IoU predictions / object scores within 2e-2, mask IoU mean >= 0.98 and worst >= 0.95, stages within 5e-2 rel" ;;
+*) echo "DTYPE must be f32 or bf16, not $DTYPE" >&2; exit 2 ;;
+esac
 mkdir -p "$W"
 t0=$(date +%s)
 make -s build/test_parity build/test_video build/make_video_frames
@@ -31,10 +45,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ] || [ "$WHAT" = video ]; then
         # bias so that objects fall on both sides of 0 and the video check reaches masks and pointers
         $PY tools/patch_tensor.py "$W/src/model.safetensors" tracker_model.mask_decoder.pred_obj_score_head.proj_out.bias 1.0
     fi
-    [ -f "$W/full.sam3" ] || $PY tools/convert.py --quiet "$W/src" "$W/full.sam3"
+    [ -f "$W/full$SFX.sam3" ] || $PY tools/convert.py --quiet --dtype "$DTYPE" "$W/src" "$W/full$SFX.sam3"
     echo "sam3 checkpoint + conversion: $(( $(date +%s) - t0 )) s"
 fi
-if [ "$WHAT" = all ] || [ "$WHAT" = video ]; then
+if [ "$DTYPE" = bf16 ] && [ "$WHAT" = video ]; then echo "video: f32 only (DTYPE=bf16 has no video check)"; fi
+if [ "$DTYPE" = f32 ] && { [ "$WHAT" = all ] || [ "$WHAT" = video ]; }; then
     mkdir -p "$W/frames"
     build/make_video_frames "$PHOTO" 10 "$W/frames" >/dev/null
     [ -f "$W/ref_video_full.sam3" ] || $PY tools/make_reference_video.py "$W/src" "$W/frames" "$W/ref_video_full.sam3" --scenario full
@@ -45,12 +60,12 @@ if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ]; then
     [ -f "$W/ref/full/ref_case_boxes_edge.sam3" ] || $PY tools/make_reference.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"
     [ -f "$W/ref/full/ref_points_image.sam3" ] || $PY tools/make_reference_points.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"
     echo "sam3 reference dumps: $(( $(date +%s) - t0 )) s"
-    build/test_parity --model "$W/full.sam3" --data "$W/ref/full"
+    build/test_parity --model "$W/full$SFX.sam3" --data "$W/ref/full" $BF
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = sam1 ]; then
     [ -f "$W/sam1/vitb/ref_sam1_image.sam3" ] || $PY tools/make_reference_sam1.py "$W/sam1" --fullsize vitb --image "$IMG"
-    [ -f "$W/sam1_vitb.sam3" ] || $PY tools/convert.py --quiet "$W/sam1/vitb" "$W/sam1_vitb.sam3"
+    [ -f "$W/sam1_vitb$SFX.sam3" ] || $PY tools/convert.py --quiet --dtype "$DTYPE" "$W/sam1/vitb" "$W/sam1_vitb$SFX.sam3"
     echo "sam1 reference + conversion: $(( $(date +%s) - t0 )) s"
-    build/test_parity --model "$W/sam1_vitb.sam3" --data "$W/sam1/vitb"
+    build/test_parity --model "$W/sam1_vitb$SFX.sam3" --data "$W/sam1/vitb" $BF
 fi
 echo "total: $(( $(date +%s) - t0 )) s"

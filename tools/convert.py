@@ -1045,6 +1045,8 @@ ST_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
 
 
 class SourceTensor:
+    kind = None  # the manifest's kind (linear, conv, convT, bias, norm_w, ...), set by plan()
+
     def __init__(self, path, mm, dtype, shape, begin, end):
         self.path, self.mm, self.dtype, self.shape = path, mm, dtype, shape
         self.begin, self.end = begin, end
@@ -1453,9 +1455,10 @@ def plan(src):
     config = sam3_config(cfg, proc, tok, source)
     out = []
     dropped = []
-    for name, shape, role, _ in expected:
+    for name, shape, role, kind in expected:
         if name not in tensors:
             continue
+        tensors[name].kind = kind
         if role == "keep":
             out.append((output_name(name), tensors[name]))
         else:
@@ -1581,9 +1584,10 @@ def plan_sam1(src, cfg):
               f"processor: {proc_src}")
     config = sam1_config(cfg, proc, source)
     out, dropped = [], []
-    for name, shape, role, _ in expected:
+    for name, shape, role, kind in expected:
         if name not in tensors:
             continue
+        tensors[name].kind = kind
         if role == "keep":
             out.append((name, tensors[name]))
         elif tensors[name] is not tensors.get(SAM1_FOURIER):
@@ -1641,6 +1645,11 @@ def check_output(src, out):
              f"({os.path.join(src, hit)}); refusing to overwrite it: choose another output path")
 
 
+# what --dtype bf16 writes in bf16: the weights sam3.h multiplies (sam3__get_weight); the other
+# tensors (norms, biases, embeddings, position tables, the Fourier matrices) stay f32
+BF16_KINDS = ("linear", "conv", "convT")
+
+
 def verify(path, config, tensors):
     f = sam3file.read(path)
     bad = f.checksum_errors()
@@ -1659,6 +1668,8 @@ def verify(path, config, tensors):
     for name, src in tensors:
         want = src.f32() if isinstance(src, SourceTensor) else src
         got = f.get(name)
+        if f.tensors[name][0] == sam3file.DT_BF16:
+            want = sam3file.bf16_f32(sam3file.to_bf16(want))
         if got.dtype != want.dtype or got.shape != want.shape or \
                 not np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)):
             fail(f"verify: tensor {name} differs from the source")
@@ -1669,14 +1680,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="convert.py", description=__doc__.split("\n")[0])
     ap.add_argument("src", metavar="SRC_DIR")
     ap.add_argument("out", metavar="OUT.sam3")
-    ap.add_argument("--dtype", default="f32", help="output dtype of the model tensors (only f32 now)")
+    ap.add_argument("--dtype", default="f32", choices=("f32", "bf16"),
+                    help="f32 (default) or bf16: the Linear and Conv weights in bf16, rounded to nearest even "
+                         "(about half the file); norms, biases, embeddings and position tables stay f32")
     ap.add_argument("--verify", action="store_true", help="re-read OUT and compare with the source")
     ap.add_argument("--quiet", action="store_true", help="print only the totals")
     args = ap.parse_args(argv)
     t0 = time.time()
     try:
-        if args.dtype != "f32":
-            fail(f"--dtype {args.dtype}: only f32 output is supported for now")
         check_output(args.src, args.out)
         config, tensors, dropped, notes = plan(args.src)
         tensors = storage_order(tensors)
@@ -1684,8 +1695,17 @@ def main(argv=None):
             print(f"convert.py: {n}", file=sys.stderr)
         entries = []
         n_params = 0
+        n_bf16 = 0
         for name, src in tensors:
-            if isinstance(src, SourceTensor):
+            if isinstance(src, SourceTensor) and args.dtype == "bf16" and src.kind in BF16_KINDS:
+                entries.append((name, sam3file.Lazy(src.shape, sam3file.BF16, lambda s=src: sam3file.to_bf16(s.f32()))))
+                n_params += int(np.prod(src.shape, dtype=np.int64))
+                n_bf16 += int(np.prod(src.shape, dtype=np.int64))
+                if not args.quiet:
+                    a = src.f32()
+                    err = float(np.max(np.abs(sam3file.bf16_f32(sam3file.to_bf16(a)) - a))) if a.size else 0.0
+                    print(f"  {name:<76} {_shape_str(src.shape):<22} {src.dtype.lower():>4} -> bf16 max_err {err:.3g}")
+            elif isinstance(src, SourceTensor):
                 entries.append((name, sam3file.Lazy(src.shape, np.float32, src.f32)))
                 n_params += int(np.prod(src.shape, dtype=np.int64))
                 if not args.quiet:
@@ -1708,7 +1728,8 @@ def main(argv=None):
             fail(f"{args.out}: cannot write: {e.strerror or e}")
         size = os.path.getsize(args.out)
         n_drop = sum(int(np.prod(s.shape, dtype=np.int64)) for _, s in dropped)
-        print(f"wrote {args.out}: {len(tensors)} tensors ({n_params:,} f32 params), "
+        kinds = f"{n_params:,} params, {n_bf16:,} of them bf16" if args.dtype == "bf16" else f"{n_params:,} f32 params"
+        print(f"wrote {args.out}: {len(tensors)} tensors ({kinds}), "
               f"{len(config)} config keys, {size:,} bytes; dropped {len(dropped)} tensors "
               f"({n_drop:,} params); {time.time() - t0:.1f} s")
         if args.verify:

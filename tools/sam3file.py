@@ -61,9 +61,11 @@ ALIGN = 64
 
 T_I64, T_F64, T_STR, T_I64_ARRAY, T_F64_ARRAY = 1, 2, 3, 4, 5
 DT_F32, DT_F16, DT_BF16, DT_I32, DT_U8 = 0, 1, 2, 3, 4
+# numpy has no bfloat16: bf16 data travels as this one-field record of the raw bits (to_bf16 makes it)
+BF16 = np.dtype([("bf16", "<u2")])
 DTYPE_NP = {DT_F32: np.float32, DT_F16: np.float16, DT_I32: np.int32, DT_U8: np.uint8}
 NP_DTYPE = {np.dtype(np.float32): DT_F32, np.dtype(np.float16): DT_F16,
-            np.dtype(np.int32): DT_I32, np.dtype(np.uint8): DT_U8}
+            np.dtype(np.int32): DT_I32, np.dtype(np.uint8): DT_U8, BF16: DT_BF16}
 DTYPE_NAME = {DT_F32: "f32", DT_F16: "f16", DT_BF16: "bf16", DT_I32: "i32", DT_U8: "u8"}
 KEY_MAX = 47
 CHECKSUM_KEY = "file.checksums.mx64"
@@ -111,6 +113,20 @@ def mx64(data):
     return h ^ (h >> 32)
 
 
+def to_bf16(a):
+    """float32 array -> the same shape as BF16 records, rounded to nearest even as torch's
+    .to(torch.bfloat16) rounds (a NaN becomes the quiet NaN 0x7fc0)."""
+    u = np.ascontiguousarray(a, dtype="<f4").view("<u4")
+    r = ((u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)).astype("<u2")
+    r[(u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)] = 0x7FC0
+    return r.view(BF16)
+
+
+def bf16_f32(b):
+    """BF16 records (or their raw uint16 bits) -> float32, exactly."""
+    return (np.asarray(b).view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
 def _i64(u):
     """A u64's bits as the i64 the config table stores."""
     return u - (1 << 64) if u >= 1 << 63 else u
@@ -125,7 +141,7 @@ def write(path, config, tensors, checksums=True):
 
     config: dict key -> int | float | bool | str | list[int] | list[float] (insertion order kept).
     tensors: list of (name, array) in the order they are stored; arrays must be
-    f32/f16/i32/u8 and C-contiguous-able.  An array may also be a `Lazy` (shape and
+    f32/f16/i32/u8 or BF16 records (to_bf16) and C-contiguous-able.  An array may also be a `Lazy` (shape and
     dtype known up front, data produced by a function when its turn comes), so a
     multi-GB file is written one tensor at a time.  Writes path + ".tmp" then renames,
     so an interrupted run never leaves a half-written file under the final name.  The

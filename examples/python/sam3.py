@@ -82,7 +82,8 @@ class _LoadOptions(ctypes.Structure):
 class _CtxOptions(ctypes.Structure):
     _fields_ = [("allocator", _Allocator), ("n_threads", ctypes.c_int), ("blas_threads", ctypes.c_int),
                 ("abort_fn", ctypes.c_void_p), ("abort_user", ctypes.c_void_p), ("progress_fn", ctypes.c_void_p),
-                ("progress_user", ctypes.c_void_p), ("tap", ctypes.c_void_p), ("tap_user", ctypes.c_void_p)]
+                ("progress_user", ctypes.c_void_p), ("tap", ctypes.c_void_p), ("tap_user", ctypes.c_void_p),
+                ("precision", ctypes.c_int)]
 
 
 class _Timings(ctypes.Structure):
@@ -416,10 +417,14 @@ class Context:
     """Per-thread state on a Model: the cached image features, scratch memory and results. One
     thread at a time; any number of Contexts may run at once."""
 
-    def __init__(self, model, n_threads=0, blas_threads=0):
+    def __init__(self, model, n_threads=0, blas_threads=0, precision="f32"):
+        """precision: "f32" or "bf16" (products with weights in bf16; a --dtype bf16 file's are anyway)."""
         self.model = model  # kept alive as long as the context
         opt = _zeroed(_CtxOptions)
         opt.n_threads, opt.blas_threads = n_threads, blas_threads
+        if precision not in ("f32", "bf16"):
+            raise ValueError("precision must be 'f32' or 'bf16', not %r" % (precision,))
+        opt.precision = 1 if precision == "bf16" else 0
         ptr = _vp()
         rc = load_library().sam3_ctx_new(model._live(), opt, ctypes.byref(ptr))
         if rc < 0:
