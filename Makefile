@@ -49,6 +49,7 @@ VIDEO_SAM3 := $(BUILD)/video_a.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
+TESTS     += $(BUILD)/test_kernels $(BUILD)/test_parity_ref $(BUILD)/test_video_ref
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
@@ -158,6 +159,14 @@ $(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
+# The fast kernels against the reference ones (sam3__ref_*) on ragged and hostile inputs.
+$(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_kernels.c $(LIBS)
+# The parity tests on the reference kernels alone (-DSAM3_REFERENCE_KERNELS: plain C, no SIMD, no BLAS).
+$(BUILD)/test_parity_ref: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_REFERENCE_KERNELS -o $@ tests/test_parity.c -lm
+$(BUILD)/test_video_ref: tests/test_video.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -DSAM3_REFERENCE_KERNELS -o $@ tests/test_video.c -lm
 $(BUILD)/test_tokenizer: tests/test_tokenizer.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_tokenizer.c $(LIBS)
 $(BUILD)/tok_synth.sam3: tests/data/tiny_a/vocab.json tests/make_tokenizer_file.py tools/convert.py | $(BUILD)
@@ -220,6 +229,11 @@ test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SA
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_gemm
 	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done
+	@$(BUILD)/test_kernels $(BUILD)/tiny_a.sam3
+	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_ref --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/reference kernels: /'; done
+	@out=$$($(BUILD)/test_video_ref --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 --photo $(SHARED)/images/test_image.jpg \
+	    --unsupported $(BUILD)/tiny_a.sam3) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/reference kernels: /'
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_robust $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3 3 1 2
@@ -372,8 +386,9 @@ $(MINGW_DIR)/sam3.exe: examples/sam3_cli.c examples/cli_track.h examples/cli_dat
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
 	@$(MAKE) --no-print-directory $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
-	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe $(MINGW_DIR)/test_parity_omp.exe
+	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe $(MINGW_DIR)/test_parity_omp.exe $(MINGW_DIR)/test_kernels.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_gemm.exe
+	@$(WINE_RUN) $(MINGW_DIR)/test_kernels.exe $(BUILD)/tiny_a.sam3
 	@$(WINE_RUN) $(MINGW_DIR)/test_format.exe $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(WINE_RUN) $(MINGW_DIR)/test_parity.exe --model $(BUILD)/$$n.sam3 \
 	    --data tests/data/$$n || exit 1; done
@@ -397,6 +412,7 @@ CROSS_DIR     := $(BUILD)/$(CROSS_TRIPLET)
 CROSS_RUN     := QEMU_LD_PREFIX=/ OMP_WAIT_POLICY=passive $(QEMU)
 CROSS_BINS    := $(CROSS_DIR)/test_format $(CROSS_DIR)/test_parity $(CROSS_DIR)/test_gemm $(CROSS_DIR)/test_robust \
                  $(CROSS_DIR)/test_parity_noblas $(CROSS_DIR)/sam3
+CROSS_BINS    += $(CROSS_DIR)/test_kernels
 test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@if [ "$$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx $(CROSS_DEBARCH); then \
 	    dpkg --add-architecture $(CROSS_DEBARCH) && apt-get update -q; fi
@@ -404,6 +420,7 @@ test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	    libjpeg62-turbo-dev:$(CROSS_DEBARCH) libpng-dev:$(CROSS_DEBARCH)"
 	@$(MAKE) --no-print-directory CROSS=$(CROSS_TRIPLET)- BUILD=$(CROSS_DIR) $(CROSS_BINS)
 	@$(CROSS_RUN) $(CROSS_DIR)/test_gemm
+	@$(CROSS_RUN) $(CROSS_DIR)/test_kernels $(BUILD)/tiny_a.sam3
 	@$(CROSS_RUN) $(CROSS_DIR)/test_format $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(CROSS_RUN) $(CROSS_DIR)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; \
 	    out=$$($(CROSS_RUN) $(CROSS_DIR)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
