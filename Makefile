@@ -52,6 +52,10 @@ TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
 TESTS     += $(BUILD)/test_concept
+TESTS     += $(BUILD)/test_kernels $(BUILD)/test_parity_ref $(BUILD)/test_video_ref
+# REF_VIDEO=0 leaves out the video test on the reference kernels (`make asan`/`ubsan`: ~2 min of CPU
+# there; the reference kernels are under the sanitizers through test_parity_ref)
+REF_VIDEO ?= 1
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
@@ -169,6 +173,14 @@ $(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
+# The fast kernels against the reference ones (sam3__ref_*) on ragged and hostile inputs.
+$(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_kernels.c $(LIBS)
+# The parity tests on the reference kernels alone (-DSAM3_REFERENCE_KERNELS: plain C, no SIMD, no BLAS).
+$(BUILD)/test_parity_ref: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_REFERENCE_KERNELS -o $@ tests/test_parity.c -lm
+$(BUILD)/test_video_ref: tests/test_video.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -DSAM3_REFERENCE_KERNELS -o $@ tests/test_video.c -lm
 $(BUILD)/test_tokenizer: tests/test_tokenizer.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_tokenizer.c $(LIBS)
 $(BUILD)/tok_synth.sam3: tests/data/tiny_a/vocab.json tests/make_tokenizer_file.py tools/convert.py | $(BUILD)
@@ -240,6 +252,12 @@ test-c: $(BF16_SAM3)
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_gemm
 	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done
+	@$(BUILD)/test_kernels $(BUILD)/tiny_a.sam3
+	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_ref --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/reference kernels: /'; done
+	@[ "$(REF_VIDEO)" = 0 ] || { out=$$($(BUILD)/test_video_ref --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 \
+	    --photo $(SHARED)/images/test_image.jpg --unsupported $(BUILD)/tiny_a.sam3) || { echo "$$out"; exit 1; }; \
+	    echo "$$out" | tail -1 | sed 's/^/reference kernels: /'; }
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_robust $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_threads $(BUILD)/tiny_a.sam3 3 1 2
@@ -265,10 +283,10 @@ test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BU
 # gcc's -fsanitize=undefined leaves out), every report fatal, in $(BUILD)/asan; ubsan: UBSan alone.
 SAN_CFLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan: deps
-	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan \
+	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan REF_VIDEO=0 \
 	    CFLAGS="$(SAN_CFLAGS) -fsanitize=address,undefined,float-cast-overflow" test-c
 ubsan: deps
-	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan \
+	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan REF_VIDEO=0 \
 	    CFLAGS="$(SAN_CFLAGS) -fsanitize=undefined,float-cast-overflow" test-c
 
 # ThreadSanitizer on tests/test_threads.c (contexts on one shared model from several pthreads),
@@ -392,8 +410,9 @@ $(MINGW_DIR)/sam3.exe: examples/sam3_cli.c examples/cli_track.h examples/cli_dat
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
 	@$(MAKE) --no-print-directory $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
-	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe $(MINGW_DIR)/test_parity_omp.exe
+	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe $(MINGW_DIR)/test_parity_omp.exe $(MINGW_DIR)/test_kernels.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_gemm.exe
+	@$(WINE_RUN) $(MINGW_DIR)/test_kernels.exe $(BUILD)/tiny_a.sam3
 	@$(WINE_RUN) $(MINGW_DIR)/test_format.exe $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(WINE_RUN) $(MINGW_DIR)/test_parity.exe --model $(BUILD)/$$n.sam3 \
 	    --data tests/data/$$n || exit 1; done
@@ -417,6 +436,7 @@ CROSS_DIR     := $(BUILD)/$(CROSS_TRIPLET)
 CROSS_RUN     := QEMU_LD_PREFIX=/ OMP_WAIT_POLICY=passive $(QEMU)
 CROSS_BINS    := $(CROSS_DIR)/test_format $(CROSS_DIR)/test_parity $(CROSS_DIR)/test_gemm $(CROSS_DIR)/test_robust \
                  $(CROSS_DIR)/test_parity_noblas $(CROSS_DIR)/sam3
+CROSS_BINS    += $(CROSS_DIR)/test_kernels
 test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@if [ "$$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx $(CROSS_DEBARCH); then \
 	    dpkg --add-architecture $(CROSS_DEBARCH) && apt-get update -q; fi
@@ -424,6 +444,7 @@ test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	    libjpeg62-turbo-dev:$(CROSS_DEBARCH) libpng-dev:$(CROSS_DEBARCH)"
 	@$(MAKE) --no-print-directory CROSS=$(CROSS_TRIPLET)- BUILD=$(CROSS_DIR) $(CROSS_BINS)
 	@$(CROSS_RUN) $(CROSS_DIR)/test_gemm
+	@$(CROSS_RUN) $(CROSS_DIR)/test_kernels $(BUILD)/tiny_a.sam3
 	@$(CROSS_RUN) $(CROSS_DIR)/test_format $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(CROSS_RUN) $(CROSS_DIR)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; \
 	    out=$$($(CROSS_RUN) $(CROSS_DIR)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \

@@ -139,6 +139,9 @@ DOCUMENTATION
                            (-DSAM3_SGEMM=cblas_sgemm; a cblas.h of your own goes before sam3.h)
    SAM3_NO_BLAS            no BLAS: sam3's own blocked, vectorised SGEMM (~90 % of OpenBLAS on
                            Zen 4 with GCC/clang; a plain-C tile with other compilers)
+   SAM3_REFERENCE_KERNELS  only the plain-C reference kernels (GEMM, attention, softmax, GELU, layer
+                           norm, direct conv, resizes): no intrinsics, no vector types, no BLAS (slow;
+                           for testing, odd compilers and checking a port)
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
    SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
                            (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
@@ -744,6 +747,10 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #include <omp.h>
 #endif
 
+/* the reference kernels' build has no BLAS (its GEMM is the plain-C sam3__ref_sgemm) */
+#if defined(SAM3_REFERENCE_KERNELS) && !defined(SAM3_NO_BLAS) && !defined(SAM3_SGEMM)
+#define SAM3_NO_BLAS
+#endif
 #if defined(SAM3_SGEMM) || defined(SAM3_NO_BLAS)
 #else
 #include <cblas.h>
@@ -4402,7 +4409,7 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
    allocates them too); if that fails the product is computed unblocked. */
 #define SAM3__GKC 256 /* k per block */
 #define SAM3__UNROLL_G _Pragma("GCC unroll 16")
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(SAM3_REFERENCE_KERNELS)
 #if defined(__AVX512F__)
 #define SAM3__GW 16
 #define SAM3__GMR 8
@@ -4473,7 +4480,7 @@ static SAM3__CONTRACT void sam3__gemm_tile(int kc, const float *pa, const float 
                                            float beta, int first) {
     float t[SAM3__GMR][SAM3__GNR];
     int r, q, k;
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(SAM3_REFERENCE_KERNELS)
     sam3__gv acc[SAM3__GMR][2];
     SAM3__UNROLL_G
     for (r = 0; r < SAM3__GMR; r++) acc[r][0] = acc[r][1] = sam3__gv_zero;
@@ -5134,13 +5141,231 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
 }
 
 /* ==== sam3: kernels ==== */
-/* Row-major C = alpha * op(A) * op(B) + beta * C, one BLAS call. */
+/* The kernel layer: everything numeric that the model code calls in its loops, in one place.
+   Convention (new kernels, e.g. bf16 GEMMs, follow it):
+   - Reference: every hot kernel has a version named sam3__ref_<kernel> in plain C99: short,
+     obviously correct, with no intrinsics, vector types or pragmas beyond OpenMP's. It is the
+     spec and the oracle (tests/test_kernels.c compares the fast versions with it on random and
+     hostile inputs) and what a SAM3_REFERENCE_KERNELS build runs.
+   - Fast: the optimised versions sit beside their reference (named by kernel, _fast or by
+     technique). SIMD appears only in this section, through the small helper layer sam3__vx_*
+     (AVX-512, AVX2 + FMA and NEON mappings, and a scalar one of width 1 for every other target),
+     plus the GCC vector types of the register tiles (built-in SGEMM, attention), which compile to
+     the same instructions on every target GCC and clang know.
+   - Dispatch: one function per kernel, the name the model code calls (sam3__sgemm,
+     sam3__attention_rel, sam3__attention_packed, sam3__softmax_row, sam3__gelu_bias,
+     sam3__sigmoid_row, sam3__ln_row, sam3__conv3x3, the mask resize rows), chooses the reference or
+     the fast version by preprocessor tests made here and nowhere else. The model code (from
+     "preprocessing" on) has no intrinsics and no #if on the instruction set.
+   Kernels with one plain-C version only (group norm, layer norm 2d, the transposed 2x2 conv, the
+   uint8 antialiased resize of the preprocessing) are their own reference. */
+#if !defined(SAM3_REFERENCE_KERNELS) && \
+    (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || (defined(__aarch64__) && defined(__ARM_NEON)))
+#define SAM3__SIMD 1 /* the helper layer has vector registers (else the scalar mapping, SAM3__VX 1) */
+#endif
+
+/* ---- reference kernels ---- */
+/* C (M, N) = alpha op(A) op(B) + beta C, row-major, op(X) = X or X^T; sums in double; beta 0: C
+   is not read (it may hold NaN). */
+static void sam3__ref_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                            float *C, int ldc) {
+    int i, j, k;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            double s = 0;
+            for (k = 0; k < K; k++) s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            C[(size_t)i * ldc + j] = beta == 0 ? (float)(alpha * s) : (float)(alpha * s + (double)beta * C[(size_t)i * ldc + j]);
+        }
+}
+/* r[0..n) = softmax(r) in place: exp(r - max) / sum. */
+static void sam3__ref_softmax_row(float *r, int n) {
+    float mx = -FLT_MAX, sum = 0;
+    int j;
+    for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    for (j = 0; j < n; j++) sum += r[j] = expf(r[j] - mx);
+    for (j = 0; j < n; j++) r[j] /= sum;
+}
+/* y = 1 / (1 + exp(-x)) over n values. */
+static void sam3__ref_sigmoid_row(const float *x, float *y, size_t n) {
+    size_t j;
+    for (j = 0; j < n; j++) y[j] = 1.0f / (1.0f + expf(-x[j]));
+}
+/* x (rows, d) = GELU(x + b), exact: 0.5 v (1 + erf(v / sqrt 2)); b (d) or NULL. */
+static void sam3__ref_gelu_bias(float *x, size_t rows, int d, const float *b) {
+    size_t i;
+    int j;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < d; j++) {
+            const float v = x[i * (size_t)d + j] + (b ? b[j] : 0.0f);
+            x[i * (size_t)d + j] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+        }
+}
+/* LayerNorm of one row r (d) into o (may alias r): (r - mean) / sqrt(var + eps) w + b, the
+   biased variance as PyTorch, statistics in double. */
+static void sam3__ref_ln_row(const float *r, float *o, int d, const sam3__norm *w, float eps) {
+    double mu = 0, var = 0;
+    int j;
+    for (j = 0; j < d; j++) mu += r[j];
+    mu /= d;
+    for (j = 0; j < d; j++) var += ((double)r[j] - mu) * ((double)r[j] - mu);
+    var /= d;
+    for (j = 0; j < d; j++) o[j] = (r[j] - (float)mu) * (float)(1.0 / sqrt(var + (double)eps)) * w->w[j] + w->b[j];
+}
+/* Multi-head attention, one (head, query) at a time: out[i, h hd..] = softmax(scale q_ih . k_jh +
+   bias_h[i, j]) . v_jh over keys j (j <= i when causal), scale = hd^-1/2, bias_h[i, ky S + kx] =
+   relh[h, i, ky] + relw[h, i, kx] (S = rel_s) or 0. out may alias q: a task reads q only at the
+   row and head it writes, and all of it first. */
+static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
+                                       const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw,
+                                       int rel_s) {
+    sam3__mark mk = sam3__mark_get(c);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t per = (size_t)nk + (size_t)hd;
+    float *buf = sam3__sallocf(c, (size_t)c->nt * per); /* per thread: (nk) probabilities, (hd) an output row */
+    int task;
+    if (!buf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < nh * nq; task++) {
+        const int h = task / nq, i = task % nq, lim = causal ? SAM3__MIN(i + 1, nk) : nk;
+        const float *qi = q + (size_t)i * ldq + (size_t)h * hd;
+        float *p = sam3__thread_slice(buf, per), *o = p + nk;
+        int j, d;
+        for (j = 0; j < lim; j++) {
+            const float *kj = k + (size_t)j * ldk + (size_t)h * hd;
+            float s = 0;
+            for (d = 0; d < hd; d++) s += qi[d] * kj[d];
+            p[j] = s * scale;
+            if (relh) p[j] += relh[((size_t)h * nq + i) * rel_s + j / rel_s] + relw[((size_t)h * nq + i) * rel_s + j % rel_s];
+        }
+        sam3__ref_softmax_row(p, lim);
+        for (d = 0; d < hd; d++) {
+            float s = 0;
+            for (j = 0; j < lim; j++) s += p[j] * v[(size_t)j * ldv + (size_t)h * hd + d];
+            o[d] = s;
+        }
+        memcpy(out + (size_t)i * ldo + (size_t)h * hd, o, (size_t)hd * sizeof(float));
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+/* The ViT's nb self-attentions of n tokens over keys and values laid out by sam3__rope_pack and
+   sam3__v_pack: key j of (batch b, head h) at kt[(((b nh + h) npan + j / PW) hd + d) PW + j % PW]
+   (npan = ceil(n / PW) panels, PW = SAM3__ATT_PW), values vp (nb, nh, n, hd); query i of batch b
+   is row b n + i of q. Otherwise as sam3__ref_attention (out may alias q). */
+static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
+                                              const float *vp, float *out, int ldo);
+/* 3x3 conv, stride 1, zero padding 1, directly: y[o, r, x] = b[o] + sum_i,ky,kx w[o, i, ky, kx]
+   xs[i, r + ky - 1, x + kx - 1], with xs = x (cin, H, W) plus, when lo is given,
+   lo (cin, lh, lw) upsampled by nearest neighbour (source index floor(dst in / out), as
+   F.interpolate). st (cout, ceil(H / 4), 3) or NULL: per output channel and band of 4 rows, the
+   count, mean and sum of squared deviations (what sam3__groupnorm takes). */
+static sam3_result sam3__ref_conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
+                                     int cout, float *y, double *st) {
+    sam3__mark mk = sam3__mark_get(c);
+    const int nty = (H + 3) / 4;
+    float *xs = lo ? sam3__sallocf(c, (size_t)cin * H * W) : NULL;                 /* (cin, H, W) x + upsampled lo */
+    float *acc = sam3__sallocf(c, (size_t)c->nt * W); /* per thread: (W) an output row */
+    int task;
+    if ((lo && !xs) || !acc) return SAM3_ERR_OUT_OF_MEMORY;
+    if (lo) {
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (task = 0; task < cin * H; task++) {
+            const int i = task / H, r = task % H, sr = SAM3__MIN((int)floorf((float)r * ((float)lh / (float)H)), lh - 1);
+            int q;
+            for (q = 0; q < W; q++)
+                xs[((size_t)i * H + r) * W + q] = x[((size_t)i * H + r) * W + q] +
+                                                  lo[((size_t)i * lh + sr) * lw + SAM3__MIN((int)floorf((float)q * ((float)lw / (float)W)), lw - 1)];
+        }
+        x = xs;
+    }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < cout * H; task++) {
+        const int o = task / H, r = task % H;
+        float *s = sam3__thread_slice(acc, (size_t)W);
+        int i, ky, q;
+        for (q = 0; q < W; q++) s[q] = l->b ? l->b[o] : 0.0f;
+        for (i = 0; i < cin; i++)
+            for (ky = 0; ky < 3; ky++) {
+                const int yy = r + ky - 1;
+                if (yy < 0 || yy >= H) continue;
+                {
+                    const size_t wi = (((size_t)o * cin + i) * 3 + ky) * 3;
+                    const float wk[3] = {sam3__lw(l, wi), sam3__lw(l, wi + 1), sam3__lw(l, wi + 2)}; /* f32 or bf16 file */
+                    const float *xr = x + ((size_t)i * H + yy) * W;
+                    /* the three taps of the row; columns -1 and W are the zero padding */
+                    s[0] += wk[1] * xr[0] + (W > 1 ? wk[2] * xr[1] : 0.0f);
+                    for (q = 1; q < W - 1; q++) s[q] += wk[0] * xr[q - 1] + wk[1] * xr[q] + wk[2] * xr[q + 1];
+                    if (W > 1) s[W - 1] += wk[0] * xr[W - 2] + wk[1] * xr[W - 1];
+                }
+            }
+        memcpy(y + ((size_t)o * H + r) * W, s, (size_t)W * sizeof(float));
+    }
+    if (st)
+        for (task = 0; task < cout * nty; task++) {
+            const float *y0 = y + ((size_t)(task / nty) * H + 4 * (size_t)(task % nty)) * W;
+            const size_t n = (size_t)SAM3__MIN(4, H - 4 * (task % nty)) * W;
+            double sum = 0, mean, dev = 0;
+            size_t j;
+            for (j = 0; j < n; j++) sum += y0[j];
+            mean = sum / (double)n;
+            for (j = 0; j < n; j++) dev += ((double)y0[j] - mean) * ((double)y0[j] - mean);
+            st[3 * (size_t)task] = (double)n, st[3 * (size_t)task + 1] = mean, st[3 * (size_t)task + 2] = dev;
+        }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+/* Bilinear resize taps (align_corners=False, no antialias, as F.interpolate): output i reads inputs
+   i0 and i1 with weights l0 and l1. */
+typedef struct sam3__lerp { int i0, i1; float l0, l1; } sam3__lerp;
+static void sam3__lerp_table(int in, int out, sam3__lerp *t) {
+    const float scale = (float)in / (float)out;
+    int i;
+    for (i = 0; i < out; i++) {
+        float src = scale * ((float)i + 0.5f) - 0.5f;
+        if (src < 0) src = 0;
+        t[i].i0 = (int)src;
+        if (t[i].i0 > in - 1) t[i].i0 = in - 1;
+        t[i].i1 = t[i].i0 + (t[i].i0 < in - 1 ? 1 : 0);
+        t[i].l1 = src - (float)t[i].i0;
+        t[i].l0 = 1.0f - t[i].l1;
+    }
+}
+/* One map src (ih, iw), through a sigmoid first when sig, resized by the taps ty (oh), tx (ow)
+   and thresholded: mask (oh, ow) = [ly0 (lx0 a00 + lx1 a01) + ly1 (lx0 a10 + lx1 a11) > thr] (the
+   products and sums in the order sam3__resize_threshold_n makes them). Returns the mask's area. */
+static long sam3__ref_resize_threshold(const float *src, int sig, int iw, const sam3__lerp *ty, const sam3__lerp *tx, int oh, int ow, float thr,
+                                       uint8_t *mask) {
+    long area = 0;
+    int r, q;
+    for (r = 0; r < oh; r++)
+        for (q = 0; q < ow; q++) {
+            const float *a = src + (size_t)ty[r].i0 * iw, *b = src + (size_t)ty[r].i1 * iw;
+            float a0 = a[tx[q].i0], a1 = a[tx[q].i1], b0 = b[tx[q].i0], b1 = b[tx[q].i1], v;
+            if (sig) {
+                a0 = 1.0f / (1.0f + expf(-a0)), a1 = 1.0f / (1.0f + expf(-a1));
+                b0 = 1.0f / (1.0f + expf(-b0)), b1 = 1.0f / (1.0f + expf(-b1));
+            }
+            v = ty[r].l0 * (tx[q].l0 * a0 + tx[q].l1 * a1) + ty[r].l1 * (tx[q].l0 * b0 + tx[q].l1 * b1);
+            mask[(size_t)r * ow + q] = (uint8_t)(v > thr);
+            area += v > thr;
+        }
+    return area;
+}
+
+/* ---- GEMM dispatch ---- */
+/* Row-major C = alpha * op(A) * op(B) + beta * C: the reference, SAM3_SGEMM, the built-in SGEMM
+   (SAM3_NO_BLAS) or one BLAS call. */
 static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                         const float *B, int ldb, float beta, float *C, int ldc) {
     (void)c;
     (void)sam3__sgemm_builtin; /* with a BLAS, only `sam3 bench --gemm` calls it */
+    /* the reference kernels that a fast build does not call: tests/test_kernels.c does */
+    (void)sam3__ref_resize_threshold, (void)sam3__ref_attention, (void)sam3__ref_attention_packed, (void)sam3__ref_conv3x3;
+    (void)sam3__ref_gelu_bias, (void)sam3__ref_ln_row, (void)sam3__ref_sigmoid_row, (void)sam3__ref_sgemm;
     if (M <= 0 || N <= 0) return;
-#if defined(SAM3_SGEMM)
+#if defined(SAM3_REFERENCE_KERNELS)
+    sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#elif defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(SAM3_NO_BLAS)
     sam3__sgemm_builtin(c->nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -5246,8 +5471,12 @@ static void sam3__linear(sam3_ctx *c, const float *x, int n, int in, const sam3_
     }
 }
 
-/* LayerNorm of one row over d (biased variance, as PyTorch); y may alias x. */
+/* LayerNorm of one row over d (biased variance, as PyTorch); y may alias x. sam3__ref_ln_row
+   with its sums marked simd. */
 static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, float eps) {
+#if defined(SAM3_REFERENCE_KERNELS)
+    sam3__ref_ln_row(r, o, d, w, eps);
+#else
     double mu = 0, var = 0;
     float inv, fmu;
     int j;
@@ -5260,6 +5489,7 @@ static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, f
     inv = (float)(1.0 / sqrt(var + (double)eps));
     fmu = (float)mu;
     for (j = 0; j < d; j++) o[j] = (r[j] - fmu) * inv * w->w[j] + w->b[j];
+#endif
 }
 static void sam3__layernorm(sam3_ctx *c, const float *x, float *y, int n, int d, const sam3__norm *w, float eps) {
     int i;
@@ -5315,10 +5545,10 @@ static SAM3__INLINE float sam3__ferf(float x) {
     return x < 0 ? -y : y;
 }
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || (defined(__aarch64__) && defined(__ARM_NEON))
-#if defined(__aarch64__) && !defined(__AVX2__)
+/* ---- the SIMD helper layer: sam3__vx, SAM3__VX floats, and its operations ---- */
+#if defined(SAM3__SIMD) && defined(__aarch64__) && !defined(__AVX2__)
 #include <arm_neon.h>
-#else
+#elif defined(SAM3__SIMD)
 #include <immintrin.h>
 #endif
 /* sam3__fexp and the GELU on whole vectors, in intrinsics. The compiler's vectorisation of the
@@ -5326,7 +5556,7 @@ static SAM3__INLINE float sam3__ferf(float x) {
    AVX-512 machines prefers 256-bit vectors), GCC 13 not at all. A scalar GELU is about ten
    times the cost of this one and a large share of a ViT block, and scalar exponentials make the
    softmax a large share of the attention. */
-#if defined(__AVX512F__)
+#if defined(SAM3__SIMD) && defined(__AVX512F__)
 typedef __m512 sam3__vx;
 #define SAM3__VX 16
 #define sam3__vx_set1 _mm512_set1_ps
@@ -5351,7 +5581,7 @@ static SAM3__INLINE __m512 sam3__vx_pow2n(__m512 n) {
     const __m512i z = _mm512_setzero_si512(), e = _mm512_add_epi32(_mm512_mask_cvtps_epi32(z, (__mmask16)0xFFFF, n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_mask_slli_epi32(z, (__mmask16)0xFFFF, e, 23));
 }
-#elif defined(__aarch64__) && !defined(__AVX2__)
+#elif defined(SAM3__SIMD) && defined(__aarch64__) && !defined(__AVX2__)
 /* NEON (aarch64): 4 floats, 32 registers, FMA in every core; the same operations as the x86
    helpers (fmadd(a, b, c) = a b + c, fnmadd(a, b, c) = c - a b). */
 typedef float32x4_t sam3__vx;
@@ -5372,7 +5602,7 @@ typedef float32x4_t sam3__vx;
 static SAM3__INLINE float32x4_t sam3__vx_pow2n(float32x4_t n) {
     return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23));
 }
-#else
+#elif defined(SAM3__SIMD)
 typedef __m256 sam3__vx;
 #define SAM3__VX 8
 #define sam3__vx_set1 _mm256_set1_ps
@@ -5391,6 +5621,24 @@ typedef __m256 sam3__vx;
 static SAM3__INLINE __m256 sam3__vx_pow2n(__m256 n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
+#else
+/* Scalar (any other target, and the reference build): one float; the operations as above. */
+typedef float sam3__vx;
+#define SAM3__VX 1
+static SAM3__INLINE float sam3__vx_set1(float a) { return a; }
+static SAM3__INLINE float sam3__vx_load(const float *p) { return *p; }
+static SAM3__INLINE void sam3__vx_store(float *p, float a) { *p = a; }
+static SAM3__INLINE float sam3__vx_add(float a, float b) { return a + b; }
+static SAM3__INLINE float sam3__vx_sub(float a, float b) { return a - b; }
+static SAM3__INLINE float sam3__vx_max(float a, float b) { return a > b ? a : b; }
+static SAM3__INLINE float sam3__vx_min(float a, float b) { return a < b ? a : b; }
+static SAM3__INLINE float sam3__vx_fmadd(float a, float b, float c) { return a * b + c; }
+static SAM3__INLINE float sam3__vx_fnmadd(float a, float b, float c) { return c - a * b; }
+static SAM3__INLINE float sam3__vx_mul(float a, float b) { return a * b; }
+static SAM3__INLINE float sam3__vx_div(float a, float b) { return a / b; }
+static SAM3__INLINE float sam3__vx_abs(float a) { return a < 0 ? -a : a; }
+static SAM3__INLINE float sam3__vx_copysign(float a, float s) { return copysignf(a, s); }
+static SAM3__INLINE float sam3__vx_pow2n(float n) { return ldexpf(1.0f, (int)n); } /* n integral, in [-127, 128] */
 #endif
 /* through memory: GCC 12's _mm512_reduce_* trip -Wmaybe-uninitialized in its own headers */
 static SAM3__INLINE float sam3__vx_hmax(sam3__vx v) {
@@ -5429,7 +5677,7 @@ static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
     n = sam3__vx_sub(sam3__vx_fmadd(x, sam3__vx_set1(1.44269504088896341f), sam3__vx_set1(12582912.0f)), sam3__vx_set1(12582912.0f));
     return sam3__vx_fmadd(sam3__vx_exp_reduced(x, n), sam3__vx_pow2n(n), z);
 }
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#if defined(SAM3__SIMD) && defined(__AVX512F__) && defined(__AVX512DQ__)
 /* exp(s - m) for the softmax as 2^t, t = s log2(e) - m log2(e) by one fma: its rounding is that
    of s - m, and the constant's scales the whole row, which the normalisation cancels. 2^t =
    2^floor(t) 2^f: f = t - floor(t) in [0, 1) by one vreduce, 2^f by a degree-5 minimax polynomial
@@ -5472,7 +5720,108 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
     y = sam3__vx_copysign(y, u);
     return sam3__vx_mul(sam3__vx_mul(sam3__vx_set1(0.5f), v), sam3__vx_add(one, y));
 }
+
+/* ---- the mask resize's rows (sam3__resize_threshold_n), the spec sam3__ref_resize_threshold ---- */
+/* The x pass's plan for the taps tx (ow). With AVX-512, when upsampling, 16 outputs read at most
+   16 consecutive inputs: one (masked) load and two permutes give both taps of all 16, where the
+   scalar loop gathered them one by one (half of the resize). bx[b] is block b's first input, or -1
+   where its taps span more than 16; rel, wl (nbq, 2, 16) the taps' offsets and weights. Elsewhere
+   empty (nbq 0). From the context's arena: the caller's mark releases it. */
+typedef struct sam3__lerp_x { int nbq; int *bx; int32_t *rel; float *wl; } sam3__lerp_x;
+static sam3_result sam3__lerp_x_plan(sam3_ctx *c, const sam3__lerp *tx, int ow, sam3__lerp_x *px) {
+    memset(px, 0, sizeof(*px));
+#if defined(SAM3__SIMD) && defined(__AVX512F__)
+    {
+        const int nbq = ow / 16;
+        int bd, u;
+        px->bx = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nbq, 1) * sizeof(int));
+        px->rel = (int32_t *)sam3__salloc(c, (size_t)SAM3__MAX(2 * nbq * 16, 1) * sizeof(int32_t));
+        px->wl = sam3__sallocf(c, (size_t)SAM3__MAX(2 * nbq * 16, 1));
+        if (!px->bx || !px->rel || !px->wl) return SAM3_ERR_OUT_OF_MEMORY;
+        px->nbq = nbq;
+        for (bd = 0; bd < nbq; bd++) {
+            const int base = tx[16 * bd].i0;
+            px->bx[bd] = tx[16 * bd + 15].i1 - base < 16 ? base : -1;
+            for (u = 0; u < 16; u++) {
+                px->rel[(size_t)bd * 32 + u] = tx[16 * bd + u].i0 - base;
+                px->rel[(size_t)bd * 32 + 16 + u] = tx[16 * bd + u].i1 - base;
+                px->wl[(size_t)bd * 32 + u] = tx[16 * bd + u].l0;
+                px->wl[(size_t)bd * 32 + 16 + u] = tx[16 * bd + u].l1;
+            }
+        }
+    }
+#else
+    (void)c, (void)tx, (void)ow;
 #endif
+    return SAM3_OK;
+}
+/* h (ow) = the row a (iw) resized along x: h[q] = l0 a[i0] + l1 a[i1] (products, then the sum). */
+static void sam3__lerp_x_row(const sam3__lerp_x *px, const sam3__lerp *tx, const float *a, int iw, int ow, float *h) {
+    int q = 0;
+#if defined(SAM3__SIMD) && defined(__AVX512F__)
+    int bq;
+    for (bq = 0; bq < px->nbq; bq++, q += 16) {
+        if (px->bx[bq] >= 0) {
+            const int nv = SAM3__MIN(16, iw - px->bx[bq]); /* the taps never reach past it */
+            const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1u), a + px->bx[bq]);
+            /* masked forms: the plain permute starts from _mm512_undefined_ps (GCC 12's C++ warning, see sam3__vx_max) */
+            const __m512 a0 = _mm512_mask_permutexvar_ps(v, (__mmask16)0xFFFF, _mm512_loadu_si512(px->rel + (size_t)bq * 32), v);
+            const __m512 a1 = _mm512_mask_permutexvar_ps(v, (__mmask16)0xFFFF, _mm512_loadu_si512(px->rel + (size_t)bq * 32 + 16), v);
+            _mm512_storeu_ps(h + q, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(px->wl + (size_t)bq * 32), a0),
+                                                  _mm512_mul_ps(_mm512_loadu_ps(px->wl + (size_t)bq * 32 + 16), a1)));
+        } else {
+            int u;
+            for (u = q; u < q + 16; u++) h[u] = tx[u].l0 * a[tx[u].i0] + tx[u].l1 * a[tx[u].i1];
+        }
+    }
+#else
+    (void)px, (void)iw;
+#endif
+    for (; q < ow; q++) h[q] = tx[q].l0 * a[tx[q].i0] + tx[q].l1 * a[tx[q].i1];
+}
+/* o (ow) = [l0 a + l1 b > thr] as 0/1 bytes; returns how many are 1. stream: the row goes around
+   the caches (non-temporal stores, AVX-512 builds; sam3__stream_fence after the last). */
+static long sam3__lerp_y_threshold_row(const float *a, const float *b, float l0, float l1, float thr, uint8_t *o, int ow, int stream) {
+    long ar = 0;
+    int q = 0;
+#if defined(SAM3__SIMD) && defined(__AVX512F__)
+    const __m512 v0 = _mm512_set1_ps(l0), v1 = _mm512_set1_ps(l1), vt = _mm512_set1_ps(thr);
+    __m512i cnt = _mm512_setzero_si512();
+    for (; q + 16 <= ow; q += 16) {
+        const __m512 v = _mm512_add_ps(_mm512_mul_ps(v0, _mm512_loadu_ps(a + q)), _mm512_mul_ps(v1, _mm512_loadu_ps(b + q)));
+        const __mmask16 k = _mm512_cmp_ps_mask(v, vt, _CMP_GT_OQ);
+        const __m512i one = _mm512_maskz_set1_epi32(k, 1);
+        /* the masked form: the plain one starts from _mm_undefined_si128 (GCC 12's C++ warning) */
+        const __m128i b8 = _mm512_mask_cvtepi32_epi8(_mm_setzero_si128(), (__mmask16)0xFFFF, one);
+        if (stream && ((uintptr_t)(o + q) & 15) == 0)
+            _mm_stream_si128((__m128i *)(void *)(o + q), b8);
+        else
+            _mm_storeu_si128((__m128i *)(void *)(o + q), b8);
+        cnt = _mm512_add_epi32(cnt, one);
+    }
+    {
+        int32_t cs[16], u;
+        _mm512_storeu_si512(cs, cnt);
+        for (u = 0; u < 16; u++) ar += cs[u];
+    }
+#else
+    (void)stream;
+#endif
+    for (; q < ow; q++) {
+        const float v = l0 * a[q] + l1 * b[q];
+        o[q] = (uint8_t)(v > thr);
+        ar += v > thr;
+    }
+    return ar;
+}
+/* Orders a task's streaming stores before the join. */
+static void sam3__stream_fence(int stream) {
+#if defined(SAM3__SIMD) && defined(__AVX512F__)
+    if (stream) _mm_sfence();
+#else
+    (void)stream;
+#endif
+}
 
 /* C (M, N) = alpha A (M, K) B^T + beta C, B (N, K), for M <= 32 rows: a few tokens through a
    weight matrix, as the text encoder's 3 to 32 tokens through 1.2 GB of weights a prompt. A BLAS
@@ -5483,7 +5832,7 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
    Each output is the same sum, in the same order, as a one-row-at-a-time loop would make.
    Returns 0 for the shapes it leaves to sgemm. */
 #define SAM3__SMALL_M 32
-#ifdef SAM3__VX
+#ifdef SAM3__SIMD
 #if defined(__SSE__)
 #define SAM3__PREFETCH_L2(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
 #else
@@ -5568,6 +5917,11 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
     const size_t n = rows * (size_t)d, nb = (n + 255) / 256;
     ptrdiff_t blk;
     (void)c; /* only in OpenMP clauses */
+#if defined(SAM3_REFERENCE_KERNELS)
+    (void)nb;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n) >= SAM3__PAR_MIN))
+    for (blk = 0; blk < (ptrdiff_t)rows; blk++) sam3__ref_gelu_bias(x + (size_t)blk * d, 1, d, b);
+#else
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n) >= SAM3__PAR_MIN))
     for (blk = 0; blk < (ptrdiff_t)nb; blk++) {
         const size_t i0 = (size_t)blk * 256, i1 = SAM3__MIN(n, i0 + 256);
@@ -5576,7 +5930,7 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
         while (i < i1) { /* runs inside one row */
             const size_t col = b ? i % (size_t)d : 0, e = b ? SAM3__MIN(i1, i + ((size_t)d - col)) : i1;
             j = i;
-#ifdef SAM3__VX
+#ifdef SAM3__SIMD
             if (b)
                 for (; j + SAM3__VX <= e; j += SAM3__VX)
                     sam3__vx_store(x + j, sam3__vx_gelu(sam3__vx_add(sam3__vx_load(x + j), sam3__vx_load(b + col + (j - i)))));
@@ -5590,18 +5944,24 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
             i = e;
         }
     }
+#endif
 }
 static void sam3__gelu(sam3_ctx *c, float *x, size_t n) { sam3__gelu_bias(c, x, n, 1, NULL); }
 /* y = 1 / (1 + exp(-x)) over n values, on the calling thread. */
 static void sam3__sigmoid_row(const float *x, float *y, size_t n) {
     size_t j = 0;
-#ifdef SAM3__VX
+#if defined(SAM3_REFERENCE_KERNELS)
+    (void)j;
+    sam3__ref_sigmoid_row(x, y, n);
+#else
+#if defined(SAM3__SIMD)
     for (; j + SAM3__VX <= n; j += SAM3__VX) {
         const sam3__vx one = sam3__vx_set1(1.0f);
         sam3__vx_store(y + j, sam3__vx_div(one, sam3__vx_add(one, sam3__vx_exp(sam3__vx_sub(sam3__vx_set1(0.0f), sam3__vx_load(x + j))))));
     }
 #endif
     for (; j < n; j++) y[j] = 1.0f / (1.0f + sam3__fexp(-x[j]));
+#endif
 }
 /* A linear layer followed by ReLU, the bias added in the ReLU's pass: y (n, out) = max(x W^T + b, 0).
    A pass fewer over the hidden map (42 MB in each DETR encoder layer's MLP). */
@@ -5657,6 +6017,10 @@ static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const s
 static void sam3__softmax_row(float *r, int n) {
     float mx = -FLT_MAX, sum = 0, inv;
     int j;
+#if defined(SAM3_REFERENCE_KERNELS)
+    (void)mx, (void)sum, (void)inv, (void)j;
+    sam3__ref_softmax_row(r, n);
+#else
     SAM3__OMP_SIMD_MAX(mx)
     for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
     SAM3__OMP(simd)
@@ -5665,9 +6029,11 @@ static void sam3__softmax_row(float *r, int n) {
     for (j = 0; j < n; j++) sum += r[j];
     inv = 1.0f / sum;
     for (j = 0; j < n; j++) r[j] *= inv;
+#endif
 }
 
-#if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION)
+/* ---- attention: the fast kernel (GCC and clang; SAM3_NO_FAST_ATTENTION or SAM3_REFERENCE_KERNELS: the reference) ---- */
+#if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION) && !defined(SAM3_REFERENCE_KERNELS)
 #if defined(__SSE__)
 #include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
 #endif
@@ -5688,7 +6054,7 @@ static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr 
    for the same rows (tiles of MR rows x 2 vectors of the head dim), scaled by 1/sum at the end
    (sam3__attn_rows). Only the query rows are packed per task, and a block's scores stay in
    L1/L2. Per-block BLAS calls spend most of their time packing K and V for head dims of 16..64,
-   so this runs at more than twice their rate (SAM3_NO_FAST_ATTENTION keeps the BLAS path). */
+   so this runs at more than twice their rate. */
 #define SAM3__FAST_ATTENTION 1
 #if defined(__AVX512F__)
 #define SAM3__VW 16 /* floats per vector */
@@ -5817,7 +6183,7 @@ static SAM3__CONTRACT void sam3__pv_acc(const float *p, int ps, int j0, int j1, 
 static float sam3__row_max(const float *r, int n) {
     float mx = -FLT_MAX;
     int j = 0;
-#ifdef SAM3__VX
+#ifdef SAM3__SIMD
     {
         /* four chains: with one, each vmax would wait for the last (4 cycles on Intel cores),
            where the scores' products take 4 FMAs a vector */
@@ -5842,7 +6208,7 @@ static float sam3__row_max(const float *r, int n) {
 static SAM3__CONTRACT float sam3__exp_sum(float *r, int n, float mx) {
     float sum = 0;
     int j = 0;
-#ifdef SAM3__VX
+#ifdef SAM3__SIMD
     {
         const sam3__vx vmx = SAM3__EXP_ROW_ARG(mx);
         sam3__vx vs = sam3__vx_set1(0.0f), vs2 = vs;
@@ -6081,8 +6447,8 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
    at the same time share a batch's K and V: packing a window at a time (as sam3__attention_fast
    does) costs a pass over K and V and two joins a window, a large share of a window layer's
    attention. out may alias q (a task reads only the rows it writes). */
-static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                          const float *vp, float *out, int ldo) {
+static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
+                                               const float *vp, float *out, int ldo) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
@@ -6102,86 +6468,68 @@ static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, in
     sam3__release(c, mk);
     return SAM3_OK;
 }
+#else
+#define SAM3__ATT_PW 16 /* keys per panel of the packed layout (sam3__rope_pack) */
 #endif
 
 /* Multi-head scaled dot-product attention over projected q, k, v (no masks: callers drop padded
    tokens, which no kept token attends to in the reference). out[i, h*hd:(h+1)*hd] = softmax(q_h k_h^T *
-   hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once: one head and a block
-   of query rows at a time, at most ~16 MB of scratch. causal: query i sees keys 0..i only (CLIP);
-   relh, relw (nh, nq, rel_s) with nk = rel_s^2 or NULL: a bias decomposed by key row and column,
-   bias_h[i, ky * rel_s + kx] = relh[h, i, ky] + relw[h, i, kx], added unscaled (SAM 1's relative
-   positions, the DETR decoder's box bias). */
+   hd^-0.5 + bias_h) v_h. Scores are never materialised for all heads at once. causal: query i sees
+   keys 0..i only (CLIP); relh, relw (nh, nq, rel_s) with nk = rel_s^2 or NULL: a bias decomposed by
+   key row and column, bias_h[i, ky * rel_s + kx] = relh[h, i, ky] + relw[h, i, kx], added unscaled
+   (SAM 1's relative positions, the DETR decoder's box bias). out may alias q. The spec is
+   sam3__ref_attention. */
 static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
                                        int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh,
                                        const float *relw, int rel_s) {
+#ifdef SAM3__FAST_ATTENTION
+    return sam3__attention_fast(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+#else
+    return sam3__ref_attention(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+#endif
+}
+static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
+                                              const float *vp, float *out, int ldo) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
-#ifdef SAM3__FAST_ATTENTION
-    /* (out may alias q: each task reads the query block it later overwrites, nothing else) */
-    (void)mk;
-    return sam3__attention_fast(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
-#endif
-    /* split: (head, block of rows) tasks over our threads, each with its own score block and a
-       single-threaded BLAS; else one head at a time with the BLAS's own threads. */
-    const int split = c->split && c->nt > 1;
-    const int nthr = split ? c->nt : 1;
-    int rows = split ? (int)SAM3__MAX(1, SAM3__MIN(64, (nq + c->nt - 1) / c->nt))
-                     : (int)SAM3__MAX(1, SAM3__MIN((size_t)nq, ((size_t)4 << 20) / (size_t)SAM3__MAX(nk, 1)));
-    float *sbuf = sam3__sallocf(c, (size_t)nthr * rows * nk); /* (threads, rows, nk) score blocks */
-    const int nblk = (nq + rows - 1) / rows;
+    const int PW = SAM3__ATT_PW, npan = (n + PW - 1) / PW;
+    const size_t per = (size_t)n + (size_t)hd;
+    float *buf = sam3__sallocf(c, (size_t)c->nt * per); /* per thread: (n) probabilities, (hd) an output row */
     int task;
-    if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
-    SAM3__OMP(parallel for num_threads(nthr) schedule(dynamic, 1) if(split))
-    for (task = 0; task < nh * nblk; task++) {
-        int h = task / nblk, r0 = (task % nblk) * rows, nr = SAM3__MIN(rows, nq - r0), i;
-#ifdef _OPENMP
-        float *s = sbuf + (size_t)(split ? omp_get_thread_num() : 0) * rows * nk;
-#else
-        float *s = sbuf;
-#endif
-        sam3__sgemm(c, 0, 1, nr, nk, hd, scale, q + (size_t)r0 * ldq + h * hd, ldq, k + h * hd, ldk, 0.0f, s, nk);
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if(!split))
-        for (i = 0; i < nr; i++) {
-            float *row = s + (size_t)i * nk;
-            if (relh) {
-                /* key u = ky * S + kx gets rh[ky] + rw[kx] */
-                const float *rh = relh + ((size_t)h * nq + r0 + i) * rel_s, *rw = relw + ((size_t)h * nq + r0 + i) * rel_s;
-                int ky, kx;
-                for (ky = 0; ky < rel_s; ky++)
-                    for (kx = 0; kx < rel_s; kx++) row[ky * rel_s + kx] += rh[ky] + rw[kx];
-            }
-            if (causal) {
-                /* key j > query i gets probability exactly 0, as a -inf mask gives */
-                int lim = SAM3__MIN(r0 + i + 1, nk);
-                sam3__softmax_row(row, lim);
-                memset(row + lim, 0, (size_t)(nk - lim) * sizeof(float));
-            } else {
-                sam3__softmax_row(row, nk);
-            }
+    if (!buf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < nb * nh * n; task++) {
+        const int b = task / (nh * n), h = task / n % nh, i = task % n;
+        const float *qi = q + ((size_t)b * n + i) * ldq + (size_t)h * hd;
+        const float *kh = kt + ((size_t)b * nh + h) * npan * hd * PW, *vh = vp + ((size_t)b * nh + h) * n * hd;
+        float *p = sam3__thread_slice(buf, per), *o = p + n;
+        int j, d;
+        for (j = 0; j < n; j++) {
+            float s = 0;
+            for (d = 0; d < hd; d++) s += qi[d] * kh[((size_t)(j / PW) * hd + d) * PW + j % PW];
+            p[j] = s * scale;
         }
-        sam3__sgemm(c, 0, 0, nr, hd, nk, 1.0f, s, nk, v + h * hd, ldv, 0.0f, out + (size_t)r0 * ldo + h * hd, ldo);
+        sam3__ref_softmax_row(p, n);
+        for (d = 0; d < hd; d++) {
+            float s = 0;
+            for (j = 0; j < n; j++) s += p[j] * vh[(size_t)j * hd + d];
+            o[d] = s;
+        }
+        memcpy(out + ((size_t)b * n + i) * ldo + (size_t)h * hd, o, (size_t)hd * sizeof(float));
     }
     sam3__release(c, mk);
     return SAM3_OK;
 }
-#ifndef SAM3__FAST_ATTENTION
-/* the ViT's attention without the fast kernel (sam3__attention_packed with it) */
-static sam3_result sam3__attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
-                                   const float *v, int ldv, float *out, int ldo, int causal) {
-    return sam3__attention_rel(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, NULL, NULL, 0);
-}
-/* nb attentions over consecutive row blocks (ViT windows): batch b is rows b n.. of q, k, v, out */
-static sam3_result sam3__attention_batch(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, const float *k, const float *v, int ld,
-                                         float *out, int ldo) {
-    int b;
-    sam3_result rc;
-    for (b = 0; b < nb; b++) {
-        const size_t o = (size_t)b * n;
-        if ((rc = sam3__attention(c, n, n, nh, hd, q + o * ld, ld, k + o * ld, ld, v + o * ld, ld, out + o * ldo, ldo, 0)) != SAM3_OK) return rc;
-    }
-    return SAM3_OK;
-}
+/* nb self-attentions of n tokens over K and V already packed (sam3__rope_pack, sam3__v_pack; the
+   layout at sam3__ref_attention_packed). out may alias q. */
+static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
+                                          const float *vp, float *out, int ldo) {
+#ifdef SAM3__FAST_ATTENTION
+    return sam3__attention_packed_fast(c, nb, n, nh, hd, q, ldq, kt, vp, out, ldo);
+#else
+    return sam3__ref_attention_packed(c, nb, n, nh, hd, q, ldq, kt, vp, out, ldo);
 #endif
+}
 
 /* Channel-major convolutions (x: (cin, H, W), y: (cout, H, W), as PyTorch NCHW without N). */
 
@@ -6210,6 +6558,7 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
    channels: U written in runs of cin floats (written directly, each step would scatter 36 values
    256 KB apart), and the products vectorise. ut: per thread, 27 cin doubles. */
+#if !defined(SAM3_REFERENCE_KERNELS)
 static void sam3__wino_weights(sam3_ctx *c, const sam3__lin *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -6366,8 +6715,8 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
 /* x (cin, H, W) -> y (cout, H, W), not aliased; lo (cin, lh, lw) or NULL: the input is x + lo
    upsampled by nearest neighbour (sam3__wino_in). st (cout, (H + 3) / 4, 3) or NULL: each output
    channel's statistics by tile row (sam3__wino_out), for sam3__groupnorm. */
-static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
-                                 int cout, float *y, double *st) {
+static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
+                                      int cout, float *y, double *st) {
     sam3__mark mk = sam3__mark_get(c);
     const int ntx = (W + 3) / 4, nty = (H + 3) / 4;
     /* with our threads splitting the products, each of the 36 goes in nbk column blocks: 36
@@ -6413,6 +6762,16 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
     }
     sam3__release(c, mk);
     return SAM3_OK;
+}
+#endif
+/* The dispatch: Winograd, or the direct sam3__ref_conv3x3 (the spec) in a reference build. */
+static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
+                                 int cout, float *y, double *st) {
+#if defined(SAM3_REFERENCE_KERNELS)
+    return sam3__ref_conv3x3(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
+#else
+    return sam3__conv3x3_wino(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
+#endif
 }
 
 /* ConvTranspose2d kernel 2 stride 2 (taps do not overlap), weight (cin, cout, 2, 2):
@@ -6915,26 +7274,10 @@ static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int
         }
 }
 
-#ifndef SAM3__FAST_ATTENTION
-/* Adds the projections' biases bq, bk (C, or NULL) to q and k, rows (n, C), then rotates adjacent
-   pairs (2m, 2m+1) of every head; row i uses table row i % period. The bias added here rather than
-   after the products saves two passes over q and k (21 MB each at 1008 x 1008) a block. */
-static void sam3__rope_apply(sam3_ctx *c, float *q, float *k, const float *bq, const float *bk, int n, int C, int hd, const float *tab,
-                             int period) {
-    int i;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < n; i++) {
-        const float *cs = tab + (size_t)(i % period) * hd;
-        int pass;
-        for (pass = 0; pass < 2; pass++) sam3__rope_row((pass ? k : q) + (size_t)i * C, pass ? bk : bq, cs, C, hd);
-    }
-}
-
-#else
-/* sam3__rope_apply for the fast attention: q in place, k written straight into the key panels
-   sam3__attention_packed reads, kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that
-   packing needs is this one. Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
+/* Adds the projections' biases bq, bk (C, or NULL) to q and k and rotates adjacent pairs (2m, 2m+1)
+   of every head: q in place, k written straight into the key panels sam3__attention_packed reads,
+   kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that packing needs is this one (and the
+   biases added here rather than after the products save two passes over q and k). Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
    batch i / nk and takes table row i % nk (its position in the window, or in the grid). */
 static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
                             int hd, const float *tab, float *kt) {
@@ -6989,7 +7332,6 @@ static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, 
         }
     }
 }
-#endif
 
 /* Sam3ViTPatchEmbeddings + Sam3ViTEmbeddings: conv patch x patch (no bias) as im2col GEMM, plus
    the pretrain-grid absolute position embedding tiled (not interpolated) over the token grid. */
@@ -7081,7 +7423,6 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
 
     /* padded tokens are zero rows after the norm: their q, k, v are the biases */
     sam3__window_layernorm(c, x, g, global ? g : ws, C, &w->ln1, v->ln_eps, h);
-#ifdef SAM3__FAST_ATTENTION
     {
         /* q, k, v as one (n, 3C) product when the file keeps their weights together (one wider
            product splits into fuller tiles over the threads), else three (n, C) products;
@@ -7104,18 +7445,6 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
         else sam3__window_add(c, x, h, w->attn.o.b, g, ws, C);
     }
-#else
-    sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.q, 0, C, 0.0f, q, C);
-    sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, k, C);
-    sam3__linear(c, h, n, C, &w->attn.v, C, vv);
-    sam3__rope_apply(c, q, k, w->attn.q.b, w->attn.k.b, n, C, hd, global ? c->rope_glb : c->rope_win, global ? N : wt);
-    if ((rc = global ? sam3__attention(c, N, N, v->heads, hd, q, C, k, C, vv, C, h, C, 0)
-                     : sam3__attention_batch(c, n / wt, wt, v->heads, hd, q, k, vv, C, h, C)) != SAM3_OK)
-        return rc;
-    sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.o, 0, C, 0.0f, q, C);
-    if (global) sam3__vadd_bias(c, x, q, w->attn.o.b, N, C);
-    else sam3__window_add(c, x, q, w->attn.o.b, g, ws, C);
-#endif
     sam3__vit_mlp(c, x, N, C, v->inter, &w->ln2, v->ln_eps, &w->fc1, &w->fc2, h, mlp);
     return SAM3_OK;
 }
@@ -7125,13 +7454,9 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     const sam3__vit_cfg *v = &c->m->vit;
     const int g = v->grid, C = v->hidden, N = g * g;
     const int nwy = (g + v->window - 1) / v->window, np = SAM3__MAX(N, nwy * nwy * v->window * v->window);
-#ifdef SAM3__FAST_ATTENTION
     /* h also holds the key panels, each batch's keys padded to whole panels */
     const int nph = SAM3__MAX(np, SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW),
                                             (N + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW));
-#else
-    const int nph = np;
-#endif
     sam3__mark mk = sam3__mark_get(c);
     float *h = sam3__sallocf(c, (size_t)nph * C);  /* (nph, C) normed input, then key panels or attention output */
     /* (np, 3C) q, k, v of one product, or three (np, C) blocks; attention output, projections */
@@ -7681,24 +8006,16 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
             for (j = 0; j < D; j++) {
                 const float wa = sam3__lw(l1, 2 * (size_t)j), wb = sam3__lw(l1, 2 * (size_t)j + 1), bj = l1->b ? l1->b[j] : 0.0f;
                 float *hv = hid + (size_t)j * 16;
-#ifdef SAM3__VX
                 int u;
                 for (u = 0; u < 16; u += SAM3__VX) {
                     const sam3__vx v = sam3__vx_add(sam3__vx_fmadd(sam3__vx_load(d1 + u), sam3__vx_set1(wb), sam3__vx_mul(sam3__vx_load(d0 + u), sam3__vx_set1(wa))),
                                                     sam3__vx_set1(bj));
                     sam3__vx_store(hv + u, sam3__vx_max(v, sam3__vx_set1(0.0f)));
                 }
-#else
-                for (r = 0; r < 16; r++) {
-                    const float v = (d0[r] * wa + d1[r] * wb) + bj;
-                    hv[r] = v > 0 ? v : 0.0f;
-                }
-#endif
             }
             for (h0 = 0; h0 < nh; h0 += 8) { /* 8 heads together: 8 independent sums (one chain would wait on each add) */
                 const int nhh = SAM3__MIN(8, nh - h0);
                 float acc[8][16];
-#ifdef SAM3__VX
                 sam3__vx av[8][16 / SAM3__VX];
                 int u;
                 for (hh = 0; hh < 8; hh++)
@@ -7713,14 +8030,6 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
                 }
                 for (hh = 0; hh < nhh; hh++)
                     for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc[hh] + u * SAM3__VX, av[hh][u]);
-#else
-                for (hh = 0; hh < nhh; hh++) {
-                    const size_t w2 = (size_t)(h0 + hh) * D;
-                    for (r = 0; r < 16; r++) acc[hh][r] = 0;
-                    for (j = 0; j < D; j++)
-                        for (r = 0; r < 16; r++) acc[hh][r] += sam3__lw(l2, w2 + j) * hid[(size_t)j * 16 + r];
-                }
-#endif
                 for (hh = 0; hh < nhh; hh++) {
                     const float b2 = l2->b ? l2->b[h0 + hh] : 0.0f;
                     for (r = 0; r < n; r++) dst[(size_t)(h0 + hh) * (Q + 1) * S + i0 + r] = acc[hh][r] + b2;
@@ -7943,21 +8252,8 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
 
 /* ==== sam3: post-processing ==== */
 /* Bilinear resize (align_corners=False, no antialias, as F.interpolate) of ih x iw maps of
-   probabilities (or logits) straight into 0/1 masks of oh x ow, thresholded > thr. */
-typedef struct sam3__lerp { int i0, i1; float l0, l1; } sam3__lerp;
-static void sam3__lerp_table(int in, int out, sam3__lerp *t) {
-    const float scale = (float)in / (float)out;
-    int i;
-    for (i = 0; i < out; i++) {
-        float src = scale * ((float)i + 0.5f) - 0.5f;
-        if (src < 0) src = 0;
-        t[i].i0 = (int)src;
-        if (t[i].i0 > in - 1) t[i].i0 = in - 1;
-        t[i].i1 = t[i].i0 + (t[i].i0 < in - 1 ? 1 : 0);
-        t[i].l1 = src - (float)t[i].i0;
-        t[i].l0 = 1.0f - t[i].l1;
-    }
-}
+   probabilities (or logits) straight into 0/1 masks of oh x ow, thresholded > thr (the taps:
+   sam3__lerp_table, the rows' kernels and their spec: the kernels section). */
 /* Output rows per task of sam3__resize_threshold_n. */
 #define SAM3__RT_BAND 32
 /* n maps at once: map i, src[i] (ih, iw), through a sigmoid first when sig, resized to oh x ow
@@ -7976,30 +8272,11 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
     float *sbuf;
     size_t per_thr;
     int span = 1, bd, task;
-#if defined(__AVX512F__)
-    /* Upsampling, 16 outputs read at most 16 consecutive inputs: one (masked) load and two
-       permutes give both taps of all 16, where the scalar loop gathered them one by one (half
-       of the resize). bx[b] is block b's first input, or -1 where its taps span more than 16. */
-    const int nbq = ow / 16;
-    int *bx = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nbq, 1) * sizeof(int));
-    int32_t *rel = (int32_t *)sam3__salloc(c, (size_t)SAM3__MAX(2 * nbq * 16, 1) * sizeof(int32_t)); /* (nbq, 2, 16) tap offsets */
-    float *wl = sam3__sallocf(c, (size_t)SAM3__MAX(2 * nbq * 16, 1));                                    /* (nbq, 2, 16) tap weights */
+    sam3__lerp_x px;
     /* Masks past any cache are written around it: no line read for ownership first (200 masks at
        1280 x 960 are 245 MB, so that read would double the traffic). Fewer stay in the cache for the caller. */
     const int stream = (double)n * (double)plane > 32e6;
-    if (!bx || !rel || !wl) return SAM3_ERR_OUT_OF_MEMORY;
-    for (bd = 0; bd < nbq; bd++) {
-        const int base = tx[16 * bd].i0;
-        int u;
-        bx[bd] = tx[16 * bd + 15].i1 - base < 16 ? base : -1;
-        for (u = 0; u < 16; u++) {
-            rel[(size_t)bd * 32 + u] = tx[16 * bd + u].i0 - base;
-            rel[(size_t)bd * 32 + 16 + u] = tx[16 * bd + u].i1 - base;
-            wl[(size_t)bd * 32 + u] = tx[16 * bd + u].l0;
-            wl[(size_t)bd * 32 + 16 + u] = tx[16 * bd + u].l1;
-        }
-    }
-#endif
+    if (sam3__lerp_x_plan(c, tx, ow, &px) != SAM3_OK) return SAM3_ERR_OUT_OF_MEMORY;
     for (bd = 0; bd < nbd; bd++) { /* the most input rows a band reads (ty is non-decreasing) */
         const int r0 = bd * SAM3__RT_BAND, r1 = SAM3__MIN(oh, r0 + SAM3__RT_BAND);
         span = SAM3__MAX(span, ty[r1 - 1].i1 - ty[r0].i0 + 1);
@@ -8021,71 +8298,17 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
         for (y = y0; y <= y1; y++) {
             const float *a = src[i] + (size_t)y * iw;
             float *h = hz + (size_t)(y - y0) * ow;
-            int q = 0;
             if (sig) {
                 sam3__sigmoid_row(a, srow, (size_t)iw);
                 a = srow;
             }
-#if defined(__AVX512F__)
-            {
-                int bq;
-                for (bq = 0; bq < nbq; bq++, q += 16) {
-                    if (bx[bq] >= 0) {
-                        const int nv = SAM3__MIN(16, iw - bx[bq]); /* the taps never reach past it */
-                        const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1u), a + bx[bq]);
-                        /* masked forms: the plain permute starts from _mm512_undefined_ps (GCC 12's C++ warning above) */
-                        const __m512 a0 = _mm512_mask_permutexvar_ps(v, (__mmask16)0xFFFF, _mm512_loadu_si512(rel + (size_t)bq * 32), v);
-                        const __m512 a1 = _mm512_mask_permutexvar_ps(v, (__mmask16)0xFFFF, _mm512_loadu_si512(rel + (size_t)bq * 32 + 16), v);
-                        /* l0 a0 + l1 a1 rounded as the scalar line below (products, then the sum) */
-                        _mm512_storeu_ps(h + q, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(wl + (size_t)bq * 32), a0),
-                                                              _mm512_mul_ps(_mm512_loadu_ps(wl + (size_t)bq * 32 + 16), a1)));
-                    } else {
-                        int u;
-                        for (u = q; u < q + 16; u++) h[u] = tx[u].l0 * a[tx[u].i0] + tx[u].l1 * a[tx[u].i1];
-                    }
-                }
-            }
-#endif
-            for (; q < ow; q++) h[q] = tx[q].l0 * a[tx[q].i0] + tx[q].l1 * a[tx[q].i1];
+            sam3__lerp_x_row(&px, tx, a, iw, ow, h);
         }
-        for (r = r0; r < r1; r++) {
-            const float *a = hz + (size_t)(ty[r].i0 - y0) * ow, *b = hz + (size_t)(ty[r].i1 - y0) * ow;
-            const float l0 = ty[r].l0, l1 = ty[r].l1;
-            uint8_t *o = mask + (size_t)r * ow;
-            int q = 0;
-#if defined(__AVX512F__)
-            {
-                const __m512 v0 = _mm512_set1_ps(l0), v1 = _mm512_set1_ps(l1), vt = _mm512_set1_ps(thr);
-                __m512i cnt = _mm512_setzero_si512();
-                for (; q + 16 <= ow; q += 16) {
-                    const __m512 v = _mm512_add_ps(_mm512_mul_ps(v0, _mm512_loadu_ps(a + q)), _mm512_mul_ps(v1, _mm512_loadu_ps(b + q)));
-                    const __mmask16 k = _mm512_cmp_ps_mask(v, vt, _CMP_GT_OQ);
-                    const __m512i one = _mm512_maskz_set1_epi32(k, 1);
-                    /* the masked form: the plain one starts from _mm_undefined_si128 (GCC 12's C++ warning) */
-                    const __m128i b8 = _mm512_mask_cvtepi32_epi8(_mm_setzero_si128(), (__mmask16)0xFFFF, one);
-                    if (stream && ((uintptr_t)(o + q) & 15) == 0)
-                        _mm_stream_si128((__m128i *)(void *)(o + q), b8);
-                    else
-                        _mm_storeu_si128((__m128i *)(void *)(o + q), b8);
-                    cnt = _mm512_add_epi32(cnt, one);
-                }
-                {
-                    int32_t cs[16], u;
-                    _mm512_storeu_si512(cs, cnt);
-                    for (u = 0; u < 16; u++) ar += cs[u];
-                }
-            }
-#endif
-            for (; q < ow; q++) {
-                const float v = l0 * a[q] + l1 * b[q];
-                o[q] = (uint8_t)(v > thr);
-                ar += v > thr;
-            }
-        }
+        for (r = r0; r < r1; r++)
+            ar += sam3__lerp_y_threshold_row(hz + (size_t)(ty[r].i0 - y0) * ow, hz + (size_t)(ty[r].i1 - y0) * ow, ty[r].l0, ty[r].l1, thr,
+                                             mask + (size_t)r * ow, ow, stream);
         barea[task] = ar;
-#if defined(__AVX512F__)
-        if (stream) _mm_sfence(); /* the streaming stores ordered before the join */
-#endif
+        sam3__stream_fence(stream);
     }
     for (task = 0; task < n; task++) {
         long s = 0;

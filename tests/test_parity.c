@@ -714,14 +714,14 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
                     ref[(size_t)i * ld + h * hd + d] = (float)(t / sum);
                 }
             }
-#if defined(__SSE__) && !defined(SAM3_NO_FAST_ATTENTION)
+#if defined(__SSE__) && defined(SAM3__FAST_ATTENTION)
         {
             /* the kernel flushes underflows to zero for its tasks: the caller's mode comes back */
             const unsigned csr = _mm_getcsr();
             rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
             t_check(_mm_getcsr() == csr, "%s: attention kernel variant %d: MXCSR %#x after the call, %#x before", cfg, variant, _mm_getcsr(), csr);
         }
-#elif defined(SAM3__FPCR_FZ) && !defined(SAM3_NO_FAST_ATTENTION)
+#elif defined(SAM3__FPCR_FZ) && defined(SAM3__FAST_ATTENTION)
         {
             /* the same on aarch64 with FPCR.FZ */
             const uint64_t fpcr = sam3__fpcr_get();

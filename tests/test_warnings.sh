@@ -52,6 +52,11 @@ for cc in "$GXX -x c++ -std=c++17" "$CLANGXX -x c++ -std=c++17"; do
     have "${cc%% *}" || continue
     job "$cc $W -O2 -fopenmp -march=native -c -o /dev/null tests/test_compile_impl.c"
 done
+# the reference kernels alone (no SIMD, no BLAS), compiled (-O2: the middle end's warnings too) and as C++
+for cc in "$GCC -std=c99" "$CLANG -std=c99" "$GXX -x c++ -std=c++17" "$CLANGXX -x c++ -std=c++17"; do
+    have "${cc%% *}" || continue
+    job "$cc $W -O2 -fopenmp -DSAM3_REFERENCE_KERNELS -march=native -c -o /dev/null tests/test_compile_impl.c"
+done
 if have x86_64-w64-mingw32-gcc; then
     printf '#include <windows.h>\n#define SAM3_IMPLEMENTATION\n#include "%s/sam3.h"\n' "$(pwd)" >"$B/windows_first.c"
     for cc in "x86_64-w64-mingw32-gcc -std=c99" "x86_64-w64-mingw32-g++ -x c++ -std=c++17" \
@@ -69,6 +74,7 @@ if have aarch64-linux-gnu-gcc; then # the NEON helpers and FPCR code (no arm64 c
         for gemm in "-DSAM3_SGEMM=cblas_sgemm" "-DSAM3_NO_BLAS"; do job "$cc $W -fopenmp $gemm -fsyntax-only tests/test_compile_impl.c"; done
     done
     job "aarch64-linux-gnu-gcc -std=c99 $W -O2 -DNDEBUG -fopenmp -DSAM3_NO_BLAS -c -o /dev/null tests/test_compile_impl.c"
+    job "aarch64-linux-gnu-gcc -std=c99 $W -O2 -DSAM3_REFERENCE_KERNELS -c -o /dev/null tests/test_compile_impl.c"
 fi
 
 n=$(wc -l <"$B/jobs")

@@ -1,0 +1,412 @@
+/* The fast kernels against their reference versions (sam3__ref_* in sam3.h's kernel section), on
+   random inputs of ragged sizes (not multiples of the vector width, the register tiles or the
+   attention's key panels and blocks) and hostile ones: softmax rows far from zero or spanning
+   far more than the float range of exp (denormal and zero probabilities), GELU and sigmoid
+   arguments whose exponentials underflow to denormals, denormal inputs, one key scoring far above
+   the rest. Whatever SIMD the build has (AVX-512, AVX2, NEON under qemu in `make test-cross`, or
+   the scalar mapping) is what is checked, against the same tolerances everywhere.
+   usage: test_kernels MODEL.sam3   (any model: only for a context; last line "test_kernels: N passed, N failed";
+          SAM3_TEST_VERBOSE=1 lists the passing checks too) */
+#if defined(__GNUC__) && !defined(__clang__)
+/* as tests/test_gemm.c: GCC 12 guesses tensor names may not fit in this TU, which never loads them */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
+#define SAM3_IMPLEMENTATION
+#include "../sam3.h"
+#include "test_util.h"
+
+#include <math.h>
+
+#if defined(SAM3_REFERENCE_KERNELS)
+#error "test_kernels compares the fast kernels with the reference ones: build it without SAM3_REFERENCE_KERNELS"
+#endif
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+static float *fbuf(size_t n) { return (float *)malloc((n ? n : 1) * sizeof(float)); }
+
+/* |got - want| <= rel |want| + abs at every i; reports the first miss */
+static int close_all(const float *got, const float *want, size_t n, double rel, double abs_tol, size_t *bad) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        const double g = got[i], w = want[i];
+        if (!(fabs(g - w) <= rel * fabs(w) + abs_tol)) {
+            *bad = i;
+            return 0;
+        }
+    }
+    return 1;
+}
+static double rel_l2(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    size_t i;
+    for (i = 0; i < n; i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void test_softmax(void) {
+    static const int lens[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 65, 100, 257};
+    /* 0: plain; 1: offset 1e4 (exp(x) overflows without the max); 2: spread 300 (most terms
+       underflow, many to denormals); 3: all equal; 4: a -inf-like -FLT_MAX entry */
+    int li, kind, fails = 0;
+    for (kind = 0; kind < 5; kind++)
+        for (li = 0; li < (int)(sizeof(lens) / sizeof(lens[0])); li++) {
+            const int n = lens[li];
+            float *a = fbuf((size_t)n), *b = fbuf((size_t)n);
+            size_t bad = 0;
+            int j;
+            for (j = 0; j < n; j++) {
+                float x = 4 * frand();
+                if (kind == 1) x += 1e4f;
+                if (kind == 2) x = 150 * frand();
+                if (kind == 3) x = 0.25f;
+                if (kind == 4 && j == n / 2 && n > 1) x = -FLT_MAX;
+                a[j] = b[j] = x;
+            }
+            sam3__softmax_row(a, n);
+            sam3__ref_softmax_row(b, n);
+            /* a few ulp of exp per term; probabilities below 1e-30 of the row's sum may flush */
+            if (!close_all(a, b, (size_t)n, 4e-6, 1e-30, &bad)) {
+                fails++;
+                t_note("  softmax kind %d n %d: [%d] %.9g, reference %.9g", kind, n, (int)bad, a[bad], b[bad]);
+            }
+            free(a);
+            free(b);
+        }
+    t_check(fails == 0, "softmax rows (ragged lengths, offset 1e4, spread past the float range, -FLT_MAX): %d bad", fails);
+}
+
+static void test_sigmoid_gelu(sam3_ctx *c) {
+    static const int dims[] = {1, 5, 8, 16, 17, 33, 100, 255, 256, 257, 1000};
+    int di, fails = 0, gfails = 0;
+    for (di = 0; di < (int)(sizeof(dims) / sizeof(dims[0])); di++) {
+        const int d = dims[di], rows = 3;
+        const size_t n = (size_t)rows * d;
+        float *x = fbuf(n), *y = fbuf(n), *yr = fbuf(n), *g = fbuf(n), *gr = fbuf(n), *bias = fbuf((size_t)d);
+        size_t i, bad = 0;
+        int wb;
+        for (i = 0; i < n; i++) {
+            switch (i % 5) {
+            case 0: x[i] = 8 * frand(); break;
+            case 1: x[i] = 95 * frand(); break;              /* exp(-x) past the float range, or a denormal */
+            case 2: x[i] = 1e-39f * frand(); break;          /* denormal inputs */
+            case 3: x[i] = -12.0f + 0.5f * frand(); break;   /* GELU's tail: exp(-u^2) far below the normals */
+            default: x[i] = 1e-3f * frand(); break;
+            }
+        }
+        for (i = 0; i < (size_t)d; i++) bias[i] = 0.5f * frand();
+        sam3__sigmoid_row(x, y, n);
+        sam3__ref_sigmoid_row(x, yr, n);
+        if (!close_all(y, yr, n, 2e-6, 1e-37, &bad)) {
+            fails++;
+            t_note("  sigmoid d %d: x %.9g: %.9g, reference %.9g", d, x[bad], y[bad], yr[bad]);
+        }
+        for (wb = 0; wb < 2; wb++) {
+            memcpy(g, x, n * sizeof(float));
+            memcpy(gr, x, n * sizeof(float));
+            sam3__gelu_bias(c, g, (size_t)rows, d, wb ? bias : NULL);
+            sam3__ref_gelu_bias(gr, (size_t)rows, d, wb ? bias : NULL);
+            /* erf by Abramowitz & Stegun 7.1.26: absolute error 1.5e-7, times 0.5 |v| */
+            for (i = 0; i < n; i++) {
+                const double v = (double)x[i] + (wb ? bias[i % (size_t)d] : 0.0);
+                if (!(fabs((double)g[i] - gr[i]) <= 2e-7 * fabs(v) + 2e-7 * fabs((double)gr[i]) + 1e-37)) {
+                    gfails++;
+                    t_note("  gelu d %d bias %d: v %.9g: %.9g, reference %.9g", d, wb, v, g[i], gr[i]);
+                    break;
+                }
+            }
+        }
+        free(x), free(y), free(yr), free(g), free(gr), free(bias);
+    }
+    t_check(fails == 0, "sigmoid rows (ragged, exponentials past the float range, denormal inputs): %d bad", fails);
+    t_check(gfails == 0, "GELU with and without bias (ragged widths, denormal inputs and results): %d bad", gfails);
+}
+
+static void test_layernorm(void) {
+    static const int dims[] = {1, 2, 7, 16, 31, 64, 100, 257, 1024};
+    int di, fails = 0;
+    for (di = 0; di < (int)(sizeof(dims) / sizeof(dims[0])); di++) {
+        const int d = dims[di];
+        float *x = fbuf((size_t)d), *y = fbuf((size_t)d), *yr = fbuf((size_t)d), *w = fbuf((size_t)d), *b = fbuf((size_t)d);
+        sam3__norm nw;
+        size_t bad = 0;
+        int j, off;
+        for (j = 0; j < d; j++) w[j] = 1 + 0.5f * frand(), b[j] = 0.1f * frand();
+        nw.w = w, nw.b = b;
+        for (off = 0; off < 2; off++) {
+            for (j = 0; j < d; j++) x[j] = (off ? 3e3f : 0.0f) + frand();
+            sam3__ln_row(x, y, d, &nw, 1e-6f);
+            sam3__ref_ln_row(x, yr, d, &nw, 1e-6f);
+            if (!close_all(y, yr, (size_t)d, 1e-6, 1e-6, &bad)) {
+                fails++;
+                t_note("  layer norm d %d offset %d: [%d] %.9g, reference %.9g", d, off, (int)bad, y[bad], yr[bad]);
+            }
+        }
+        free(x), free(y), free(yr), free(w), free(b);
+    }
+    t_check(fails == 0, "layer norm rows (ragged, mean 3e3 against unit spread): %d bad", fails);
+}
+
+/* the small-M GEMM and the built-in SGEMM against sam3__ref_sgemm (its sums in double) */
+static void test_gemm(sam3_ctx *c) {
+    static const int ms[] = {1, 2, 3, 5, 6, 7, 13, 32, 33};
+    static const int ns[] = {1, 3, 4, 5, 17, 33};
+    static const int ks[] = {1, 15, 64, 65, 100, 257};
+    int mi, ni, ki, fails = 0, cases = 0;
+    for (mi = 0; mi < (int)(sizeof(ms) / sizeof(ms[0])); mi++)
+        for (ni = 0; ni < (int)(sizeof(ns) / sizeof(ns[0])); ni++)
+            for (ki = 0; ki < (int)(sizeof(ks) / sizeof(ks[0])); ki++) {
+                const int M = ms[mi], N = ns[ni], K = ks[ki], ta = (mi + ki) % 2, tb = (ni + ki) % 3 != 0, pad = (mi + ni) % 3;
+                const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+                const float alpha = ki % 2 ? 0.75f : 1.0f, beta = ni % 2 ? 0.0f : 0.5f;
+                float *A = fbuf((size_t)(ta ? K : M) * lda), *B = fbuf((size_t)(tb ? N : K) * ldb);
+                float *C = fbuf((size_t)M * ldc), *Cb = fbuf((size_t)M * ldc), *Cr = fbuf((size_t)M * ldc);
+                size_t i, bad = 0;
+                int path, small = 0;
+                for (i = 0; i < (size_t)(ta ? K : M) * lda; i++) A[i] = frand();
+                for (i = 0; i < (size_t)(tb ? N : K) * ldb; i++) B[i] = frand();
+                for (i = 0; i < (size_t)M * ldc; i++) Cr[i] = frand();
+                for (path = 0; path < 2; path++) {
+                    float *out = path ? Cb : C;
+                    memcpy(out, Cr, (size_t)M * ldc * sizeof(float));
+                    if (beta == 0)
+                        for (i = 0; i < (size_t)M * ldc; i++)
+                            if (i % (size_t)ldc < (size_t)N) out[i] = NAN; /* beta 0: C must not be read */
+                    if (path == 0) {
+                        small = sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc); /* 0: not its shape */
+                    } else {
+                        sam3__sgemm_builtin(1 + (ki % 2), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+                    }
+                }
+                sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, ldc);
+                for (path = 0; path < 2; path++) {
+                    const float *out = path ? Cb : C;
+                    if (path == 0 && !small) continue;
+                    cases++;
+                    /* float sums of K terms of magnitude <= 1 */
+                    if (!close_all(out, Cr, (size_t)M * ldc, 1e-5, 2e-7 * (K + 4), &bad)) {
+                        fails++;
+                        t_note("  gemm %s ta %d tb %d M %d N %d K %d: [%d] %.9g, reference %.9g", path ? "built-in" : "small-M", ta, tb, M, N,
+                               K, (int)bad, out[bad], Cr[bad]);
+                    }
+                }
+                free(A), free(B), free(C), free(Cb), free(Cr);
+            }
+    t_check(fails == 0, "GEMM (small-M and built-in, %d ragged cases, transposes, padded strides, beta 0 on NaN): %d bad", cases, fails);
+}
+
+/* reference: (nq, ld) rows of q, k, v per head; variants as in test_parity's attention test */
+static void test_attention(sam3_ctx *c) {
+    static const int cfg[][4] = {/* nq, nk, nh, hd */
+                                 {1, 1, 1, 8},    {5, 7, 2, 12},  {33, 45, 3, 16}, {17, 300, 2, 32},
+                                 {40, 577, 1, 40}, {9, 1369, 2, 64}, {70, 33, 4, 24}};
+    int ci, variant, fails = 0;
+    for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++)
+        for (variant = 0; variant < 4; variant++) {
+            const int nq = cfg[ci][0], nh = cfg[ci][2], hd = cfg[ci][3], ld = nh * hd + 3;
+            const int S = variant == 2 ? (int)ceil(sqrt((double)cfg[ci][1])) : 0, nk = variant == 2 ? S * S : cfg[ci][1];
+            const int causal = variant == 1, spike = variant == 3;
+            float *q = fbuf((size_t)nq * ld), *k = fbuf((size_t)nk * ld), *v = fbuf((size_t)nk * ld);
+            float *o = fbuf((size_t)nq * ld), *r = fbuf((size_t)nq * ld);
+            float *rh = fbuf((size_t)nh * nq * (S ? S : 1)), *rw = fbuf((size_t)nh * nq * (S ? S : 1));
+            size_t i;
+            double err;
+            sam3_result rc, rr;
+            for (i = 0; i < (size_t)nq * ld; i++) q[i] = frand();
+            for (i = 0; i < (size_t)nk * ld; i++) k[i] = 2 * frand(), v[i] = frand();
+            for (i = 0; i < (size_t)nh * nq * (S ? S : 1); i++) rh[i] = 3 * frand(), rw[i] = 3 * frand();
+            if (spike && nk > 1) { /* one key ~120 above the rest in every head: all others' probabilities denormal or zero */
+                int h;
+                for (h = 0; h < nh; h++) {
+                    for (i = 0; i < (size_t)nq; i++) q[i * ld + (size_t)h * hd] = 1.0f;
+                    k[(size_t)(nk * 2 / 3) * ld + (size_t)h * hd] = 120.0f * sqrtf((float)hd);
+                }
+            }
+            rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, S ? rh : NULL, S ? rw : NULL, S);
+            rr = sam3__ref_attention(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, r, ld, causal, S ? rh : NULL, S ? rw : NULL, S);
+            for (i = 0; i < (size_t)nq * ld; i++)
+                if (i % (size_t)ld >= (size_t)nh * hd) o[i] = r[i] = 0; /* the padding columns: neither writes them */
+            err = rel_l2(o, r, (size_t)nq * ld);
+            if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 2e-6)) {
+                fails++;
+                t_note("  attention nq %d nk %d nh %d hd %d variant %d: %s / %s, relative error %.3g", nq, nk, nh, hd, variant,
+                       sam3_result_string(rc), sam3_result_string(rr), err);
+            }
+            free(q), free(k), free(v), free(o), free(r), free(rh), free(rw);
+        }
+    t_check(fails == 0, "attention (ragged queries, keys, heads, head dims; causal, decomposed bias, one key far up): %d bad", fails);
+}
+
+/* the ViT's packed layout: keys into panels of SAM3__ATT_PW as sam3__rope_pack writes them */
+static void test_attention_packed(sam3_ctx *c) {
+    static const int cfg[][4] = {{2, 5, 2, 8}, {3, 49, 2, 16}, {1, 200, 3, 32}, {2, 97, 1, 64}}; /* nb, n, nh, hd */
+    int ci, fails = 0;
+    for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+        const int nb = cfg[ci][0], n = cfg[ci][1], nh = cfg[ci][2], hd = cfg[ci][3], C = nh * hd, ld = C + 1;
+        const int PW = SAM3__ATT_PW, npan = (n + PW - 1) / PW;
+        float *q = fbuf((size_t)nb * n * ld), *q2 = fbuf((size_t)nb * n * ld), *kt = fbuf((size_t)nb * nh * npan * hd * PW);
+        float *vp = fbuf((size_t)nb * nh * n * hd), *o = fbuf((size_t)nb * n * ld);
+        size_t i;
+        int b, h, j, d;
+        double err;
+        sam3_result rc, rr;
+        for (i = 0; i < (size_t)nb * n * ld; i++) q[i] = q2[i] = 2 * frand();
+        for (i = 0; i < (size_t)nb * nh * n * hd; i++) vp[i] = frand();
+        for (b = 0; b < nb; b++)
+            for (h = 0; h < nh; h++)
+                for (j = 0; j < npan * PW; j++)
+                    for (d = 0; d < hd; d++)
+                        kt[((((size_t)b * nh + h) * npan + j / PW) * hd + d) * PW + j % PW] = j < n ? 2 * frand() : 0.0f;
+        /* in place, as the ViT calls it: out aliases q */
+        rc = sam3__attention_packed(c, nb, n, nh, hd, q, ld, kt, vp, q, ld);
+        rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
+        (void)o;
+        err = rel_l2(q, q2, (size_t)nb * n * ld);
+        if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 2e-6)) {
+            fails++;
+            t_note("  packed attention nb %d n %d nh %d hd %d: relative error %.3g", nb, n, nh, hd, err);
+        }
+        free(q), free(q2), free(kt), free(vp), free(o);
+    }
+    t_check(fails == 0, "packed (ViT) attention, in place, ragged windows: %d bad", fails);
+}
+
+static void test_conv3x3(sam3_ctx *c) {
+    static const int cfg[][6] = {/* cin, cout, H, W, lh, lw */
+                                 {1, 1, 1, 1, 0, 0},  {3, 5, 5, 7, 0, 0},   {8, 4, 9, 15, 0, 0},
+                                 {6, 7, 14, 22, 7, 11}, {16, 8, 13, 17, 6, 9}, {24, 16, 33, 40, 17, 20}};
+    int ci, fails = 0;
+    for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+        const int cin = cfg[ci][0], cout = cfg[ci][1], H = cfg[ci][2], W = cfg[ci][3], lh = cfg[ci][4], lw = cfg[ci][5], nty = (H + 3) / 4;
+        float *x = fbuf((size_t)cin * H * W), *lo = fbuf((size_t)cin * (lh ? lh : 1) * (lw ? lw : 1)), *w = fbuf((size_t)cout * cin * 9);
+        float *b = fbuf((size_t)cout), *y = fbuf((size_t)cout * H * W), *yr = fbuf((size_t)cout * H * W);
+        double *st = (double *)malloc(sizeof(double) * 3 * cout * nty), *str = (double *)malloc(sizeof(double) * 3 * cout * nty);
+        sam3__lin l;
+        size_t i;
+        double err, serr = 0;
+        sam3_result rc, rr;
+        for (i = 0; i < (size_t)cin * H * W; i++) x[i] = frand();
+        for (i = 0; i < (size_t)cin * lh * lw; i++) lo[i] = frand();
+        for (i = 0; i < (size_t)cout * cin * 9; i++) w[i] = 0.3f * frand();
+        for (i = 0; i < (size_t)cout; i++) b[i] = frand();
+        l.w = w, l.b = b;
+        rc = sam3__conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, y, st);
+        rr = sam3__ref_conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, yr, str);
+        err = rel_l2(y, yr, (size_t)cout * H * W);
+        for (i = 0; i < (size_t)cout * nty; i++) {
+            /* counts exact; means and squared deviations of outputs that differ by ~1e-6 */
+            serr = SAM3__MAX(serr, fabs(st[3 * i] - str[3 * i]));
+            serr = SAM3__MAX(serr, fabs(st[3 * i + 1] - str[3 * i + 1]) / (1 + fabs(str[3 * i + 1])) * 1e-2);
+            serr = SAM3__MAX(serr, fabs(st[3 * i + 2] - str[3 * i + 2]) / (1 + str[3 * i + 2]) * 1e-2);
+        }
+        if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 1e-5) || !(serr <= 1e-7)) {
+            fails++;
+            t_note("  conv3x3 cin %d cout %d %dx%d + %dx%d: relative error %.3g, statistics %.3g", cin, cout, H, W, lh, lw, err, serr);
+        }
+        free(x), free(lo), free(w), free(b), free(y), free(yr), free(st), free(str);
+    }
+    t_check(fails == 0, "conv3x3 (Winograd against direct; ragged maps, upsampled skip input, GroupNorm statistics): %d bad", fails);
+}
+
+/* the mask resize + threshold against the per-pixel reference; a pixel may differ only where its
+   value is within 1e-5 of the threshold (the sigmoid's exponentials differ by ulps) */
+static void test_resize(sam3_ctx *c) {
+    static const int cfg[][4] = {{1, 1, 3, 5},   {7, 9, 16, 33}, {32, 24, 100, 131}, {20, 20, 20, 20},
+                                 {50, 41, 17, 9}, {13, 70, 64, 47}, {9, 17, 9, 16}, {20, 35, 21, 33}}; /* ih, iw, oh, ow */
+    int ci, sig, fails = 0;
+    for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++)
+        for (sig = 0; sig < 2; sig++) {
+            const int ih = cfg[ci][0], iw = cfg[ci][1], oh = cfg[ci][2], ow = cfg[ci][3], n = 2;
+            const float thr = sig ? 0.5f : 0.0f;
+            float *src = fbuf((size_t)n * ih * iw);
+            const float *srcs[2];
+            uint8_t *m = (uint8_t *)malloc((size_t)n * oh * ow), *mr = (uint8_t *)malloc((size_t)oh * ow);
+            sam3__lerp *ty = (sam3__lerp *)malloc(sizeof(sam3__lerp) * oh), *tx = (sam3__lerp *)malloc(sizeof(sam3__lerp) * ow);
+            long area[2];
+            size_t i;
+            int mi, bad = 0;
+            sam3_result rc;
+            for (i = 0; i < (size_t)n * ih * iw; i++) src[i] = 6 * frand();
+            srcs[0] = src, srcs[1] = src + (size_t)ih * iw;
+            sam3__lerp_table(ih, oh, ty);
+            sam3__lerp_table(iw, ow, tx);
+            rc = sam3__resize_threshold_n(c, n, srcs, sig, ih, iw, ty, tx, oh, ow, thr, m, area);
+            for (mi = 0; mi < n; mi++) {
+                const long ar = sam3__ref_resize_threshold(srcs[mi], sig, iw, ty, tx, oh, ow, thr, mr);
+                long diff = 0;
+                int r, q;
+                for (r = 0; r < oh; r++)
+                    for (q = 0; q < ow; q++) {
+                        const float *a = srcs[mi] + (size_t)ty[r].i0 * iw, *bb = srcs[mi] + (size_t)ty[r].i1 * iw;
+                        double a0 = a[tx[q].i0], a1 = a[tx[q].i1], b0 = bb[tx[q].i0], b1 = bb[tx[q].i1], v;
+                        if (sig) a0 = 1 / (1 + exp(-a0)), a1 = 1 / (1 + exp(-a1)), b0 = 1 / (1 + exp(-b0)), b1 = 1 / (1 + exp(-b1));
+                        v = ty[r].l0 * (tx[q].l0 * a0 + tx[q].l1 * a1) + ty[r].l1 * (tx[q].l0 * b0 + tx[q].l1 * b1);
+                        if (m[(size_t)mi * oh * ow + (size_t)r * ow + q] != mr[(size_t)r * ow + q]) {
+                            diff += m[(size_t)mi * oh * ow + (size_t)r * ow + q] ? 1 : -1;
+                            if (!(fabs(v - thr) <= 1e-5)) bad++;
+                        }
+                    }
+                if (area[mi] != ar + diff) bad++;
+            }
+            if (rc != SAM3_OK || bad) {
+                fails++;
+                t_note("  mask resize %dx%d -> %dx%d sigmoid %d: %s, %d bad pixels or areas", ih, iw, oh, ow, sig, sam3_result_string(rc), bad);
+            }
+            free(src), free(m), free(mr), free(ty), free(tx);
+        }
+    t_check(fails == 0, "mask resize + threshold (up and down, ragged widths, through the sigmoid): %d bad", fails);
+}
+
+int main(int argc, char **argv) {
+    sam3_model *m = NULL;
+    sam3_ctx *c1 = NULL, *c2 = NULL;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_kernels MODEL.sam3\n");
+        return 2;
+    }
+    if (sam3_load(argv[1], NULL, &m) != SAM3_OK) {
+        fprintf(stderr, "test_kernels: cannot load %s\n", argv[1]);
+        return 2;
+    }
+    co.blas_threads = 1;
+    co.n_threads = 1;
+    if (sam3_ctx_new(m, &co, &c1) != SAM3_OK) return 2;
+    co.n_threads = 2;
+    if (sam3_ctx_new(m, &co, &c2) != SAM3_OK) return 2;
+    printf("test_kernels: SIMD %s, %d float%s a vector, attention %s\n",
+#if defined(SAM3__SIMD) && defined(__AVX512F__)
+           "AVX-512",
+#elif defined(SAM3__SIMD) && defined(__aarch64__)
+           "NEON",
+#elif defined(SAM3__SIMD)
+           "AVX2",
+#else
+           "none (scalar mapping)",
+#endif
+           SAM3__VX, SAM3__VX > 1 ? "s" : "",
+#ifdef SAM3__FAST_ATTENTION
+           "fast"
+#else
+           "reference"
+#endif
+    );
+    test_softmax();
+    test_sigmoid_gelu(c2);
+    test_layernorm();
+    test_gemm(c2);
+    test_attention(c1);
+    test_attention(c2);
+    test_attention_packed(c2);
+    test_conv3x3(c2);
+    test_resize(c2);
+    sam3_ctx_free(c1);
+    sam3_ctx_free(c2);
+    sam3_free(m);
+    return t_done("test_kernels");
+}
