@@ -10059,6 +10059,181 @@ static sam3_result sam3__concept_postprocess_outputs(sam3_concept_tracker *ct, c
     return SAM3_OK;
 }
 
+/* The scratch of one frame of the concept tracker, from the detections (nd after NMS) and the n
+   tracked objects to the memories: filled by sam3__concept_push_run, read and written by the steps
+   below in the reference's order. */
+typedef struct sam3__concept_step {
+    int f, n, nd, n_new, W, H;
+    sam3__trk_out *ro;     /* (n + nd) per object: tracker outputs (masks, pointer, memory) */
+    float *tlow;           /* (n, L, L) tracked logits, hole-filled, then suppressed */
+    uint8_t *tbin, *dbin;  /* (n, L, L) tlow > 0; (nd, L, L) detection logits > 0 */
+    float *iou;            /* (nd, n) detection to tracked-mask IoU, zero across prompts */
+    uint8_t *keep;         /* (nd) is_new_det */
+    int *new_det, *hc_det; /* (nd) the new detections; (n) each object's reconditioning detection or -1 */
+    int *occ_new, *occ_prev; /* (n) last occluded frame after and before this one */
+    int *grp;              /* (n + nd) index scratch */
+    float **srcs;          /* (n + nd) mask pointers */
+    uint8_t *supp, *recond, *drop, *gdrop, *removed; /* (n) suppressed, reconditioned, shrunk, removed */
+    float *mask16, *hm;    /* (16g, 16g) the memory encoder's input; (L, L) */
+    uint8_t *fbin;         /* (L, L) hole-filling scratch, with farea, fstack */
+    int32_t *farea, *fstack;
+} sam3__concept_step;
+
+/* run_tracker_propagation: every tracked object on this frame, its memory left for later; hole
+   filling on the low-resolution masks */
+static sam3_result sam3__concept_run_tracker_propagation(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    sam3_tracker *t = ct->t;
+    sam3_ctx *c = t->c;
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * c->m->trk.grid, f = st->f, n = st->n;
+    const size_t lp = (size_t)L * L;
+    const int W = st->W, H = st->H, fill = op->fill_hole_area > 0;
+    sam3__trk_out *ro = st->ro;
+    float *tlow = st->tlow;
+    uint8_t *tbin = st->tbin;
+    sam3_result rc;
+    int i;
+    for (i = 0; i < n; i++) {
+        size_t q;
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, f);
+        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return rc;
+        memcpy(tlow + (size_t)i * lp, ro[i].low, lp * sizeof(float));
+        if (fill) sam3__fill_holes(tlow + (size_t)i * lp, L, L, op->fill_hole_area, st->fbin, st->farea, st->fstack);
+        for (q = 0; q < lp; q++) tbin[(size_t)i * lp + q] = tlow[(size_t)i * lp + q] > 0;
+    }
+    return SAM3_OK;
+}
+
+/* _associate_det_trk: IoUs zero across prompts; a detection is new when it reaches no tracked
+   mask at match_iou (and scores new_object_threshold; with nothing tracked every detection is
+   new, as the reference); reconditioning pairs from confident, well-overlapping detections.
+   Returns the number of new objects (new_det). */
+static int sam3__concept_associate_det_trk(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid, n = st->n, nd = st->nd;
+    const size_t lp = (size_t)L * L;
+    const uint8_t *dbin = st->dbin, *tbin = st->tbin;
+    float *iou = st->iou;
+    uint8_t *keep = st->keep;
+    int *new_det = st->new_det, *hc_det = st->hc_det;
+    int i, j, k, n_new = 0;
+    for (i = 0; i < n; i++) hc_det[i] = -1;
+    for (k = 0; k < nd; k++) {
+        int matches = 0, best = 0;
+        for (i = 0; i < n; i++) {
+            const float u = ct->det_prompt[k] == ct->prompt[i] ? sam3__mask_iou(dbin + (size_t)k * lp, tbin + (size_t)i * lp, lp) : 0.0f;
+            iou[(size_t)k * n + i] = u;
+            matches |= u >= op->match_iou;
+            if (u > iou[(size_t)k * n + best]) best = i;
+        }
+        keep[k] = n == 0 || (ct->det_prob[k] >= op->new_object_threshold && !matches); /* is_new_det */
+        if (n > 0 && !keep[k] && ct->det_prob[k] >= op->recondition_score && iou[(size_t)k * n + best] >= op->recondition_iou) hc_det[best] = k;
+    }
+    for (k = 0; k < nd; k++)
+        if (keep[k]) new_det[n_new++] = k;
+    if (n + n_new > op->max_objects) { /* the best-scoring new ones, best first (topk) */
+        const int room = SAM3__MAX(0, op->max_objects - n);
+        for (j = 1; j < n_new; j++) {
+            const int x = new_det[j];
+            for (k = j; k > 0 && ct->det_prob[new_det[k - 1]] < ct->det_prob[x]; k--) new_det[k] = new_det[k - 1];
+            new_det[k] = x;
+        }
+        n_new = room;
+    }
+    return n_new;
+}
+
+/* _suppress_overlapping_based_on_recent_occlusion, per prompt: of two tracked masks overlapping at
+   occlusion_iou, the one occluded more recently goes to -10 (an object removed now without a
+   last-occluded entry counts as always occluded); occ_new gets each object's last occluded frame. */
+static void sam3__concept_suppress_overlapping_based_on_recent_occlusion(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid, f = st->f, n = st->n;
+    const size_t lp = (size_t)L * L;
+    const uint8_t *tbin = st->tbin, *removed = st->removed;
+    float *tlow = st->tlow;
+    uint8_t *supp = st->supp;
+    int *occ_new = st->occ_new, *occ_prev = st->occ_prev;
+    int i, j;
+    for (i = 0; i < n; i++) {
+        size_t q;
+        int any = 0;
+        supp[i] = 0;
+        occ_prev[i] = ct->last_occluded[i] != SAM3__OCC_NONE ? ct->last_occluded[i] : removed[i] ? SAM3__OCC_REMOVED : -1;
+        for (q = 0; q < lp && !any; q++) any = tbin[(size_t)i * lp + q];
+        occ_new[i] = any ? occ_prev[i] : f;
+    }
+    if (op->occlusion_iou >= 0)
+        for (i = 0; i < n; i++)
+            for (j = i + 1; j < n; j++) {
+                const int li = occ_prev[i], lj = occ_prev[j];
+                if (ct->prompt[i] != ct->prompt[j] || sam3__mask_iou(tbin + (size_t)i * lp, tbin + (size_t)j * lp, lp) < op->occlusion_iou) continue;
+                if (li > lj && lj > -1) supp[i] = 1;
+                if (lj > li && li > -1) supp[j] = 1;
+            }
+    for (i = 0; i < n; i++)
+        if (supp[i]) {
+            size_t q;
+            occ_new[i] = f;
+            for (q = 0; q < lp; q++) tlow[(size_t)i * lp + q] = -10.0f;
+        }
+}
+
+/* _prepare_recondition_masks: every recondition_every-th frame, an object whose best confident
+   detection overlaps it and whose tracker logit is above recondition_score makes this frame a
+   conditioning frame (with its own tracked mask: recondition_on_trk_masks) */
+static void sam3__concept_prepare_recondition_masks(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int f = st->f, n = st->n;
+    const int recond_frame = op->recondition_every > 0 && f % op->recondition_every == 0;
+    int i;
+    for (i = 0; i < n; i++) st->recond[i] = recond_frame && st->hc_det[i] >= 0 && st->ro[i].score > op->recondition_score;
+}
+
+/* _tracker_update_memories: the (suppressed) masks, the shrinkage rule per prompt, object score
+   +-10 from the area, memory through the sigmoid. When new objects join, the reference runs the
+   tracker again on this frame for every object not reconditioned, and that run's memories
+   (binarised: a mask prompt is in the batch) replace these: only the reconditioned keep them. */
+static sam3_result sam3__concept_tracker_update_memories(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    sam3_ctx *c = ct->t->c;
+    const int L = 4 * c->m->trk.grid, n = st->n;
+    const size_t lp = (size_t)L * L;
+    const sam3__vid_cfg *v = &c->m->vid;
+    const int g = c->m->trk.grid, N = g * g, n_new = st->n_new;
+    const float *tlow = st->tlow;
+    const uint8_t *recond = st->recond;
+    uint8_t *drop = st->drop, *gdrop = st->gdrop;
+    int *grp = st->grp;
+    float **srcs = st->srcs, *hm = st->hm, *mask16 = st->mask16;
+    sam3__trk_out *ro = st->ro;
+    sam3_result rc;
+    int i, p;
+    for (p = 0; p < ct->n_prompts; p++) {
+        int gn = 0;
+        for (i = 0; i < n; i++)
+            if (ct->prompt[i] == p) {
+                grp[gn] = i;
+                srcs[gn++] = (float *)tlow + (size_t)i * lp;
+            }
+        for (i = 0; i < gn; i++) gdrop[i] = 0;
+        if (gn > 1) sam3__concept_shrink(srcs, gn, lp, gdrop);
+        for (i = 0; i < gn; i++) drop[grp[i]] = gdrop[i];
+    }
+    for (i = 0; i < n; i++) {
+        size_t q;
+        int any = 0;
+        if (n_new && !recond[i]) continue;
+        for (q = 0; q < lp; q++) {
+            hm[q] = drop[i] ? SAM3__MIN(tlow[(size_t)i * lp + q], -10.0f) : tlow[(size_t)i * lp + q];
+            any |= hm[q] > 0;
+        }
+        if ((rc = sam3__aa_resize_f32(c, hm, L, L, mask16, 16 * g, 16 * g)) != SAM3_OK) return rc;
+        for (q = 0; q < (size_t)256 * N; q++) mask16[q] = sam3__sigmoid(mask16[q]) * v->sig_scale + v->sig_bias;
+        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, any ? 10.0f : -10.0f, ro[i].mem)) != SAM3_OK) return rc;
+    }
+    return SAM3_OK;
+}
+
 static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
                                           sam3_concept_tracker_result *out) {
     sam3_tracker *t = ct->t;
@@ -10069,7 +10244,7 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
     const int D = m->trk.D, g = m->trk.grid, N = g * g, S = m->trk.image, M = v->mem_dim, L = 4 * g, f = t->next, n = t->n_obj;
     const size_t lp = (size_t)L * L, mb = (size_t)N * M * sizeof(uint16_t), pb = (size_t)D * sizeof(float);
     const int clip = op->hotstart_delay > 0;
-    int nd = 0, p, i, j, k, n_new = 0, n_all, recond_frame, fill = op->fill_hole_area > 0, yield, n_live = 0;
+    int nd = 0, p, i, j, k, n_new = 0, n_all, yield, n_live = 0;
     sam3__trk_out *ro;
     float *tlow, *iou, *mask16, *hm, *tsc, **srcs;
     uint8_t *tbin, *dbin, *keep, *supp, *recond, *drop, *gdrop, *fbin, *removed;
@@ -10077,6 +10252,7 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
     int32_t *farea, *fstack;
     int live[SAM3_MAX_TRACKED_OBJECTS];
     sam3__concept_frame *fr = &ct->held[f % ct->n_held];
+    sam3__concept_step st;
     sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
     int fresh = 0;
     sam3_result rc;
@@ -10141,6 +10317,32 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
     if (!ro || !tlow || !tbin || !dbin || !iou || !keep || !order || !new_det || !hc_det || !occ_new || !occ_prev || !unm || !dup || !removed ||
         !grp || !supp || !recond || !drop || !gdrop || !mask16 || !hm || !tsc || !srcs || !fbin || !farea || !fstack)
         return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    st.f = f;
+    st.n = n;
+    st.W = W;
+    st.H = H;
+    st.ro = ro;
+    st.tlow = tlow;
+    st.tbin = tbin;
+    st.dbin = dbin;
+    st.iou = iou;
+    st.keep = keep;
+    st.new_det = new_det;
+    st.hc_det = hc_det;
+    st.occ_new = occ_new;
+    st.occ_prev = occ_prev;
+    st.grp = grp;
+    st.srcs = srcs;
+    st.supp = supp;
+    st.recond = recond;
+    st.drop = drop;
+    st.gdrop = gdrop;
+    st.removed = removed;
+    st.mask16 = mask16;
+    st.hm = hm;
+    st.fbin = fbin;
+    st.farea = farea;
+    st.fstack = fstack;
     for (k = 0; k < nd; k++) {
         size_t q;
         for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
@@ -10180,104 +10382,21 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
         if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
     }
 
-    /* run_tracker_propagation: every tracked object on this frame, its memory left for later */
-    for (i = 0; i < n; i++) {
-        size_t q;
-        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, f));
-        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return sam3__end(c, rc);
-        memcpy(tlow + (size_t)i * lp, ro[i].low, lp * sizeof(float));
-        if (fill) sam3__fill_holes(tlow + (size_t)i * lp, L, L, op->fill_hole_area, fbin, farea, fstack);
-        for (q = 0; q < lp; q++) tbin[(size_t)i * lp + q] = tlow[(size_t)i * lp + q] > 0;
-    }
+    st.nd = nd;
+    if ((rc = sam3__concept_run_tracker_propagation(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
 
-    /* _associate_det_trk: IoUs zero across prompts; a detection is new when it reaches no tracked
-       mask at match_iou (and scores new_object_threshold; with nothing tracked every detection is
-       new, as the reference); reconditioning pairs from confident, well-overlapping detections */
-    for (i = 0; i < n; i++) hc_det[i] = -1;
-    for (k = 0; k < nd; k++) {
-        int matches = 0, best = 0;
-        for (i = 0; i < n; i++) {
-            const float u = ct->det_prompt[k] == ct->prompt[i] ? sam3__mask_iou(dbin + (size_t)k * lp, tbin + (size_t)i * lp, lp) : 0.0f;
-            iou[(size_t)k * n + i] = u;
-            matches |= u >= op->match_iou;
-            if (u > iou[(size_t)k * n + best]) best = i;
-        }
-        keep[k] = n == 0 || (ct->det_prob[k] >= op->new_object_threshold && !matches); /* is_new_det */
-        if (n > 0 && !keep[k] && ct->det_prob[k] >= op->recondition_score && iou[(size_t)k * n + best] >= op->recondition_iou) hc_det[best] = k;
-    }
-    for (k = 0; k < nd; k++)
-        if (keep[k]) new_det[n_new++] = k;
-    if (n + n_new > op->max_objects) { /* the best-scoring new ones, best first (topk) */
-        const int room = SAM3__MAX(0, op->max_objects - n);
-        for (j = 1; j < n_new; j++) {
-            const int x = new_det[j];
-            for (k = j; k > 0 && ct->det_prob[new_det[k - 1]] < ct->det_prob[x]; k--) new_det[k] = new_det[k - 1];
-            new_det[k] = x;
-        }
-        n_new = room;
-    }
+    n_new = sam3__concept_associate_det_trk(ct, &st);
 
     /* _process_hotstart: the removals (clip mode only, as the reference's streaming flag) */
     for (i = 0; i < n; i++) removed[i] = 0;
     if (clip) sam3__concept_process_hotstart(ct, f, n, nd, iou, tbin, lp, unm, dup, removed);
 
-    /* _suppress_overlapping_based_on_recent_occlusion, per prompt */
-    for (i = 0; i < n; i++) {
-        size_t q;
-        int any = 0;
-        supp[i] = 0;
-        occ_prev[i] = ct->last_occluded[i] != SAM3__OCC_NONE ? ct->last_occluded[i] : removed[i] ? SAM3__OCC_REMOVED : -1;
-        for (q = 0; q < lp && !any; q++) any = tbin[(size_t)i * lp + q];
-        occ_new[i] = any ? occ_prev[i] : f;
-    }
-    if (op->occlusion_iou >= 0)
-        for (i = 0; i < n; i++)
-            for (j = i + 1; j < n; j++) {
-                const int li = occ_prev[i], lj = occ_prev[j];
-                if (ct->prompt[i] != ct->prompt[j] || sam3__mask_iou(tbin + (size_t)i * lp, tbin + (size_t)j * lp, lp) < op->occlusion_iou) continue;
-                if (li > lj && lj > -1) supp[i] = 1;
-                if (lj > li && li > -1) supp[j] = 1;
-            }
-    for (i = 0; i < n; i++)
-        if (supp[i]) {
-            size_t q;
-            occ_new[i] = f;
-            for (q = 0; q < lp; q++) tlow[(size_t)i * lp + q] = -10.0f;
-        }
+    sam3__concept_suppress_overlapping_based_on_recent_occlusion(ct, &st);
 
-    /* _prepare_recondition_masks: every recondition_every-th frame, an object whose best confident
-       detection overlaps it and whose tracker logit is above recondition_score makes this frame a
-       conditioning frame (with its own tracked mask: recondition_on_trk_masks) */
-    recond_frame = op->recondition_every > 0 && f % op->recondition_every == 0;
-    for (i = 0; i < n; i++) recond[i] = recond_frame && hc_det[i] >= 0 && ro[i].score > op->recondition_score;
+    sam3__concept_prepare_recondition_masks(ct, &st);
 
-    /* _tracker_update_memories: the (suppressed) masks, the shrinkage rule per prompt, object score
-       +-10 from the area, memory through the sigmoid. When new objects join, the reference runs the
-       tracker again on this frame for every object not reconditioned, and that run's memories
-       (binarised: a mask prompt is in the batch) replace these: only the reconditioned keep them. */
-    for (p = 0; p < ct->n_prompts; p++) {
-        int gn = 0;
-        for (i = 0; i < n; i++)
-            if (ct->prompt[i] == p) {
-                grp[gn] = i;
-                srcs[gn++] = tlow + (size_t)i * lp;
-            }
-        for (i = 0; i < gn; i++) gdrop[i] = 0;
-        if (gn > 1) sam3__concept_shrink(srcs, gn, lp, gdrop);
-        for (i = 0; i < gn; i++) drop[grp[i]] = gdrop[i];
-    }
-    for (i = 0; i < n; i++) {
-        size_t q;
-        int any = 0;
-        if (n_new && !recond[i]) continue;
-        for (q = 0; q < lp; q++) {
-            hm[q] = drop[i] ? SAM3__MIN(tlow[(size_t)i * lp + q], -10.0f) : tlow[(size_t)i * lp + q];
-            any |= hm[q] > 0;
-        }
-        if ((rc = sam3__aa_resize_f32(c, hm, L, L, mask16, 16 * g, 16 * g)) != SAM3_OK) return sam3__end(c, rc);
-        for (q = 0; q < (size_t)256 * N; q++) mask16[q] = sam3__sigmoid(mask16[q]) * v->sig_scale + v->sig_bias;
-        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, any ? 10.0f : -10.0f, ro[i].mem)) != SAM3_OK) return sam3__end(c, rc);
-    }
+    st.n_new = n_new;
+    if ((rc = sam3__concept_tracker_update_memories(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
 
     /* _tracker_add_new_objects: each new detection's mask (>= 0.5) as a mask prompt on a fresh object */
     for (j = 0; j < n_new; j++) {
