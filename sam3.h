@@ -10234,6 +10234,76 @@ static sam3_result sam3__concept_tracker_update_memories(sam3_concept_tracker *c
     return SAM3_OK;
 }
 
+/* run_detection: the detector per prompt on the shared image features, detections above the
+   threshold merged in prompt order (_merge_detections_from_prompts); *nd gets the number of detections (in ct->det_*). */
+static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_det) {
+    sam3_ctx *c = ct->t->c;
+    const int L = 4 * c->m->trk.grid;
+    const size_t lp = (size_t)L * L;
+    int p, k, nd = 0;
+    sam3_result rc;
+    for (p = 0; p < ct->n_prompts; p++) {
+        sam3_segment_options so = sam3_segment_options_default();
+        sam3_segment_result seg;
+        sam3_segment_prompt pr;
+        memset(&pr, 0, sizeof(pr));
+        pr.text = ct->text[p];
+        so.score_threshold = ct->opt.detection_threshold;
+        so.no_masks = 1;
+        so.low_res = 1;
+        if ((rc = sam3__segment_run(c, &pr, &so, &seg)) < 0) return rc;
+        for (k = 0; k < seg.n_instances && (size_t)nd < ct->cap_det; k++) {
+            ct->det_prob[nd] = seg.instances[k].score;
+            ct->det_prompt[nd] = p;
+            memcpy(ct->det_low + (size_t)nd * lp, seg.instances[k].low_res_logits, lp * sizeof(float));
+            nd++;
+        }
+    }
+    *n_det = nd;
+    return SAM3_OK;
+}
+
+/* nms_masks per prompt on the st->nd detections (off when nms_iou < 0, as HF without the kernels
+   package): dbin gets their binary masks, the survivors are moved to the front (det_* and dbin);
+   returns their number. order (nd) ints of scratch. */
+static int sam3__concept_nms_masks(sam3_concept_tracker *ct, sam3__concept_step *st, int *order) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid;
+    const size_t lp = (size_t)L * L;
+    uint8_t *dbin = st->dbin, *keep = st->keep;
+    int nd = st->nd, p, k;
+    for (k = 0; k < nd; k++) {
+        size_t q;
+        for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
+    }
+    if (op->nms_iou >= 0 && nd > 1) {
+        int w2 = 0;
+        for (k = 0; k < nd; k++) keep[k] = 1;
+        for (p = 0; p < ct->n_prompts; p++) {
+            int cnt = 0, a0 = -1;
+            for (k = 0; k < nd; k++)
+                if (ct->det_prompt[k] == p) {
+                    if (a0 < 0) a0 = k;
+                    cnt++;
+                }
+            /* a prompt's detections are contiguous (merged in prompt order) */
+            if (cnt > 1) sam3__nms_masks(ct->det_prob + a0, dbin + (size_t)a0 * lp, cnt, lp, -1.0f, op->nms_iou, keep + a0, order);
+        }
+        for (k = 0; k < nd; k++) {
+            if (!keep[k]) continue;
+            if (w2 != k) {
+                ct->det_prob[w2] = ct->det_prob[k];
+                ct->det_prompt[w2] = ct->det_prompt[k];
+                memcpy(ct->det_low + (size_t)w2 * lp, ct->det_low + (size_t)k * lp, lp * sizeof(float));
+                memcpy(dbin + (size_t)w2 * lp, dbin + (size_t)k * lp, lp);
+            }
+            w2++;
+        }
+        nd = w2;
+    }
+    return nd;
+}
+
 static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
                                           sam3_concept_tracker_result *out) {
     sam3_tracker *t = ct->t;
@@ -10244,7 +10314,7 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
     const int D = m->trk.D, g = m->trk.grid, N = g * g, S = m->trk.image, M = v->mem_dim, L = 4 * g, f = t->next, n = t->n_obj;
     const size_t lp = (size_t)L * L, mb = (size_t)N * M * sizeof(uint16_t), pb = (size_t)D * sizeof(float);
     const int clip = op->hotstart_delay > 0;
-    int nd = 0, p, i, j, k, n_new = 0, n_all, yield, n_live = 0;
+    int nd = 0, i, j, n_new = 0, n_all, yield, n_live = 0;
     sam3__trk_out *ro;
     float *tlow, *iou, *mask16, *hm, *tsc, **srcs;
     uint8_t *tbin, *dbin, *keep, *supp, *recond, *drop, *gdrop, *fbin, *removed;
@@ -10266,25 +10336,7 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no text prompt: call sam3_concept_tracker_add_text first");
     if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
 
-    /* run_detection: the detector per prompt on the shared image features, detections above the
-       threshold merged in prompt order (_merge_detections_from_prompts) */
-    for (p = 0; p < ct->n_prompts; p++) {
-        sam3_segment_options so = sam3_segment_options_default();
-        sam3_segment_result seg;
-        sam3_segment_prompt pr;
-        memset(&pr, 0, sizeof(pr));
-        pr.text = ct->text[p];
-        so.score_threshold = op->detection_threshold;
-        so.no_masks = 1;
-        so.low_res = 1;
-        if ((rc = sam3__segment_run(c, &pr, &so, &seg)) < 0) return rc;
-        for (k = 0; k < seg.n_instances && (size_t)nd < ct->cap_det; k++) {
-            ct->det_prob[nd] = seg.instances[k].score;
-            ct->det_prompt[nd] = p;
-            memcpy(ct->det_low + (size_t)nd * lp, seg.instances[k].low_res_logits, lp * sizeof(float));
-            nd++;
-        }
-    }
+    if ((rc = sam3__concept_run_detection(ct, &nd)) != SAM3_OK) return rc;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
     n_all = n + nd;
@@ -10343,37 +10395,9 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
     st.fbin = fbin;
     st.farea = farea;
     st.fstack = fstack;
-    for (k = 0; k < nd; k++) {
-        size_t q;
-        for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
-    }
-    /* nms_masks per prompt (off when nms_iou < 0, as HF without the kernels package) */
-    if (op->nms_iou >= 0 && nd > 1) {
-        int w2 = 0;
-        for (k = 0; k < nd; k++) keep[k] = 1;
-        for (p = 0; p < ct->n_prompts; p++) {
-            int cnt = 0, a0 = -1;
-            for (k = 0; k < nd; k++)
-                if (ct->det_prompt[k] == p) {
-                    if (a0 < 0) a0 = k;
-                    cnt++;
-                }
-            /* a prompt's detections are contiguous (merged in prompt order) */
-            if (cnt > 1) sam3__nms_masks(ct->det_prob + a0, dbin + (size_t)a0 * lp, cnt, lp, -1.0f, op->nms_iou, keep + a0, order);
-        }
-        for (k = 0; k < nd; k++) {
-            if (!keep[k]) continue;
-            if (w2 != k) {
-                ct->det_prob[w2] = ct->det_prob[k];
-                ct->det_prompt[w2] = ct->det_prompt[k];
-                memcpy(ct->det_low + (size_t)w2 * lp, ct->det_low + (size_t)k * lp, lp * sizeof(float));
-                memcpy(dbin + (size_t)w2 * lp, dbin + (size_t)k * lp, lp);
-            }
-            w2++;
-        }
-        nd = w2;
-        n_all = n + nd;
-    }
+    st.nd = nd;
+    nd = sam3__concept_nms_masks(ct, &st, order);
+    n_all = n + nd;
     for (i = 0; i < n_all; i++) {
         ro[i].low = sam3__sallocf(c, lp);
         ro[i].high = sam3__sallocf(c, (size_t)S * S);
