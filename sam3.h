@@ -635,13 +635,15 @@ SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 
 /* ---- Concept tracking (EXPERIMENTAL: outside section 8's promise; names and fields may still change in a minor version) ----
    Every instance of one or more text concepts followed through a stream, each with an ID of its
-   own: Hugging Face Sam3VideoModel in streaming mode. Per frame: the image encoder once; the
-   detector for each text prompt; every tracked object propagated by the memory tracker; detections
-   matched to tracked masks by mask IoU (never across prompts); unmatched confident detections start
-   new objects (their detector mask becomes a conditioning frame); overlapping masks of recently
-   occluded objects are suppressed; every object's memory encoded. Objects are never removed in
-   this mode (as the reference's streaming mode): an object out of view has an empty mask and is
-   left out of the frame's list until it shows again. */
+   own: Hugging Face Sam3VideoModel (streaming or clip mode, below). Per frame: the image encoder
+   once; the detector for each text prompt; every tracked object propagated by the memory tracker;
+   detections matched to tracked masks by mask IoU (never across prompts); unmatched confident
+   detections start new objects (their detector mask becomes a conditioning frame); overlapping
+   masks of recently occluded objects are suppressed; every object's memory encoded. In streaming
+   mode objects are never removed (as the reference's): an object out of view has an empty mask
+   and is left out of the frame's list until it shows again. Clip mode (options.hotstart_delay > 0,
+   HF's mode for a whole video) holds outputs back and removes doubtful new objects (the hotstart
+   rules). */
 typedef struct sam3_concept_tracker sam3_concept_tracker;
 
 /* Thresholds of Sam3VideoConfig; 0 selects the reference's default (in brackets). */
@@ -659,6 +661,15 @@ typedef struct sam3_concept_tracker_options {
     int fill_hole_area;         /* low-resolution holes and sprinkles up to this many pixels are filled [16];
                                    negative: none (HF 5.17 without `kernels` fills none) */
     int max_objects;            /* objects tracked at most [SAM3_MAX_TRACKED_OBJECTS]; the best new ones win */
+    /* Clip mode (HF's pre-loaded video, propagate_in_video_iterator) when hotstart_delay > 0 (HF uses
+       15); 0 is the streaming mode. Each frame's output then comes hotstart_delay - 1 pushes later
+       (sam3_concept_tracker_flush gives the last ones at the end), and an object that started less
+       than hotstart_delay frames ago is removed when it was unmatched on hotstart_unmatch frames, or
+       matched the same detection as an older object on hotstart_dup frames: removed objects vanish
+       from every output not yet given out. */
+    int hotstart_delay;
+    int hotstart_unmatch;       /* [8] */
+    int hotstart_dup;           /* [8] */
 } sam3_concept_tracker_options;
 
 typedef struct sam3_concept_tracker_object {
@@ -675,7 +686,8 @@ typedef struct sam3_concept_tracker_object {
 } sam3_concept_tracker_object;
 
 typedef struct sam3_concept_tracker_result {
-    int frame;                          /* this frame's index in the stream */
+    int frame;                          /* the index in the stream of the frame described (in clip mode an earlier
+                                           one); -1: none (clip mode, still held back; nothing left to flush) */
     int n_objects;                      /* visible objects (0 is not an error) */
     const sam3_concept_tracker_object *objects; /* (n_objects), ascending id */
     int width, height;
@@ -693,6 +705,9 @@ SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *t, const
    call on this tracker. On an error, an abort included, the tracker is as before the call. */
 SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *t, const uint8_t *pixels, int w, int h, int stride,
                                                     sam3_pixel_format format, sam3_concept_tracker_result *out);
+/* Clip mode, after the last frame: the oldest output still held back, one per call (out->frame is -1
+   when none is left). Streaming mode holds nothing back. Frames may be pushed again afterwards. */
+SAM3DEF sam3_result sam3_concept_tracker_flush(sam3_concept_tracker *t, sam3_concept_tracker_result *out);
 SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 
 #ifdef __cplusplus
@@ -10431,13 +10446,11 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
 }
 
 /* ==== sam3: concept tracker (Sam3VideoModel: detections and masklets of text concepts) ==== */
-/* Sam3VideoModel in streaming mode (frames one at a time), built on the video tracker's objects and
-   memory bank. Not here yet: the reference's clip mode (propagate_in_video_iterator: hotstart
-   removals of objects unmatched or duplicated in their first hotstart_delay frames, outputs held
-   back that long, keep-alive suppression); box exemplars as concept prompts. A note for the clip
-   mode: in transformers 5.17, build_outputs pairs the session's object ids, taken after that
-   frame's removals, with the tracker masks taken before them, so on a frame where an object is
-   removed every later object is reported with its predecessor's mask; parity needs that too.
+/* Sam3VideoModel, built on the video tracker's objects and memory bank: streaming mode (frames one
+   at a time, model(frame=...)) and clip mode (propagate_in_video_iterator over a pre-loaded video:
+   the hotstart removals and outputs held back hotstart_delay - 1 frames, given out by push_frame
+   and, at the end, flush). Not here yet: the keep-alive suppression of the clip mode (off under
+   HF's default suppress_unmatched_only_within_hotstart); box exemplars as concept prompts.
    First, the mask primitives of the per-frame loop, on binary masks (one byte per pixel, 0/1) or
    logits. They need no context, so the tests call them directly. */
 
@@ -10527,6 +10540,18 @@ static void sam3__fill_holes(float *logits, int h, int w, int max_area, uint8_t 
         if (bin[i] && area[i] <= thr) logits[i] = -0.1f;
 }
 
+/* One frame's output as build_outputs leaves it, before the processor: held back in clip mode. */
+typedef struct sam3__concept_frame {
+    int frame, w, h, n; /* n objects, ascending id */
+    int id[SAM3_MAX_TRACKED_OBJECTS], prompt[SAM3_MAX_TRACKED_OBJECTS];
+    float score[SAM3_MAX_TRACKED_OBJECTS], tscore[SAM3_MAX_TRACKED_OBJECTS];
+    float *low; /* (n, L, L) logits */
+    size_t low_cap;
+} sam3__concept_frame;
+
+#define SAM3__OCC_NONE INT_MIN /* no obj_id_to_last_occluded entry yet (the object's first frame) */
+#define SAM3__OCC_REMOVED 100000 /* HF's ALWAYS_OCCLUDED: an object removed before it had an entry */
+
 struct sam3_concept_tracker {
     sam3_tracker *t; /* the objects and their memory banks */
     sam3_concept_tracker_options opt;
@@ -10536,15 +10561,19 @@ struct sam3_concept_tracker {
     /* per object, parallel to t->obj */
     int prompt[SAM3_MAX_TRACKED_OBJECTS];
     float score[SAM3_MAX_TRACKED_OBJECTS];
-    int last_occluded[SAM3_MAX_TRACKED_OBJECTS]; /* -1: never */
+    int last_occluded[SAM3_MAX_TRACKED_OBJECTS]; /* -1: never; SAM3__OCC_NONE: no entry yet */
+    int first_frame[SAM3_MAX_TRACKED_OBJECTS];   /* clip mode: obj_first_frame_idx */
+    int n_unmatched[SAM3_MAX_TRACKED_OBJECTS];   /* clip mode: len(unmatched_frame_inds[obj]) */
+    int *dup; /* (MAX, MAX) clip mode: dup[b * MAX + a] frames on which b matched a detection with older a */
     /* the current frame's detections over all prompts (cap_det of them) */
     float *det_prob, *det_low;
     int *det_prompt;
     size_t cap_det;
+    sam3__concept_frame *held; /* (n_held) outputs, frame x in held[x % n_held] */
+    int n_held, next_out;      /* next_out: the next frame to give out */
     sam3_concept_tracker_object *res; /* (SAM3_MAX_TRACKED_OBJECTS) */
-    float *res_low;
     uint8_t *res_mask;
-    size_t res_low_cap, res_mask_cap;
+    size_t res_mask_cap;
 };
 
 SAM3DEF sam3_concept_tracker_options sam3_concept_tracker_options_default(void) {
@@ -10567,6 +10596,9 @@ static sam3_concept_tracker_options sam3__concept_resolve(const sam3_concept_tra
     if (o.nms_iou == 0) o.nms_iou = 0.1f;
     if (o.fill_hole_area == 0) o.fill_hole_area = 16;
     if (o.max_objects <= 0 || o.max_objects > SAM3_MAX_TRACKED_OBJECTS) o.max_objects = SAM3_MAX_TRACKED_OBJECTS;
+    if (o.hotstart_delay < 0) o.hotstart_delay = 0;
+    if (o.hotstart_unmatch <= 0) o.hotstart_unmatch = 8;
+    if (o.hotstart_dup <= 0) o.hotstart_dup = 8;
     return o;
 }
 
@@ -10580,8 +10612,11 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *ct) {
     sam3__afree(&a, ct->det_low);
     sam3__afree(&a, ct->det_prompt);
     sam3__afree(&a, ct->res);
-    sam3__afree(&a, ct->res_low);
     sam3__afree(&a, ct->res_mask);
+    sam3__afree(&a, ct->dup);
+    if (ct->held)
+        for (i = 0; i < ct->n_held; i++) sam3__afree(&a, ct->held[i].low);
+    sam3__afree(&a, ct->held);
     sam3_tracker_free(ct->t);
     sam3__afree(&a, ct);
 }
@@ -10598,6 +10633,7 @@ SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *c, const sam3_concept_tra
         !sam3__finite(o.track_match_iou) || !sam3__finite(o.recondition_score) || !sam3__finite(o.recondition_iou) ||
         !sam3__finite(o.occlusion_iou) || !sam3__finite(o.nms_iou))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_new: thresholds must be finite");
+    if (o.hotstart_delay > 1024) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_new: hotstart_delay %d, at most 1024", o.hotstart_delay);
     if (c->m->arch == SAM3__ARCH_SAM3 && c->m->trk.present && c->m->neck.side[0] != 4 * c->m->trk.grid)
         return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_concept_tracker_new: the detector's masks (%d) and the tracker's (%d) differ in size",
                           c->m->neck.side[0], 4 * c->m->trk.grid);
@@ -10608,8 +10644,11 @@ SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *c, const sam3_concept_tra
         return rc;
     }
     ct->opt = o;
+    ct->n_held = SAM3__MAX(o.hotstart_delay, 1);
     ct->res = (sam3_concept_tracker_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_concept_tracker_object));
-    if (!ct->res) {
+    ct->dup = (int *)sam3__acalloc(&c->a, (size_t)SAM3_MAX_TRACKED_OBJECTS * SAM3_MAX_TRACKED_OBJECTS, sizeof(int));
+    ct->held = (sam3__concept_frame *)sam3__acalloc(&c->a, (size_t)ct->n_held, sizeof(sam3__concept_frame));
+    if (!ct->res || !ct->dup || !ct->held) {
         sam3_concept_tracker_free(ct);
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_tracker_new: out of memory");
     }
@@ -10687,43 +10726,356 @@ static void sam3__concept_shrink(float *const *mk, int n, size_t lp, uint8_t *dr
     }
 }
 
-static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                          sam3_concept_tracker_result *out) {
+/* _process_hotstart (clip mode) for the n tracked objects: unm (n) the unmatched counts with this
+   frame's (a non-empty tracked mask that reaches no detection at track_match_iou), dup (n, n) the
+   duplicate counts with this frame's (per detection matched at match_iou by two or more objects,
+   every one but the first started counts once against it), removed (n) the objects that started
+   within the last hotstart_delay frames and reach either count. iou (nd, n) zero across prompts;
+   tbin (n, lp). The keep-alive suppression is not here: HF's default
+   (suppress_unmatched_only_within_hotstart) switches it off. */
+static void sam3__concept_process_hotstart(const sam3_concept_tracker *ct, int f, int n, int nd, const float *iou, const uint8_t *tbin, size_t lp,
+                                           int *unm, int *dup, uint8_t *removed) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int M = SAM3_MAX_TRACKED_OBJECTS, since = f - op->hotstart_delay;
+    int i, k, a;
+    for (i = 0; i < n; i++) {
+        int nonempty = 0, matched = 0;
+        size_t q;
+        for (q = 0; q < lp && !nonempty; q++) nonempty = tbin[(size_t)i * lp + q];
+        for (k = 0; k < nd && !matched; k++) matched = iou[(size_t)k * n + i] >= op->track_match_iou;
+        unm[i] = ct->n_unmatched[i] + (nonempty && !matched);
+        for (a = 0; a < n; a++) dup[i * n + a] = ct->dup[i * M + a];
+        removed[i] = unm[i] >= op->hotstart_unmatch && ct->first_frame[i] > since;
+    }
+    for (k = 0; k < nd; k++) {
+        int first = -1, cnt = 0;
+        for (i = 0; i < n; i++) /* the earliest started, the first in id order on ties (Python's min) */
+            if (iou[(size_t)k * n + i] >= op->match_iou) {
+                cnt++;
+                if (first < 0 || ct->first_frame[i] < ct->first_frame[first]) first = i;
+            }
+        if (cnt < 2) continue;
+        for (i = 0; i < n; i++)
+            if (i != first && iou[(size_t)k * n + i] >= op->match_iou) dup[i * n + first]++;
+    }
+    for (i = 0; i < n; i++)
+        if (!removed[i] && ct->first_frame[i] > since)
+            for (a = 0; a < n; a++)
+                if (dup[i * n + a] >= op->hotstart_dup) removed[i] = 1;
+}
+
+/* build_outputs into fr: the objects after this frame's removals (the n - removed tracked ones, then
+   the n_new new ones) with their low-resolution masks and tracker probabilities. Transformers 5.17
+   pairs the object list taken after the removals with the tracker's masks and scores taken before
+   them (zip(inference_session.obj_ids, tracker_low_res_masks_global), and the same for the tracker
+   scores), so on a frame where an object is removed each later object gets the mask and tracker
+   probability of the one before it; a new object keeps its own detection mask (written after) but
+   not its probability when it lands on a tracked slot. That is copied here for parity. tlow (n, lp)
+   the suppressed tracked masks; tsc (n) tracker logits; recond/hc_det (n) reconditioning (the
+   object's own detection mask); new_det (n_new) detection indices; fill: hole filling for new ones. */
+static void sam3__concept_build_outputs(sam3_concept_tracker *ct, sam3__concept_frame *fr, int n, const uint8_t *removed, const float *tlow,
+                                        const float *tsc, const uint8_t *recond, const int *hc_det, const int *new_det, int n_new, size_t lp,
+                                        int L, uint8_t *fbin, int32_t *farea, int32_t *fstack) {
+    const sam3_tracker *t = ct->t;
+    int i, j = 0, pos = 0;
+    for (i = 0; i < n + n_new; i++) {
+        float *dst = fr->low + (size_t)pos * lp;
+        if (i < n && removed[i]) continue;
+        if (i < n) {
+            fr->id[pos] = t->obj[i].id;
+            fr->prompt[pos] = ct->prompt[i];
+            fr->score[pos] = ct->score[i];
+            memcpy(dst, recond[i] ? ct->det_low + (size_t)hc_det[i] * lp : tlow + (size_t)pos * lp, lp * sizeof(float));
+        } else {
+            j = new_det[i - n];
+            fr->id[pos] = ct->next_id + (i - n);
+            fr->prompt[pos] = ct->det_prompt[j];
+            fr->score[pos] = ct->det_prob[j];
+            memcpy(dst, ct->det_low + (size_t)j * lp, lp * sizeof(float));
+            if (ct->opt.fill_hole_area > 0) sam3__fill_holes(dst, L, L, ct->opt.fill_hole_area, fbin, farea, fstack);
+        }
+        fr->tscore[pos] = pos < n ? sam3__sigmoid(tsc[pos]) : ct->det_prob[j];
+        pos++;
+    }
+    fr->n = pos;
+}
+
+/* Sam3VideoProcessor.postprocess_outputs on a held frame: the low-resolution masks to the frame's
+   size, > 0; empty ones and objects removed since (not among the live ids) left out; boxes; then
+   per prompt each pixel to the visible object with the highest tracker probability. Writes ct->res
+   and ct->res_mask; call between sam3__begin and sam3__end. */
+static sam3_result sam3__concept_postprocess_outputs(sam3_concept_tracker *ct, const sam3__concept_frame *fr, const int *live, int n_live, int L,
+                                                     sam3_concept_tracker_result *out) {
+    sam3_ctx *c = ct->t->c;
+    const int W = fr->w, H = fr->h, n = fr->n;
+    const size_t lp = (size_t)L * L, plane = (size_t)W * H;
+    const float **srcs = (const float **)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(float *));
+    long *area = (long *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(long));
+    int grp[SAM3_MAX_TRACKED_OBJECTS];
+    int i, k, p, n_vis = 0;
+    sam3_result rc;
+    if (!srcs || !area) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!sam3__grow(c, (void **)&ct->res_mask, &ct->res_mask_cap, (size_t)SAM3__MAX(n, 1) * plane))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, W, H);
+    for (i = 0; i < n; i++) srcs[i] = fr->low + (size_t)i * lp;
+    if (n) {
+        sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+        sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+        if (!ty || !tx) return SAM3_ERR_OUT_OF_MEMORY;
+        sam3__lerp_table(L, H, ty);
+        sam3__lerp_table(L, W, tx);
+        if ((rc = sam3__resize_threshold_n(c, n, srcs, 0, L, L, ty, tx, H, W, 0.0f, ct->res_mask, area)) != SAM3_OK) return rc;
+    }
+    for (i = 0; i < n; i++) {
+        sam3_concept_tracker_object *ob = &ct->res[n_vis];
+        const uint8_t *mk = ct->res_mask + (size_t)i * plane;
+        int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x, alive = 0;
+        for (k = 0; k < n_live && !alive; k++) alive = live[k] == fr->id[i];
+        if (area[i] <= 0 || !alive) continue;
+        memset(ob, 0, sizeof(*ob));
+        ob->id = fr->id[i];
+        ob->prompt = fr->prompt[i];
+        ob->score = fr->score[i];
+        ob->tracker_score = fr->tscore[i];
+        ob->mask = mk;
+        ob->low_res_logits = fr->low + (size_t)i * lp;
+        for (y = 0; y < H; y++) {
+            const uint8_t *row = mk + (size_t)y * W;
+            for (x = 0; x < W; x++)
+                if (row[x]) {
+                    if (x < x0) x0 = x;
+                    if (x > x1) x1 = x;
+                    if (y < y0) y0 = y;
+                    y1 = y;
+                }
+        }
+        ob->box.x0 = (float)x0;
+        ob->box.y0 = (float)y0;
+        ob->box.x1 = (float)(x1 + 1);
+        ob->box.y1 = (float)(y1 + 1);
+        grp[n_vis] = i;
+        n_vis++;
+    }
+    /* _apply_object_wise_non_overlapping_constraints, per prompt, on the visible objects */
+    for (i = 0; i < n_vis; i++) ct->res[i].area = 0;
+    {
+        size_t q;
+        for (q = 0; q < plane; q++) {
+            for (p = 0; p < ct->n_prompts; p++) {
+                int best = -1;
+                for (i = 0; i < n_vis; i++) {
+                    const int oi = grp[i];
+                    if (ct->res[i].prompt != p || !ct->res_mask[(size_t)oi * plane + q]) continue;
+                    if (best < 0 || fr->tscore[oi] > fr->tscore[grp[best]]) best = i;
+                }
+                for (i = 0; i < n_vis; i++) {
+                    const int oi = grp[i];
+                    if (ct->res[i].prompt != p || !ct->res_mask[(size_t)oi * plane + q]) continue;
+                    if (i != best) ct->res_mask[(size_t)oi * plane + q] = 0;
+                    else ct->res[i].area++;
+                }
+            }
+        }
+    }
+    out->frame = fr->frame;
+    out->n_objects = n_vis;
+    out->objects = ct->res;
+    out->width = W;
+    out->height = H;
+    out->low_res_width = out->low_res_height = L;
+    return SAM3_OK;
+}
+
+/* The scratch of one frame of the concept tracker, from the detections (nd after NMS) and the n
+   tracked objects to the memories: filled by sam3__concept_push_run, read and written by the steps
+   below in the reference's order. */
+typedef struct sam3__concept_step {
+    int f, n, nd, n_new, W, H;
+    sam3__trk_out *ro;     /* (n + nd) per object: tracker outputs (masks, pointer, memory) */
+    float *tlow;           /* (n, L, L) tracked logits, hole-filled, then suppressed */
+    uint8_t *tbin, *dbin;  /* (n, L, L) tlow > 0; (nd, L, L) detection logits > 0 */
+    float *iou;            /* (nd, n) detection to tracked-mask IoU, zero across prompts */
+    uint8_t *keep;         /* (nd) is_new_det */
+    int *new_det, *hc_det; /* (nd) the new detections; (n) each object's reconditioning detection or -1 */
+    int *occ_new, *occ_prev; /* (n) last occluded frame after and before this one */
+    int *grp;              /* (n + nd) index scratch */
+    float **srcs;          /* (n + nd) mask pointers */
+    uint8_t *supp, *recond, *drop, *gdrop, *removed; /* (n) suppressed, reconditioned, shrunk, removed */
+    float *mask16, *hm;    /* (16g, 16g) the memory encoder's input; (L, L) */
+    uint8_t *fbin;         /* (L, L) hole-filling scratch, with farea, fstack */
+    int32_t *farea, *fstack;
+} sam3__concept_step;
+
+/* run_tracker_propagation: every tracked object on this frame, its memory left for later; hole
+   filling on the low-resolution masks */
+static sam3_result sam3__concept_run_tracker_propagation(sam3_concept_tracker *ct, sam3__concept_step *st) {
     sam3_tracker *t = ct->t;
     sam3_ctx *c = t->c;
-    const sam3_model *m = c->m;
-    const sam3__vid_cfg *v = &m->vid;
     const sam3_concept_tracker_options *op = &ct->opt;
-    const int D = m->trk.D, g = m->trk.grid, N = g * g, S = m->trk.image, M = v->mem_dim, L = 4 * g, f = t->next, n = t->n_obj;
-    const size_t lp = (size_t)L * L, mb = (size_t)N * M * sizeof(uint16_t), pb = (size_t)D * sizeof(float), plane = (size_t)W * H;
-    int nd = 0, p, i, j, k, n_new = 0, n_all, n_vis = 0, recond_frame, fill = op->fill_hole_area > 0;
-    sam3__trk_out *ro;
-    float *tlow, *iou, *mask16, *hm, *tsc, **srcs;
-    uint8_t *tbin, *dbin, *keep, *supp, *recond, *drop, *gdrop, *fbin;
-    int *order, *new_det, *hc_det, *occ_new, *grp;
-    int32_t *farea, *fstack;
-    long *area;
-    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
-    int fresh = 0;
+    const int L = 4 * c->m->trk.grid, f = st->f, n = st->n;
+    const size_t lp = (size_t)L * L;
+    const int W = st->W, H = st->H, fill = op->fill_hole_area > 0;
+    sam3__trk_out *ro = st->ro;
+    float *tlow = st->tlow;
+    uint8_t *tbin = st->tbin;
     sam3_result rc;
-    for (i = 0; i < SAM3_MAX_TRACKED_OBJECTS; i++) newcond[i] = NULL;
+    int i;
+    for (i = 0; i < n; i++) {
+        size_t q;
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, f);
+        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return rc;
+        memcpy(tlow + (size_t)i * lp, ro[i].low, lp * sizeof(float));
+        if (fill) sam3__fill_holes(tlow + (size_t)i * lp, L, L, op->fill_hole_area, st->fbin, st->farea, st->fstack);
+        for (q = 0; q < lp; q++) tbin[(size_t)i * lp + q] = tlow[(size_t)i * lp + q] > 0;
+    }
+    return SAM3_OK;
+}
 
-    c->err[0] = 0;
-    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: out is NULL");
-    memset(out, 0, sizeof(*out));
-    if (!ct->n_prompts)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no text prompt: call sam3_concept_tracker_add_text first");
-    if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
+/* _associate_det_trk: IoUs zero across prompts; a detection is new when it reaches no tracked
+   mask at match_iou (and scores new_object_threshold; with nothing tracked every detection is
+   new, as the reference); reconditioning pairs from confident, well-overlapping detections.
+   Returns the number of new objects (new_det). */
+static int sam3__concept_associate_det_trk(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid, n = st->n, nd = st->nd;
+    const size_t lp = (size_t)L * L;
+    const uint8_t *dbin = st->dbin, *tbin = st->tbin;
+    float *iou = st->iou;
+    uint8_t *keep = st->keep;
+    int *new_det = st->new_det, *hc_det = st->hc_det;
+    int i, j, k, n_new = 0;
+    for (i = 0; i < n; i++) hc_det[i] = -1;
+    for (k = 0; k < nd; k++) {
+        int matches = 0, best = 0;
+        for (i = 0; i < n; i++) {
+            const float u = ct->det_prompt[k] == ct->prompt[i] ? sam3__mask_iou(dbin + (size_t)k * lp, tbin + (size_t)i * lp, lp) : 0.0f;
+            iou[(size_t)k * n + i] = u;
+            matches |= u >= op->match_iou;
+            if (u > iou[(size_t)k * n + best]) best = i;
+        }
+        keep[k] = n == 0 || (ct->det_prob[k] >= op->new_object_threshold && !matches); /* is_new_det */
+        if (n > 0 && !keep[k] && ct->det_prob[k] >= op->recondition_score && iou[(size_t)k * n + best] >= op->recondition_iou) hc_det[best] = k;
+    }
+    for (k = 0; k < nd; k++)
+        if (keep[k]) new_det[n_new++] = k;
+    if (n + n_new > op->max_objects) { /* the best-scoring new ones, best first (topk) */
+        const int room = SAM3__MAX(0, op->max_objects - n);
+        for (j = 1; j < n_new; j++) {
+            const int x = new_det[j];
+            for (k = j; k > 0 && ct->det_prob[new_det[k - 1]] < ct->det_prob[x]; k--) new_det[k] = new_det[k - 1];
+            new_det[k] = x;
+        }
+        n_new = room;
+    }
+    return n_new;
+}
 
-    /* run_detection: the detector per prompt on the shared image features, detections above the
-       threshold merged in prompt order (_merge_detections_from_prompts) */
+/* _suppress_overlapping_based_on_recent_occlusion, per prompt: of two tracked masks overlapping at
+   occlusion_iou, the one occluded more recently goes to -10 (an object removed now without a
+   last-occluded entry counts as always occluded); occ_new gets each object's last occluded frame. */
+static void sam3__concept_suppress_overlapping_based_on_recent_occlusion(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid, f = st->f, n = st->n;
+    const size_t lp = (size_t)L * L;
+    const uint8_t *tbin = st->tbin, *removed = st->removed;
+    float *tlow = st->tlow;
+    uint8_t *supp = st->supp;
+    int *occ_new = st->occ_new, *occ_prev = st->occ_prev;
+    int i, j;
+    for (i = 0; i < n; i++) {
+        size_t q;
+        int any = 0;
+        supp[i] = 0;
+        occ_prev[i] = ct->last_occluded[i] != SAM3__OCC_NONE ? ct->last_occluded[i] : removed[i] ? SAM3__OCC_REMOVED : -1;
+        for (q = 0; q < lp && !any; q++) any = tbin[(size_t)i * lp + q];
+        occ_new[i] = any ? occ_prev[i] : f;
+    }
+    if (op->occlusion_iou >= 0)
+        for (i = 0; i < n; i++)
+            for (j = i + 1; j < n; j++) {
+                const int li = occ_prev[i], lj = occ_prev[j];
+                if (ct->prompt[i] != ct->prompt[j] || sam3__mask_iou(tbin + (size_t)i * lp, tbin + (size_t)j * lp, lp) < op->occlusion_iou) continue;
+                if (li > lj && lj > -1) supp[i] = 1;
+                if (lj > li && li > -1) supp[j] = 1;
+            }
+    for (i = 0; i < n; i++)
+        if (supp[i]) {
+            size_t q;
+            occ_new[i] = f;
+            for (q = 0; q < lp; q++) tlow[(size_t)i * lp + q] = -10.0f;
+        }
+}
+
+/* _prepare_recondition_masks: every recondition_every-th frame, an object whose best confident
+   detection overlaps it and whose tracker logit is above recondition_score makes this frame a
+   conditioning frame (with its own tracked mask: recondition_on_trk_masks) */
+static void sam3__concept_prepare_recondition_masks(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int f = st->f, n = st->n;
+    const int recond_frame = op->recondition_every > 0 && f % op->recondition_every == 0;
+    int i;
+    for (i = 0; i < n; i++) st->recond[i] = recond_frame && st->hc_det[i] >= 0 && st->ro[i].score > op->recondition_score;
+}
+
+/* _tracker_update_memories: the (suppressed) masks, the shrinkage rule per prompt, object score
+   +-10 from the area, memory through the sigmoid. When new objects join, the reference runs the
+   tracker again on this frame for every object not reconditioned, and that run's memories
+   (binarised: a mask prompt is in the batch) replace these: only the reconditioned keep them. */
+static sam3_result sam3__concept_tracker_update_memories(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    sam3_ctx *c = ct->t->c;
+    const int L = 4 * c->m->trk.grid, n = st->n;
+    const size_t lp = (size_t)L * L;
+    const sam3__vid_cfg *v = &c->m->vid;
+    const int g = c->m->trk.grid, N = g * g, n_new = st->n_new;
+    const float *tlow = st->tlow;
+    const uint8_t *recond = st->recond;
+    uint8_t *drop = st->drop, *gdrop = st->gdrop;
+    int *grp = st->grp;
+    float **srcs = st->srcs, *hm = st->hm, *mask16 = st->mask16;
+    sam3__trk_out *ro = st->ro;
+    sam3_result rc;
+    int i, p;
+    for (p = 0; p < ct->n_prompts; p++) {
+        int gn = 0;
+        for (i = 0; i < n; i++)
+            if (ct->prompt[i] == p) {
+                grp[gn] = i;
+                srcs[gn++] = (float *)tlow + (size_t)i * lp;
+            }
+        for (i = 0; i < gn; i++) gdrop[i] = 0;
+        if (gn > 1) sam3__concept_shrink(srcs, gn, lp, gdrop);
+        for (i = 0; i < gn; i++) drop[grp[i]] = gdrop[i];
+    }
+    for (i = 0; i < n; i++) {
+        size_t q;
+        int any = 0;
+        if (n_new && !recond[i]) continue;
+        for (q = 0; q < lp; q++) {
+            hm[q] = drop[i] ? SAM3__MIN(tlow[(size_t)i * lp + q], -10.0f) : tlow[(size_t)i * lp + q];
+            any |= hm[q] > 0;
+        }
+        if ((rc = sam3__aa_resize_f32(c, hm, L, L, mask16, 16 * g, 16 * g)) != SAM3_OK) return rc;
+        for (q = 0; q < (size_t)256 * N; q++) mask16[q] = sam3__sigmoid(mask16[q]) * v->sig_scale + v->sig_bias;
+        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, any ? 10.0f : -10.0f, ro[i].mem)) != SAM3_OK) return rc;
+    }
+    return SAM3_OK;
+}
+
+/* run_detection: the detector per prompt on the shared image features, detections above the
+   threshold merged in prompt order (_merge_detections_from_prompts); *nd gets the number of detections (in ct->det_*). */
+static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_det) {
+    sam3_ctx *c = ct->t->c;
+    const int L = 4 * c->m->trk.grid;
+    const size_t lp = (size_t)L * L;
+    int p, k, nd = 0;
+    sam3_result rc;
     for (p = 0; p < ct->n_prompts; p++) {
         sam3_segment_options so = sam3_segment_options_default();
         sam3_segment_result seg;
         sam3_segment_prompt pr;
         memset(&pr, 0, sizeof(pr));
         pr.text = ct->text[p];
-        so.score_threshold = op->detection_threshold;
+        so.score_threshold = ct->opt.detection_threshold;
         so.no_masks = 1;
         so.low_res = 1;
         if ((rc = sam3__segment_run(c, &pr, &so, &seg)) < 0) return rc;
@@ -10734,40 +11086,23 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
             nd++;
         }
     }
-    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
-    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
-    n_all = n + nd;
-    ro = (sam3__trk_out *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(*ro));
-    tlow = sam3__sallocf(c, (size_t)SAM3__MAX(n, 1) * lp);          /* (n, L, L) tracked masks, then suppressed */
-    tbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * lp); /* (n, L, L) tlow > 0 */
-    dbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * lp);
-    iou = sam3__sallocf(c, (size_t)SAM3__MAX(nd * n, 1)); /* (nd, n) */
-    keep = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1));
-    order = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
-    new_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
-    hc_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
-    occ_new = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
-    grp = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(int));
-    supp = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    recond = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    drop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    gdrop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    mask16 = sam3__sallocf(c, (size_t)256 * N); /* (16g, 16g) the memory encoder's input */
-    hm = sam3__sallocf(c, lp);
-    tsc = sam3__sallocf(c, (size_t)SAM3__MAX(n_all, 1));
-    srcs = (float **)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(float *));
-    fbin = (uint8_t *)sam3__salloc(c, lp);
-    farea = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
-    fstack = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
-    area = (long *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(long));
-    if (!ro || !tlow || !tbin || !dbin || !iou || !keep || !order || !new_det || !hc_det || !occ_new || !grp || !supp || !recond || !drop || !gdrop ||
-        !mask16 || !hm || !tsc || !srcs || !fbin || !farea || !fstack || !area)
-        return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    *n_det = nd;
+    return SAM3_OK;
+}
+
+/* nms_masks per prompt on the st->nd detections (off when nms_iou < 0, as HF without the kernels
+   package): dbin gets their binary masks, the survivors are moved to the front (det_* and dbin);
+   returns their number. order (nd) ints of scratch. */
+static int sam3__concept_nms_masks(sam3_concept_tracker *ct, sam3__concept_step *st, int *order) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid;
+    const size_t lp = (size_t)L * L;
+    uint8_t *dbin = st->dbin, *keep = st->keep;
+    int nd = st->nd, p, k;
     for (k = 0; k < nd; k++) {
         size_t q;
         for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
     }
-    /* nms_masks per prompt (off when nms_iou < 0, as HF without the kernels package) */
     if (op->nms_iou >= 0 && nd > 1) {
         int w2 = 0;
         for (k = 0; k < nd; k++) keep[k] = 1;
@@ -10792,8 +11127,104 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
             w2++;
         }
         nd = w2;
-        n_all = n + nd;
     }
+    return nd;
+}
+
+static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                          sam3_concept_tracker_result *out) {
+    sam3_tracker *t = ct->t;
+    sam3_ctx *c = t->c;
+    const sam3_model *m = c->m;
+    const sam3__vid_cfg *v = &m->vid;
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int D = m->trk.D, g = m->trk.grid, N = g * g, S = m->trk.image, M = v->mem_dim, L = 4 * g, f = t->next, n = t->n_obj;
+    const size_t lp = (size_t)L * L, mb = (size_t)N * M * sizeof(uint16_t), pb = (size_t)D * sizeof(float);
+    const int clip = op->hotstart_delay > 0;
+    int nd = 0, i, j, n_new = 0, n_all, yield, n_live = 0;
+    sam3__trk_out *ro;
+    float *tlow, *iou, *mask16, *hm, *tsc, **srcs;
+    uint8_t *tbin, *dbin, *keep, *supp, *recond, *drop, *gdrop, *fbin, *removed;
+    int *order, *new_det, *hc_det, *occ_new, *occ_prev, *grp, *unm, *dup;
+    int32_t *farea, *fstack;
+    int live[SAM3_MAX_TRACKED_OBJECTS];
+    sam3__concept_frame *fr = &ct->held[f % ct->n_held];
+    sam3__concept_step st;
+    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
+    int fresh = 0;
+    sam3_result rc;
+    for (i = 0; i < SAM3_MAX_TRACKED_OBJECTS; i++) newcond[i] = NULL;
+
+    c->err[0] = 0;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: out is NULL");
+    memset(out, 0, sizeof(*out));
+    out->frame = -1;
+    if (!ct->n_prompts)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no text prompt: call sam3_concept_tracker_add_text first");
+    if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
+
+    if ((rc = sam3__concept_run_detection(ct, &nd)) != SAM3_OK) return rc;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    n_all = n + nd;
+    ro = (sam3__trk_out *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(*ro));
+    tlow = sam3__sallocf(c, (size_t)SAM3__MAX(n, 1) * lp);          /* (n, L, L) tracked masks, then suppressed */
+    tbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * lp); /* (n, L, L) tlow > 0 */
+    dbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * lp);
+    iou = sam3__sallocf(c, (size_t)SAM3__MAX(nd * n, 1)); /* (nd, n) */
+    keep = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1));
+    order = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
+    new_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
+    hc_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
+    occ_new = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
+    occ_prev = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
+    unm = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
+    dup = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n * n, 1) * sizeof(int)); /* (n, n) */
+    removed = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    grp = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(int));
+    supp = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    recond = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    drop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    gdrop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
+    mask16 = sam3__sallocf(c, (size_t)256 * N); /* (16g, 16g) the memory encoder's input */
+    hm = sam3__sallocf(c, lp);
+    tsc = sam3__sallocf(c, (size_t)SAM3__MAX(n, 1)); /* (n) tracker logits */
+    srcs = (float **)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(float *));
+    fbin = (uint8_t *)sam3__salloc(c, lp);
+    farea = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
+    fstack = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
+    if (!ro || !tlow || !tbin || !dbin || !iou || !keep || !order || !new_det || !hc_det || !occ_new || !occ_prev || !unm || !dup || !removed ||
+        !grp || !supp || !recond || !drop || !gdrop || !mask16 || !hm || !tsc || !srcs || !fbin || !farea || !fstack)
+        return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    st.f = f;
+    st.n = n;
+    st.W = W;
+    st.H = H;
+    st.ro = ro;
+    st.tlow = tlow;
+    st.tbin = tbin;
+    st.dbin = dbin;
+    st.iou = iou;
+    st.keep = keep;
+    st.new_det = new_det;
+    st.hc_det = hc_det;
+    st.occ_new = occ_new;
+    st.occ_prev = occ_prev;
+    st.grp = grp;
+    st.srcs = srcs;
+    st.supp = supp;
+    st.recond = recond;
+    st.drop = drop;
+    st.gdrop = gdrop;
+    st.removed = removed;
+    st.mask16 = mask16;
+    st.hm = hm;
+    st.fbin = fbin;
+    st.farea = farea;
+    st.fstack = fstack;
+    st.nd = nd;
+    nd = sam3__concept_nms_masks(ct, &st, order);
+    n_all = n + nd;
     for (i = 0; i < n_all; i++) {
         ro[i].low = sam3__sallocf(c, lp);
         ro[i].high = sam3__sallocf(c, (size_t)S * S);
@@ -10802,99 +11233,21 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
         if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
     }
 
-    /* run_tracker_propagation: every tracked object on this frame, its memory left for later */
-    for (i = 0; i < n; i++) {
-        size_t q;
-        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, f));
-        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return sam3__end(c, rc);
-        memcpy(tlow + (size_t)i * lp, ro[i].low, lp * sizeof(float));
-        if (fill) sam3__fill_holes(tlow + (size_t)i * lp, L, L, op->fill_hole_area, fbin, farea, fstack);
-        for (q = 0; q < lp; q++) tbin[(size_t)i * lp + q] = tlow[(size_t)i * lp + q] > 0;
-    }
+    st.nd = nd;
+    if ((rc = sam3__concept_run_tracker_propagation(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
 
-    /* _associate_det_trk: IoUs zero across prompts; a detection is new when it reaches no tracked
-       mask at match_iou (and scores new_object_threshold; with nothing tracked every detection is
-       new, as the reference); reconditioning pairs from confident, well-overlapping detections */
-    for (i = 0; i < n; i++) hc_det[i] = -1;
-    for (k = 0; k < nd; k++) {
-        int matches = 0, best = 0;
-        for (i = 0; i < n; i++) {
-            const float u = ct->det_prompt[k] == ct->prompt[i] ? sam3__mask_iou(dbin + (size_t)k * lp, tbin + (size_t)i * lp, lp) : 0.0f;
-            iou[(size_t)k * n + i] = u;
-            matches |= u >= op->match_iou;
-            if (u > iou[(size_t)k * n + best]) best = i;
-        }
-        keep[k] = n == 0 || (ct->det_prob[k] >= op->new_object_threshold && !matches); /* is_new_det */
-        if (n > 0 && !keep[k] && ct->det_prob[k] >= op->recondition_score && iou[(size_t)k * n + best] >= op->recondition_iou) hc_det[best] = k;
-    }
-    for (k = 0; k < nd; k++)
-        if (keep[k]) new_det[n_new++] = k;
-    if (n + n_new > op->max_objects) { /* the best-scoring new ones, best first (topk) */
-        const int room = SAM3__MAX(0, op->max_objects - n);
-        for (j = 1; j < n_new; j++) {
-            const int x = new_det[j];
-            for (k = j; k > 0 && ct->det_prob[new_det[k - 1]] < ct->det_prob[x]; k--) new_det[k] = new_det[k - 1];
-            new_det[k] = x;
-        }
-        n_new = room;
-    }
+    n_new = sam3__concept_associate_det_trk(ct, &st);
 
-    /* _suppress_overlapping_based_on_recent_occlusion, per prompt */
-    for (i = 0; i < n; i++) {
-        size_t q;
-        int any = 0;
-        supp[i] = 0;
-        for (q = 0; q < lp && !any; q++) any = tbin[(size_t)i * lp + q];
-        occ_new[i] = any ? ct->last_occluded[i] : f;
-    }
-    if (op->occlusion_iou >= 0)
-        for (i = 0; i < n; i++)
-            for (j = i + 1; j < n; j++) {
-                const int li = ct->last_occluded[i], lj = ct->last_occluded[j];
-                if (ct->prompt[i] != ct->prompt[j] || sam3__mask_iou(tbin + (size_t)i * lp, tbin + (size_t)j * lp, lp) < op->occlusion_iou) continue;
-                if (li > lj && lj > -1) supp[i] = 1;
-                if (lj > li && li > -1) supp[j] = 1;
-            }
-    for (i = 0; i < n; i++)
-        if (supp[i]) {
-            size_t q;
-            occ_new[i] = f;
-            for (q = 0; q < lp; q++) tlow[(size_t)i * lp + q] = -10.0f;
-        }
+    /* _process_hotstart: the removals (clip mode only, as the reference's streaming flag) */
+    for (i = 0; i < n; i++) removed[i] = 0;
+    if (clip) sam3__concept_process_hotstart(ct, f, n, nd, iou, tbin, lp, unm, dup, removed);
 
-    /* _prepare_recondition_masks: every recondition_every-th frame, an object whose best confident
-       detection overlaps it and whose tracker logit is above recondition_score makes this frame a
-       conditioning frame (with its own tracked mask: recondition_on_trk_masks) */
-    recond_frame = op->recondition_every > 0 && f % op->recondition_every == 0;
-    for (i = 0; i < n; i++) recond[i] = recond_frame && hc_det[i] >= 0 && ro[i].score > op->recondition_score;
+    sam3__concept_suppress_overlapping_based_on_recent_occlusion(ct, &st);
 
-    /* _tracker_update_memories: the (suppressed) masks, the shrinkage rule per prompt, object score
-       +-10 from the area, memory through the sigmoid. When new objects join, the reference runs the
-       tracker again on this frame for every object not reconditioned, and that run's memories
-       (binarised: a mask prompt is in the batch) replace these: only the reconditioned keep them. */
-    for (p = 0; p < ct->n_prompts; p++) {
-        int gn = 0;
-        for (i = 0; i < n; i++)
-            if (ct->prompt[i] == p) {
-                grp[gn] = i;
-                srcs[gn++] = tlow + (size_t)i * lp;
-            }
-        for (i = 0; i < gn; i++) gdrop[i] = 0;
-        if (gn > 1) sam3__concept_shrink(srcs, gn, lp, gdrop);
-        for (i = 0; i < gn; i++) drop[grp[i]] = gdrop[i];
-    }
-    for (i = 0; i < n; i++) {
-        size_t q;
-        int any = 0;
-        if (n_new && !recond[i]) continue;
-        for (q = 0; q < lp; q++) {
-            hm[q] = drop[i] ? SAM3__MIN(tlow[(size_t)i * lp + q], -10.0f) : tlow[(size_t)i * lp + q];
-            any |= hm[q] > 0;
-        }
-        if ((rc = sam3__aa_resize_f32(c, hm, L, L, mask16, 16 * g, 16 * g)) != SAM3_OK) return sam3__end(c, rc);
-        for (q = 0; q < (size_t)256 * N; q++) mask16[q] = sam3__sigmoid(mask16[q]) * v->sig_scale + v->sig_bias;
-        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, any ? 10.0f : -10.0f, ro[i].mem)) != SAM3_OK) return sam3__end(c, rc);
-    }
+    sam3__concept_prepare_recondition_masks(ct, &st);
+
+    st.n_new = n_new;
+    if ((rc = sam3__concept_tracker_update_memories(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
 
     /* _tracker_add_new_objects: each new detection's mask (>= 0.5) as a mask prompt on a fresh object */
     for (j = 0; j < n_new; j++) {
@@ -10930,39 +11283,25 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
             }
         }
 
-    /* build_outputs + Sam3VideoProcessor.postprocess_outputs: the low-resolution masks (tracked,
-       suppressed; a reconditioned object's detection mask; a new object's detection mask, filled),
-       to the frame, > 0; empty ones left out; boxes; then per prompt each pixel to the visible
-       object with the highest tracker probability */
+    /* build_outputs into this frame's slot; the processor on the frame given out now (this one in
+       streaming mode, the one hotstart_delay - 1 frames back in clip mode), hiding objects removed
+       since: the live ones are those left after this frame */
     n_all = n + n_new;
-    if (!sam3__grow(c, (void **)&ct->res_low, &ct->res_low_cap, (size_t)SAM3__MAX(n_all, 1) * lp * sizeof(float)) ||
-        !sam3__grow(c, (void **)&ct->res_mask, &ct->res_mask_cap, (size_t)SAM3__MAX(n_all, 1) * plane)) {
-        rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n_all, W, H);
+    for (i = 0; i < n; i++) tsc[i] = ro[i].score;
+    if (!sam3__grow(c, (void **)&fr->low, &fr->low_cap, (size_t)SAM3__MAX(n + n_new, 1) * lp * sizeof(float))) {
+        rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks", n + n_new);
         goto undo;
     }
-    for (i = 0; i < n_all; i++) {
-        float *dst = ct->res_low + (size_t)i * lp;
-        if (i < n) {
-            memcpy(dst, recond[i] ? ct->det_low + (size_t)hc_det[i] * lp : tlow + (size_t)i * lp, lp * sizeof(float));
-            tsc[i] = sam3__sigmoid(ro[i].score);
-        } else {
-            memcpy(dst, ct->det_low + (size_t)new_det[i - n] * lp, lp * sizeof(float));
-            if (fill) sam3__fill_holes(dst, L, L, op->fill_hole_area, fbin, farea, fstack);
-            tsc[i] = ct->det_prob[new_det[i - n]];
-        }
-        srcs[i] = dst;
-    }
-    if (n_all) {
-        sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
-        sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
-        if (!ty || !tx) {
-            rc = SAM3_ERR_OUT_OF_MEMORY;
-            goto undo;
-        }
-        sam3__lerp_table(L, H, ty);
-        sam3__lerp_table(L, W, tx);
-        if ((rc = sam3__resize_threshold_n(c, n_all, (const float *const *)srcs, 0, L, L, ty, tx, H, W, 0.0f, ct->res_mask, area)) != SAM3_OK)
-            goto undo;
+    fr->frame = f;
+    fr->w = W;
+    fr->h = H;
+    sam3__concept_build_outputs(ct, fr, n, removed, tlow, tsc, recond, hc_det, new_det, n_new, lp, L, fbin, farea, fstack);
+    for (i = 0; i < fr->n; i++) live[n_live++] = fr->id[i];
+    yield = f + 1 - ct->next_out >= ct->n_held;
+    if (yield && (rc = sam3__concept_postprocess_outputs(ct, &ct->held[ct->next_out % ct->n_held], live, n_live, L, out)) != SAM3_OK) {
+        out->frame = -1;
+        out->n_objects = 0;
+        goto undo;
     }
     /* everything that can fail comes before the commit: conditioning entries of reconditioned objects */
     for (i = 0; i < n; i++) {
@@ -11026,7 +11365,10 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
             o->mask_w = o->mask_h = 0;
             ct->prompt[i] = ct->det_prompt[new_det[i - n]];
             ct->score[i] = ct->det_prob[new_det[i - n]];
-            ct->last_occluded[i] = -1;
+            ct->last_occluded[i] = SAM3__OCC_NONE;
+            ct->first_frame[i] = f;
+            ct->n_unmatched[i] = 0;
+            for (j = 0; j < SAM3_MAX_TRACKED_OBJECTS; j++) ct->dup[i * SAM3_MAX_TRACKED_OBJECTS + j] = ct->dup[j * SAM3_MAX_TRACKED_OBJECTS + i] = 0;
         } else if (recond[i]) {
             sam3__trk_entry *e = newcond[i];
             e->frame = f;
@@ -11057,65 +11399,33 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
             }
         }
     }
+    if (clip)
+        for (i = 0; i < n; i++) {
+            ct->n_unmatched[i] = unm[i];
+            for (j = 0; j < n; j++) ct->dup[i * SAM3_MAX_TRACKED_OBJECTS + j] = dup[i * n + j];
+        }
     t->n_obj = n_all;
     t->next++;
     ct->next_id += n_new;
-    for (i = 0; i < n_all; i++) {
-        sam3_concept_tracker_object *ob = &ct->res[n_vis];
-        const uint8_t *mk = ct->res_mask + (size_t)i * plane;
-        int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
-        if (area[i] <= 0) continue;
-        memset(ob, 0, sizeof(*ob));
-        ob->id = t->obj[i].id;
-        ob->prompt = ct->prompt[i];
-        ob->score = ct->score[i];
-        ob->tracker_score = tsc[i];
-        ob->mask = mk;
-        ob->low_res_logits = ct->res_low + (size_t)i * lp;
-        for (y = 0; y < H; y++) {
-            const uint8_t *row = mk + (size_t)y * W;
-            for (x = 0; x < W; x++)
-                if (row[x]) {
-                    if (x < x0) x0 = x;
-                    if (x > x1) x1 = x;
-                    if (y < y0) y0 = y;
-                    y1 = y;
-                }
-        }
-        ob->box.x0 = (float)x0;
-        ob->box.y0 = (float)y0;
-        ob->box.x1 = (float)(x1 + 1);
-        ob->box.y1 = (float)(y1 + 1);
-        grp[n_vis] = i;
-        n_vis++;
+    ct->next_out += yield;
+    /* run_tracker_update_execution_phase, step 2: the removed objects go (after their memories were
+       encoded and the new objects added, as the reference does it) */
+    for (i = n - 1; i >= 0; i--) {
+        const int mx = SAM3_MAX_TRACKED_OBJECTS, rest = t->n_obj - i - 1;
+        if (!removed[i]) continue;
+        sam3__trk_obj_free(t, &t->obj[i]);
+        memmove(&t->obj[i], &t->obj[i + 1], (size_t)rest * sizeof(sam3__trk_obj));
+        memmove(&ct->prompt[i], &ct->prompt[i + 1], (size_t)rest * sizeof(int));
+        memmove(&ct->score[i], &ct->score[i + 1], (size_t)rest * sizeof(float));
+        memmove(&ct->last_occluded[i], &ct->last_occluded[i + 1], (size_t)rest * sizeof(int));
+        memmove(&ct->first_frame[i], &ct->first_frame[i + 1], (size_t)rest * sizeof(int));
+        memmove(&ct->n_unmatched[i], &ct->n_unmatched[i + 1], (size_t)rest * sizeof(int));
+        for (j = 0; j < t->n_obj; j++) /* drop column i, then row i */
+            memmove(&ct->dup[j * mx + i], &ct->dup[j * mx + i + 1], (size_t)(mx - i - 1) * sizeof(int));
+        memmove(&ct->dup[i * mx], &ct->dup[(i + 1) * mx], (size_t)rest * mx * sizeof(int));
+        t->n_obj--;
+        memset(&t->obj[t->n_obj], 0, sizeof(sam3__trk_obj));
     }
-    /* _apply_object_wise_non_overlapping_constraints, per prompt, on the visible objects */
-    for (i = 0; i < n_vis; i++) ct->res[i].area = 0;
-    {
-        size_t q;
-        for (q = 0; q < plane; q++) {
-            for (p = 0; p < ct->n_prompts; p++) {
-                int best = -1;
-                for (i = 0; i < n_vis; i++) {
-                    const int oi = grp[i];
-                    if (ct->res[i].prompt != p || !ct->res_mask[(size_t)oi * plane + q]) continue;
-                    if (best < 0 || tsc[oi] > tsc[grp[best]]) best = i;
-                }
-                for (i = 0; i < n_vis; i++) {
-                    const int oi = grp[i];
-                    if (ct->res[i].prompt != p || !ct->res_mask[(size_t)oi * plane + q]) continue;
-                    if (i != best) ct->res_mask[(size_t)oi * plane + q] = 0;
-                    else ct->res[i].area++;
-                }
-            }
-        }
-    }
-    out->frame = f;
-    out->n_objects = n_vis;
-    out->objects = ct->res;
-    out->width = W;
-    out->height = H;
-    out->low_res_width = out->low_res_height = L;
     return sam3__end(c, SAM3_OK);
 undo:
     for (j = 0; j < fresh; j++) sam3__trk_obj_free(t, &t->obj[n + j]);
@@ -11127,6 +11437,31 @@ undo:
             newcond[i]->mem = NULL;
         }
     return sam3__end(c, rc);
+}
+
+SAM3DEF sam3_result sam3_concept_tracker_flush(sam3_concept_tracker *ct, sam3_concept_tracker_result *out) {
+    sam3_tracker *t;
+    sam3_ctx *c;
+    sam3_result rc;
+    int live[SAM3_MAX_TRACKED_OBJECTS], i;
+    if (!ct) return SAM3_ERR_INVALID_ARG;
+    t = ct->t;
+    c = t->c;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_flush: out is NULL");
+    memset(out, 0, sizeof(*out));
+    out->frame = -1;
+    if (ct->next_out >= t->next) return SAM3_OK;
+    if (!sam3__flag_take(&c->busy)) return SAM3_ERR_BUSY;
+    for (i = 0; i < t->n_obj; i++) live[i] = t->obj[i].id;
+    if ((rc = sam3__begin(c)) == SAM3_OK)
+        rc = sam3__end(c, sam3__concept_postprocess_outputs(ct, &ct->held[ct->next_out % ct->n_held], live, t->n_obj, 4 * c->m->trk.grid, out));
+    if (rc == SAM3_OK) ct->next_out++;
+    else {
+        memset(out, 0, sizeof(*out));
+        out->frame = -1;
+    }
+    sam3__flag_drop(&c->busy);
+    return rc;
 }
 
 SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *ct, const uint8_t *pixels, int w, int h, int stride,

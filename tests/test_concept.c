@@ -12,8 +12,8 @@
    Per frame: the same object ids with the same prompt indices, scores and tracker probabilities
    within 1e-4, low-resolution logits within 1e-3 relative (see TOL_LOGITS), frame-size masks at
    IoU >= 0.99, boxes within a pixel. Then misuse of the API, a frame where nothing matches, and
-   aborts inside frames. The dump's streaming part ("s.") is compared; its clip-mode part ("c.", HF's
-   hotstart) is not implemented in sam3.h yet.
+   aborts inside frames. Both of the dump's modes are compared: streaming ("s.") and clip ("c.": HF's
+   hotstart removals, outputs held back by hotstart_delay frames).
 
    HF 5.17 runs NMS and hole filling only with the optional `kernels` package (absent on the
    reference machine), so these two steps have no HF dump to compare with; tests/concept_ops.py
@@ -140,15 +140,85 @@ static int int_list(const sam3__tensor *t, const int32_t **v) {
     return t ? (int)t->shape[0] : -1;
 }
 
-/* One stream through the concept tracker, compared frame by frame with the dump's mode "s". */
-static void test_stream(const char *model, const char *ref, const char *photo) {
+/* One frame's output against the dump's frame res->frame of mode ("s" streaming, "c" clip). */
+static void compare(const dump *dp, const char *mode, const sam3_concept_tracker_result *res) {
+    const dump d = *dp;
+    const sam3_concept_tracker_result fr = *res;
+    const int f = fr.frame, w = fr.width, h = fr.height;
+    int n_ref, ok_ids, worst_box = 0, i;
+    const int32_t *rid, *rpr, *rn, *rl;
+    const sam3__tensor *tsc = fget(&d, SAM3__DT_F32, mode, f, "score"), *tts = fget(&d, SAM3__DT_F32, mode, f, "tscore"),
+                       *tlo = fget(&d, SAM3__DT_F32, mode, f, "low_res"), *tbx = fget(&d, SAM3__DT_F32, mode, f, "box");
+    double e_sc = 0, e_ts = 0, e_lo = 0, min_iou = 1;
+    int worst_lo = -1;
+    long off = 0;
+    n_ref = int_list(fget(&d, SAM3__DT_I32, mode, f, "ids"), &rid);
+    int_list(fget(&d, SAM3__DT_I32, mode, f, "prompt"), &rpr);
+    int_list(fget(&d, SAM3__DT_I32, mode, f, "rle_n"), &rn);
+    int_list(fget(&d, SAM3__DT_I32, mode, f, "rle"), &rl);
+    if (n_ref < 0 || !rpr || !rn || !rl || !tsc || !tts || !tlo || !tbx) {
+        t_check(0, "frame %d: the dump lacks outputs", f);
+        return;
+    }
+    ok_ids = fr.n_objects == n_ref;
+    for (i = 0; ok_ids && i < n_ref; i++) ok_ids = fr.objects[i].id == rid[i] && fr.objects[i].prompt == rpr[i];
+    {
+        char got[256] = "", want[256] = "";
+        size_t a = 0, b = 0;
+        for (i = 0; i < fr.n_objects && a < 200; i++) a += (size_t)snprintf(got + a, sizeof(got) - a, " %d/%d", fr.objects[i].id, fr.objects[i].prompt);
+        for (i = 0; i < n_ref && b < 200; i++) b += (size_t)snprintf(want + b, sizeof(want) - b, " %d/%d", rid[i], rpr[i]);
+        t_check(ok_ids, "frame %d (%dx%d): objects (id/prompt)%s, HF%s", f, w, h, got, want);
+    }
+    if (!ok_ids) return;
+    for (i = 0; i < n_ref; i++) {
+        const sam3_concept_tracker_object *ob = &fr.objects[i];
+        const float *hb = (const float *)tbx->data + 4 * i;
+        const size_t lp = (size_t)fr.low_res_width * fr.low_res_height;
+        double de = fabs(ob->score - ((const float *)tsc->data)[i]), dt = fabs(ob->tracker_score - ((const float *)tts->data)[i]);
+        double dl = t_relerr(ob->low_res_logits, (const float *)tlo->data + i * lp, lp);
+        long inter = 0, uni = 0, px = 0;
+        int r, k2;
+        if (de > e_sc) e_sc = de;
+        if (dt > e_ts) e_ts = dt;
+        if (dl > e_lo) {
+            e_lo = dl;
+            worst_lo = ob->id;
+        }
+        /* HF's runs: 0s first, then alternating */
+        for (r = 0; r < rn[i]; r++) {
+            const int len = rl[off + r], on = r & 1;
+            for (k2 = 0; k2 < len; k2++, px++) {
+                const int mine = ob->mask[px] != 0;
+                inter += mine && on;
+                uni += mine || on;
+            }
+        }
+        off += rn[i];
+        if (px != (long)w * h) uni = -1;
+        if (uni > 0 && (double)inter / uni < min_iou) min_iou = (double)inter / uni;
+        if (uni < 0) min_iou = -1;
+        {
+            const int db = (int)SAM3__MAX(SAM3__MAX(fabsf(ob->box.x0 - hb[0]), fabsf(ob->box.y0 - hb[1])),
+                                          SAM3__MAX(fabsf(ob->box.x1 - 1 - hb[2]), fabsf(ob->box.y1 - 1 - hb[3])));
+            if (db > worst_box) worst_box = db;
+        }
+    }
+    t_check(e_sc <= TOL && e_ts <= TOL, "frame %d: scores max err %.2e, tracker probabilities %.2e", f, e_sc, e_ts);
+    t_check(e_lo <= TOL_LOGITS, "frame %d: low-res logits max rel err %.2e (object %d)", f, e_lo, worst_lo);
+    t_check(min_iou >= MIN_IOU, "frame %d: masks min IoU %.4f over %d objects", f, min_iou, n_ref);
+    t_check(worst_box <= 1, "frame %d: boxes within %d px of HF's", f, worst_box);
+}
+
+/* One stream through the concept tracker, compared frame by frame with the dump's mode: "s"
+   streaming, "c" clip (hotstart on, outputs held back, the rest flushed at the end). */
+static void test_stream(const char *model, const char *ref, const char *photo, const char *mode) {
     dump d;
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
     sam3_concept_tracker *ct = NULL;
     sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
     unsigned char *rgb;
-    int pw, ph, pc, nf, np, f, p, i;
+    int pw, ph, pc, nf, np, f, p, n_out = 0;
     char key[64];
     if (!dump_open(&d, ref)) {
         t_check(0, "cannot read %s", ref);
@@ -175,6 +245,13 @@ static void test_stream(const char *model, const char *ref, const char *photo) {
     o.occlusion_iou = (float)cnum(&d, "concept.occl_iou", 0.7);
     o.nms_iou = cnum(&d, "concept.hf_nms", 0) ? (float)cnum(&d, "concept.nms_thresh", 0.1) : -1.0f;
     o.fill_hole_area = cnum(&d, "concept.hf_fill", 0) ? (int)cnum(&d, "concept.fill_area", 16) : -1;
+    if (mode[0] == 'c') {
+        o.hotstart_delay = (int)cnum(&d, "concept.hs_delay", 15);
+        o.hotstart_unmatch = (int)cnum(&d, "concept.hs_unmatch", 8);
+        o.hotstart_dup = (int)cnum(&d, "concept.hs_dup", 8);
+        /* HF's keep-alive suppression is not implemented; the dump ran with it off */
+        t_check(cnum(&d, "concept.hs_suppress_only", 1) != 0, "the dump ran with suppress_unmatched_only_within_hotstart");
+    }
     t_check(sam3_concept_tracker_new(c, &o, &ct) == SAM3_OK, "sam3_concept_tracker_new: %s", sam3_ctx_last_error(c));
     if (!ct) goto out;
     np = (int)cnum(&d, "concept.n_prompts", 0);
@@ -196,14 +273,8 @@ static void test_stream(const char *model, const char *ref, const char *photo) {
     t_check(nf >= 12, "the dump has %d frames", nf);
     for (f = 0; f < nf; f++) {
         sam3_concept_tracker_result fr;
-        int w, h, n_ref, ok_ids, worst_box = 0;
+        int w, h;
         unsigned char *img = vf_frame(rgb, pw, ph, f, nf, &w, &h);
-        const int32_t *rid, *rpr, *rn, *rl;
-        const sam3__tensor *tsc = fget(&d, SAM3__DT_F32, "s", f, "score"), *tts = fget(&d, SAM3__DT_F32, "s", f, "tscore"),
-                           *tlo = fget(&d, SAM3__DT_F32, "s", f, "low_res"), *tbx = fget(&d, SAM3__DT_F32, "s", f, "box");
-        double e_sc = 0, e_ts = 0, e_lo = 0, min_iou = 1;
-        int worst_lo = -1;
-        long off = 0;
         sam3_result rc;
         snprintf(key, sizeof(key), "frame.%d.crc32", f);
         if (!img || (uint32_t)cnum(&d, key, -1) != vf_crc32(img, (size_t)w * h * 3)) {
@@ -215,62 +286,24 @@ static void test_stream(const char *model, const char *ref, const char *photo) {
         free(img);
         t_check(rc == SAM3_OK, "frame %d: push: %s", f, sam3_ctx_last_error(c));
         if (rc != SAM3_OK) break;
-        n_ref = int_list(fget(&d, SAM3__DT_I32, "s", f, "ids"), &rid);
-        int_list(fget(&d, SAM3__DT_I32, "s", f, "prompt"), &rpr);
-        int_list(fget(&d, SAM3__DT_I32, "s", f, "rle_n"), &rn);
-        int_list(fget(&d, SAM3__DT_I32, "s", f, "rle"), &rl);
-        if (n_ref < 0 || !rpr || !rn || !rl || !tsc || !tts || !tlo || !tbx) {
-            t_check(0, "frame %d: the dump lacks outputs", f);
-            break;
-        }
-        ok_ids = fr.n_objects == n_ref;
-        for (i = 0; ok_ids && i < n_ref; i++) ok_ids = fr.objects[i].id == rid[i] && fr.objects[i].prompt == rpr[i];
-        {
-            char got[256] = "", want[256] = "";
-            size_t a = 0, b = 0;
-            for (i = 0; i < fr.n_objects && a < 200; i++) a += (size_t)snprintf(got + a, sizeof(got) - a, " %d/%d", fr.objects[i].id, fr.objects[i].prompt);
-            for (i = 0; i < n_ref && b < 200; i++) b += (size_t)snprintf(want + b, sizeof(want) - b, " %d/%d", rid[i], rpr[i]);
-            t_check(ok_ids, "frame %d (%dx%d): objects (id/prompt)%s, HF%s", f, w, h, got, want);
-        }
-        if (!ok_ids) continue;
-        for (i = 0; i < n_ref; i++) {
-            const sam3_concept_tracker_object *ob = &fr.objects[i];
-            const float *hb = (const float *)tbx->data + 4 * i;
-            const size_t lp = (size_t)fr.low_res_width * fr.low_res_height;
-            double de = fabs(ob->score - ((const float *)tsc->data)[i]), dt = fabs(ob->tracker_score - ((const float *)tts->data)[i]);
-            double dl = t_relerr(ob->low_res_logits, (const float *)tlo->data + i * lp, lp);
-            long inter = 0, uni = 0, px = 0;
-            int r, k2;
-            if (de > e_sc) e_sc = de;
-            if (dt > e_ts) e_ts = dt;
-            if (dl > e_lo) {
-                e_lo = dl;
-                worst_lo = ob->id;
-            }
-            /* HF's runs: 0s first, then alternating */
-            for (r = 0; r < rn[i]; r++) {
-                const int len = rl[off + r], on = r & 1;
-                for (k2 = 0; k2 < len; k2++, px++) {
-                    const int mine = ob->mask[px] != 0;
-                    inter += mine && on;
-                    uni += mine || on;
-                }
-            }
-            off += rn[i];
-            if (px != (long)w * h) uni = -1;
-            if (uni > 0 && (double)inter / uni < min_iou) min_iou = (double)inter / uni;
-            if (uni < 0) min_iou = -1;
-            {
-                const int db = (int)SAM3__MAX(SAM3__MAX(fabsf(ob->box.x0 - hb[0]), fabsf(ob->box.y0 - hb[1])),
-                                              SAM3__MAX(fabsf(ob->box.x1 - 1 - hb[2]), fabsf(ob->box.y1 - 1 - hb[3])));
-                if (db > worst_box) worst_box = db;
-            }
-        }
-        t_check(e_sc <= TOL && e_ts <= TOL, "frame %d: scores max err %.2e, tracker probabilities %.2e", f, e_sc, e_ts);
-        t_check(e_lo <= TOL_LOGITS, "frame %d: low-res logits max rel err %.2e (object %d)", f, e_lo, worst_lo);
-        t_check(min_iou >= MIN_IOU, "frame %d: masks min IoU %.4f over %d objects", f, min_iou, n_ref);
-        t_check(worst_box <= 1, "frame %d: boxes within %d px of HF's", f, worst_box);
+        /* clip mode: frame f - (delay - 1) comes out, none before */
+        t_check(fr.frame == f - SAM3__MAX(o.hotstart_delay - 1, 0) || (fr.frame == -1 && f < o.hotstart_delay - 1),
+                "%s: push %d gives frame %d", mode, f, fr.frame);
+        if (fr.frame < 0) continue;
+        t_check(fr.frame == n_out, "%s: frame %d comes out in order (%d expected)", mode, fr.frame, n_out);
+        n_out++;
+        compare(&d, mode, &fr);
     }
+    for (;;) { /* the frames still held back */
+        sam3_concept_tracker_result fr;
+        sam3_result rc = sam3_concept_tracker_flush(ct, &fr);
+        t_check(rc == SAM3_OK, "%s: flush: %s", mode, sam3_ctx_last_error(c));
+        if (rc != SAM3_OK || fr.frame < 0) break;
+        t_check(fr.frame == n_out, "%s: flush gives frame %d (%d expected)", mode, fr.frame, n_out);
+        n_out++;
+        compare(&d, mode, &fr);
+    }
+    t_check(n_out == nf, "%s: %d of %d frames came out", mode, n_out, nf);
 out:
     sam3_concept_tracker_free(ct);
     sam3_ctx_free(c);
@@ -312,6 +345,25 @@ static void test_api(const char *model) {
         sam3_result rc = sam3_concept_tracker_push_frame(ct, img, 64, 48, 64 * 3, SAM3_RGB8, &fr);
         t_check(rc == SAM3_OK && fr.frame == i && fr.n_objects == 0 && fr.width == 64 && fr.height == 48,
                 "frame %d with nothing detected: rc %d, frame %d, %d objects", i, (int)rc, fr.frame, fr.n_objects);
+    }
+    t_check(sam3_concept_tracker_flush(ct, &fr) == SAM3_OK && fr.frame == -1 && fr.n_objects == 0, "streaming mode: nothing to flush");
+    t_check(sam3_concept_tracker_flush(ct, NULL) == SAM3_ERR_INVALID_ARG && sam3_concept_tracker_flush(NULL, &fr) == SAM3_ERR_INVALID_ARG,
+            "flush: NULL rejected");
+    sam3_concept_tracker_free(ct);
+    ct = NULL;
+    o.hotstart_delay = 1025;
+    t_check(sam3_concept_tracker_new(c, &o, &ct) == SAM3_ERR_INVALID_ARG && !ct, "hotstart_delay above 1024 rejected");
+    o.hotstart_delay = 3; /* clip mode: frames 0, 1 held back, then one out per push, the last two flushed */
+    t_check(sam3_concept_tracker_new(c, &o, &ct) == SAM3_OK && ct, "new, clip mode");
+    if (!ct) goto out;
+    t_check(sam3_concept_tracker_add_text(ct, "a cat", &idx) == SAM3_OK, "clip mode prompt");
+    for (i = 0; i < 4; i++) {
+        sam3_result rc = sam3_concept_tracker_push_frame(ct, img, 64, 48, 64 * 3, SAM3_RGB8, &fr);
+        t_check(rc == SAM3_OK && fr.frame == (i < 2 ? -1 : i - 2) && fr.n_objects == 0, "clip push %d gives frame %d", i, fr.frame);
+    }
+    for (i = 2; i < 5; i++) {
+        sam3_result rc = sam3_concept_tracker_flush(ct, &fr);
+        t_check(rc == SAM3_OK && fr.frame == (i < 4 ? i : -1), "flush %d gives frame %d", i - 2, fr.frame);
     }
 out:
     sam3_concept_tracker_free(ct);
@@ -424,7 +476,10 @@ int main(int argc, char **argv) {
     }
     sam3__allocator_resolve(NULL, &g_alloc);
     if (ops) test_ops(ops);
-    if (model && ref && photo) test_stream(model, ref, photo);
+    if (model && ref && photo) {
+        test_stream(model, ref, photo, "s");
+        test_stream(model, ref, photo, "c");
+    }
     if (model) test_api(model);
     if (model) test_abort(model);
     return t_done("test_concept");
