@@ -224,7 +224,7 @@ static int cli_ds_list_build(cli_ds_list *l, const char *arg) {
     memset(l, 0, sizeof(*l));
     rc = arg[0] == '@' ? cli_ds__from_list(l, arg + 1) : cli_ds__from_dir(l, arg);
     if (rc != CLI_OK) return rc;
-    if (!l->n) {
+    if (l->n <= 0) { /* (<= : so that GCC 13 sees a positive count in the sizes below) */
         cli_error(arg[0] == '@' ? "no image paths in the list '%s'" : "no image files (*.jpg, *.jpeg, *.png) in the folder '%s'",
                   arg[0] == '@' ? arg + 1 : arg);
         return CLI_FAIL;
