@@ -50,6 +50,7 @@ static const char *TRACK_HELP =
     "  --force                    write into a folder that holds other files (they are kept)\n"
     "  --max-pixels N             refuse frames and masks over N pixels (default 100000000)\n"
     "  --threads N                threads (default: all cores)\n"
+    "  --precision bf16|f32       weight products in bf16 (f32 sums), as in `sam3 segment`\n"
     "  -q, --quiet                no progress on stderr\n"
     "\n"
     "Exit status: 0 done, 1 failed (unreadable model or frame, truncated stream, a prompt for a frame\n"
@@ -69,6 +70,7 @@ typedef struct track_prompt {
 typedef struct track_args {
     const char *model, *input, *outdir;
     int threads, quiet, overlay, force;
+    int precision; /* --precision: SAM3_PRECISION_* */
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
@@ -140,6 +142,10 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             a->outdir = v;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--threads", &v)) != 0) {
             if (r < 0 || !parse_int(v, 1, 4096, &a->threads)) return usage_error("track", "--threads wants a number >= 1, got '%s'", r < 0 ? "" : v);
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--precision", &v)) != 0) {
+            if (r < 0 || (strcmp(v, "bf16") && strcmp(v, "f32")))
+                return usage_error("track", "--precision wants bf16 or f32, got '%s'", r < 0 ? "" : v);
+            a->precision = strcmp(v, "bf16") ? SAM3_PRECISION_F32 : SAM3_PRECISION_BF16;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--threshold", &v)) != 0) {
             if (r < 0 || !parse_float(v, &a->threshold) || !(a->threshold > 0) || a->threshold >= 1)
                 return usage_error("track", "--threshold wants a number between 0 and 1, got '%s'", r < 0 ? "" : v);
@@ -446,6 +452,7 @@ static int run_track(track_args *a) {
     if (!load_model("track", a->model, a->quiet, &m)) goto done;
     co.n_threads = a->threads;
     co.blas_threads = 1;
+    co.precision = a->precision;
     if ((r = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
         cli_error("cannot create a context: %s", sam3_result_string(r));
         goto done;

@@ -84,6 +84,11 @@ run 0 "-q" -m "$MODEL" -i "$T/a/png" -o "$T/quiet" $PROMPTS -q --threads 1
 [ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "-q printed: $(cat "$T/out" "$T/err")"
 "$PY" tests/track_frames.py same "$T/png" "$T/quiet" && ok || bad "--threads 1 changed the results"
 
+# --precision bf16: the same objects on every frame (the masks may differ by bf16 rounding)
+run 0 "--precision bf16" -m "$MODEL" -i "$T/a/png" -o "$T/bf16" $PROMPTS -q --precision bf16
+tracks "--precision bf16" "$T/bf16" "$T/a/png" "$IDS"
+fails 2 "precision" "--precision f16" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --precision f16
+
 # rerun into a used folder with fewer frames and objects: the earlier run's masks and overlays go
 # (the ones its tracks.jsonl lists), other files stay; files that are not sam3's need --force
 cp -R "$T/png" "$T/rerun" && mkdir -p "$T/two" && cp "$T/a/png/f000.png" "$T/a/png/f001.png" "$T/two/" &&
