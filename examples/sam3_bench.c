@@ -387,6 +387,7 @@ static int bench_gemm(int threads, int runs, int M, int N, int K) {
 
 /* ---- sam3 bench --load N: latency beside other work ---- */
 
+#ifdef BENCH_HAVE_FORK
 /* One round's latencies (ms): image encoder, first prompt, new prompt, first click, click on
    the cached image; -1 for what the file cannot do. `k` varies the texts and click places. */
 enum { LOAD_ENCODER, LOAD_FIRST_PROMPT, LOAD_NEW_PROMPT, LOAD_FIRST_CLICK, LOAD_CLICK, LOAD_N };
@@ -433,7 +434,6 @@ static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int s
     return 1;
 }
 
-#ifdef BENCH_HAVE_FORK
 /* A busy process: a shell's endless loop, one thread of work until killed, as another program
    beside ours. It is exec'd at once: a plain fork() would share our pages copy-on-write, and every
    first write to the scratch would then pay a page copy, which is not what another program costs. */
