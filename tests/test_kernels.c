@@ -294,6 +294,7 @@ static void test_conv3x3(sam3_ctx *c) {
         for (i = 0; i < (size_t)cin * lh * lw; i++) lo[i] = frand();
         for (i = 0; i < (size_t)cout * cin * 9; i++) w[i] = 0.3f * frand();
         for (i = 0; i < (size_t)cout; i++) b[i] = frand();
+        memset(&l, 0, sizeof(l)); /* an f32 weight: wh (bf16) stays NULL */
         l.w = w, l.b = b;
         rc = sam3__conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, y, st);
         rr = sam3__ref_conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, yr, str);
