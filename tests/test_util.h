@@ -73,21 +73,10 @@ static T_UNUSED void t_free_file(void *p) {
     if (p) free(((unsigned char **)p)[-1]);
 }
 
-/* ||a - b|| / ||b|| (with b = 0 falling back to the absolute norm). */
-static T_UNUSED double t_relerr(const float *a, const float *b, size_t n) {
-    double num = 0, den = 0;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        double d = (double)a[i] - (double)b[i];
-        num += d * d;
-        den += (double)b[i] * b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-/* The same with ||b|| floored at `floor` per element: for logits that sit near 0 (an object score
-   of 0.007 that is the difference of O(1) terms), whose norm-wise relative error measures the
-   cancellation, not the implementation: a 256-term f32 dot product in another order moves it by
-   ~1e-6 absolute. */
+/* ||a - b|| / ||b||, with ||b|| floored at `floor` per element (b = 0 and no floor: the absolute
+   norm). The floor is for logits that sit near 0 (an object score of 0.007 that is the difference
+   of O(1) terms), whose norm-wise relative error measures the cancellation, not the
+   implementation: a 256-term f32 dot product in another order moves it by ~1e-6 absolute. */
 static T_UNUSED double t_relerr_floor(const float *a, const float *b, size_t n, double floor) {
     double num = 0, den = 0;
     size_t i;
@@ -97,8 +86,9 @@ static T_UNUSED double t_relerr_floor(const float *a, const float *b, size_t n, 
         den += (double)b[i] * b[i];
     }
     if (den < floor * floor * (double)n) den = floor * floor * (double)n;
-    return sqrt(num / den);
+    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
+static T_UNUSED double t_relerr(const float *a, const float *b, size_t n) { return t_relerr_floor(a, b, n, 0.0); }
 static T_UNUSED double t_maxabs(const float *a, const float *b, size_t n) {
     double m = 0;
     size_t i;
