@@ -4645,6 +4645,14 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 #define SAM3__BNR 32  /* columns per B panel */
 #define SAM3__BMC 128 /* rows per A block: 128 x 256 bf16 = 64 KB, in L2 */
 #define SAM3__BNC (SAM3__BNR * 64)
+/* AMX's blocks: a tile step (four tdpbf16ps, 16 cycles each) takes 32 k, so a 256-k block gave
+   each 32 x 32 tile 8 steps between two round trips of its sums through memory; 512 k a block
+   keeps the B panel (32 KB) in L1 for the block's 4 row tiles. The columns of a ViT layer's widest
+   product (4736) fit one B block, so the activations are rounded and packed once per k block. */
+#define SAM3__BKC_AMX 512
+#define SAM3__BNC_AMX (SAM3__BNR * 150)
+static int sam3__bgemm_kcb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BKC_AMX : SAM3__BKC; }
+static int sam3__bgemm_ncb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BNC_AMX : SAM3__BNC; }
 
 #if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define SAM3__BF16_X86 1
@@ -4924,15 +4932,26 @@ __attribute__((target("amx-tile"))) static void sam3__amx_begin(void) {
 }
 __attribute__((target("amx-tile"))) static void sam3__amx_end(void) { _tile_release(); }
 /* BMR x BNR tile: C tiles 0..3 (rows 0-15 / 16-31 x columns 0-15 / 16-31), A tiles 4, 5 (16
-   rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. */
+   rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. A whole tile sums in the
+   tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
+   and is stored once; a ragged one, or another beta, goes through t. */
 __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp, const uint16_t *pa, const uint16_t *pb, float *C,
                                                                           int ldc, int mr, int nr, float beta, int first) {
     float t[SAM3__BMR * SAM3__BNR];
+    const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
+    const long ldb = (long)ldc * 4; /* bytes */
     int k;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    if (direct && (!first || beta == 1)) {
+        _tile_loadd(0, C, ldb);
+        _tile_loadd(1, C + 16, ldb);
+        _tile_loadd(2, C + (size_t)16 * ldc, ldb);
+        _tile_loadd(3, C + (size_t)16 * ldc + 16, ldb);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
     for (k = 0; k < kcp; k += 32) {
         _tile_loadd(4, pa + k, kcp * 2);
         _tile_loadd(5, pa + (size_t)16 * kcp + k, kcp * 2);
@@ -4943,6 +4962,13 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
+    if (direct) {
+        _tile_stored(0, C, ldb);
+        _tile_stored(1, C + 16, ldb);
+        _tile_stored(2, C + (size_t)16 * ldc, ldb);
+        _tile_stored(3, C + (size_t)16 * ldc + 16, ldb);
+        return;
+    }
     _tile_stored(0, t, SAM3__BNR * 4);
     _tile_stored(1, t + 16, SAM3__BNR * 4);
     _tile_stored(2, t + 16 * SAM3__BNR, SAM3__BNR * 4);
@@ -4951,21 +4977,37 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
 }
 #endif
 
+#if defined(SAM3__BF16_X86)
+/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), with kernel kern (AVX512-BF16 or AMX, the
+   tile state already configured): for the bf16 attention. */
+static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
+#if defined(SAM3__BF16_AMX)
+    if (kern == SAM3__BK_AMX) {
+        sam3__btile_amx(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+        return;
+    }
+#endif
+    (void)kern;
+    sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+}
+#endif
+
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. */
 static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                                const uint16_t *Bh, int ldb, float beta, float *C, int ldc, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+    const int kcb = sam3__bgemm_kcb(kern), ncb = sam3__bgemm_ncb(kern);
     int jc, pc;
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
-    for (jc = 0; jc < N; jc += SAM3__BNC) {
-        const int nc = SAM3__MIN(SAM3__BNC, N - jc), npan = (nc + SAM3__BNR - 1) / SAM3__BNR;
-        for (pc = 0; pc < K || pc == 0; pc += SAM3__BKC) {
-            const int kc = SAM3__MIN(SAM3__BKC, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
+    for (jc = 0; jc < N; jc += ncb) {
+        const int nc = SAM3__MIN(ncb, N - jc), npan = (nc + SAM3__BNR - 1) / SAM3__BNR;
+        for (pc = 0; pc < K || pc == 0; pc += kcb) {
+            const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
             const int ntask = nmb * ngrp;
             int jp, task;
 #ifdef _OPENMP
-            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__BMC * SAM3__BKC;
+            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__BMC * kcb;
 #else
             uint16_t *pa = pa_all;
 #endif
@@ -5110,10 +5152,8 @@ static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N
    f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
 static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    const int kcp = (SAM3__MIN(SAM3__BKC, K > 0 ? K : 1) + 31) / 32 * 32;
-    const int ncp = (SAM3__MIN(SAM3__BNC, N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     const int nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
-    int nt = c->nt, ngrp = 1;
+    int nt = c->nt, ngrp = 1, kcp, ncp;
     unsigned char *raw;
     uint16_t *pb, *pa;
     if (M <= 0 || N <= 0) return;
@@ -5124,6 +5164,8 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
     if (kern == SAM3__BK_AMX) kern = SAM3__BK_AVX512;
 #endif
     if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
+    kcp = (SAM3__MIN(sam3__bgemm_kcb(kern), K > 0 ? K : 1) + 31) / 32 * 32;
+    ncp = (SAM3__MIN(sam3__bgemm_ncb(kern), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     if (kern != SAM3__BK_REF) {
 #ifdef _OPENMP
         if (omp_in_parallel()) nt = 1;
@@ -5132,7 +5174,7 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
 #endif
         if (nt < 1) nt = 1;
         while (nmb * ngrp < 2 * nt && ngrp * SAM3__BNR < N) ngrp *= 2;
-        raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * SAM3__BMC * SAM3__BKC) * sizeof(uint16_t) + 64);
+        raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * SAM3__BMC * sam3__bgemm_kcb(kern)) * sizeof(uint16_t) + 64);
         if (raw) {
             pb = (uint16_t *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
             pa = pb + (size_t)kcp * ncp;
@@ -6483,6 +6525,99 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
     sam3__release(c, mk);
     return SAM3_OK;
 }
+#if defined(SAM3__BF16_X86)
+#define SAM3__ATT_BF16 1
+/* The ViT's self-attention with bf16 products (AVX512-BF16 or AMX, through the bf16 GEMM's tile
+   kernels), where its weight products run in bf16: AMX makes those ~5x faster than f32, and the
+   f32 attention (~14 % of the encoder's flops) then took most of its time. q and k rounded to
+   bf16 as product inputs, scores and the softmax in f32, probabilities rounded to bf16 for P.V,
+   sums in f32 (as PyTorch's bf16 scaled_dot_product_attention on CPU). One task: BMR query rows
+   of a head against all its n keys at once: scores (BMR, nkp) f32 and probabilities (BMR, nkp)
+   bf16 are 1 MB at 5184 keys, in a server core's L2, and the softmax is exact (no online
+   rescaling). kh: the head's keys as B panels (nkp / BNR, hdp / 2, BNR, 2) (sam3__rope_pack_bf16),
+   vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16), nkp = n rounded up to BNR,
+   hdp = hd rounded up to the tiles' 32 k, zero past n and hd. Scratch: qb (BMR, hdp) bf16,
+   s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
+static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint16_t *kh, const uint16_t *vh, int n, int hd, float scale,
+                                 int r0, int r1, uint16_t *qb, float *s, uint16_t *p, float *acc, float *oh, int ldo) {
+    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
+    float sum[SAM3__BMR];
+    int r, j, d;
+#if defined(__SSE__)
+    const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
+    _mm_setcsr(csr | 0x8040u);
+#endif
+    for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
+        if (r < nr) {
+            const float *qr = qh + (size_t)(r0 + r) * ldq;
+            for (d = 0; d < hdp; d++) acc[d] = d < hd ? qr[d] * scale : 0.0f;
+            sam3__bf16_row_avx512(acc, qb + (size_t)r * hdp, hdp);
+        } else {
+            memset(qb + (size_t)r * hdp, 0, (size_t)hdp * sizeof(uint16_t));
+        }
+    }
+    for (j = 0; j < nkp / SAM3__BNR; j++) {
+        sam3__btile(kern, hdp, qb, kh + (size_t)j * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
+    }
+    for (r = 0; r < SAM3__BMR; r++) {
+        float *row = s + (size_t)r * nkp;
+        uint16_t *pr = p + (size_t)r * nkp;
+        if (r < nr) {
+            sum[r] = sam3__exp_sum(row, n, sam3__row_max(row, n));
+            sam3__bf16_row_avx512(row, pr, n);
+            if (nkp > n) memset(pr + n, 0, (size_t)(nkp - n) * sizeof(uint16_t)); /* padded keys: probability 0 */
+        } else {
+            memset(pr, 0, (size_t)nkp * sizeof(uint16_t));
+        }
+    }
+    for (d = 0; d < hdp / SAM3__BNR; d++) {
+        sam3__btile(kern, nkp, p, vh + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = oh + (size_t)(r0 + r) * ldo;
+        const float inv = 1.0f / sum[r];
+        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
+    }
+#if defined(__SSE__)
+    _mm_setcsr(csr);
+#endif
+}
+/* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
+   sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
+   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. out may alias q. */
+static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, int n, int nh, int hd, const float *q, int ldq,
+                                               const uint16_t *kt, const uint16_t *vp, float *out, int ldo) {
+    sam3__mark mk = sam3__mark_get(c);
+    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (n + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
+    /* per thread, in floats: qb, s, p, acc */
+    const size_t per_thr = (size_t)SAM3__BMR * hdp / 2 + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2 + (size_t)SAM3__BMR * hdp;
+    float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
+    if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel num_threads(c->nt))
+    {
+        float *base = sam3__thread_slice(sbuf, per_thr);
+        uint16_t *qb = (uint16_t *)(void *)base;
+        float *s = base + (size_t)SAM3__BMR * hdp / 2;
+        uint16_t *pp = (uint16_t *)(void *)(s + (size_t)SAM3__BMR * nkp);
+        float *acc = s + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2;
+        int task;
+#if defined(SAM3__BF16_AMX)
+        if (kern == SAM3__BK_AMX) sam3__amx_begin();
+#endif
+        SAM3__OMP(for schedule(dynamic, 1))
+        for (task = 0; task < nb * nh * nblk; task++) {
+            const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
+            sam3__attn_rows_bf16(kern, q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * hdp, vp + (size_t)bh * nkp * hdp, n,
+                                 hd, 1.0f / sqrtf((float)hd), r0, r1, qb, s, pp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
+        }
+#if defined(SAM3__BF16_AMX)
+        if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+#endif
 #else
 #define SAM3__ATT_PW 16 /* keys per panel of the packed layout (sam3__rope_pack) */
 #endif
@@ -7348,6 +7483,62 @@ static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, 
     }
 }
 
+#if defined(SAM3__ATT_BF16)
+/* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and rounded to bf16
+   into B panels of BNR keys, kt (nb, nh, nkp / BNR, hdp / 2, BNR, 2): key j's pair (2m, 2m + 1) of
+   head h at [b][h][j / BNR][m][j % BNR], zero past nk and hd (hdp: hd rounded up to 32). */
+static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
+                                 int C, int hd, const float *tab, uint16_t *kt) {
+    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nkp; i++) {
+        const int b = i / nkp, j = i % nkp;
+        const float *cs = tab + (size_t)j * hd;
+        int h, m;
+        for (h = 0; h < nh; h++) {
+            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * hdp * R + (size_t)(j % R) * 2;
+            for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) dst[(size_t)m * 2 * R] = dst[(size_t)m * 2 * R + 1] = 0;
+            if (j >= nk) continue;
+            {
+                const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                for (m = 0; m < hd / 2; m++) {
+                    float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                    if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
+                    dst[(size_t)m * 2 * R] = sam3__f32_bf16(a * co - bb * si);
+                    dst[(size_t)m * 2 * R + 1] = sam3__f32_bf16(bb * co + a * si);
+                }
+            }
+        }
+        if (j < nk) sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+    }
+}
+/* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
+   keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
+   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
+static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
+    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nkp; i++) {
+        const int b = i / nkp, j = i % nkp;
+        int h, d;
+        for (h = 0; h < nh; h++) {
+            uint16_t *dst = vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(j / 2) * 2 * R + (j % 2);
+            for (d = j < nk ? hd : 0; d < hdp; d++) dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = 0;
+            if (j >= nk) continue;
+            {
+                const float *rh = v + ((size_t)b * nk + j) * ldv + (size_t)h * hd;
+                for (d = 0; d < hd; d++)
+                    dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = sam3__f32_bf16(bv ? rh[d] + bv[(size_t)h * hd + d] : rh[d]);
+            }
+        }
+    }
+}
+#endif
+
 /* Sam3ViTPatchEmbeddings + Sam3ViTEmbeddings: conv patch x patch (no bias) as im2col GEMM, plus
    the pretrain-grid absolute position embedding tiled (not interpolated) over the token grid. */
 static sam3_result sam3__vit_embeddings(sam3_ctx *c, const float *pix, float *x) {
@@ -7453,9 +7644,21 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
-        sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
-        sam3__v_pack(c, vs, ld, w->attn.v.b, nb, nk, C, hd, mlp);
-        if ((rc = sam3__attention_packed(c, nb, nk, v->heads, hd, qq, ld, h, mlp, qq, ld)) != SAM3_OK) return rc;
+#if defined(SAM3__ATT_BF16)
+        /* bf16 products in the attention too where the weights' run in bf16; K and V in the same
+           buffers, as bf16 panels */
+        if (c->bk != SAM3__BK_REF && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
+            sam3__rope_pack_bf16(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, (uint16_t *)(void *)h);
+            sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
+            rc = sam3__attention_packed_bf16(c, c->bk, nb, nk, v->heads, hd, qq, ld, (const uint16_t *)(void *)h, (const uint16_t *)(void *)mlp, qq, ld);
+        } else
+#endif
+        {
+            sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
+            sam3__v_pack(c, vs, ld, w->attn.v.b, nb, nk, C, hd, mlp);
+            rc = sam3__attention_packed(c, nb, nk, v->heads, hd, qq, ld, h, mlp, qq, ld);
+        }
+        if (rc != SAM3_OK) return rc;
         sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
         else sam3__window_add(c, x, h, w->attn.o.b, g, ws, C);
@@ -7470,15 +7673,20 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     const int g = v->grid, C = v->hidden, N = g * g;
     const int nwy = (g + v->window - 1) / v->window, np = SAM3__MAX(N, nwy * nwy * v->window * v->window);
     /* h also holds the key panels, each batch's keys padded to whole panels */
-    const int nph = SAM3__MAX(np, SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW),
-                                            (N + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW));
+    /* keys padded to whole panels: of the f32 attention (ATT_PW) and of the bf16 one (BNR, 2 bytes a value) */
+    const int nkpf = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW),
+                               (N + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW);
+    const int nkph = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR),
+                               (N + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR);
+    const int nph = SAM3__MAX(np, nkpf);
+    const size_t bneed = ((size_t)nkph * (v->hidden / v->head_dim) * ((v->head_dim + 31) / 32 * 32) + 1) / 2; /* bf16 K or V, in floats */
     sam3__mark mk = sam3__mark_get(c);
-    float *h = sam3__sallocf(c, (size_t)nph * C);  /* (nph, C) normed input, then key panels or attention output */
+    float *h = sam3__sallocf(c, SAM3__MAX((size_t)nph * C, bneed)); /* (nph, C) normed input, then key panels or attention output */
     /* (np, 3C) q, k, v of one product, or three (np, C) blocks; attention output, projections */
     float *q = sam3__sallocf(c, (size_t)3 * np * C);
     float *k = q ? q + (size_t)np * C : NULL, *vv = q ? q + (size_t)2 * np * C : NULL;
-    /* (N, intermediate); before the MLP, the attention's per-head values (np, C) */
-    float *mlp = sam3__sallocf(c, SAM3__MAX((size_t)N * v->inter, (size_t)np * C));
+    /* (N, intermediate); before the MLP, the attention's per-head values (np, C) (f32) or bneed (bf16) */
+    float *mlp = sam3__sallocf(c, SAM3__MAX(SAM3__MAX((size_t)N * v->inter, (size_t)np * C), bneed));
     sam3_result rc;
     int i;
     char name[32];

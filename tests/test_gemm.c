@@ -126,7 +126,7 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
 static void test_bf16(void) {
     static const int big[][3] = {{SAM3__BMC + 1, SAM3__BNR * 3 + 5, SAM3__BKC + 3}, {2 * SAM3__BMC + 3, 40, 2 * SAM3__BKC + 1},
                                  {5, SAM3__BNC + SAM3__BNR + 1, 3}, {33, SAM3__BNC + 7, SAM3__BKC + 33}, {300, 77, 0}, {1, 257, 513},
-                                 {70, 96, 1024}};
+                                 {70, 96, 1024}, {40, SAM3__BNC_AMX + 33, 40}, {64, 64, 2 * SAM3__BKC_AMX + 5}};
     const int have = sam3__bf16_detect();
     int kern, nt, ta, tb, s;
     {
@@ -156,6 +156,8 @@ static void test_bf16(void) {
                     for (s = 0; s < (int)(sizeof(big) / sizeof(big[0])); s++)
                         t_check(check_bf16(kern, nt, ta, tb, big[s][0], big[s][1], big[s][2], s % 3 ? 0.0f : 2.0f, s % 2, s % 2, s % 2 == 0),
                                 "bf16, shapes across the blocks");
+                    /* whole 32 x 32 tiles over three k blocks, C summed onto (AMX: in the tile registers) */
+                    t_check(check_bf16(kern, nt, ta, tb, 64, 96, 2 * SAM3__BKC_AMX + 40, 1.0f, 0, 0, 1), "bf16, whole tiles, beta 1");
                 }
         printf("bf16 %s kernel: %s\n", bk_name[kern], t_fail == before ? "agrees" : "DIFFERS");
     }

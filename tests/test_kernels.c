@@ -276,6 +276,92 @@ static void test_attention_packed(sam3_ctx *c) {
     t_check(fails == 0, "packed (ViT) attention, in place, ragged windows: %d bad", fails);
 }
 
+#if defined(SAM3__ATT_BF16)
+/* The ViT's bf16 attention (sam3__rope_pack_bf16, sam3__v_pack_bf16, sam3__attention_packed_bf16)
+   with each bf16 kernel this CPU has, against its definition in double: q (scaled) and k rotated
+   and rounded to bf16, exact scores, probabilities rounded to bf16 for P.V, the sum unrounded.
+   Ragged keys and query rows (not multiples of the 32-key panels and 32-row tasks), head dims
+   padded to 32. The bound: one bf16 rounding of a probability (2^-9 relative) may differ where
+   exp in f32 and in double round across a bf16 boundary. */
+static void test_attention_bf16(sam3_ctx *c) {
+    static const int cfg[][4] = {{2, 5, 2, 16}, {1, 33, 2, 64}, {2, 100, 1, 40}, {1, 577, 2, 64}}; /* nb, n, nh, hd */
+    const int have = sam3__bf16_detect();
+    int kern, ci;
+    for (kern = SAM3__BK_AVX512; kern <= have; kern++) {
+        int fails = 0;
+        for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+            const int nb = cfg[ci][0], n = cfg[ci][1], nh = cfg[ci][2], hd = cfg[ci][3], C = nh * hd, ld = C + 3;
+            const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
+            const size_t rows = (size_t)nb * n * ld;
+            float *q = fbuf(rows), *k = fbuf(rows), *v = fbuf(rows), *q0 = fbuf(rows), *bq = fbuf(C), *bk = fbuf(C), *bv = fbuf(C);
+            float *tab = fbuf((size_t)n * hd);
+            uint16_t *kt = (uint16_t *)malloc((size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
+            uint16_t *vp = (uint16_t *)malloc((size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
+            double *s = (double *)malloc((size_t)n * sizeof(double)), vmax = 0, worst = 0;
+            const float scale = 1.0f / sqrtf((float)hd);
+            size_t i;
+            int b, h, qi, j, d, m;
+            sam3_result rc;
+            for (i = 0; i < rows; i++) q0[i] = q[i] = 2 * frand(), k[i] = 2 * frand(), v[i] = frand();
+            for (i = 0; i < (size_t)C; i++) bq[i] = 0.5f * frand(), bk[i] = 0.5f * frand(), bv[i] = 0.5f * frand();
+            for (j = 0; j < n; j++)
+                for (m = 0; m < hd / 2; m++) {
+                    const float a = 3.0f * frand();
+                    tab[(size_t)j * hd + 2 * m] = cosf(a), tab[(size_t)j * hd + 2 * m + 1] = sinf(a);
+                }
+            for (i = 0; i < rows; i++)
+                if (i % ld < (size_t)C && fabs(v[i] + bv[i % ld]) > vmax) vmax = fabs(v[i] + bv[i % ld]);
+            /* NaN everywhere first: the packers must write every padding value */
+            memset(kt, 0xff, (size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
+            memset(vp, 0xff, (size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
+            sam3__rope_pack_bf16(c, q, ld, k, ld, bq, bk, nb, n, C, hd, tab, kt);
+            sam3__v_pack_bf16(c, v, ld, bv, nb, n, C, hd, vp);
+            rc = sam3__attention_packed_bf16(c, kern, nb, n, nh, hd, q, ld, kt, vp, q, ld);
+            for (b = 0; b < nb && rc == SAM3_OK; b++)
+                for (h = 0; h < nh; h++)
+                    for (qi = 0; qi < n; qi++) {
+                        const float *cq = tab + (size_t)qi * hd;
+                        double mx = -1e300, sum = 0;
+                        for (j = 0; j < n; j++) {
+                            const float *ck = tab + (size_t)j * hd;
+                            double acc = 0;
+                            for (m = 0; m < hd / 2; m++) {
+                                const float *qr = q0 + ((size_t)b * n + qi) * ld + (size_t)h * hd, *kr = k + ((size_t)b * n + j) * ld + (size_t)h * hd;
+                                const float *bqh = bq + (size_t)h * hd, *bkh = bk + (size_t)h * hd;
+                                const float qa = qr[2 * m] + bqh[2 * m], qb = qr[2 * m + 1] + bqh[2 * m + 1];
+                                const float ka = kr[2 * m] + bkh[2 * m], kb = kr[2 * m + 1] + bkh[2 * m + 1];
+                                const float q1 = qa * cq[2 * m] - qb * cq[2 * m + 1], q2 = qb * cq[2 * m] + qa * cq[2 * m + 1];
+                                const float k1 = ka * ck[2 * m] - kb * ck[2 * m + 1], k2 = kb * ck[2 * m] + ka * ck[2 * m + 1];
+                                acc += (double)sam3__bf16_f32(sam3__f32_bf16(q1 * scale)) * sam3__bf16_f32(sam3__f32_bf16(k1)) +
+                                       (double)sam3__bf16_f32(sam3__f32_bf16(q2 * scale)) * sam3__bf16_f32(sam3__f32_bf16(k2));
+                            }
+                            s[j] = acc;
+                            if (acc > mx) mx = acc;
+                        }
+                        for (j = 0; j < n; j++) sum += s[j] = exp(s[j] - mx);
+                        for (d = 0; d < hd; d++) {
+                            double o = 0, err;
+                            for (j = 0; j < n; j++)
+                                o += (double)sam3__bf16_f32(sam3__f32_bf16((float)s[j])) *
+                                     sam3__bf16_f32(sam3__f32_bf16(v[((size_t)b * n + j) * ld + (size_t)h * hd + d] + bv[(size_t)h * hd + d]));
+                            err = fabs(q[((size_t)b * n + qi) * ld + (size_t)h * hd + d] - o / sum);
+                            if (!(err <= worst)) worst = err; /* NaN sticks */
+                        }
+                    }
+            if (rc != SAM3_OK || !(worst <= 4e-3 * vmax + 1e-5)) {
+                fails++;
+                t_note("  bf16 attention (%s) nb %d n %d nh %d hd %d: worst error %.3g of max |v| %.3g", kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", nb, n,
+                       nh, hd, worst, vmax);
+            }
+            free(q), free(k), free(v), free(q0), free(bq), free(bk), free(bv), free(tab), free(kt), free(vp), free(s);
+        }
+        t_check(fails == 0, "bf16 ViT attention, %s (ragged keys and rows, head dims padded to 32): %d bad",
+                kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", fails);
+    }
+    if (have < SAM3__BK_AVX512) t_note("  bf16 attention: no AVX512-BF16 on this CPU, skipped");
+}
+#endif
+
 static void test_conv3x3(sam3_ctx *c) {
     static const int cfg[][6] = {/* cin, cout, H, W, lh, lw */
                                  {1, 1, 1, 1, 0, 0},  {3, 5, 5, 7, 0, 0},   {8, 4, 9, 15, 0, 0},
@@ -404,6 +490,9 @@ int main(int argc, char **argv) {
     test_attention(c1);
     test_attention(c2);
     test_attention_packed(c2);
+#if defined(SAM3__ATT_BF16)
+    test_attention_bf16(c2);
+#endif
     test_conv3x3(c2);
     test_resize(c2);
     sam3_ctx_free(c1);
