@@ -244,6 +244,8 @@ test-c: $(BF16_SAM3)
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -2 | sed 's/^/bf16 file: /'; done
 	@out=$$($(BUILD)/test_parity --model $(BUILD)/tiny_a.sam3 --data tests/data/tiny_a --bf16) || { echo "$$out"; exit 1; }; \
 	    echo "$$out" | tail -2 | sed 's/^/f32 file, bf16 products: /'
+	@out=$$($(BUILD)/test_parity --model $(BUILD)/tiny_b_bf16.sam3 --data tests/data/tiny_b --bf16 --bf16-attention) || { echo "$$out"; exit 1; }; \
+	    echo "$$out" | tail -2 | sed 's/^/bf16 file, bf16 attention (AMX'"'"'s path, on AVX512-BF16 where there is no AMX): /'
 	@$(BUILD)/test_video --model $(VIDEO_SAM3) --ref tests/data/video_a/ref_video.sam3 --photo $(SHARED)/images/test_image.jpg \
 	    --unsupported $(BUILD)/tiny_a.sam3
 	@$(PYTHON) tests/concept_ops.py $(BUILD)/concept_ops.sam3

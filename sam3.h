@@ -146,6 +146,9 @@ DOCUMENTATION
    SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
                            (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
                            products)
+   SAM3_BF16_ATTENTION_KERNEL  the ViT's attention runs in bf16 (where its weights' products do)
+                           from this bf16 kernel on: 2 AMX (default), 1 AVX512-BF16 too (no faster
+                           than the f32 attention there), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
@@ -753,6 +756,9 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #endif
 #ifndef SAM3_BF16_KERNEL
 #define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16, 2 AMX */
+#endif
+#ifndef SAM3_BF16_ATTENTION_KERNEL
+#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never) */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
@@ -4261,6 +4267,7 @@ struct sam3_ctx {
     int omp_blas; /* OpenBLAS's OpenMP build: each call is sized by the calling thread's OpenMP setting */
     int bf16;     /* products with f32 weights in bf16 too (SAM3_PRECISION_BF16) */
     int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect) */
+    int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -6527,17 +6534,21 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
 }
 #if defined(SAM3__BF16_X86)
 #define SAM3__ATT_BF16 1
-/* The ViT's self-attention with bf16 products (AVX512-BF16 or AMX, through the bf16 GEMM's tile
-   kernels), where its weight products run in bf16: AMX makes those ~5x faster than f32, and the
-   f32 attention (~14 % of the encoder's flops) then took most of its time. q and k rounded to
-   bf16 as product inputs, scores and the softmax in f32, probabilities rounded to bf16 for P.V,
-   sums in f32 (as PyTorch's bf16 scaled_dot_product_attention on CPU). One task: BMR query rows
-   of a head against all its n keys at once: scores (BMR, nkp) f32 and probabilities (BMR, nkp)
-   bf16 are 1 MB at 5184 keys, in a server core's L2, and the softmax is exact (no online
-   rescaling). kh: the head's keys as B panels (nkp / BNR, hdp / 2, BNR, 2) (sam3__rope_pack_bf16),
-   vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16), nkp = n rounded up to BNR,
-   hdp = hd rounded up to the tiles' 32 k, zero past n and hd. Scratch: qb (BMR, hdp) bf16,
-   s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
+/* The ViT's self-attention with bf16 products (AMX tiles, through the bf16 GEMM's tile kernels),
+   where its weight products run in bf16: AMX makes those ~5x faster than f32, and the f32
+   attention (~14 % of the encoder's flops) then took most of its time. The scores need more than
+   bf16: an error of 2^-8 |s| in a score of 30 is 0.1 in its exponent, and with q and k rounded
+   to bf16 (as PyTorch's bf16 attention does) a full-size click's mask fell to IoU 0.93 against
+   fp32. So q and k are split into bf16 pairs, x = hi + lo, and the scores summed from
+   q_hi k_hi + q_hi k_lo + q_lo k_hi (an error of ~2^-16 |s|) in one product of 3 hdp k: q as
+   [hi, hi, lo], k as [hi, lo, hi]. The probabilities are rounded to bf16 for P.V, V too, sums in
+   f32. One task: BMR query rows of a head against all its n keys at once: scores (BMR, nkp) f32
+   and probabilities (BMR, nkp) bf16 are 1 MB at 5184 keys, in a server core's L2, and the softmax
+   is exact (no online rescaling). kh: the head's keys as B panels (nkp / BNR, 3 hdp / 2, BNR, 2)
+   (sam3__rope_pack_bf16), vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16),
+   nkp = n rounded up to BNR, hdp = hd rounded up to the tiles' 32 k, zero past n and hd.
+   Scratch: qb (BMR, 3 hdp) bf16, s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
+#define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
 static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint16_t *kh, const uint16_t *vh, int n, int hd, float scale,
                                  int r0, int r1, uint16_t *qb, float *s, uint16_t *p, float *acc, float *oh, int ldo) {
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
@@ -6550,14 +6561,18 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
     for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
         if (r < nr) {
             const float *qr = qh + (size_t)(r0 + r) * ldq;
+            uint16_t *qr3 = qb + (size_t)r * SAM3__ATT_KSPLIT * hdp;
             for (d = 0; d < hdp; d++) acc[d] = d < hd ? qr[d] * scale : 0.0f;
-            sam3__bf16_row_avx512(acc, qb + (size_t)r * hdp, hdp);
+            sam3__bf16_row_avx512(acc, qr3, hdp);
+            memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
+            for (d = 0; d < hdp; d++) acc[d] -= sam3__bf16_f32(qr3[d]); /* exact: the low half of each value */
+            sam3__bf16_row_avx512(acc, qr3 + 2 * hdp, hdp);
         } else {
-            memset(qb + (size_t)r * hdp, 0, (size_t)hdp * sizeof(uint16_t));
+            memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
     }
     for (j = 0; j < nkp / SAM3__BNR; j++) {
-        sam3__btile(kern, hdp, qb, kh + (size_t)j * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
+        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, kh + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
     }
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
@@ -6583,21 +6598,21 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
 #endif
 }
 /* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
-   sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
+   sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
    kern: SAM3__BK_AVX512 or SAM3__BK_AMX. out may alias q. */
 static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, int n, int nh, int hd, const float *q, int ldq,
                                                const uint16_t *kt, const uint16_t *vp, float *out, int ldo) {
     sam3__mark mk = sam3__mark_get(c);
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (n + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
     /* per thread, in floats: qb, s, p, acc */
-    const size_t per_thr = (size_t)SAM3__BMR * hdp / 2 + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2 + (size_t)SAM3__BMR * hdp;
+    const size_t per_thr = (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2 + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2 + (size_t)SAM3__BMR * hdp;
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
     SAM3__OMP(parallel num_threads(c->nt))
     {
         float *base = sam3__thread_slice(sbuf, per_thr);
         uint16_t *qb = (uint16_t *)(void *)base;
-        float *s = base + (size_t)SAM3__BMR * hdp / 2;
+        float *s = base + (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2;
         uint16_t *pp = (uint16_t *)(void *)(s + (size_t)SAM3__BMR * nkp);
         float *acc = s + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2;
         int task;
@@ -6607,7 +6622,7 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, in
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < nb * nh * nblk; task++) {
             const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
-            sam3__attn_rows_bf16(kern, q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * hdp, vp + (size_t)bh * nkp * hdp, n,
+            sam3__attn_rows_bf16(kern, q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp, vp + (size_t)bh * nkp * hdp, n,
                                  hd, 1.0f / sqrtf((float)hd), r0, r1, qb, s, pp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
         }
 #if defined(SAM3__BF16_AMX)
@@ -7484,30 +7499,44 @@ static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, 
 }
 
 #if defined(SAM3__ATT_BF16)
-/* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and rounded to bf16
-   into B panels of BNR keys, kt (nb, nh, nkp / BNR, hdp / 2, BNR, 2): key j's pair (2m, 2m + 1) of
-   head h at [b][h][j / BNR][m][j % BNR], zero past nk and hd (hdp: hd rounded up to 32). */
+/* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
+   halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
+   BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
+   pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
+   rounded up to 32). */
 static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
                                  int C, int hd, const float *tab, uint16_t *kt) {
     const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+    const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         const float *cs = tab + (size_t)j * hd;
-        int h, m;
+        int h, m, u;
         for (h = 0; h < nh; h++) {
-            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * hdp * R + (size_t)(j % R) * 2;
-            for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) dst[(size_t)m * 2 * R] = dst[(size_t)m * 2 * R + 1] = 0;
+            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * kq * R + (size_t)(j % R) * 2;
+            for (u = 0; u < SAM3__ATT_KSPLIT; u++)
+                for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
+                    const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
+                    dst[o] = dst[o + 1] = 0;
+                }
             if (j >= nk) continue;
             {
                 const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
                 for (m = 0; m < hd / 2; m++) {
-                    float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                    float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1], x[2];
+                    int e;
                     if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
-                    dst[(size_t)m * 2 * R] = sam3__f32_bf16(a * co - bb * si);
-                    dst[(size_t)m * 2 * R + 1] = sam3__f32_bf16(bb * co + a * si);
+                    x[0] = a * co - bb * si;
+                    x[1] = bb * co + a * si;
+                    for (e = 0; e < 2; e++) {
+                        const uint16_t hi = sam3__f32_bf16(x[e]), lo = sam3__f32_bf16(x[e] - sam3__bf16_f32(hi));
+                        dst[(size_t)m * 2 * R + e] = hi;
+                        dst[(size_t)(hdp / 2 + m) * 2 * R + e] = lo;
+                        dst[(size_t)(hdp + m) * 2 * R + e] = hi;
+                    }
                 }
             }
         }
@@ -7645,9 +7674,10 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
 #if defined(SAM3__ATT_BF16)
-        /* bf16 products in the attention too where the weights' run in bf16; K and V in the same
-           buffers, as bf16 panels */
-        if (c->bk != SAM3__BK_REF && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
+        /* bf16 products in the attention too where the weights' run in bf16 and the CPU has AMX
+           (with AVX512-BF16 alone, as on Zen 4, bf16 products run at the rate of f32 FMAs: the
+           f32 attention is as fast and exact); K and V in the same buffers, as bf16 panels */
+        if (c->bk >= c->bka && c->bk != SAM3__BK_REF && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
             sam3__rope_pack_bf16(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, (uint16_t *)(void *)h);
             sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
             rc = sam3__attention_packed_bf16(c, c->bk, nb, nk, v->heads, hd, qq, ld, (const uint16_t *)(void *)h, (const uint16_t *)(void *)mlp, qq, ld);
@@ -7679,7 +7709,11 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     const int nkph = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR),
                                (N + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR);
     const int nph = SAM3__MAX(np, nkpf);
-    const size_t bneed = ((size_t)nkph * (v->hidden / v->head_dim) * ((v->head_dim + 31) / 32 * 32) + 1) / 2; /* bf16 K or V, in floats */
+#if defined(SAM3__ATT_BF16)
+    const size_t bneed = ((size_t)nkph * v->heads * ((v->head_dim + 31) / 32 * 32) * SAM3__ATT_KSPLIT + 1) / 2; /* bf16 K (V: a third), in floats */
+#else
+    const size_t bneed = 0;
+#endif
     sam3__mark mk = sam3__mark_get(c);
     float *h = sam3__sallocf(c, SAM3__MAX((size_t)nph * C, bneed)); /* (nph, C) normed input, then key panels or attention output */
     /* (np, 3C) q, k, v of one product, or three (np, C) blocks; attention output, projections */
@@ -9140,6 +9174,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     if (c->nt <= 1) c->split = 0;
     c->bf16 = c->opt.precision == SAM3_PRECISION_BF16;
     c->bk = SAM3__MIN(sam3__bf16_detect(), SAM3_BF16_KERNEL);
+    c->bka = SAM3_BF16_ATTENTION_KERNEL;
     v = &m->vit;
     if (m->arch == SAM3__ARCH_SAM1) {
         const size_t gg = (size_t)m->trk.grid * m->trk.grid, D = (size_t)m->trk.D;

@@ -36,6 +36,16 @@ static void bf16_score(double a, double b) {
 }
 
 
+/* --bf16-attention: the ViT attention in bf16 from AVX512-BF16 on (by default only with AMX),
+   so that a CPU without AMX checks that path of the model too */
+static int g_bf16_att;
+static sam3_result test_ctx_new(const sam3_model *m, const sam3_ctx_options *o, sam3_ctx **c) {
+    const sam3_result rc = sam3_ctx_new(m, o, c);
+    if (rc == SAM3_OK && g_bf16_att) (*c)->bka = SAM3__BK_AVX512;
+    return rc;
+}
+#define sam3_ctx_new test_ctx_new
+
 /* One thread pool: sam3 splits products over its threads with BLAS single-threaded (fast and free
    of oversubscription with Debian's pthread OpenBLAS; also exercises the split path). */
 static sam3_ctx_options test_ctx_options(void) {
@@ -885,6 +895,7 @@ int main(int argc, char **argv) {
     sam3__allocator_resolve(NULL, &g_alloc);
     if (argc >= 5 && !strcmp(argv[1], "--model") && !strcmp(argv[3], "--data")) {
         g_bf16 = argc >= 6 && !strcmp(argv[5], "--bf16");
+        g_bf16_att = g_bf16 && argc >= 7 && !strcmp(argv[6], "--bf16-attention");
         run_config(argv[4], argv[2], argv[4]);
         if (g_bf16) {
             const double mean = g_bf.masks ? g_bf.iou_sum / g_bf.masks : 1;
@@ -897,7 +908,7 @@ int main(int argc, char **argv) {
     }
     if (argc < 2) {
         fprintf(stderr, "usage: test_parity NAME...        (build/NAME.sam3 against tests/data/NAME/)\n"
-                        "       test_parity --model FILE --data DIR [--bf16]\n");
+                        "       test_parity --model FILE --data DIR [--bf16 [--bf16-attention]]\n");
         return 2;
     }
     for (i = 1; i < argc; i++) {
