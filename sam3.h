@@ -627,6 +627,13 @@ SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t);
    the tracker is as it was before the call (pending prompts kept), and the frame is not counted. */
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
                                             sam3_tracker_result *out);
+/* As sam3_tracker_push_frame, on the frame the tracker's context encoded last (sam3_set_image, or
+   the push_frame of another tracker or of a concept tracker on the same context) without running
+   the image encoder again: a concept tracker and a tracker of clicked objects on one context cost
+   one encoder pass per frame (push the frame to the concept tracker, then this). The frame's size
+   is the encoded image's. SAM3_ERR_NO_IMAGE when the context holds no encoded frame (none yet, or
+   the last encoding failed). */
+SAM3DEF sam3_result sam3_tracker_push_encoded(sam3_tracker *t, sam3_tracker_result *out);
 /* Forgets every object and restarts the frame count at 0. */
 SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t);
 /* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
@@ -4271,6 +4278,7 @@ struct sam3_ctx {
     size_t persistent_bytes;
     /* Cached image state (valid when has_image) */
     int has_image, img_w, img_h;
+    int vit_ready;                       /* vit_out holds the image img_w x img_h's trunk output (trackers reuse it) */
     float *vit_out;                      /* (N, C) trunk output, token-major, N = grid^2 */
     float *fpn[SAM3__MAX_LEVELS];        /* (D, side, side) kept FPN levels, channel-major */
     float *l2_tok;                       /* (Ng, D) last kept level, token-major */
@@ -9126,6 +9134,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     sam3_result rc;
     m = c->m;
     c->has_image = 0;
+    c->vit_ready = 0;
     c->trk_ready = 0;
     c->enc0_ready = 0;
     c->t.preprocess = c->t.vision_trunk = c->t.vision_neck = 0;
@@ -9188,6 +9197,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     c->img_w = w;
     c->img_h = h;
     c->has_image = neck;
+    c->vit_ready = 1;
     return sam3__end(c, SAM3_OK);
 }
 
@@ -10225,8 +10235,9 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
     return SAM3_OK;
 }
 
+/* encoded: the context's last encoding is the frame (sam3_tracker_push_encoded; pixels unused) */
 static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                                sam3_tracker_result *out) {
+                                                int encoded, sam3_tracker_result *out) {
     sam3_ctx *c;
     const sam3_model *m;
     const sam3__vid_cfg *v;
@@ -10253,7 +10264,13 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
     pb = (size_t)D * sizeof(float);
     n = t->n_obj;
     c->err[0] = 0;
-    if (n == 0) { /* nothing to track: the frame is only counted (its pixels still checked) */
+    if (encoded) {
+        if (!c->vit_ready)
+            return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_tracker_push_encoded: the context holds no encoded frame (push the frame to a tracker "
+                                                    "or concept tracker on this context, or sam3_set_image, first)");
+        W = c->img_w;
+        H = c->img_h;
+    } else if (n == 0) { /* nothing to track: the frame is only counted (its pixels still checked) */
         const int bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
         if (!pixels || !bpp || W < 1 || H < 1 || W > SAM3_MAX_IMAGE_DIM || H > SAM3_MAX_IMAGE_DIM || stride < W * bpp)
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: bad frame (pixels %s, format %d, %dx%d, stride %d)",
@@ -10440,7 +10457,19 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
         if (out) memset(out, 0, sizeof(*out));
         return SAM3_ERR_BUSY;
     }
-    rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, out);
+    rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, 0, out);
+    sam3__flag_drop(&t->c->busy);
+    return rc;
+}
+
+SAM3DEF sam3_result sam3_tracker_push_encoded(sam3_tracker *t, sam3_tracker_result *out) {
+    sam3_result rc;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&t->c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__tracker_push_frame_run(t, NULL, 0, 0, 0, SAM3_RGB8, 1, out);
     sam3__flag_drop(&t->c->busy);
     return rc;
 }

@@ -346,6 +346,25 @@ static void test_api(const char *model) {
         t_check(rc == SAM3_OK && fr.frame == i && fr.n_objects == 0 && fr.width == 64 && fr.height == 48,
                 "frame %d with nothing detected: rc %d, frame %d, %d objects", i, (int)rc, fr.frame, fr.n_objects);
     }
+    { /* a click tracker on the same context takes the frame the concept tracker encoded */
+        sam3_tracker *tr = NULL;
+        sam3_tracker_result tres;
+        sam3_ctx *c2 = NULL;
+        sam3_result rc;
+        t_check(sam3_ctx_new(m, NULL, &c2) == SAM3_OK && sam3_tracker_new(c2, NULL, &tr) == SAM3_OK, "tracker on a fresh context");
+        t_check(tr && sam3_tracker_push_encoded(tr, &tres) == SAM3_ERR_NO_IMAGE, "push_encoded with nothing encoded: %s", sam3_ctx_last_error(c2));
+        sam3_tracker_free(tr);
+        sam3_ctx_free(c2);
+        tr = NULL;
+        t_check(sam3_tracker_new(c, NULL, &tr) == SAM3_OK, "tracker beside the concept tracker");
+        memset(&tres, 0, sizeof(tres));
+        rc = tr ? sam3_tracker_push_encoded(tr, &tres) : SAM3_ERR_INVALID_ARG;
+        t_check(rc == SAM3_OK && tres.frame == 0 && tres.width == 64 && tres.height == 48, "push_encoded after a concept frame: frame %d, %dx%d",
+                tres.frame, tres.width, tres.height);
+        t_check(sam3_tracker_push_encoded(NULL, &tres) == SAM3_ERR_INVALID_ARG && sam3_tracker_push_encoded(tr, NULL) == SAM3_ERR_INVALID_ARG,
+                "push_encoded: NULL rejected");
+        sam3_tracker_free(tr);
+    }
     t_check(sam3_concept_tracker_flush(ct, &fr) == SAM3_OK && fr.frame == -1 && fr.n_objects == 0, "streaming mode: nothing to flush");
     t_check(sam3_concept_tracker_flush(ct, NULL) == SAM3_ERR_INVALID_ARG && sam3_concept_tracker_flush(NULL, &fr) == SAM3_ERR_INVALID_ARG,
             "flush: NULL rejected");

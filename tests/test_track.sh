@@ -6,7 +6,8 @@
 # prompt's own mask; overlays); the same frames as YUV4MPEG2 4:4:4 and 4:2:0 (odd size) streams on
 # stdin give the same results to the bit; a truncated or garbled stream, a prompt for a frame the
 # input does not have and a model without memory modules fail with exit 1 and one clear line; bad
-# command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object.
+# command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object; -t with clicked
+# objects: each kind as in a run of its own.
 #   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3)
 # Prints "test_track: N passed, N failed" last; exits non-zero on failure.
 B=${1:-build}
@@ -156,8 +157,35 @@ assert total > 0 and len(seen) > 1, f"{total} objects, ids {sorted(seen)}"
 print(total)
 PYEOF
 ); then ok; else bad "-t: $msg"; fi
+# -t with clicked objects in one run: its clicked objects are the clicks-only run's and its concept
+# objects the -t-only run's (ids from 1 + the largest clicked id, 3 here), mask for mask
+run 0 "-t with clicks" -m "$MODEL" -i "$T/a/png" -o "$T/mix" $PROMPTS -t "a cat" -t "the red car" --threshold 0.3 --threads 2 -q
+if msg=$("$PY" - "$T/mix" "$T/png" "$T/c" 4 <<'PYEOF' 2>&1
+import json, os, sys
+mix, clk, con, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+lines = lambda d: [json.loads(l) for l in open(os.path.join(d, "tracks.jsonl"))][1:]
+mask = lambda d, o: open(os.path.join(d, o["mask"]), "rb").read()
+n_clk = n_con = 0
+for fm, fc, ft in zip(lines(mix), lines(clk), lines(con), strict=True):
+    mo = fm["objects"]
+    c = [o for o in mo if "object_score_logit" in o]
+    t = [o for o in mo if "prompt" in o]
+    assert len(c) + len(t) == len(mo) and mo == c + t, fm
+    assert c == fc["objects"], (fm["frame"], c, fc["objects"])
+    for a in c:
+        assert mask(mix, a) == mask(clk, a), a
+    assert len(t) == len(ft["objects"]), (fm["frame"], t, ft["objects"])
+    for a, b in zip(t, ft["objects"]):
+        assert a["id"] == b["id"] + k and a["mask"].endswith(f"_{a['id']}.png"), (a, b)
+        assert {x: a[x] for x in a if x not in ("id", "mask")} == {x: b[x] for x in b if x not in ("id", "mask")}, (a, b)
+        assert mask(mix, a) == mask(con, b), (a, b)
+    n_clk += len(c)
+    n_con += len(t)
+assert n_clk > 0 and n_con > 0, (n_clk, n_con)
+print(n_clk, n_con)
+PYEOF
+); then ok; else bad "-t with clicks: $msg"; fi
 fails 2 "empty" "an empty -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t ""
-fails 2 "combine" "-t with --point" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t "a cat" --point 0:1:5,5
 fails 2 "goes with -t" "--threshold without -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --threshold 0.3
 
 # --- bad command lines: exit 2, one line ---
