@@ -46,6 +46,11 @@ static const char *TRACK_HELP_OPTIONS =
     "  -t, --text TEXT            a text concept to find and follow (repeatable)\n"
     "  --threshold P              with -t: a detection counts above P and starts an object at P or more\n"
     "                             (default 0.5 and 0.7, the reference's)\n"
+    "  --clip                     with -t: clip mode, for a whole file (HF's pre-loaded video): a new\n"
+    "                             object is judged over its first 15 frames and removed from them all\n"
+    "                             when it stayed unmatched or duplicated an older one on 8 of them;\n"
+    "                             without it, streaming mode (a camera's: frames one at a time)\n"
+    "  --hotstart N               --clip judging new objects over N frames instead of 15\n"
     "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the image's first\n"
     "                             channel are the object; any size); not with --point/--box for F:ID\n"
     "  -o, --output OUTDIR        output folder, created if missing\n"
@@ -80,6 +85,7 @@ typedef struct track_args {
     const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t */
     int n_texts;
     float threshold; /* --threshold; 0: the defaults */
+    int hotstart;    /* --clip / --hotstart: the concept tracker's hotstart_delay; 0: streaming */
 } track_args;
 
 /* "F:ID:rest" -> frame, id and a pointer to rest. NULL or what is wrong. */
@@ -153,6 +159,10 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
         } else if ((r = opt_value(argc, argv, &i, NULL, "--threshold", &v)) != 0) {
             if (r < 0 || !parse_float(v, &a->threshold) || !(a->threshold > 0) || a->threshold >= 1)
                 return usage_error("track", "--threshold wants a number between 0 and 1, got '%s'", r < 0 ? "" : v);
+        } else if (!strcmp(opt, "--clip")) {
+            if (!a->hotstart) a->hotstart = 15; /* Sam3VideoConfig's hotstart_delay */
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--hotstart", &v)) != 0) {
+            if (r < 0 || !parse_int(v, 1, 1024, &a->hotstart)) return usage_error("track", "--hotstart wants a number from 1 to 1024, got '%s'", r < 0 ? "" : v);
         } else if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) != 0) {
             if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
             if (!v[0]) return usage_error("track", "-t: the text is empty%s", "");
@@ -203,6 +213,7 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
     if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
     if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask or -t%s", NULL);
     if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
+    if (a->hotstart && !a->n_texts) return usage_error("track", "--clip and --hotstart go with -t%s", NULL);
     return CLI_OK;
 }
 
@@ -544,6 +555,8 @@ static int run_track(track_args *a) {
     if (a->n_texts) {
         sam3_concept_tracker_options cto = sam3_concept_tracker_options_default();
         cto.detection_threshold = cto.new_object_threshold = a->threshold;
+        cto.hotstart_delay = a->hotstart;
+        n_pend = a->hotstart > 1 ? a->hotstart : 1;
         if ((r = sam3_concept_tracker_new(c, &cto, &ct)) != SAM3_OK) {
             cli_error("%s", sam3_ctx_last_error(c));
             goto done;

@@ -484,15 +484,59 @@ out:
     sam3_free(m);
 }
 
+/* --frame mode, for tests/test_track.sh (what `sam3 track -t ... --hotstart N` must write): the
+   concept tracker on the given frames, every frame it gives out (pushes, then flush) as a line
+   "frame id prompt area score tracker_score x0 y0 x1 y1 crc32-of-the-0/1-mask". */
+static int print_frames(const char *model, char **frames, int n_frames, char **texts, int n_texts, int hotstart, float threshold) {
+    sam3_model *m = NULL;
+    sam3_ctx *c = NULL;
+    sam3_concept_tracker *ct = NULL;
+    sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
+    int f, i, ok = 1;
+    o.hotstart_delay = hotstart;
+    o.detection_threshold = o.new_object_threshold = threshold;
+    if (sam3_load(model, NULL, &m) != SAM3_OK || sam3_ctx_new(m, NULL, &c) != SAM3_OK || sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK) ok = 0;
+    for (i = 0; ok && i < n_texts; i++) ok = sam3_concept_tracker_add_text(ct, texts[i], NULL) == SAM3_OK;
+    for (f = 0; ok && f <= n_frames; f++) {
+        sam3_concept_tracker_result fr;
+        int w, h, ch;
+        if (f < n_frames) {
+            unsigned char *img = stbi_load(frames[f], &w, &h, &ch, 3);
+            ok = img && sam3_concept_tracker_push_frame(ct, img, w, h, w * 3, SAM3_RGB8, &fr) == SAM3_OK;
+            stbi_image_free(img);
+        } else {
+            ok = sam3_concept_tracker_flush(ct, &fr) == SAM3_OK;
+            f -= fr.frame >= 0; /* flush until nothing is left */
+        }
+        for (i = 0; ok && i < fr.n_objects; i++) {
+            const sam3_concept_tracker_object *ob = &fr.objects[i];
+            printf("%d %d %d %lld %.6g %.6g %.0f %.0f %.0f %.0f %u\n", fr.frame, ob->id, ob->prompt, (long long)ob->area, ob->score, ob->tracker_score,
+                   ob->box.x0, ob->box.y0, ob->box.x1, ob->box.y1, (unsigned)vf_crc32(ob->mask, (size_t)fr.width * fr.height));
+        }
+    }
+    if (!ok) fprintf(stderr, "test_concept --frame: %s\n", c ? sam3_ctx_last_error(c) : "cannot load the model");
+    sam3_concept_tracker_free(ct);
+    sam3_ctx_free(c);
+    sam3_free(m);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     const char *ops = NULL, *model = NULL, *ref = NULL, *photo = NULL;
-    int i;
+    char *frames[64], *texts[SAM3_MAX_CONCEPT_PROMPTS];
+    int i, n_frames = 0, n_texts = 0, hotstart = 0;
+    float threshold = 0;
     for (i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
         else if (!strcmp(argv[i], "--model")) model = argv[i + 1];
         else if (!strcmp(argv[i], "--ref")) ref = argv[i + 1];
         else if (!strcmp(argv[i], "--photo")) photo = argv[i + 1];
+        else if (!strcmp(argv[i], "--frame") && n_frames < 64) frames[n_frames++] = argv[i + 1];
+        else if (!strcmp(argv[i], "--text") && n_texts < SAM3_MAX_CONCEPT_PROMPTS) texts[n_texts++] = argv[i + 1];
+        else if (!strcmp(argv[i], "--hotstart")) hotstart = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threshold")) threshold = (float)atof(argv[i + 1]);
     }
+    if (n_frames) return model ? print_frames(model, frames, n_frames, texts, n_texts, hotstart, threshold) : 2;
     sam3__allocator_resolve(NULL, &g_alloc);
     if (ops) test_ops(ops);
     if (model && ref && photo) {

@@ -7,8 +7,9 @@
 # stdin give the same results to the bit; a truncated or garbled stream, a prompt for a frame the
 # input does not have and a model without memory modules fail with exit 1 and one clear line; bad
 # command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object; -t with clicked
-# objects: each kind as in a run of its own.
-#   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3)
+# objects: each kind as in a run of its own; --hotstart (clip mode) as the API's clip mode.
+#   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3,
+#                                        BUILD_DIR/test_concept)
 # Prints "test_track: N passed, N failed" last; exits non-zero on failure.
 B=${1:-build}
 PY=${PYTHON:-/usr/bin/python3}
@@ -185,6 +186,42 @@ assert n_clk > 0 and n_con > 0, (n_clk, n_con)
 print(n_clk, n_con)
 PYEOF
 ); then ok; else bad "-t with clicks: $msg"; fi
+# --hotstart 3 (clip mode, frames held back 2 pushes, then flushed) with clicked objects: the
+# clicked objects as above, the concept objects what the API's clip mode gives on these frames
+# (test_concept --frame prints them)
+run 0 "-t --hotstart 3 with clicks" -m "$MODEL" -i "$T/a/png" -o "$T/clip" $PROMPTS -t "a cat" -t "the red car" --threshold 0.3 --hotstart 3 --threads 2
+grep -q "^sam3 track: frame 0: 64x48, 2 objects (0 visible), held back, " "$T/err" && grep -q "^sam3 track: frame 2: .*, frame 0 out (" "$T/err" && ok ||
+    bad "--hotstart 3: progress lines: $(cat "$T/err")"
+if "$B/test_concept" --model "$MODEL" $(for f in "$T"/a/png/*.png; do printf -- '--frame %s ' "$f"; done) --text "a cat" --text "the red car" \
+    --hotstart 3 --threshold 0.3 >"$T/clip_api.txt" && msg=$("$PY" - "$T/clip" "$T/png" "$T/clip_api.txt" 4 <<'PYEOF' 2>&1
+import json, os, sys, zlib
+sys.path.insert(0, "tests")
+import cli_images
+d, clk, api, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+lines = lambda d: [json.loads(l) for l in open(os.path.join(d, "tracks.jsonl"))][1:]
+texts = ["a cat", "the red car"]
+want = {}
+for l in open(api):
+    f, i, p, area, sc, ts, x0, y0, x1, y1, crc = l.split()
+    want.setdefault(int(f), []).append((int(i) + k, texts[int(p)], int(area), float(sc), float(ts), [float(x0), float(y0), float(x1), float(y1)], int(crc)))
+n = 0
+for fm, fc in zip(lines(d), lines(clk), strict=True):
+    c = [o for o in fm["objects"] if "object_score_logit" in o]
+    t = [o for o in fm["objects"] if "prompt" in o]
+    assert c == fc["objects"], (fm["frame"], c, fc["objects"])
+    w = want.get(fm["frame"], [])
+    assert [o["id"] for o in t] == [x[0] for x in w], (fm["frame"], t, w)
+    for o, x in zip(t, w):
+        m = (cli_images.read_png(os.path.join(d, o["mask"]))[:, :, 0] > 0).astype("uint8")
+        assert (o["prompt"], o["area"], o["box"]) == (x[1], x[2], x[5]) and abs(o["score"] - x[3]) < 2e-6 and abs(o["tracker_score"] - x[4]) < 2e-6, (o, x)
+        assert zlib.crc32(m.tobytes()) == x[6], (o, "mask differs")
+        n += 1
+assert n > 0 and len(lines(d)) == 5
+print(n)
+PYEOF
+); then ok; else bad "--hotstart 3: ${msg:-test_concept --frame failed}"; fi
+fails 2 "go with -t" "--clip without -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --clip
+fails 2 "hotstart" "--hotstart 0" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t "a cat" --hotstart 0
 fails 2 "empty" "an empty -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t ""
 fails 2 "goes with -t" "--threshold without -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --threshold 0.3
 
