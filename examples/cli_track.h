@@ -51,6 +51,10 @@ static const char *TRACK_HELP_OPTIONS =
     "                             when it stayed unmatched or duplicated an older one on 8 of them;\n"
     "                             without it, streaming mode (a camera's: frames one at a time)\n"
     "  --hotstart N               --clip judging new objects over N frames instead of 15\n"
+    "  --concept-box x0,y0,x1,y1[,neg]  a box exemplar (negative with ,neg) for the -t before it (before\n"
+    "                             any -t: a prompt of boxes only, \"prompt\": null), as sam3 segment's\n"
+    "                             --box; the detector sees it on every frame at that place in the frame\n"
+    "                             (it does not follow what it framed; HF's video model has no such prompt)\n"
     "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the image's first\n"
     "                             channel are the object; any size); not with --point/--box for F:ID\n"
     "  -o, --output OUTDIR        output folder, created if missing\n"
@@ -82,8 +86,12 @@ typedef struct track_args {
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
-    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t */
+    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t, one a concept prompt; NULL: --concept-box before any -t */
     int n_texts;
+    sam3_box cbox[SAM3_MAX_CONCEPT_PROMPTS][SAM3_MAX_BOXES]; /* --concept-box, per prompt */
+    int cbox_label[SAM3_MAX_CONCEPT_PROMPTS][SAM3_MAX_BOXES];
+    int n_cbox[SAM3_MAX_CONCEPT_PROMPTS];
+    int prompt_arg[SAM3_MAX_CONCEPT_PROMPTS]; /* the concept tracker's prompt index -> texts[] index */
     float threshold; /* --threshold; 0: the defaults */
     int hotstart;    /* --clip / --hotstart: the concept tracker's hotstart_delay; 0: streaming */
 } track_args;
@@ -168,6 +176,18 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             if (!v[0]) return usage_error("track", "-t: the text is empty%s", "");
             if (a->n_texts == SAM3_MAX_CONCEPT_PROMPTS) return usage_error("track", "too many -t prompts (at most %s)", "16");
             a->texts[a->n_texts++] = v;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--concept-box", &v)) != 0) {
+            const char *err;
+            int k;
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            if (!a->n_texts) a->texts[a->n_texts++] = NULL; /* a prompt of boxes only */
+            k = a->n_texts - 1;
+            if (a->n_cbox[k] == SAM3_MAX_BOXES) return usage_error("track", "too many --concept-box for one prompt (at most %s)", "64");
+            if ((err = parse_box(v, &a->cbox[k][a->n_cbox[k]], &a->cbox_label[k][a->n_cbox[k]])) != NULL) {
+                fprintf(stderr, "sam3 track: --concept-box '%s': %s (try 'sam3 track --help')\n", v, err);
+                return CLI_USAGE;
+            }
+            a->n_cbox[k]++;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--point", &v)) != 0 || (r = opt_value(argc, argv, &i, NULL, "--box", &v)) != 0 ||
                    (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) != 0) {
             const char *rest = NULL, *err;
@@ -211,7 +231,7 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
     if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
     if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
     if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
-    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask or -t%s", NULL);
+    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask, -t or --concept-box%s", NULL);
     if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
     if (a->hotstart && !a->n_texts) return usage_error("track", "--clip and --hotstart go with -t%s", NULL);
     return CLI_OK;
@@ -501,7 +521,8 @@ static int track_finish(const track_args *a, track_pending *p, const sam3_concep
         const long long id = id0 + co->id;
         if (!track_object_out(md, p->frame, id, co->mask, &co->box, (long long)co->area, p->w, p->h, p->ov)) return 0;
         tb_printf(jl, "%s{\"id\": %lld, \"prompt\": ", n++ ? ", " : "", id);
-        tb_json_string(jl, a->texts[co->prompt]);
+        if (a->texts[a->prompt_arg[co->prompt]]) tb_json_string(jl, a->texts[a->prompt_arg[co->prompt]]);
+        else tb_printf(jl, "null");
         tb_printf(jl, ", \"score\": ");
         tb_json_number(jl, co->score);
         tb_printf(jl, ", \"tracker_score\": ");
@@ -554,6 +575,7 @@ static int run_track(track_args *a) {
     }
     if (a->n_texts) {
         sam3_concept_tracker_options cto = sam3_concept_tracker_options_default();
+        int n_api = 0; /* distinct prompts so far */
         cto.detection_threshold = cto.new_object_threshold = a->threshold;
         cto.hotstart_delay = a->hotstart;
         n_pend = a->hotstart > 1 ? a->hotstart : 1;
@@ -561,11 +583,20 @@ static int run_track(track_args *a) {
             cli_error("%s", sam3_ctx_last_error(c));
             goto done;
         }
-        for (i = 0; i < a->n_texts; i++)
-            if ((r = sam3_concept_tracker_add_text(ct, a->texts[i], NULL)) != SAM3_OK) {
-                cli_error("-t '%s': %s", a->texts[i], sam3_ctx_last_error(c));
+        for (i = 0; i < a->n_texts; i++) {
+            sam3_segment_prompt sp;
+            int idx = 0;
+            memset(&sp, 0, sizeof(sp));
+            sp.text = a->texts[i];
+            sp.boxes = a->cbox[i];
+            sp.box_labels = a->cbox_label[i];
+            sp.n_boxes = a->n_cbox[i];
+            if ((r = sam3_concept_tracker_add_prompt(ct, &sp, &idx)) != SAM3_OK) {
+                cli_error("-t '%s': %s", a->texts[i] ? a->texts[i] : "(boxes)", sam3_ctx_last_error(c));
                 goto done;
             }
+            if (idx == n_api) a->prompt_arg[n_api++] = i; /* a new prompt (a repeated one keeps its first -t) */
+        }
     }
     if (a->n_prompts && (r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
         cli_error("%s", sam3_ctx_last_error(c));
