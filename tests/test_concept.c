@@ -591,18 +591,22 @@ out:
    concept tracker on the given frames, every object of every frame it gives out (pushes, then
    flush) as a line "frame id prompt area score tracker_score x0 y0 x1 y1 crc32-of-the-0/1-mask".
    Prompts: --text T, and --box x0,y0,x1,y1,label for the --text before it (before any: a prompt
-   of boxes only), as sam3 track's -t and --concept-box. */
+   of boxes only), as sam3 track's -t and --concept-box; its context as sam3 track's (--threads N,
+   one BLAS thread: the BLAS's own threads sum products in another order). */
 #define FP_BOXES 8
 static int print_frames(const char *model, char **frames, int n_frames, const sam3_segment_prompt *prompts, int n_prompts, int hotstart,
-                        float threshold) {
+                        float threshold, int threads) {
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
+    sam3_ctx_options co = sam3_ctx_options_default();
     sam3_concept_tracker *ct = NULL;
     sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
     int f, i, ok = 1;
     o.hotstart_delay = hotstart;
     o.detection_threshold = o.new_object_threshold = threshold;
-    if (sam3_load(model, NULL, &m) != SAM3_OK || sam3_ctx_new(m, NULL, &c) != SAM3_OK || sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK) ok = 0;
+    co.n_threads = threads;
+    co.blas_threads = 1;
+    if (sam3_load(model, NULL, &m) != SAM3_OK || sam3_ctx_new(m, &co, &c) != SAM3_OK || sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK) ok = 0;
     for (i = 0; ok && i < n_prompts; i++) ok = sam3_concept_tracker_add_prompt(ct, &prompts[i], NULL) == SAM3_OK;
     for (f = 0; ok && f <= n_frames; f++) {
         sam3_concept_tracker_result fr;
@@ -634,7 +638,7 @@ int main(int argc, char **argv) {
     static sam3_segment_prompt fp[SAM3_MAX_CONCEPT_PROMPTS];
     static sam3_box fbox[SAM3_MAX_CONCEPT_PROMPTS][FP_BOXES];
     static int flab[SAM3_MAX_CONCEPT_PROMPTS][FP_BOXES];
-    int i, n_frames = 0, n_fp = 0, hotstart = 0;
+    int i, n_frames = 0, n_fp = 0, hotstart = 0, threads = 0;
     float threshold = 0;
     for (i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
@@ -662,9 +666,10 @@ int main(int argc, char **argv) {
             q->n_boxes++;
         }
         else if (!strcmp(argv[i], "--hotstart")) hotstart = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threshold")) threshold = (float)atof(argv[i + 1]);
     }
-    if (n_frames) return model ? print_frames(model, frames, n_frames, fp, n_fp, hotstart, threshold) : 2;
+    if (n_frames) return model ? print_frames(model, frames, n_frames, fp, n_fp, hotstart, threshold, threads) : 2;
     sam3__allocator_resolve(NULL, &g_alloc);
     if (ops) test_ops(ops);
     if (model && ref && photo) {

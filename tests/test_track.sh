@@ -226,7 +226,8 @@ print(n)
 PYEOF
         ); then ok; else bad "$name: ${msg:-test_concept --frame failed}"; fi
 }
-like_api "--hotstart 3" "$T/clip" "$T/png" 4 '["a cat", "the red car"]' --text "a cat" --text "the red car" --hotstart 3 --threshold 0.3
+like_api "--hotstart 3" "$T/clip" "$T/png" 4 '["a cat", "the red car"]' --text "a cat" --text "the red car" --hotstart 3 --threshold 0.3 \
+    --threads 2
 # box exemplars (--concept-box): a prompt of a box only (before any -t), and a text with a positive
 # and a negative box, as the API's concept tracker given the same prompts
 run 0 "--concept-box" -m "$MODEL" -i "$T/a/png" -o "$T/ex" --concept-box 10,8,40,30 -t "a cat" --concept-box 10,8,40,30 \
