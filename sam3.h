@@ -643,14 +643,14 @@ SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 /* ---- Concept tracking (EXPERIMENTAL: outside section 8's promise; names and fields may still change in a minor version) ----
    Every instance of one or more concepts (texts, or box exemplars as sam3_segment takes them)
    followed through a stream, each with an ID of its own: Hugging Face Sam3VideoModel (streaming or
-   clip mode, below). Per frame: the image encoder once; the detector for each prompt; every tracked object propagated by the memory tracker;
-   detections matched to tracked masks by mask IoU (never across prompts); unmatched confident
-   detections start new objects (their detector mask becomes a conditioning frame); overlapping
-   masks of recently occluded objects are suppressed; every object's memory encoded. In streaming
-   mode objects are never removed (as the reference's): an object out of view has an empty mask
-   and is left out of the frame's list until it shows again. Clip mode (options.hotstart_delay > 0,
-   HF's mode for a whole video) holds outputs back and removes doubtful new objects (the hotstart
-   rules). */
+   clip mode, below). Per frame: the image encoder once; the detector for each prompt; every tracked
+   object propagated by the memory tracker; detections matched to tracked masks by mask IoU (never
+   across prompts); unmatched confident detections start new objects (their detector mask becomes a
+   conditioning frame); overlapping masks of recently occluded objects are suppressed; every
+   object's memory encoded. In streaming mode objects are never removed (as the reference's): an
+   object out of view has an empty mask and is left out of the frame's list until it shows again.
+   Clip mode (options.hotstart_delay > 0, HF's mode for a whole video) holds outputs back and
+   removes doubtful new objects (the hotstart rules). */
 typedef struct sam3_concept_tracker sam3_concept_tracker;
 
 /* Thresholds of Sam3VideoConfig; 0 selects the reference's default (in brackets). */
