@@ -630,6 +630,13 @@ SAM3DEF int sam3_tracker_next_frame(const sam3_tracker *t);
    the tracker is as it was before the call (pending prompts kept), and the frame is not counted. */
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format,
                                             sam3_tracker_result *out);
+/* As sam3_tracker_push_frame, on the frame the tracker's context encoded last (sam3_set_image, or
+   the push_frame of another tracker or of a concept tracker on the same context) without running
+   the image encoder again: a concept tracker and a tracker of clicked objects on one context cost
+   one encoder pass per frame (push the frame to the concept tracker, then this). The frame's size
+   is the encoded image's. SAM3_ERR_NO_IMAGE when the context holds no encoded frame (none yet, or
+   the last encoding failed). */
+SAM3DEF sam3_result sam3_tracker_push_encoded(sam3_tracker *t, sam3_tracker_result *out);
 /* Forgets every object and restarts the frame count at 0. */
 SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t);
 /* Bytes the tracker holds (memories, prompts, results), beyond its context's. */
@@ -637,16 +644,16 @@ SAM3DEF size_t sam3_tracker_memory_used(const sam3_tracker *t);
 SAM3DEF void sam3_tracker_free(sam3_tracker *t);
 
 /* ---- Concept tracking (EXPERIMENTAL: outside section 8's promise; names and fields may still change in a minor version) ----
-   Every instance of one or more text concepts followed through a stream, each with an ID of its
-   own: Hugging Face Sam3VideoModel (streaming or clip mode, below). Per frame: the image encoder
-   once; the detector for each text prompt; every tracked object propagated by the memory tracker;
-   detections matched to tracked masks by mask IoU (never across prompts); unmatched confident
-   detections start new objects (their detector mask becomes a conditioning frame); overlapping
-   masks of recently occluded objects are suppressed; every object's memory encoded. In streaming
-   mode objects are never removed (as the reference's): an object out of view has an empty mask
-   and is left out of the frame's list until it shows again. Clip mode (options.hotstart_delay > 0,
-   HF's mode for a whole video) holds outputs back and removes doubtful new objects (the hotstart
-   rules). */
+   Every instance of one or more concepts (texts, or box exemplars as sam3_segment takes them)
+   followed through a stream, each with an ID of its own: Hugging Face Sam3VideoModel (streaming or
+   clip mode, below). Per frame: the image encoder once; the detector for each prompt; every tracked
+   object propagated by the memory tracker; detections matched to tracked masks by mask IoU (never
+   across prompts); unmatched confident detections start new objects (their detector mask becomes a
+   conditioning frame); overlapping masks of recently occluded objects are suppressed; every
+   object's memory encoded. In streaming mode objects are never removed (as the reference's): an
+   object out of view has an empty mask and is left out of the frame's list until it shows again.
+   Clip mode (options.hotstart_delay > 0, HF's mode for a whole video) holds outputs back and
+   removes doubtful new objects (the hotstart rules). */
 typedef struct sam3_concept_tracker sam3_concept_tracker;
 
 /* Thresholds of Sam3VideoConfig; 0 selects the reference's default (in brackets). */
@@ -677,7 +684,7 @@ typedef struct sam3_concept_tracker_options {
 
 typedef struct sam3_concept_tracker_object {
     int id;                      /* 0, 1, ... in order of appearance; kept while the object is tracked */
-    int prompt;                  /* index of the text prompt that found it (sam3_concept_tracker_add_text) */
+    int prompt;                  /* index of the prompt that found it (sam3_concept_tracker_add_text / _add_prompt) */
     float score;                 /* the detection score that started it */
     float tracker_score;         /* probability it is visible in this frame (its detection score on the first) */
     sam3_box box;                /* x1, y1 exclusive: the mask's bounds before the overlap
@@ -704,6 +711,13 @@ SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *ctx, const sam3_concept_t
 /* Adds a text prompt (UTF-8, not empty) from the next frame on; *index (may be NULL) gets its
    index. The same text twice gives the same index. At most SAM3_MAX_CONCEPT_PROMPTS. */
 SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *t, const char *text, int *index);
+/* Adds a prompt of text and/or box exemplars, as sam3_segment takes them (labels 1 positive, 0
+   negative; boxes without text use the reference's "visual" placeholder), from the next frame on;
+   *index as _add_text (the same text, boxes and labels twice: the same index). The detector gets
+   the boxes on every frame in that frame's pixels, as sam3_segment would on the frame alone: they
+   mark a place in the picture, not an object, so they do not follow what they framed. Not in the
+   reference (HF 5.17's Sam3VideoProcessor takes text only); the arrays are copied. */
+SAM3DEF sam3_result sam3_concept_tracker_add_prompt(sam3_concept_tracker *t, const sam3_segment_prompt *prompt, int *index);
 /* Processes the next frame (pixels as sam3_set_image takes them). *out stays valid until the next
    call on this tracker. On an error, an abort included, the tracker is as before the call. */
 SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *t, const uint8_t *pixels, int w, int h, int stride,
@@ -4278,6 +4292,7 @@ struct sam3_ctx {
     size_t persistent_bytes;
     /* Cached image state (valid when has_image) */
     int has_image, img_w, img_h;
+    int vit_ready;                       /* vit_out holds the image img_w x img_h's trunk output (trackers reuse it) */
     float *vit_out;                      /* (N, C) trunk output, token-major, N = grid^2 */
     float *fpn[SAM3__MAX_LEVELS];        /* (D, side, side) kept FPN levels, channel-major */
     float *l2_tok;                       /* (Ng, D) last kept level, token-major */
@@ -9369,6 +9384,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     sam3_result rc;
     m = c->m;
     c->has_image = 0;
+    c->vit_ready = 0;
     c->trk_ready = 0;
     c->enc0_ready = 0;
     c->t.preprocess = c->t.vision_trunk = c->t.vision_neck = 0;
@@ -9431,6 +9447,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     c->img_w = w;
     c->img_h = h;
     c->has_image = neck;
+    c->vit_ready = 1;
     return sam3__end(c, SAM3_OK);
 }
 
@@ -10468,8 +10485,9 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
     return SAM3_OK;
 }
 
+/* encoded: the context's last encoding is the frame (sam3_tracker_push_encoded; pixels unused) */
 static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                                sam3_tracker_result *out) {
+                                                int encoded, sam3_tracker_result *out) {
     sam3_ctx *c;
     const sam3_model *m;
     const sam3__vid_cfg *v;
@@ -10496,7 +10514,13 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
     pb = (size_t)D * sizeof(float);
     n = t->n_obj;
     c->err[0] = 0;
-    if (n == 0) { /* nothing to track: the frame is only counted (its pixels still checked) */
+    if (encoded) {
+        if (!c->vit_ready)
+            return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_tracker_push_encoded: the context holds no encoded frame (push the frame to a tracker "
+                                                    "or concept tracker on this context, or sam3_set_image, first)");
+        W = c->img_w;
+        H = c->img_h;
+    } else if (n == 0) { /* nothing to track: the frame is only counted (its pixels still checked) */
         const int bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
         if (!pixels || !bpp || W < 1 || H < 1 || W > SAM3_MAX_IMAGE_DIM || H > SAM3_MAX_IMAGE_DIM || stride < W * bpp)
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: bad frame (pixels %s, format %d, %dx%d, stride %d)",
@@ -10683,7 +10707,19 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
         if (out) memset(out, 0, sizeof(*out));
         return SAM3_ERR_BUSY;
     }
-    rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, out);
+    rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, 0, out);
+    sam3__flag_drop(&t->c->busy);
+    return rc;
+}
+
+SAM3DEF sam3_result sam3_tracker_push_encoded(sam3_tracker *t, sam3_tracker_result *out) {
+    sam3_result rc;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    if (!sam3__flag_take(&t->c->busy)) {
+        if (out) memset(out, 0, sizeof(*out));
+        return SAM3_ERR_BUSY;
+    }
+    rc = sam3__tracker_push_frame_run(t, NULL, 0, 0, 0, SAM3_RGB8, 1, out);
     sam3__flag_drop(&t->c->busy);
     return rc;
 }
@@ -10693,7 +10729,7 @@ SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixe
    at a time, model(frame=...)) and clip mode (propagate_in_video_iterator over a pre-loaded video:
    the hotstart removals and outputs held back hotstart_delay - 1 frames, given out by push_frame
    and, at the end, flush). Not here yet: the keep-alive suppression of the clip mode (off under
-   HF's default suppress_unmatched_only_within_hotstart); box exemplars as concept prompts.
+   HF's default suppress_unmatched_only_within_hotstart).
    First, the mask primitives of the per-frame loop, on binary masks (one byte per pixel, 0/1) or
    logits. They need no context, so the tests call them directly. */
 
@@ -10799,7 +10835,10 @@ struct sam3_concept_tracker {
     sam3_tracker *t; /* the objects and their memory banks */
     sam3_concept_tracker_options opt;
     int n_prompts;
-    char *text[SAM3_MAX_CONCEPT_PROMPTS];
+    char *text[SAM3_MAX_CONCEPT_PROMPTS];     /* NULL: boxes only */
+    sam3_box *boxes[SAM3_MAX_CONCEPT_PROMPTS]; /* (n_boxes[p]) exemplars, or NULL */
+    int *labels[SAM3_MAX_CONCEPT_PROMPTS];     /* (n_boxes[p]) 1 positive, 0 negative */
+    int n_boxes[SAM3_MAX_CONCEPT_PROMPTS];
     int next_id;
     /* per object, parallel to t->obj */
     int prompt[SAM3_MAX_TRACKED_OBJECTS];
@@ -10850,7 +10889,11 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *ct) {
     int i;
     if (!ct) return;
     a = ct->t->c->a;
-    for (i = 0; i < ct->n_prompts; i++) sam3__afree(&a, ct->text[i]);
+    for (i = 0; i < ct->n_prompts; i++) {
+        sam3__afree(&a, ct->text[i]);
+        sam3__afree(&a, ct->boxes[i]);
+        sam3__afree(&a, ct->labels[i]);
+    }
     sam3__afree(&a, ct->det_prob);
     sam3__afree(&a, ct->det_low);
     sam3__afree(&a, ct->det_prompt);
@@ -10899,42 +10942,73 @@ SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *c, const sam3_concept_tra
     return SAM3_OK;
 }
 
-SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *ct, const char *text, int *index) {
+/* A concept prompt: text and/or box exemplars (sam3_concept_tracker_add_text / _add_prompt). The
+   same prompt (text, boxes and labels) twice gives the same index, as the reference's add_prompt
+   does for texts. */
+static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char *fn, const sam3_segment_prompt *pr, int *index) {
     sam3_ctx *c;
-    size_t len, nd, lp;
-    int i, Q;
-    char *copy;
+    size_t len = 0, nd, lp;
+    int i, Q, nb;
+    const char *text;
+    char *copy = NULL;
+    sam3_box *bx = NULL;
+    int *lb = NULL;
     float *dp, *dl;
     int *dq;
     if (!ct) return SAM3_ERR_INVALID_ARG;
     c = ct->t->c;
     c->err[0] = 0;
-    if (!text || !text[0]) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: the text is empty");
-    len = strlen(text);
-    if (len > SAM3_MAX_PROMPT_BYTES)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: %zu bytes, more than SAM3_MAX_PROMPT_BYTES", len);
-    for (i = 0; i < ct->n_prompts; i++)
-        if (!strcmp(ct->text[i], text)) { /* as Sam3VideoInferenceSession.add_prompt */
+    if (!pr) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: prompt is NULL", fn);
+    text = pr->text && pr->text[0] ? pr->text : NULL;
+    nb = pr->n_boxes;
+    if (nb < 0 || nb > SAM3_MAX_BOXES) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d boxes, expected 0..%d (SAM3_MAX_BOXES)", fn, nb, SAM3_MAX_BOXES);
+    if (nb && !pr->boxes) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: n_boxes = %d but boxes is NULL", fn, nb);
+    for (i = 0; i < nb; i++) {
+        const sam3_box *b = &pr->boxes[i];
+        if (!sam3__finite(b->x0) || !sam3__finite(b->y0) || !sam3__finite(b->x1) || !sam3__finite(b->y1))
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has a NaN or infinite coordinate", fn, i);
+        if (pr->box_labels && pr->box_labels[i] != 0 && pr->box_labels[i] != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has label %d, expected 1 (positive) or 0 (negative)", fn, i, pr->box_labels[i]);
+    }
+    if (!text && !nb) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: the prompt is empty (give a text, boxes, or both)", fn);
+    if (text && (len = strlen(text)) > SAM3_MAX_PROMPT_BYTES)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %zu bytes, more than SAM3_MAX_PROMPT_BYTES", fn, len);
+    for (i = 0; i < ct->n_prompts; i++) {
+        int k, same = (text ? ct->text[i] && !strcmp(ct->text[i], text) : !ct->text[i]) && ct->n_boxes[i] == nb;
+        for (k = 0; same && k < nb; k++)
+            same = !memcmp(&ct->boxes[i][k], &pr->boxes[k], sizeof(sam3_box)) && ct->labels[i][k] == (pr->box_labels ? pr->box_labels[k] : 1);
+        if (same) {
             if (index) *index = i;
             return SAM3_OK;
         }
+    }
     if (ct->n_prompts >= SAM3_MAX_CONCEPT_PROMPTS)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: already %d prompts (SAM3_MAX_CONCEPT_PROMPTS)", SAM3_MAX_CONCEPT_PROMPTS);
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: already %d prompts (SAM3_MAX_CONCEPT_PROMPTS)", fn, SAM3_MAX_CONCEPT_PROMPTS);
     Q = c->m->dec.queries;
     lp = (size_t)c->m->neck.side[0] * c->m->neck.side[0];
     nd = (size_t)Q * (ct->n_prompts + 1);
-    copy = (char *)sam3__aalloc(&c->a, len + 1);
+    if (text) copy = (char *)sam3__aalloc(&c->a, len + 1);
+    if (nb) {
+        bx = (sam3_box *)sam3__aalloc(&c->a, (size_t)nb * sizeof(sam3_box));
+        lb = (int *)sam3__aalloc(&c->a, (size_t)nb * sizeof(int));
+    }
     dp = (float *)sam3__aalloc(&c->a, nd * sizeof(float));
     dq = (int *)sam3__aalloc(&c->a, nd * sizeof(int));
     dl = (float *)sam3__aalloc(&c->a, nd * lp * sizeof(float));
-    if (!copy || !dp || !dq || !dl) {
+    if ((text && !copy) || (nb && (!bx || !lb)) || !dp || !dq || !dl) {
         sam3__afree(&c->a, copy);
+        sam3__afree(&c->a, bx);
+        sam3__afree(&c->a, lb);
         sam3__afree(&c->a, dp);
         sam3__afree(&c->a, dq);
         sam3__afree(&c->a, dl);
-        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_tracker_add_text: out of memory");
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
-    memcpy(copy, text, len + 1);
+    if (text) memcpy(copy, text, len + 1);
+    for (i = 0; i < nb; i++) {
+        bx[i] = pr->boxes[i];
+        lb[i] = pr->box_labels ? pr->box_labels[i] : 1;
+    }
     sam3__afree(&c->a, ct->det_prob);
     sam3__afree(&c->a, ct->det_prompt);
     sam3__afree(&c->a, ct->det_low);
@@ -10943,9 +11017,25 @@ SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *ct, cons
     ct->det_low = dl;
     ct->cap_det = nd;
     ct->text[ct->n_prompts] = copy;
+    ct->boxes[ct->n_prompts] = bx;
+    ct->labels[ct->n_prompts] = lb;
+    ct->n_boxes[ct->n_prompts] = nb;
     if (index) *index = ct->n_prompts;
     ct->n_prompts++;
     return SAM3_OK;
+}
+
+SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *ct, const char *text, int *index) {
+    sam3_segment_prompt pr;
+    if (!ct) return SAM3_ERR_INVALID_ARG;
+    if (!text || !text[0]) return sam3__fail(ct->t->c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_add_text: the text is empty");
+    memset(&pr, 0, sizeof(pr));
+    pr.text = text;
+    return sam3__concept_add_prompt(ct, "sam3_concept_tracker_add_text", &pr, index);
+}
+
+SAM3DEF sam3_result sam3_concept_tracker_add_prompt(sam3_concept_tracker *ct, const sam3_segment_prompt *prompt, int *index) {
+    return sam3__concept_add_prompt(ct, "sam3_concept_tracker_add_prompt", prompt, index);
 }
 
 /* _apply_non_overlapping_constraints + _suppress_shrunk_masks on one prompt's masks (idx, n of
@@ -11304,7 +11394,8 @@ static sam3_result sam3__concept_tracker_update_memories(sam3_concept_tracker *c
     return SAM3_OK;
 }
 
-/* run_detection: the detector per prompt on the shared image features, detections above the
+/* run_detection: the detector per prompt (its text and box exemplars, as sam3_segment: HF 5.17's
+   Sam3VideoModel has text prompts only) on the shared image features, detections above the
    threshold merged in prompt order (_merge_detections_from_prompts); *nd gets the number of detections (in ct->det_*). */
 static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_det) {
     sam3_ctx *c = ct->t->c;
@@ -11318,6 +11409,9 @@ static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_
         sam3_segment_prompt pr;
         memset(&pr, 0, sizeof(pr));
         pr.text = ct->text[p];
+        pr.boxes = ct->boxes[p];
+        pr.box_labels = ct->labels[p];
+        pr.n_boxes = ct->n_boxes[p];
         so.score_threshold = ct->opt.detection_threshold;
         so.no_masks = 1;
         so.low_res = 1;
@@ -11403,7 +11497,7 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
     memset(out, 0, sizeof(*out));
     out->frame = -1;
     if (!ct->n_prompts)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no text prompt: call sam3_concept_tracker_add_text first");
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no prompt: call sam3_concept_tracker_add_text or _add_prompt first");
     if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
 
     if ((rc = sam3__concept_run_detection(ct, &nd)) != SAM3_OK) return rc;

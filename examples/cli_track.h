@@ -7,7 +7,7 @@
 static const char *TRACK_HELP =
     "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
     "                  [--mask F:ID:PNG]... [--overlay] [--force] [--max-pixels N] [--threads N] [-q]\n"
-    "       sam3 track -m FILE -i FRAMES -o OUTDIR -t TEXT [-t TEXT]... [--overlay] [--force] ...\n"
+    "       sam3 track -m FILE -i FRAMES -o OUTDIR -t TEXT [-t TEXT]... [--point/--box/--mask ...] ...\n"
     "\n"
     "Follows objects through a stream of frames: each object is given by clicks, a box or a mask on\n"
     "some frame F (0 = the first) under an id ID >= 0 of your choice, and is then tracked on every later\n"
@@ -26,12 +26,15 @@ static const char *TRACK_HELP =
     "and overlays an earlier run listed and this one did not write are removed. Progress goes to stderr\n"
     "a line per frame. If the input fails part-way (a truncated stream, an unreadable frame), the frames\n"
     "before it are written and the run exits 1.\n"
-    "With -t (experimental) every instance of each text concept is found and followed instead (SAM 3's\n"
-    "detector on every frame, the tracker's memory, IDs 0, 1, ... in order of appearance); each object\n"
-    "then has \"prompt\": TEXT, \"score\" (the detection that started it) and \"tracker_score\" (the\n"
-    "probability it is visible) in place of \"object_score_logit\", and only visible objects are listed.\n"
-    "-t does not combine with --point/--box/--mask yet.\n"
-    "\n"
+    "With -t (experimental) every instance of each text concept is found and followed too (SAM 3's\n"
+    "detector on every frame, the tracker's memory; one image encoder pass a frame serves both kinds of\n"
+    "object). Concept objects get IDs K, K+1, ... in order of appearance, K = 1 + the largest ID given\n"
+    "to --point/--box/--mask (0 without them), and have \"prompt\": TEXT, \"score\" (the detection that\n"
+    "started it) and \"tracker_score\" (the probability it is visible) in place of\n"
+    "\"object_score_logit\"; only visible ones are listed, after the clicked objects.\n"
+    "\n";
+/* (two strings: C99 promises only 4095 characters in one literal) */
+static const char *TRACK_HELP_OPTIONS =
     "  -m, --model FILE           the .sam3 file (a SAM 3 checkpoint converted with its memory modules)\n"
     "  -i, --input FRAMES         a folder of JPEG or PNG frames (every file in it, in byte-wise sorted\n"
     "                             name order: name them frame_00001.png, ...), or - for a YUV4MPEG2\n"
@@ -43,6 +46,15 @@ static const char *TRACK_HELP =
     "  -t, --text TEXT            a text concept to find and follow (repeatable)\n"
     "  --threshold P              with -t: a detection counts above P and starts an object at P or more\n"
     "                             (default 0.5 and 0.7, the reference's)\n"
+    "  --clip                     with -t: clip mode, for a whole file (HF's pre-loaded video): a new\n"
+    "                             object is judged over its first 15 frames and removed from them all\n"
+    "                             when it stayed unmatched or duplicated an older one on 8 of them;\n"
+    "                             without it, streaming mode (a camera's: frames one at a time)\n"
+    "  --hotstart N               --clip judging new objects over N frames instead of 15\n"
+    "  --concept-box x0,y0,x1,y1[,neg]  a box exemplar (negative with ,neg) for the -t before it (before\n"
+    "                             any -t: a prompt of boxes only, \"prompt\": null), as sam3 segment's\n"
+    "                             --box; the detector sees it on every frame at that place in the frame\n"
+    "                             (it does not follow what it framed; HF's video model has no such prompt)\n"
     "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the image's first\n"
     "                             channel are the object; any size); not with --point/--box for F:ID\n"
     "  -o, --output OUTDIR        output folder, created if missing\n"
@@ -74,9 +86,14 @@ typedef struct track_args {
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
-    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t */
+    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t, one a concept prompt; NULL: --concept-box before any -t */
     int n_texts;
+    sam3_box cbox[SAM3_MAX_CONCEPT_PROMPTS][SAM3_MAX_BOXES]; /* --concept-box, per prompt */
+    int cbox_label[SAM3_MAX_CONCEPT_PROMPTS][SAM3_MAX_BOXES];
+    int n_cbox[SAM3_MAX_CONCEPT_PROMPTS];
+    int prompt_arg[SAM3_MAX_CONCEPT_PROMPTS]; /* the concept tracker's prompt index -> texts[] index */
     float threshold; /* --threshold; 0: the defaults */
+    int hotstart;    /* --clip / --hotstart: the concept tracker's hotstart_delay; 0: streaming */
 } track_args;
 
 /* "F:ID:rest" -> frame, id and a pointer to rest. NULL or what is wrong. */
@@ -114,6 +131,7 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
         const char *opt = argv[i];
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             fputs(TRACK_HELP, stdout);
+            fputs(TRACK_HELP_OPTIONS, stdout);
             *help = 1;
             return CLI_OK;
         }
@@ -149,11 +167,27 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
         } else if ((r = opt_value(argc, argv, &i, NULL, "--threshold", &v)) != 0) {
             if (r < 0 || !parse_float(v, &a->threshold) || !(a->threshold > 0) || a->threshold >= 1)
                 return usage_error("track", "--threshold wants a number between 0 and 1, got '%s'", r < 0 ? "" : v);
+        } else if (!strcmp(opt, "--clip")) {
+            if (!a->hotstart) a->hotstart = 15; /* Sam3VideoConfig's hotstart_delay */
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--hotstart", &v)) != 0) {
+            if (r < 0 || !parse_int(v, 1, 1024, &a->hotstart)) return usage_error("track", "--hotstart wants a number from 1 to 1024, got '%s'", r < 0 ? "" : v);
         } else if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) != 0) {
             if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
             if (!v[0]) return usage_error("track", "-t: the text is empty%s", "");
             if (a->n_texts == SAM3_MAX_CONCEPT_PROMPTS) return usage_error("track", "too many -t prompts (at most %s)", "16");
             a->texts[a->n_texts++] = v;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--concept-box", &v)) != 0) {
+            const char *err;
+            int k;
+            if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
+            if (!a->n_texts) a->texts[a->n_texts++] = NULL; /* a prompt of boxes only */
+            k = a->n_texts - 1;
+            if (a->n_cbox[k] == SAM3_MAX_BOXES) return usage_error("track", "too many --concept-box for one prompt (at most %s)", "64");
+            if ((err = parse_box(v, &a->cbox[k][a->n_cbox[k]], &a->cbox_label[k][a->n_cbox[k]])) != NULL) {
+                fprintf(stderr, "sam3 track: --concept-box '%s': %s (try 'sam3 track --help')\n", v, err);
+                return CLI_USAGE;
+            }
+            a->n_cbox[k]++;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--point", &v)) != 0 || (r = opt_value(argc, argv, &i, NULL, "--box", &v)) != 0 ||
                    (r = opt_value(argc, argv, &i, NULL, "--mask", &v)) != 0) {
             const char *rest = NULL, *err;
@@ -197,9 +231,9 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
     if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
     if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
     if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
-    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask or -t%s", NULL);
-    if (a->n_prompts && a->n_texts) return usage_error("track", "-t does not combine with --point/--box/--mask yet%s", NULL);
+    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask, -t or --concept-box%s", NULL);
     if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
+    if (a->hotstart && !a->n_texts) return usage_error("track", "--clip and --hotstart go with -t%s", NULL);
     return CLI_OK;
 }
 
@@ -425,6 +459,85 @@ static int read_track_mask(const char *path, unsigned long long max_pixels, uint
    removed; anything else in the folder is the user's). */
 static const char *const TRACK_OUT_NAMES[] = {"tracks.jsonl", "masks/", "overlays/", "#_#.png", "#.png", NULL};
 
+/* One frame on its way to tracks.jsonl. With -t in clip mode the concept tracker gives a frame's
+   objects out some pushes later, so its clicked objects (already in objs) and overlay wait here. */
+typedef struct track_pending {
+    int frame, w, h;
+    char name[1024];
+    unsigned char *ov; /* (h, w, 3) the frame with the objects drawn so far, with --overlay */
+    text_buf objs;     /* the clicked objects' JSON */
+    int n_obj;
+} track_pending;
+
+/* masks/FFFFF_ID.png of one object, and the object drawn on ov (when not NULL). 0: failed (printed). */
+static int track_object_out(cli_outdir *md, int f, long long id, const uint8_t *mask, const sam3_box *box, long long area, int w, int h,
+                            unsigned char *ov) {
+    char mname[64];
+    unsigned char *m255 = (unsigned char *)malloc((size_t)w * h);
+    size_t q;
+    int ok;
+    if (!m255) {
+        cli_error("out of memory");
+        return 0;
+    }
+    snprintf(mname, sizeof(mname), "%05d_%lld.png", f, id);
+    for (q = 0; q < (size_t)w * h; q++) m255[q] = mask[q] ? 255 : 0;
+    ok = write_png(md, mname, m255, w, h, 1); /* (it printed why) */
+    free(m255);
+    if (ok && ov) {
+        const unsigned char *col = PALETTE[(unsigned long long)id % 12];
+        char label[32];
+        int tw, th;
+        tint_mask(ov, w, h, mask, col);
+        if (area > 0) {
+            snprintf(label, sizeof(label), "%lld", id);
+            draw_box(ov, w, h, (int)box->x0, (int)box->y0, (int)box->x1 - 1, (int)box->y1 - 1, line_scale(w, h), col);
+            draw_text(ov, w, h, (int)box->x0 + 2, (int)box->y0 + 2, line_scale(w, h), label, col, 1, &tw, &th);
+        }
+    }
+    return ok;
+}
+
+/* The fields every object ends with. */
+static void track_json_tail(text_buf *b, int f, long long id, const sam3_box *box, long long area) {
+    tb_printf(b, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%05d_%lld.png\"}", box->x0, box->y0, box->x1, box->y1, area, f,
+              id);
+}
+
+/* Frame p->frame's line: its clicked objects, then the concept tracker's (cout, or NULL) with ids
+   from id0 on (id0 = 1 + the largest clicked id, so the two kinds never share an id); their masks
+   and the overlay. 0: failed (printed). */
+static int track_finish(const track_args *a, track_pending *p, const sam3_concept_tracker_result *cout, long long id0, int stream,
+                        cli_outdir *md, cli_outdir *ovd, text_buf *jl) {
+    char oname[32];
+    int i, n = p->n_obj;
+    tb_printf(jl, "{\"frame\": %d, \"image\": ", p->frame);
+    if (stream) tb_printf(jl, "null");
+    else tb_json_string(jl, p->name);
+    if (a->overlay) tb_printf(jl, ", \"overlay\": \"overlays/%05d.png\"", p->frame);
+    tb_printf(jl, ", \"objects\": [%s", p->objs.len ? p->objs.p : "");
+    for (i = 0; cout && i < cout->n_objects; i++) {
+        const sam3_concept_tracker_object *co = &cout->objects[i];
+        const long long id = id0 + co->id;
+        if (!track_object_out(md, p->frame, id, co->mask, &co->box, (long long)co->area, p->w, p->h, p->ov)) return 0;
+        tb_printf(jl, "%s{\"id\": %lld, \"prompt\": ", n++ ? ", " : "", id);
+        if (a->texts[a->prompt_arg[co->prompt]]) tb_json_string(jl, a->texts[a->prompt_arg[co->prompt]]);
+        else tb_printf(jl, "null");
+        tb_printf(jl, ", \"score\": ");
+        tb_json_number(jl, co->score);
+        tb_printf(jl, ", \"tracker_score\": ");
+        tb_json_number(jl, co->tracker_score);
+        track_json_tail(jl, p->frame, id, &co->box, (long long)co->area);
+    }
+    tb_printf(jl, "]}\n");
+    if (jl->oom || p->objs.oom) {
+        cli_error("out of memory");
+        return 0;
+    }
+    snprintf(oname, sizeof(oname), "%05d.png", p->frame);
+    return !a->overlay || write_png(ovd, oname, p->ov, p->w, p->h, 3);
+}
+
 static int run_track(track_args *a) {
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
@@ -435,7 +548,10 @@ static int run_track(track_args *a) {
     cli_outdir od, *md = NULL, *ovd = NULL;
     text_buf jl; /* tracks.jsonl */
     char name[1024];
-    unsigned char *rgb = NULL, *ov = NULL, *m255 = NULL;
+    unsigned char *rgb = NULL;
+    track_pending *pend = NULL; /* (n_pend) frames not written yet, frame f in pend[f % n_pend] */
+    int n_pend = 1;
+    long long id0 = 0; /* the concept objects' first id */
     int rc = CLI_FAIL, f = 0, i, w = 0, h = 0, res, input_failed = 0;
     double t_all = sam3_time_ms();
     sam3_result r;
@@ -459,20 +575,36 @@ static int run_track(track_args *a) {
     }
     if (a->n_texts) {
         sam3_concept_tracker_options cto = sam3_concept_tracker_options_default();
+        int n_api = 0; /* distinct prompts so far */
         cto.detection_threshold = cto.new_object_threshold = a->threshold;
+        cto.hotstart_delay = a->hotstart;
+        n_pend = a->hotstart > 1 ? a->hotstart : 1;
         if ((r = sam3_concept_tracker_new(c, &cto, &ct)) != SAM3_OK) {
             cli_error("%s", sam3_ctx_last_error(c));
             goto done;
         }
-        for (i = 0; i < a->n_texts; i++)
-            if ((r = sam3_concept_tracker_add_text(ct, a->texts[i], NULL)) != SAM3_OK) {
-                cli_error("-t '%s': %s", a->texts[i], sam3_ctx_last_error(c));
+        for (i = 0; i < a->n_texts; i++) {
+            sam3_segment_prompt sp;
+            int idx = 0;
+            memset(&sp, 0, sizeof(sp));
+            sp.text = a->texts[i];
+            sp.boxes = a->cbox[i];
+            sp.box_labels = a->cbox_label[i];
+            sp.n_boxes = a->n_cbox[i];
+            if ((r = sam3_concept_tracker_add_prompt(ct, &sp, &idx)) != SAM3_OK) {
+                cli_error("-t '%s': %s", a->texts[i] ? a->texts[i] : "(boxes)", sam3_ctx_last_error(c));
                 goto done;
             }
-    } else if ((r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
+            if (idx == n_api) a->prompt_arg[n_api++] = i; /* a new prompt (a repeated one keeps its first -t) */
+        }
+    }
+    if (a->n_prompts && (r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
         cli_error("%s", sam3_ctx_last_error(c));
         goto done;
     }
+    for (i = 0; i < a->n_prompts; i++)
+        if (a->prompts[i].id >= id0) id0 = (long long)a->prompts[i].id + 1;
+    if (!(pend = (track_pending *)calloc((size_t)n_pend, sizeof(track_pending)))) goto oom;
     if (!strcmp(a->input, "-")) {
 #if defined(_WIN32)
         _setmode(_fileno(stdin), _O_BINARY); /* no CR-LF or ^Z translation of the frames' bytes */
@@ -497,6 +629,7 @@ static int run_track(track_args *a) {
     for (f = 0;; f++) {
         sam3_tracker_result out;
         sam3_concept_tracker_result cout;
+        track_pending *p = &pend[f % n_pend];
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
@@ -506,99 +639,77 @@ static int run_track(track_args *a) {
             break;
         }
         for (i = 0; i < a->n_prompts; i++) {
-            track_prompt *p = &a->prompts[i];
+            track_prompt *tp_ = &a->prompts[i];
             sam3_tracker_prompt tp;
             uint8_t *mk = NULL;
-            if (p->frame != f) continue;
+            if (tp_->frame != f) continue;
             memset(&tp, 0, sizeof(tp));
-            tp.points = p->points;
-            tp.n_points = p->n_points;
-            tp.box = p->has_box ? &p->box : NULL;
-            if (p->mask_path) {
-                if (read_track_mask(p->mask_path, a->max_pixels, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
+            tp.points = tp_->points;
+            tp.n_points = tp_->n_points;
+            tp.box = tp_->has_box ? &tp_->box : NULL;
+            if (tp_->mask_path) {
+                if (read_track_mask(tp_->mask_path, a->max_pixels, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
                 tp.mask = mk;
             }
-            r = sam3_tracker_add_prompt(tr, f, p->id, &tp);
+            r = sam3_tracker_add_prompt(tr, f, tp_->id, &tp);
             free(mk);
             if (r != SAM3_OK) {
-                cli_error("frame %d object %d: %s", f, p->id, sam3_ctx_last_error(c));
+                cli_error("frame %d object %d: %s", f, tp_->id, sam3_ctx_last_error(c));
                 goto done;
             }
-            p->used = 1;
+            tp_->used = 1;
+        }
+        free(p->ov);
+        p->ov = NULL;
+        p->objs.len = 0;
+        p->n_obj = 0;
+        p->frame = f;
+        p->w = w;
+        p->h = h;
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        if (a->overlay) {
+            if (!(p->ov = (unsigned char *)malloc((size_t)w * h * 3))) goto oom;
+            memcpy(p->ov, rgb, (size_t)w * h * 3);
         }
         memset(&out, 0, sizeof(out));
         memset(&cout, 0, sizeof(cout));
-        if ((r = ct ? sam3_concept_tracker_push_frame(ct, rgb, w, h, w * 3, SAM3_RGB8, &cout)
-                    : sam3_tracker_push_frame(tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK) {
+        cout.frame = -1;
+        /* with both kinds of object the concept tracker encodes the frame and the click tracker
+           reuses that encoding (one image encoder pass a frame) */
+        if ((ct && (r = sam3_concept_tracker_push_frame(ct, rgb, w, h, w * 3, SAM3_RGB8, &cout)) != SAM3_OK) ||
+            (tr && (r = ct ? sam3_tracker_push_encoded(tr, &out) : sam3_tracker_push_frame(tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK)) {
             cli_error("frame %d (%s): %s", f, name, sam3_ctx_last_error(c));
             goto done;
         }
-        tb_printf(&jl, "{\"frame\": %d, \"image\": ", f);
-        if (src.y4m) tb_printf(&jl, "null");
-        else tb_json_string(&jl, name);
-        if (a->overlay) tb_printf(&jl, ", \"overlay\": \"overlays/%05d.png\"", f);
-        tb_printf(&jl, ", \"objects\": [");
-        if (a->overlay) {
-            free(ov);
-            if (!(ov = (unsigned char *)malloc((size_t)w * h * 3))) goto oom;
-            memcpy(ov, rgb, (size_t)w * h * 3);
+        for (i = 0; i < out.n_objects; i++) {
+            const sam3_tracker_object *to = &out.objects[i];
+            if (!track_object_out(md, f, to->id, to->mask, &to->box, (long long)to->area, w, h, p->ov)) goto done;
+            tb_printf(&p->objs, "%s{\"id\": %d, \"object_score_logit\": ", p->n_obj++ ? ", " : "", to->id);
+            tb_json_number(&p->objs, to->object_score);
+            track_json_tail(&p->objs, f, to->id, &to->box, (long long)to->area);
         }
-        free(m255);
-        if (!(m255 = (unsigned char *)malloc((size_t)w * h))) goto oom;
-        for (i = 0; i < (ct ? cout.n_objects : out.n_objects); i++) {
-            /* the fields both kinds of object share, from whichever tracker runs */
-            const sam3_tracker_object *to = ct ? NULL : &out.objects[i];
-            const sam3_concept_tracker_object *co_ = ct ? &cout.objects[i] : NULL;
-            const int id = ct ? co_->id : to->id;
-            const sam3_box *box = ct ? &co_->box : &to->box;
-            const uint8_t *mask = ct ? co_->mask : to->mask;
-            const long long area = (long long)(ct ? co_->area : to->area);
-            char mname[64];
-            size_t q;
-            snprintf(mname, sizeof(mname), "%05d_%d.png", f, id);
-            for (q = 0; q < (size_t)w * h; q++) m255[q] = mask[q] ? 255 : 0;
-            if (!write_png(md, mname, m255, w, h, 1)) goto done; /* (it printed why) */
-            tb_printf(&jl, "%s{\"id\": %d, ", i ? ", " : "", id);
-            if (ct) {
-                tb_printf(&jl, "\"prompt\": ");
-                tb_json_string(&jl, a->texts[co_->prompt]);
-                tb_printf(&jl, ", \"score\": ");
-                tb_json_number(&jl, co_->score);
-                tb_printf(&jl, ", \"tracker_score\": ");
-                tb_json_number(&jl, co_->tracker_score);
-            } else {
-                tb_printf(&jl, "\"object_score_logit\": ");
-                tb_json_number(&jl, to->object_score);
-            }
-            tb_printf(&jl, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%s\"}", box->x0, box->y0, box->x1, box->y1, area,
-                      mname);
-            if (a->overlay) {
-                const unsigned char *col = PALETTE[(unsigned)id % 12];
-                char label[32];
-                int tw, th;
-                tint_mask(ov, w, h, mask, col);
-                if (area > 0) {
-                    snprintf(label, sizeof(label), "%d", id);
-                    draw_box(ov, w, h, (int)box->x0, (int)box->y0, (int)box->x1 - 1, (int)box->y1 - 1, line_scale(w, h), col);
-                    draw_text(ov, w, h, (int)box->x0 + 2, (int)box->y0 + 2, line_scale(w, h), label, col, 1, &tw, &th);
-                }
-            }
-        }
-        tb_printf(&jl, "]}\n");
-        if (jl.oom) goto oom;
-        if (a->overlay) {
-            snprintf(name, sizeof(name), "%05d.png", f);
-            if (!write_png(ovd, name, ov, w, h, 3)) goto done;
-        }
-        if (!a->quiet && ct) {
-            fprintf(stderr, "sam3 track: frame %d: %dx%d, %d object%s visible, %s\n", f, w, h, cout.n_objects, cout.n_objects == 1 ? "" : "s",
-                    fmt_ms(sam3_time_ms() - t0));
-        } else if (!a->quiet) {
+        if (!a->quiet) {
             int visible = 0;
             for (i = 0; i < out.n_objects; i++) visible += out.objects[i].object_score > 0;
-            fprintf(stderr, "sam3 track: frame %d: %dx%d, %d object%s (%d visible), %s\n", f, w, h, out.n_objects, out.n_objects == 1 ? "" : "s",
-                    visible, fmt_ms(sam3_time_ms() - t0));
+            fprintf(stderr, "sam3 track: frame %d: %dx%d", f, w, h);
+            if (tr) fprintf(stderr, ", %d object%s (%d visible)", out.n_objects, out.n_objects == 1 ? "" : "s", visible);
+            if (ct && cout.frame == f) fprintf(stderr, "%s %d %sobject%s visible", tr ? " and" : ",", cout.n_objects, tr ? "concept " : "", cout.n_objects == 1 ? "" : "s");
+            else if (ct && cout.frame >= 0) fprintf(stderr, ", frame %d out (%d object%s visible)", cout.frame, cout.n_objects, cout.n_objects == 1 ? "" : "s");
+            else if (ct) fprintf(stderr, ", held back");
+            fprintf(stderr, ", %s\n", fmt_ms(sam3_time_ms() - t0));
         }
+        if (!ct && !track_finish(a, p, NULL, id0, src.y4m != NULL, md, ovd, &jl)) goto done;
+        if (ct && cout.frame >= 0 && !track_finish(a, &pend[cout.frame % n_pend], &cout, id0, src.y4m != NULL, md, ovd, &jl)) goto done;
+    }
+    /* clip mode: the frames the concept tracker still holds back */
+    while (ct) {
+        sam3_concept_tracker_result cout;
+        if ((r = sam3_concept_tracker_flush(ct, &cout)) != SAM3_OK) {
+            cli_error("%s", sam3_ctx_last_error(c));
+            goto done;
+        }
+        if (cout.frame < 0) break;
+        if (!track_finish(a, &pend[cout.frame % n_pend], &cout, id0, src.y4m != NULL, md, ovd, &jl)) goto done;
     }
     /* the frames processed are written even when the input failed part-way (a camera stream cut
        off): the run still exits 1 */
@@ -621,8 +732,11 @@ done:
     cli_outdir_close(&od); /* removes what was not committed */
     free(jl.p);
     free(rgb);
-    free(ov);
-    free(m255);
+    for (i = 0; pend && i < n_pend; i++) {
+        free(pend[i].ov);
+        free(pend[i].objs.p);
+    }
+    free(pend);
     frame_src_free(&src);
     sam3_tracker_free(tr);
     sam3_concept_tracker_free(ct);

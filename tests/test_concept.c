@@ -12,7 +12,8 @@
    Per frame: the same object ids with the same prompt indices, scores and tracker probabilities
    within 1e-4, low-resolution logits within 1e-3 relative (see TOL_LOGITS), frame-size masks at
    IoU >= 0.99, boxes within a pixel. Then misuse of the API, a frame where nothing matches, and
-   aborts inside frames. Both of the dump's modes are compared: streaming ("s.") and clip ("c.": HF's
+   aborts inside frames; box exemplars against sam3_segment (HF has no box prompts for concepts).
+   Both of the dump's modes are compared: streaming ("s.") and clip ("c.": HF's
    hotstart removals, outputs held back by hotstart_delay frames).
 
    HF 5.17 runs NMS and hole filling only with the optional `kernels` package (absent on the
@@ -346,6 +347,25 @@ static void test_api(const char *model) {
         t_check(rc == SAM3_OK && fr.frame == i && fr.n_objects == 0 && fr.width == 64 && fr.height == 48,
                 "frame %d with nothing detected: rc %d, frame %d, %d objects", i, (int)rc, fr.frame, fr.n_objects);
     }
+    { /* a click tracker on the same context takes the frame the concept tracker encoded */
+        sam3_tracker *tr = NULL;
+        sam3_tracker_result tres;
+        sam3_ctx *c2 = NULL;
+        sam3_result rc;
+        t_check(sam3_ctx_new(m, NULL, &c2) == SAM3_OK && sam3_tracker_new(c2, NULL, &tr) == SAM3_OK, "tracker on a fresh context");
+        t_check(tr && sam3_tracker_push_encoded(tr, &tres) == SAM3_ERR_NO_IMAGE, "push_encoded with nothing encoded: %s", sam3_ctx_last_error(c2));
+        sam3_tracker_free(tr);
+        sam3_ctx_free(c2);
+        tr = NULL;
+        t_check(sam3_tracker_new(c, NULL, &tr) == SAM3_OK, "tracker beside the concept tracker");
+        memset(&tres, 0, sizeof(tres));
+        rc = tr ? sam3_tracker_push_encoded(tr, &tres) : SAM3_ERR_INVALID_ARG;
+        t_check(rc == SAM3_OK && tres.frame == 0 && tres.width == 64 && tres.height == 48, "push_encoded after a concept frame: frame %d, %dx%d",
+                tres.frame, tres.width, tres.height);
+        t_check(sam3_tracker_push_encoded(NULL, &tres) == SAM3_ERR_INVALID_ARG && sam3_tracker_push_encoded(tr, NULL) == SAM3_ERR_INVALID_ARG,
+                "push_encoded: NULL rejected");
+        sam3_tracker_free(tr);
+    }
     t_check(sam3_concept_tracker_flush(ct, &fr) == SAM3_OK && fr.frame == -1 && fr.n_objects == 0, "streaming mode: nothing to flush");
     t_check(sam3_concept_tracker_flush(ct, NULL) == SAM3_ERR_INVALID_ARG && sam3_concept_tracker_flush(NULL, &fr) == SAM3_ERR_INVALID_ARG,
             "flush: NULL rejected");
@@ -368,6 +388,108 @@ static void test_api(const char *model) {
 out:
     sam3_concept_tracker_free(ct);
     sam3_concept_tracker_free(NULL);
+    sam3_ctx_free(c);
+    sam3_free(m);
+}
+
+/* Box exemplars as concept prompts. HF 5.17's Sam3VideoModel takes text only, so there is no
+   reference to compare with: the detector must see on each frame what sam3_segment sees on that
+   frame alone with the same prompt (with NMS off, every detection above the threshold, in query
+   order, the same scores and mask logits to the bit), and the prompts are checked as
+   sam3_segment checks them. */
+static void test_exemplars(const char *model) {
+    sam3_model *m = NULL;
+    sam3_ctx *c = NULL, *c2 = NULL;
+    sam3_concept_tracker *ct = NULL;
+    sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
+    static unsigned char img[2][64 * 48 * 3];
+    const sam3_box boxes[2] = {{10, 8, 40, 30}, {40, 20, 60, 44}}, nan_box = {10, 8, NAN, 30};
+    const int labels[2] = {1, 0}, bad_label[1] = {2};
+    sam3_segment_prompt pr[2], q;
+    sam3_result rc;
+    int f, i, p, idx = -1;
+    for (f = 0; f < 2; f++)
+        for (i = 0; i < 64 * 48 * 3; i++) img[f][i] = (unsigned char)((i + 9 * f) * 7 + (i / 3) * 13 + (i / 192) * 5 * f);
+    memset(pr, 0, sizeof(pr));
+    pr[0].text = "a cat"; /* text with a positive and a negative exemplar */
+    pr[0].boxes = boxes;
+    pr[0].box_labels = labels;
+    pr[0].n_boxes = 2;
+    pr[1].boxes = boxes; /* one exemplar, no text ("visual"), labels NULL: positive */
+    pr[1].n_boxes = 1;
+    if (sam3_load(model, NULL, &m) != SAM3_OK || sam3_ctx_new(m, NULL, &c) != SAM3_OK || sam3_ctx_new(m, NULL, &c2) != SAM3_OK) {
+        t_check(0, "load %s", model);
+        goto out;
+    }
+    o.detection_threshold = o.new_object_threshold = 0.4f; /* random weights: a few of the 200 queries */
+    o.nms_iou = -1;
+    if (sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK) {
+        t_check(0, "exemplars: new: %s", sam3_ctx_last_error(c));
+        goto out;
+    }
+    for (p = 0; p < 2; p++) {
+        rc = sam3_concept_tracker_add_prompt(ct, &pr[p], &idx);
+        t_check(rc == SAM3_OK && idx == p, "exemplar prompt %d -> %d", p, idx);
+    }
+    q = pr[0];
+    rc = sam3_concept_tracker_add_prompt(ct, &q, &idx);
+    t_check(rc == SAM3_OK && idx == 0, "the same text and boxes again -> %d", idx);
+    q.box_labels = NULL;
+    rc = sam3_concept_tracker_add_prompt(ct, &q, &idx);
+    t_check(rc == SAM3_OK && idx == 2, "the same boxes, other labels -> a new prompt (%d)", idx);
+    memset(&q, 0, sizeof(q));
+    t_check(sam3_concept_tracker_add_prompt(ct, &q, &idx) == SAM3_ERR_INVALID_ARG, "an empty prompt: %s", sam3_ctx_last_error(c));
+    q.n_boxes = 1;
+    t_check(sam3_concept_tracker_add_prompt(ct, &q, &idx) == SAM3_ERR_INVALID_ARG, "n_boxes 1, boxes NULL: %s", sam3_ctx_last_error(c));
+    q.boxes = &nan_box;
+    t_check(sam3_concept_tracker_add_prompt(ct, &q, &idx) == SAM3_ERR_INVALID_ARG, "a NaN box: %s", sam3_ctx_last_error(c));
+    q.boxes = boxes;
+    q.box_labels = bad_label;
+    t_check(sam3_concept_tracker_add_prompt(ct, &q, &idx) == SAM3_ERR_INVALID_ARG, "label 2: %s", sam3_ctx_last_error(c));
+    q.box_labels = NULL;
+    q.n_boxes = SAM3_MAX_BOXES + 1;
+    t_check(sam3_concept_tracker_add_prompt(ct, &q, &idx) == SAM3_ERR_INVALID_ARG, "too many boxes: %s", sam3_ctx_last_error(c));
+    t_check(sam3_concept_tracker_add_prompt(ct, NULL, &idx) == SAM3_ERR_INVALID_ARG && sam3_concept_tracker_add_prompt(NULL, &pr[0], &idx) == SAM3_ERR_INVALID_ARG,
+            "add_prompt: NULL rejected");
+    sam3_concept_tracker_free(ct); /* again with the two prompts only (a third would cost a detector pass a frame) */
+    ct = NULL;
+    if (sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK || sam3_concept_tracker_add_prompt(ct, &pr[0], NULL) != SAM3_OK ||
+        sam3_concept_tracker_add_prompt(ct, &pr[1], NULL) != SAM3_OK) {
+        t_check(0, "exemplars: %s", sam3_ctx_last_error(c));
+        goto out;
+    }
+    for (f = 0; f < 2; f++) {
+        sam3_concept_tracker_result fr;
+        int nd = 0, bad = 0, per[2] = {0, 0};
+        const size_t lp = (size_t)4 * m->trk.grid * 4 * m->trk.grid;
+        if (sam3_concept_tracker_push_frame(ct, img[f], 64, 48, 64 * 3, SAM3_RGB8, &fr) != SAM3_OK || sam3_set_image(c2, img[f], 64, 48, 64 * 3, SAM3_RGB8) != SAM3_OK) {
+            t_check(0, "exemplars: frame %d: %s / %s", f, sam3_ctx_last_error(c), sam3_ctx_last_error(c2));
+            goto out;
+        }
+        for (p = 0; p < 2; p++) {
+            sam3_segment_options so = sam3_segment_options_default();
+            sam3_segment_result seg;
+            so.score_threshold = o.detection_threshold;
+            so.no_masks = so.low_res = 1;
+            if (sam3_segment(c2, &pr[p], &so, &seg) != SAM3_OK) {
+                t_check(0, "sam3_segment: %s", sam3_ctx_last_error(c2));
+                goto out;
+            }
+            for (i = 0; i < seg.n_instances && nd < (int)ct->cap_det; i++, nd++)
+                bad += ct->det_prompt[nd] != p || ct->det_prob[nd] != seg.instances[i].score ||
+                       memcmp(ct->det_low + (size_t)nd * lp, seg.instances[i].low_res_logits, lp * sizeof(float)) != 0;
+            per[p] = seg.n_instances;
+        }
+        t_check(nd > 0 && bad == 0, "frame %d: the detector's %d + %d detections are sam3_segment's on the frame (%d differ)", f, per[0], per[1], bad);
+        if (f == 0) {
+            bad = 0;
+            for (i = 0; i < ct->t->n_obj && i < nd; i++) bad += ct->prompt[i] != ct->det_prompt[i] || ct->score[i] != ct->det_prob[i];
+            t_check(ct->t->n_obj == nd && bad == 0, "frame 0: every detection starts an object (%d objects, %d detections)", ct->t->n_obj, nd);
+        }
+    }
+out:
+    sam3_concept_tracker_free(ct);
+    sam3_ctx_free(c2);
     sam3_ctx_free(c);
     sam3_free(m);
 }
@@ -465,15 +587,89 @@ out:
     sam3_free(m);
 }
 
+/* --frame mode, for tests/test_track.sh (what `sam3 track -t ... --hotstart N` must write): the
+   concept tracker on the given frames, every object of every frame it gives out (pushes, then
+   flush) as a line "frame id prompt area score tracker_score x0 y0 x1 y1 crc32-of-the-0/1-mask".
+   Prompts: --text T, and --box x0,y0,x1,y1,label for the --text before it (before any: a prompt
+   of boxes only), as sam3 track's -t and --concept-box; its context as sam3 track's (--threads N,
+   one BLAS thread: the BLAS's own threads sum products in another order). */
+#define FP_BOXES 8
+static int print_frames(const char *model, char **frames, int n_frames, const sam3_segment_prompt *prompts, int n_prompts, int hotstart,
+                        float threshold, int threads) {
+    sam3_model *m = NULL;
+    sam3_ctx *c = NULL;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_concept_tracker *ct = NULL;
+    sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
+    int f, i, ok = 1;
+    o.hotstart_delay = hotstart;
+    o.detection_threshold = o.new_object_threshold = threshold;
+    co.n_threads = threads;
+    co.blas_threads = 1;
+    if (sam3_load(model, NULL, &m) != SAM3_OK || sam3_ctx_new(m, &co, &c) != SAM3_OK || sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK) ok = 0;
+    for (i = 0; ok && i < n_prompts; i++) ok = sam3_concept_tracker_add_prompt(ct, &prompts[i], NULL) == SAM3_OK;
+    for (f = 0; ok && f <= n_frames; f++) {
+        sam3_concept_tracker_result fr;
+        int w, h, ch;
+        if (f < n_frames) {
+            unsigned char *img = stbi_load(frames[f], &w, &h, &ch, 3);
+            ok = img && sam3_concept_tracker_push_frame(ct, img, w, h, w * 3, SAM3_RGB8, &fr) == SAM3_OK;
+            stbi_image_free(img);
+        } else {
+            ok = sam3_concept_tracker_flush(ct, &fr) == SAM3_OK;
+            f -= fr.frame >= 0; /* flush until nothing is left */
+        }
+        for (i = 0; ok && i < fr.n_objects; i++) {
+            const sam3_concept_tracker_object *ob = &fr.objects[i];
+            printf("%d %d %d %lld %.6g %.6g %.0f %.0f %.0f %.0f %u\n", fr.frame, ob->id, ob->prompt, (long long)ob->area, ob->score, ob->tracker_score,
+                   ob->box.x0, ob->box.y0, ob->box.x1, ob->box.y1, (unsigned)vf_crc32(ob->mask, (size_t)fr.width * fr.height));
+        }
+    }
+    if (!ok) fprintf(stderr, "test_concept --frame: %s\n", c ? sam3_ctx_last_error(c) : "cannot load the model");
+    sam3_concept_tracker_free(ct);
+    sam3_ctx_free(c);
+    sam3_free(m);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     const char *ops = NULL, *model = NULL, *ref = NULL, *photo = NULL;
-    int i;
+    char *frames[64];
+    static sam3_segment_prompt fp[SAM3_MAX_CONCEPT_PROMPTS];
+    static sam3_box fbox[SAM3_MAX_CONCEPT_PROMPTS][FP_BOXES];
+    static int flab[SAM3_MAX_CONCEPT_PROMPTS][FP_BOXES];
+    int i, n_frames = 0, n_fp = 0, hotstart = 0, threads = 0;
+    float threshold = 0;
     for (i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
         else if (!strcmp(argv[i], "--model")) model = argv[i + 1];
         else if (!strcmp(argv[i], "--ref")) ref = argv[i + 1];
         else if (!strcmp(argv[i], "--photo")) photo = argv[i + 1];
+        else if (!strcmp(argv[i], "--frame") && n_frames < 64) frames[n_frames++] = argv[i + 1];
+        else if (!strcmp(argv[i], "--text") && n_fp < SAM3_MAX_CONCEPT_PROMPTS) {
+            fp[n_fp].boxes = fbox[n_fp];
+            fp[n_fp].box_labels = flab[n_fp];
+            fp[n_fp++].text = argv[i + 1];
+        } else if (!strcmp(argv[i], "--box")) {
+            sam3_segment_prompt *q;
+            sam3_box *b;
+            if (!n_fp) { /* boxes only */
+                fp[0].boxes = fbox[0];
+                fp[0].box_labels = flab[0];
+                n_fp = 1;
+            }
+            q = &fp[n_fp - 1];
+            b = &fbox[n_fp - 1][q->n_boxes];
+            if (q->n_boxes == FP_BOXES ||
+                sscanf(argv[i + 1], "%f,%f,%f,%f,%d", &b->x0, &b->y0, &b->x1, &b->y1, &flab[n_fp - 1][q->n_boxes]) != 5)
+                return 2;
+            q->n_boxes++;
+        }
+        else if (!strcmp(argv[i], "--hotstart")) hotstart = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threshold")) threshold = (float)atof(argv[i + 1]);
     }
+    if (n_frames) return model ? print_frames(model, frames, n_frames, fp, n_fp, hotstart, threshold, threads) : 2;
     sam3__allocator_resolve(NULL, &g_alloc);
     if (ops) test_ops(ops);
     if (model && ref && photo) {
@@ -482,5 +678,6 @@ int main(int argc, char **argv) {
     }
     if (model) test_api(model);
     if (model) test_abort(model);
+    if (model) test_exemplars(model);
     return t_done("test_concept");
 }

@@ -6,8 +6,10 @@
 # prompt's own mask; overlays); the same frames as YUV4MPEG2 4:4:4 and 4:2:0 (odd size) streams on
 # stdin give the same results to the bit; a truncated or garbled stream, a prompt for a frame the
 # input does not have and a model without memory modules fail with exit 1 and one clear line; bad
-# command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object.
-#   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3)
+# command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object; -t with clicked
+# objects: each kind as in a run of its own; --hotstart (clip mode) as the API's clip mode.
+#   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3,
+#                                        BUILD_DIR/test_concept)
 # Prints "test_track: N passed, N failed" last; exits non-zero on failure.
 B=${1:-build}
 PY=${PYTHON:-/usr/bin/python3}
@@ -156,8 +158,86 @@ assert total > 0 and len(seen) > 1, f"{total} objects, ids {sorted(seen)}"
 print(total)
 PYEOF
 ); then ok; else bad "-t: $msg"; fi
+# -t with clicked objects in one run: its clicked objects are the clicks-only run's and its concept
+# objects the -t-only run's (ids from 1 + the largest clicked id, 3 here), mask for mask
+run 0 "-t with clicks" -m "$MODEL" -i "$T/a/png" -o "$T/mix" $PROMPTS -t "a cat" -t "the red car" --threshold 0.3 --threads 2 -q
+if msg=$("$PY" - "$T/mix" "$T/png" "$T/c" 4 <<'PYEOF' 2>&1
+import json, os, sys
+mix, clk, con, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+lines = lambda d: [json.loads(l) for l in open(os.path.join(d, "tracks.jsonl"))][1:]
+mask = lambda d, o: open(os.path.join(d, o["mask"]), "rb").read()
+n_clk = n_con = 0
+for fm, fc, ft in zip(lines(mix), lines(clk), lines(con), strict=True):
+    mo = fm["objects"]
+    c = [o for o in mo if "object_score_logit" in o]
+    t = [o for o in mo if "prompt" in o]
+    assert len(c) + len(t) == len(mo) and mo == c + t, fm
+    assert c == fc["objects"], (fm["frame"], c, fc["objects"])
+    for a in c:
+        assert mask(mix, a) == mask(clk, a), a
+    assert len(t) == len(ft["objects"]), (fm["frame"], t, ft["objects"])
+    for a, b in zip(t, ft["objects"]):
+        assert a["id"] == b["id"] + k and a["mask"].endswith(f"_{a['id']}.png"), (a, b)
+        assert {x: a[x] for x in a if x not in ("id", "mask")} == {x: b[x] for x in b if x not in ("id", "mask")}, (a, b)
+        assert mask(mix, a) == mask(con, b), (a, b)
+    n_clk += len(c)
+    n_con += len(t)
+assert n_clk > 0 and n_con > 0, (n_clk, n_con)
+print(n_clk, n_con)
+PYEOF
+); then ok; else bad "-t with clicks: $msg"; fi
+# --hotstart 3 (clip mode, frames held back 2 pushes, then flushed) with clicked objects: the
+# clicked objects as above, the concept objects what the API's clip mode gives on these frames
+# (test_concept --frame prints them)
+run 0 "-t --hotstart 3 with clicks" -m "$MODEL" -i "$T/a/png" -o "$T/clip" $PROMPTS -t "a cat" -t "the red car" --threshold 0.3 --hotstart 3 --threads 2
+grep -q "^sam3 track: frame 0: 64x48, 2 objects (0 visible), held back, " "$T/err" && grep -q "^sam3 track: frame 2: .*, frame 0 out (" "$T/err" && ok ||
+    bad "--hotstart 3: progress lines: $(cat "$T/err")"
+# like_api NAME DIR CLICKDIR K TEXTS TEST_CONCEPT_ARGS...: DIR's clicked objects are CLICKDIR's (- for
+# none), its concept objects (ids +K; prompts TEXTS, a JSON list) those of test_concept --frame on
+# the same frames with TEST_CONCEPT_ARGS
+like_api() {
+    name=$1 dir=$2 clk=$3 k=$4 texts=$5
+    shift 5
+    if "$B/test_concept" --model "$MODEL" $(for f in "$T"/a/png/*.png; do printf -- '--frame %s ' "$f"; done) "$@" >"$T/api.txt" &&
+        msg=$("$PY" - "$dir" "$clk" "$T/api.txt" "$k" "$texts" <<'PYEOF' 2>&1
+import json, os, sys, zlib
+sys.path.insert(0, "tests")
+import cli_images
+d, clk, api, k, texts = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), json.loads(sys.argv[5])
+lines = lambda d: [json.loads(l) for l in open(os.path.join(d, "tracks.jsonl"))][1:]
+want = {}
+for l in open(api):
+    f, i, p, area, sc, ts, x0, y0, x1, y1, crc = l.split()
+    want.setdefault(int(f), []).append((int(i) + k, texts[int(p)], int(area), float(sc), float(ts), [float(x0), float(y0), float(x1), float(y1)], int(crc)))
+n = 0
+for f, fm in enumerate(lines(d)):
+    c = [o for o in fm["objects"] if "object_score_logit" in o]
+    t = [o for o in fm["objects"] if "prompt" in o]
+    assert c == (lines(clk)[f]["objects"] if clk != "-" else []), (fm["frame"], c)
+    w = want.get(fm["frame"], [])
+    assert [o["id"] for o in t] == [x[0] for x in w], (fm["frame"], t, w)
+    for o, x in zip(t, w):
+        m = (cli_images.read_png(os.path.join(d, o["mask"]))[:, :, 0] > 0).astype("uint8")
+        assert (o["prompt"], o["area"], o["box"]) == (x[1], x[2], x[5]) and abs(o["score"] - x[3]) < 2e-6 and abs(o["tracker_score"] - x[4]) < 2e-6, (o, x)
+        assert zlib.crc32(m.tobytes()) == x[6], (o, "mask differs")
+        n += 1
+assert n > 0 and len(lines(d)) == 5, n
+print(n)
+PYEOF
+        ); then ok; else bad "$name: ${msg:-test_concept --frame failed}"; fi
+}
+like_api "--hotstart 3" "$T/clip" "$T/png" 4 '["a cat", "the red car"]' --text "a cat" --text "the red car" --hotstart 3 --threshold 0.3 \
+    --threads 2
+# box exemplars (--concept-box): a prompt of a box only (before any -t), and a text with a positive
+# and a negative box, as the API's concept tracker given the same prompts
+run 0 "--concept-box" -m "$MODEL" -i "$T/a/png" -o "$T/ex" --concept-box 10,8,40,30 -t "a cat" --concept-box 10,8,40,30 \
+    --concept-box 40,20,60,44,neg --threshold 0.3 -q
+like_api "--concept-box" "$T/ex" - 0 '[null, "a cat"]' --box 10,8,40,30,1 --text "a cat" --box 10,8,40,30,1 --box 40,20,60,44,0 --threshold 0.3
+grep -q '"prompt": null' "$T/ex/tracks.jsonl" && grep -q '"prompt": "a cat"' "$T/ex/tracks.jsonl" && ok || bad "--concept-box: not both prompts found objects"
+fails 2 "x0 < x1" "an inverted --concept-box" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t "a cat" --concept-box 30,10,20,40
+fails 2 "go with -t" "--clip without -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --clip
+fails 2 "hotstart" "--hotstart 0" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t "a cat" --hotstart 0
 fails 2 "empty" "an empty -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t ""
-fails 2 "combine" "-t with --point" -m "$MODEL" -i "$T/a/png" -o "$T/o" -t "a cat" --point 0:1:5,5
 fails 2 "goes with -t" "--threshold without -t" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --threshold 0.3
 
 # --- bad command lines: exit 2, one line ---
