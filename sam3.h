@@ -208,6 +208,10 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.1.0  sam3_tracker_push_encoded (a frame encoded once for a click tracker and a concept
+          tracker); concept tracker box exemplars (sam3_concept_tracker_add_prompt, experimental);
+          bf16: the ViT attention in bf16 with AMX (SAM3_BF16_ATTENTION_KERNEL), AMX tiles in
+          512-k blocks.
    1.0.0  API 1.0 (breaking): one box type, sam3_box (no label; exemplar labels in
           sam3_segment_prompt.box_labels, NULL = positive), in every prompt and result; every
           mask_threshold a probability (sam3_points_options' was a logit; sam3_tracker_options
@@ -226,9 +230,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 0
+#define SAM3_VERSION_MINOR 1
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "1.0.0"
+#define SAM3_VERSION_STRING "1.1.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
