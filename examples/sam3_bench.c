@@ -75,7 +75,7 @@ static const char *BENCH_HELP =
     "  --load N          instead: latency beside other work. R rounds, each timing the image encoder, a\n"
     "                    first and a new prompt, a first click and a click once quiet and once beside N\n"
     "                    busy processes (one spinning thread each; the order alternates per round),\n"
-    "                    then the medians and their ratios (not on Windows)\n"
+    "                    then the medians and their ratios, the new prompt's by stage (not on Windows)\n"
     "\n"
     "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
     "  --gemm            no model: C = A B^T (M x K times (N x K)^T, as the linear layers; default\n"
@@ -390,7 +390,8 @@ static int bench_gemm(int threads, int runs, int M, int N, int K) {
 #ifdef BENCH_HAVE_FORK
 /* One round's latencies (ms): image encoder, first prompt, new prompt, first click, click on
    the cached image; -1 for what the file cannot do. `k` varies the texts and click places. */
-enum { LOAD_ENCODER, LOAD_FIRST_PROMPT, LOAD_NEW_PROMPT, LOAD_FIRST_CLICK, LOAD_CLICK, LOAD_N };
+enum { LOAD_ENCODER, LOAD_FIRST_PROMPT, LOAD_NEW_PROMPT, LOAD_P_TEXT, LOAD_P_DETR_ENC, LOAD_P_DETR_DEC, LOAD_P_MASKS, LOAD_P_POST,
+       LOAD_FIRST_CLICK, LOAD_CLICK, LOAD_N };
 static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int sam1, int k, double *t) {
     sam3_timings tm;
     sam3_point pt;
@@ -417,6 +418,12 @@ static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int s
         t0 = sam3_time_ms();
         if (sam3_segment(c, &pr, NULL, &seg) < 0) return 0;
         t[LOAD_NEW_PROMPT] = sam3_time_ms() - t0;
+        tm = sam3_ctx_timings(c); /* where the new prompt's time went */
+        t[LOAD_P_TEXT] = tm.text;
+        t[LOAD_P_DETR_ENC] = tm.geometry + tm.detr_encoder;
+        t[LOAD_P_DETR_DEC] = tm.detr_decoder;
+        t[LOAD_P_MASKS] = tm.mask_decoder;
+        t[LOAD_P_POST] = tm.postprocess;
     }
     memset(&pp, 0, sizeof(pp));
     pp.points = &pt;
@@ -449,8 +456,9 @@ static pid_t load_spawn(void) {
 
 static int bench_load(sam3_ctx *c, const unsigned char *img, int W, int H, int sam1, int runs, int n_load) {
 #ifdef BENCH_HAVE_FORK
-    static const char *names[LOAD_N] = {"image encoder", "first prompt", "new prompt on the cached image",
-                                        "first click", "click on the cached image"};
+    static const char *names[LOAD_N] = {"image encoder", "first prompt", "new prompt on the cached image", "  of it: text encoder",
+                                        "  of it: geometry + DETR encoder", "  of it: DETR decoder", "  of it: mask decoder",
+                                        "  of it: post-processing", "first click", "click on the cached image"};
     double *t = (double *)calloc((size_t)runs * LOAD_N * 2, sizeof(double)), col[1000], one[LOAD_N];
     pid_t *pids = (pid_t *)calloc((size_t)n_load, sizeof(pid_t));
     int r, q, i, s, ok = 1, rc = CLI_FAIL;
@@ -489,6 +497,7 @@ static int bench_load(sam3_ctx *c, const unsigned char *img, int W, int H, int s
             med[q] = median(col, runs);
         }
         if (med[0] < 0) printf("  %-40s %10s %10s %7s\n", names[s], "n/a", "n/a", "");
+        else if (med[0] == 0) printf("  %-40s %10.1f %10.1f %7s\n", names[s], med[0], med[1], "");
         else printf("  %-40s %10.1f %10.1f %6.2fx\n", names[s], med[0], med[1], med[1] / med[0]);
     }
     rc = CLI_OK;

@@ -276,7 +276,8 @@ printf 'run\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >"$T/o
 # --load N: quiet and loaded medians and their ratio a stage; the busy processes are gone afterwards
 busy_before=$(ps -eo args | grep -c '^sh -c while :; do :; done$')
 run 0 "bench --load" bench -m "$MODEL" --runs 1 --size 64x48 --load 1
-[ "$(grep -c '^  [a-z ]* *[0-9.]* *[0-9.]* *[0-9.]*x$' "$T/out")" -eq 5 ] && grep -q "beside 1 busy process" "$T/out" &&
+[ "$(grep -c '^  [a-z ]* *[0-9.]* *[0-9.]* *[0-9.]*x$' "$T/out")" -eq 5 ] && [ "$(grep -c '^    of it: ' "$T/out")" -eq 5 ] &&
+    grep -q "beside 1 busy process" "$T/out" &&
     [ "$(ps -eo args | grep -c '^sh -c while :; do :; done$')" -eq "$busy_before" ] && ok || bad "bench --load: $(cat "$T/out" "$T/err")"
 run 0 "bench --load SAM 1" bench -m "$S1" --runs 1 --size 64x48 --load 2
 grep -q "first prompt *n/a" "$T/out" && grep -q "click on the cached image *[0-9.]* *[0-9.]* *[0-9.]*x$" "$T/out" && ok ||
