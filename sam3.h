@@ -147,7 +147,7 @@ DOCUMENTATION
                            (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
                            products)
    SAM3_BF16_ATTENTION_KERNEL  the ViT's attention runs in bf16 (where its weights' products do)
-                           from this bf16 kernel on: 2 AMX (default), 1 AVX512-BF16 too (no faster
+                           from this bf16 kernel on: 2 AMX (default), 1 AVX512-BF16 too (slower
                            than the f32 attention there), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
@@ -7694,8 +7694,8 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         }
 #if defined(SAM3__ATT_BF16)
         /* bf16 products in the attention too where the weights' run in bf16 and the CPU has AMX
-           (with AVX512-BF16 alone, as on Zen 4, bf16 products run at the rate of f32 FMAs: the
-           f32 attention is as fast and exact); K and V in the same buffers, as bf16 panels */
+           (with AVX512-BF16 alone, as on Zen 4, the bf16 tile runs ~1.6x the f32 rate, less than
+           the scores' three split products cost); K and V in the same buffers, as bf16 panels */
         if (c->bk >= c->bka && c->bk != SAM3__BK_REF && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
             sam3__rope_pack_bf16(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, (uint16_t *)(void *)h);
             sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
