@@ -5,6 +5,10 @@
      python3 tests/concept_ops.py build/concept_ops.sam3
      test_concept --ops build/concept_ops.sam3
      test_concept --model build/video_a.sam3 --ref tests/data/concept_a/ref_concept.sam3 --photo PHOTO
+     test_concept --model full.sam3 --ref ref_concept_full.sam3 --photo PHOTO --parity-only
+
+   (the last: tools/check_fullsize.sh concept, the 840M config; a dump from make_reference_concept.py
+   --fullsize holds the streaming mode alone, 10 frames, and the max_num_objects HF ran with).
 
    The reference dump (tools/make_reference_concept.py) holds the config HF ran under, each frame's
    size and CRC-32, and per frame the objects HF's processor returns; the frames are cut here from
@@ -224,6 +228,14 @@ static void test_stream(const char *model, const char *ref, const char *photo, c
         t_check(0, "cannot read %s", ref);
         return;
     }
+    { /* a --fullsize dump holds the streaming mode alone (concept.modes "s") */
+        const sam3__cfg *e = sam3__file_cfg(&d.f, "concept.modes");
+        if (e && e->type == SAM3__T_STR && !memchr(e->data, mode[0], e->count)) {
+            printf("test_concept: %s has no \"%s\" mode: not compared\n", ref, mode);
+            dump_close(&d);
+            return;
+        }
+    }
     rgb = stbi_load(photo, &pw, &ph, &pc, 3);
     if (!rgb) {
         printf("test_concept: %s not found: parity against HF skipped\n", photo);
@@ -245,6 +257,7 @@ static void test_stream(const char *model, const char *ref, const char *photo, c
     o.occlusion_iou = (float)cnum(&d, "concept.occl_iou", 0.7);
     o.nms_iou = cnum(&d, "concept.hf_nms", 0) ? (float)cnum(&d, "concept.nms_thresh", 0.1) : -1.0f;
     o.fill_hole_area = cnum(&d, "concept.hf_fill", 0) ? (int)cnum(&d, "concept.fill_area", 16) : -1;
+    if (cnum(&d, "concept.max_objects", 0) <= SAM3_MAX_TRACKED_OBJECTS) o.max_objects = (int)cnum(&d, "concept.max_objects", 0);
     if (mode[0] == 'c') {
         o.hotstart_delay = (int)cnum(&d, "concept.hs_delay", 15);
         o.hotstart_unmatch = (int)cnum(&d, "concept.hs_unmatch", 8);
@@ -270,7 +283,7 @@ static void test_stream(const char *model, const char *ref, const char *photo, c
         t_check(sam3_concept_tracker_add_text(ct, text, &idx) == SAM3_OK && idx == p, "prompt %d \"%s\" -> index %d", p, text, idx);
     }
     nf = (int)cnum(&d, "concept.frames", 0);
-    t_check(nf >= 12, "the dump has %d frames", nf);
+    t_check(nf >= (cnum(&d, "concept.fullsize", 0) ? 10 : 12), "the dump has %d frames", nf);
     for (f = 0; f < nf; f++) {
         sam3_concept_tracker_result fr;
         int w, h;
@@ -467,8 +480,12 @@ out:
 
 int main(int argc, char **argv) {
     const char *ops = NULL, *model = NULL, *ref = NULL, *photo = NULL;
-    int i;
+    int i, parity_only = 0;
+    for (i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--parity-only")) parity_only = 1;
     for (i = 1; i + 1 < argc; i += 2) {
+        while (i < argc && !strcmp(argv[i], "--parity-only")) i++;
+        if (i + 1 >= argc) break;
         if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
         else if (!strcmp(argv[i], "--model")) model = argv[i + 1];
         else if (!strcmp(argv[i], "--ref")) ref = argv[i + 1];
@@ -480,7 +497,7 @@ int main(int argc, char **argv) {
         test_stream(model, ref, photo, "s");
         test_stream(model, ref, photo, "c");
     }
-    if (model) test_api(model);
-    if (model) test_abort(model);
+    if (model && !parity_only) test_api(model);
+    if (model && !parity_only) test_abort(model);
     return t_done("test_concept");
 }
