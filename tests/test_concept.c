@@ -32,6 +32,11 @@
 
 #define TOL 1e-4
 #define MIN_IOU 0.99
+/* A mask of a few pixels fails IoU 0.99 on one pixel: at the 840M config (tools/check_fullsize.sh
+   concept) an object's whole mask can be a 4-pixel spot where the upsampled logit barely clears 0,
+   so one pixel flips with a 6e-6 relative logit difference (IoU 0.8). A mask passes at IoU >= 0.99
+   or with at most MASK_PX_SLACK pixels different. */
+#define MASK_PX_SLACK 2
 /* Low-resolution logits, relative: 1e-5 or better on 12 of the 14 frames; one object on frame 12
    is 4.7e-4 off (its tracker probability 1e-4), which fits a one-ulp difference in a memory the
    reference stores in bf16 (sam3.h rounds where it does) feeding a near-zero object score. */
@@ -154,6 +159,7 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
     const sam3__tensor *tsc = fget(&d, SAM3__DT_F32, mode, f, "score"), *tts = fget(&d, SAM3__DT_F32, mode, f, "tscore"),
                        *tlo = fget(&d, SAM3__DT_F32, mode, f, "low_res"), *tbx = fget(&d, SAM3__DT_F32, mode, f, "box");
     double e_sc = 0, e_ts = 0, e_lo = 0, min_iou = 1;
+    long n_bad_mask = 0, worst_px = 0, worst_px_area = 0;
     int worst_lo = -1;
     long off = 0;
     n_ref = int_list(fget(&d, SAM3__DT_I32, mode, f, "ids"), &rid);
@@ -201,6 +207,8 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
         if (px != (long)w * h) uni = -1;
         if (uni > 0 && (double)inter / uni < min_iou) min_iou = (double)inter / uni;
         if (uni < 0) min_iou = -1;
+        if (uni < 0 || (uni > 0 && (double)inter / uni < MIN_IOU && uni - inter > MASK_PX_SLACK)) n_bad_mask++;
+        if (uni - inter > worst_px) worst_px = uni - inter, worst_px_area = uni;
         {
             const int db = (int)SAM3__MAX(SAM3__MAX(fabsf(ob->box.x0 - hb[0]), fabsf(ob->box.y0 - hb[1])),
                                           SAM3__MAX(fabsf(ob->box.x1 - 1 - hb[2]), fabsf(ob->box.y1 - 1 - hb[3])));
@@ -209,7 +217,8 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
     }
     t_check(e_sc <= TOL && e_ts <= TOL, "frame %d: scores max err %.2e, tracker probabilities %.2e", f, e_sc, e_ts);
     t_check(e_lo <= TOL_LOGITS, "frame %d: low-res logits max rel err %.2e (object %d)", f, e_lo, worst_lo);
-    t_check(min_iou >= MIN_IOU, "frame %d: masks min IoU %.4f over %d objects", f, min_iou, n_ref);
+    t_check(n_bad_mask == 0, "frame %d: masks min IoU %.4f over %d objects, at most %ld pixels differ (of %ld in the union)", f, min_iou,
+            n_ref, worst_px, worst_px_area);
     t_check(worst_box <= 1, "frame %d: boxes within %d px of HF's", f, worst_box);
 }
 
