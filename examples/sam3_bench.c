@@ -393,7 +393,8 @@ done:
 
 /* Halfway between the k-th and k+1-th best detection probability over the prompts on the image
    (every query kept: score_threshold < 0, no masks). */
-static int concept_threshold(sam3_ctx *c, const unsigned char *img, int W, int H, const char *const *texts, int n_texts, int k, double *thr) {
+static int concept_threshold(sam3_ctx *c, const unsigned char *img, int W, int H, const char *const *texts, int n_texts, int k, double *thr,
+                             int *n_det) {
     double *p = NULL;
     int n = 0, cap = 0, i, j;
     sam3_segment_options so;
@@ -422,6 +423,7 @@ static int concept_threshold(sam3_ctx *c, const unsigned char *img, int W, int H
         }
         for (j = 0; j < seg.n_instances; j++) p[n++] = -seg.instances[j].score; /* descending after the sort */
     }
+    *n_det = n;
     if (n <= k) {
         free(p);
         return 0;
@@ -441,13 +443,16 @@ static int bench_concept(sam3_ctx *c, const unsigned char *img, int W, int H, in
     sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
     sam3_concept_tracker_result out;
     double *t_frame = (double *)calloc((size_t)runs * 2, sizeof(double)), *t_enc;
-    int i, n_first = 0, n_vis = 0, rc = CLI_FAIL;
+    int i, n_first = 0, n_vis = 0, n_det = -1, rc = CLI_FAIL;
     if (!t_frame) return CLI_FAIL;
     t_enc = t_frame + runs;
     /* 2k detections pass, max_objects keeps the best k: k objects on both sides of a paired run even
        where a bf16 file's probabilities differ a little from PyTorch's */
-    if (thr < 0 && !concept_threshold(c, img, W, H, texts, 2, 2 * k, &thr)) {
-        fprintf(stderr, "sam3 bench: --concept: cannot place the threshold: %s\n", sam3_ctx_last_error(c));
+    if (thr < 0 && !concept_threshold(c, img, W, H, texts, 2, 2 * k, &thr, &n_det)) {
+        if (n_det >= 0)
+            fprintf(stderr, "sam3 bench: --concept %d: the model gives %d detections, %d needed to place the threshold (give --threshold)\n", k,
+                    n_det, 2 * k + 1);
+        else fprintf(stderr, "sam3 bench: --concept: cannot place the threshold: %s\n", sam3_ctx_last_error(c));
         free(t_frame);
         return CLI_FAIL;
     }
