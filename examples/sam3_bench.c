@@ -47,6 +47,7 @@ static void on_load_log(void *user, int level, const char *msg) {
 
 static const char *BENCH_HELP =
     "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH] [--paired] [--precision bf16|f32]\n"
+    "       [--video K [--frames N] | --concept K [--threshold T]] [--warm W]\n"
     "\n"
     "Times, as medians over R runs (default 3): load (open + validate + map), the image encoder\n"
     "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
@@ -72,6 +73,16 @@ static const char *BENCH_HELP =
     "                    frame and the tracking beyond the image encoder (also per object); with\n"
     "                    --paired, one frame per line on stdin (tools/bench_video_pytorch.py)\n"
     "  --frames N        with --video: N more untimed frames first, then peak RSS and the tracker's memory\n"
+    "  --concept K       instead: the concept tracker with the text prompts \"a cat\" and \"the red car\" and\n"
+    "                    at most K objects: the first frame (where K objects start) and --warm W more untimed,\n"
+    "                    then R frames timed: the whole frame (image encoder, the detector for both prompts,\n"
+    "                    tracking, post-processing) and the part beyond the image encoder; with --paired, one\n"
+    "                    frame per line on stdin (tools/bench_video_pytorch.py --concept). No NMS and no hole\n"
+    "                    filling, as Hugging Face transformers runs without its optional `kernels` package\n"
+    "  --threshold T     with --concept: the detection and new-object threshold (default: halfway between\n"
+    "                    the 2K-th and 2K+1-th best detection probability on the synthetic image over both\n"
+    "                    prompts, so that 2K detections pass and the best K start objects; random weights\n"
+    "                    score near 0.5)\n"
     "  --load N          instead: latency beside other work. R rounds, each timing the image encoder, a\n"
     "                    first and a new prompt, a first click and a click once quiet and once beside N\n"
     "                    busy processes (one spinning thread each; the order alternates per round),\n"
@@ -212,6 +223,8 @@ typedef struct bench_args {
     int gemm, gm, gn, gk;    /* --gemm [MxNxK] */
     int load;                /* --load N busy processes */
     int precision;           /* --precision bf16|f32: SAM3_PRECISION_* */
+    int concept;             /* --concept K objects at most */
+    double threshold;        /* --threshold T (with --concept); < 0: chosen from the image */
 } bench_args;
 
 /* Returns -1 to go on, else the exit status (--help: 0, a usage error: 2). */
@@ -223,6 +236,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     a->width = 1280;
     a->height = 960;
     a->warm = 8;
+    a->threshold = -1;
     for (i = 0; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -268,6 +282,13 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(arg, "--load") && val) {
             a->load = atoi(val), i++;
             if (a->load < 1 || a->load > 256) return usage_error("--load wants 1..256 busy processes, got '%s'", val);
+        } else if (!strcmp(arg, "--concept") && val) {
+            a->concept = atoi(val), i++;
+            if (a->concept < 1 || a->concept > SAM3_MAX_TRACKED_OBJECTS) return usage_error("--concept wants 1..64 objects, got '%s'", val);
+        } else if (!strcmp(arg, "--threshold") && val) {
+            char *end;
+            a->threshold = strtod(val, &end), i++;
+            if (end == val || *end || !(a->threshold > 0 && a->threshold < 1)) return usage_error("--threshold wants a probability in (0, 1), got '%s'", val);
         } else if (!strcmp(arg, "--frames") && val) {
             a->frames = atoi(val), i++;
             if (a->frames < 0) return usage_error("--frames wants a number >= 0, got '%s'", val);
@@ -364,6 +385,130 @@ fail:
     fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
 done:
     sam3_tracker_free(tr);
+    free(t_frame);
+    return rc;
+}
+
+/* ---- sam3 bench --concept: the concept tracker per frame ---- */
+
+/* Halfway between the k-th and k+1-th best detection probability over the prompts on the image
+   (every query kept: score_threshold < 0, no masks). */
+static int concept_threshold(sam3_ctx *c, const unsigned char *img, int W, int H, const char *const *texts, int n_texts, int k, double *thr,
+                             int *n_det) {
+    double *p = NULL;
+    int n = 0, cap = 0, i, j;
+    sam3_segment_options so;
+    memset(&so, 0, sizeof(so));
+    so.score_threshold = -1;
+    so.no_masks = 1;
+    if (sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8) != SAM3_OK) return 0;
+    for (i = 0; i < n_texts; i++) {
+        sam3_segment_prompt pr;
+        sam3_segment_result seg;
+        memset(&pr, 0, sizeof(pr));
+        pr.text = texts[i];
+        if (sam3_segment(c, &pr, &so, &seg) < 0) {
+            free(p);
+            return 0;
+        }
+        if (n + seg.n_instances > cap) {
+            double *q;
+            cap = n + seg.n_instances;
+            q = (double *)realloc(p, (size_t)cap * sizeof(double));
+            if (!q) {
+                free(p);
+                return 0;
+            }
+            p = q;
+        }
+        for (j = 0; j < seg.n_instances; j++) p[n++] = -seg.instances[j].score; /* descending after the sort */
+    }
+    *n_det = n;
+    if (n <= k) {
+        free(p);
+        return 0;
+    }
+    qsort(p, (size_t)n, sizeof(double), cmp_double);
+    *thr = -0.5 * (p[k - 1] + p[k]);
+    free(p);
+    return 1;
+}
+
+/* Per-frame cost of the concept tracker on a W x H synthetic stream with two text prompts and at most
+   k objects (the same image every frame: its detections match the objects they started, so k stay
+   tracked): the first frame and `warm` more untimed, then runs timed; paired as bench_video. */
+static int bench_concept(sam3_ctx *c, const unsigned char *img, int W, int H, int k, double thr, int runs, int paired, int warm) {
+    static const char *const texts[2] = {"a cat", "the red car"};
+    sam3_concept_tracker *ct = NULL;
+    sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
+    sam3_concept_tracker_result out;
+    double *t_frame = (double *)calloc((size_t)runs * 2, sizeof(double)), *t_enc;
+    int i, n_first = 0, n_vis = 0, n_det = -1, rc = CLI_FAIL;
+    if (!t_frame) return CLI_FAIL;
+    t_enc = t_frame + runs;
+    /* 2k detections pass, max_objects keeps the best k: k objects on both sides of a paired run even
+       where a bf16 file's probabilities differ a little from PyTorch's */
+    if (thr < 0 && !concept_threshold(c, img, W, H, texts, 2, 2 * k, &thr, &n_det)) {
+        if (n_det >= 0)
+            fprintf(stderr, "sam3 bench: --concept %d: the model gives %d detections, %d needed to place the threshold (give --threshold)\n", k,
+                    n_det, 2 * k + 1);
+        else fprintf(stderr, "sam3 bench: --concept: cannot place the threshold: %s\n", sam3_ctx_last_error(c));
+        free(t_frame);
+        return CLI_FAIL;
+    }
+    o.detection_threshold = o.new_object_threshold = (float)thr;
+    o.max_objects = k;
+    /* as HF 5.17 without the `kernels` package (the GPU machine's) runs: no NMS, no hole filling, so
+       that both sides start the same objects and do the same work */
+    o.nms_iou = -1;
+    o.fill_hole_area = -1;
+    if (sam3_concept_tracker_new(c, &o, &ct) != SAM3_OK || sam3_concept_tracker_add_text(ct, texts[0], NULL) != SAM3_OK ||
+        sam3_concept_tracker_add_text(ct, texts[1], NULL) != SAM3_OK)
+        goto fail;
+    for (i = 0; i < 1 + warm; i++) {
+        if (sam3_concept_tracker_push_frame(ct, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
+        if (i == 0) n_first = out.n_objects;
+    }
+    if (paired) {
+        printf("ready\n");
+        fflush(stdout);
+    }
+    for (i = 0; i < runs; i++) {
+        sam3_timings tm;
+        double t0;
+        if (paired) {
+            int ch, got = 0;
+            while ((ch = getchar()) != EOF && ch != '\n') got = 1;
+            if (ch == EOF && !got) {
+                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
+                goto done;
+            }
+        }
+        t0 = sam3_time_ms();
+        if (sam3_concept_tracker_push_frame(ct, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
+        t_frame[i] = sam3_time_ms() - t0;
+        tm = sam3_ctx_timings(c);
+        t_enc[i] = tm.preprocess + tm.vision_trunk + tm.vision_neck;
+        n_vis = out.n_objects;
+        if (paired) {
+            printf("run %d: frame %.1f ms, tracking %.1f ms beyond the image encoder, %d objects visible\n", i + 1, t_frame[i],
+                   t_frame[i] - t_enc[i], out.n_objects);
+            fflush(stdout);
+        }
+    }
+    printf("sam3 bench --concept: 2 prompts, at most %d object%s (threshold %.6f), image %dx%d, threads %d, the first frame and %d more "
+           "untimed, %d timed frames (medians); %d objects visible on the first frame (where they start), %d on the last\n",
+           k, k == 1 ? "" : "s", thr, W, H, sam3_ctx_n_threads(c), warm, runs, n_first, n_vis);
+    bench_line("frame (encoder + detector + tracking)", median(t_frame, runs));
+    bench_line("image encoder (with preprocessing)", median(t_enc, runs));
+    for (i = 0; i < runs; i++) t_frame[i] -= t_enc[i];
+    bench_line("detector + tracking beyond the encoder", median(t_frame, runs));
+    rc = CLI_OK;
+    goto done;
+fail:
+    fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+done:
+    sam3_concept_tracker_free(ct);
     free(t_frame);
     return rc;
 }
@@ -579,6 +724,10 @@ int bench_main(int argc, char **argv) {
     }
     if (a.video) {
         rc_cli = bench_video(c, img, W, H, a.video, runs, paired, a.frames, a.warm);
+        goto done;
+    }
+    if (a.concept) {
+        rc_cli = bench_concept(c, img, W, H, a.concept, a.threshold, runs, paired, a.warm);
         goto done;
     }
     /* A round: the image, a first prompt on it, then a new prompt on the cached image. Paired

@@ -5,6 +5,10 @@
      python3 tests/concept_ops.py build/concept_ops.sam3
      test_concept --ops build/concept_ops.sam3
      test_concept --model build/video_a.sam3 --ref tests/data/concept_a/ref_concept.sam3 --photo PHOTO
+     test_concept --model full.sam3 --ref ref_concept_full.sam3 --photo PHOTO --parity-only
+
+   (the last: tools/check_fullsize.sh concept, the 840M config; a dump from make_reference_concept.py
+   --fullsize holds the streaming mode alone, 10 frames, and the max_num_objects HF ran with).
 
    The reference dump (tools/make_reference_concept.py) holds the config HF ran under, each frame's
    size and CRC-32, and per frame the objects HF's processor returns; the frames are cut here from
@@ -29,6 +33,11 @@
 
 #define TOL 1e-4
 #define MIN_IOU 0.99
+/* A mask of a few pixels fails IoU 0.99 on one pixel: at the 840M config (tools/check_fullsize.sh
+   concept) an object's whole mask can be a 4-pixel spot where the upsampled logit barely clears 0,
+   so one pixel flips with a 6e-6 relative logit difference (IoU 0.8). A mask passes at IoU >= 0.99
+   or with at most MASK_PX_SLACK pixels different. */
+#define MASK_PX_SLACK 2
 /* Low-resolution logits, relative: 1e-5 or better on 12 of the 14 frames; one object on frame 12
    is 4.7e-4 off (its tracker probability 1e-4), which fits a one-ulp difference in a memory the
    reference stores in bf16 (sam3.h rounds where it does) feeding a near-zero object score. */
@@ -151,6 +160,7 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
     const sam3__tensor *tsc = fget(&d, SAM3__DT_F32, mode, f, "score"), *tts = fget(&d, SAM3__DT_F32, mode, f, "tscore"),
                        *tlo = fget(&d, SAM3__DT_F32, mode, f, "low_res"), *tbx = fget(&d, SAM3__DT_F32, mode, f, "box");
     double e_sc = 0, e_ts = 0, e_lo = 0, min_iou = 1;
+    long n_bad_mask = 0, worst_px = 0, worst_px_area = 0;
     int worst_lo = -1;
     long off = 0;
     n_ref = int_list(fget(&d, SAM3__DT_I32, mode, f, "ids"), &rid);
@@ -198,6 +208,8 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
         if (px != (long)w * h) uni = -1;
         if (uni > 0 && (double)inter / uni < min_iou) min_iou = (double)inter / uni;
         if (uni < 0) min_iou = -1;
+        if (uni < 0 || (uni > 0 && (double)inter / uni < MIN_IOU && uni - inter > MASK_PX_SLACK)) n_bad_mask++;
+        if (uni - inter > worst_px) worst_px = uni - inter, worst_px_area = uni;
         {
             const int db = (int)SAM3__MAX(SAM3__MAX(fabsf(ob->box.x0 - hb[0]), fabsf(ob->box.y0 - hb[1])),
                                           SAM3__MAX(fabsf(ob->box.x1 - 1 - hb[2]), fabsf(ob->box.y1 - 1 - hb[3])));
@@ -206,7 +218,8 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
     }
     t_check(e_sc <= TOL && e_ts <= TOL, "frame %d: scores max err %.2e, tracker probabilities %.2e", f, e_sc, e_ts);
     t_check(e_lo <= TOL_LOGITS, "frame %d: low-res logits max rel err %.2e (object %d)", f, e_lo, worst_lo);
-    t_check(min_iou >= MIN_IOU, "frame %d: masks min IoU %.4f over %d objects", f, min_iou, n_ref);
+    t_check(n_bad_mask == 0, "frame %d: masks min IoU %.4f over %d objects, at most %ld pixels differ (of %ld in the union)", f, min_iou,
+            n_ref, worst_px, worst_px_area);
     t_check(worst_box <= 1, "frame %d: boxes within %d px of HF's", f, worst_box);
 }
 
@@ -224,6 +237,14 @@ static void test_stream(const char *model, const char *ref, const char *photo, c
     if (!dump_open(&d, ref)) {
         t_check(0, "cannot read %s", ref);
         return;
+    }
+    { /* a --fullsize dump holds the streaming mode alone (concept.modes "s") */
+        const sam3__cfg *e = sam3__file_cfg(&d.f, "concept.modes");
+        if (e && e->type == SAM3__T_STR && !memchr(e->data, mode[0], e->count)) {
+            printf("test_concept: %s has no \"%s\" mode: not compared\n", ref, mode);
+            dump_close(&d);
+            return;
+        }
     }
     rgb = stbi_load(photo, &pw, &ph, &pc, 3);
     if (!rgb) {
@@ -246,6 +267,7 @@ static void test_stream(const char *model, const char *ref, const char *photo, c
     o.occlusion_iou = (float)cnum(&d, "concept.occl_iou", 0.7);
     o.nms_iou = cnum(&d, "concept.hf_nms", 0) ? (float)cnum(&d, "concept.nms_thresh", 0.1) : -1.0f;
     o.fill_hole_area = cnum(&d, "concept.hf_fill", 0) ? (int)cnum(&d, "concept.fill_area", 16) : -1;
+    if (cnum(&d, "concept.max_objects", 0) <= SAM3_MAX_TRACKED_OBJECTS) o.max_objects = (int)cnum(&d, "concept.max_objects", 0);
     if (mode[0] == 'c') {
         o.hotstart_delay = (int)cnum(&d, "concept.hs_delay", 15);
         o.hotstart_unmatch = (int)cnum(&d, "concept.hs_unmatch", 8);
@@ -271,7 +293,7 @@ static void test_stream(const char *model, const char *ref, const char *photo, c
         t_check(sam3_concept_tracker_add_text(ct, text, &idx) == SAM3_OK && idx == p, "prompt %d \"%s\" -> index %d", p, text, idx);
     }
     nf = (int)cnum(&d, "concept.frames", 0);
-    t_check(nf >= 12, "the dump has %d frames", nf);
+    t_check(nf >= (cnum(&d, "concept.fullsize", 0) ? 10 : 12), "the dump has %d frames", nf);
     for (f = 0; f < nf; f++) {
         sam3_concept_tracker_result fr;
         int w, h;
@@ -638,9 +660,13 @@ int main(int argc, char **argv) {
     static sam3_segment_prompt fp[SAM3_MAX_CONCEPT_PROMPTS];
     static sam3_box fbox[SAM3_MAX_CONCEPT_PROMPTS][FP_BOXES];
     static int flab[SAM3_MAX_CONCEPT_PROMPTS][FP_BOXES];
-    int i, n_frames = 0, n_fp = 0, hotstart = 0, threads = 0;
+    int i, n_frames = 0, n_fp = 0, hotstart = 0, threads = 0, parity_only = 0;
     float threshold = 0;
+    for (i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--parity-only")) parity_only = 1;
     for (i = 1; i + 1 < argc; i += 2) {
+        while (i < argc && !strcmp(argv[i], "--parity-only")) i++;
+        if (i + 1 >= argc) break;
         if (!strcmp(argv[i], "--ops")) ops = argv[i + 1];
         else if (!strcmp(argv[i], "--model")) model = argv[i + 1];
         else if (!strcmp(argv[i], "--ref")) ref = argv[i + 1];
@@ -676,8 +702,8 @@ int main(int argc, char **argv) {
         test_stream(model, ref, photo, "s");
         test_stream(model, ref, photo, "c");
     }
-    if (model) test_api(model);
-    if (model) test_abort(model);
-    if (model) test_exemplars(model);
+    if (model && !parity_only) test_api(model);
+    if (model && !parity_only) test_abort(model);
+    if (model && !parity_only) test_exemplars(model);
     return t_done("test_concept");
 }

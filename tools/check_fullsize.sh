@@ -7,9 +7,13 @@
 #   video: the same 840M checkpoint's tracker: HF Sam3TrackerVideoModel streaming 10 frames of PHOTO
 #         (tests/video_frames.h; 2 objects, a box and a click each, object 1 corrected on frame 5;
 #         tools/make_reference_video.py --scenario full) against build/test_video --parity-only.
+#   concept: the same checkpoint as HF Sam3VideoModel in streaming mode on those 10 frames, prompts "a cat"
+#         and "the red car", thresholds from frame 0's detections so that objects start on frame 0 and
+#         later (tools/make_reference_concept.py --fullsize) against build/test_concept --parity-only:
+#         every frame's object ids and prompts equal, scores within 1e-4, masks IoU >= 0.99.
 # build/test_parity then runs sam3.h on the same inputs and compares every stage. ~15 GB of disk.
 #
-#   tools/check_fullsize.sh [all|sam3|sam1|video] [CLIP_VOCAB_DIR] [IMAGE] [PHOTO]
+#   tools/check_fullsize.sh [all|sam3|sam1|video|concept] [CLIP_VOCAB_DIR] [IMAGE] [PHOTO]
 #
 # CLIP_VOCAB_DIR holds the real vocab.json + merges.txt (default ../shared/clip); IMAGE defaults to
 # ../shared/images/truck.jpg. Work files go to $FULLSIZE_DIR (default /tmp/sam3_full).
@@ -18,7 +22,7 @@
 # against the same fp32 references, with test_parity --bf16's bars instead of the f32 ones: every
 # instance the reference keeps kept (one within 2e-2 of the threshold may fall on the other side),
 # scores, IoU predictions and object scores within 2e-2 (absolute), masks IoU >= 0.98 mean and
-# >= 0.95 worst, stages within 5e-2 relative (or 2e-2 absolute). The video check is f32 only.
+# >= 0.95 worst, stages within 5e-2 relative (or 2e-2 absolute). The video and concept checks are f32 only.
 set -eu
 cd "$(dirname "$0")/.."
 WHAT=${1:-all}
@@ -38,7 +42,8 @@ esac
 mkdir -p "$W"
 t0=$(date +%s)
 make -s build/test_parity build/test_video build/make_video_frames
-if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ] || [ "$WHAT" = video ]; then
+make -s build/test_concept
+if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ] || [ "$WHAT" = video ] || [ "$WHAT" = concept ]; then
     if [ ! -f "$W/src/model.safetensors" ]; then
         $PY tools/make_random_checkpoint.py "$W/src" --vocab "$CLIP"
         # random weights leave every tracked object "absent" (object scores ~ -1): move the score head's
@@ -55,6 +60,14 @@ if [ "$DTYPE" = f32 ] && { [ "$WHAT" = all ] || [ "$WHAT" = video ]; }; then
     [ -f "$W/ref_video_full.sam3" ] || $PY tools/make_reference_video.py "$W/src" "$W/frames" "$W/ref_video_full.sam3" --scenario full
     echo "video reference: $(( $(date +%s) - t0 )) s"
     build/test_video --model "$W/full.sam3" --ref "$W/ref_video_full.sam3" --photo "$PHOTO" --parity-only
+fi
+if [ "$DTYPE" = bf16 ] && [ "$WHAT" = concept ]; then echo "concept: f32 only (DTYPE=bf16 has no concept check)"; fi
+if [ "$DTYPE" = f32 ] && { [ "$WHAT" = all ] || [ "$WHAT" = concept ]; }; then
+    mkdir -p "$W/frames"
+    build/make_video_frames "$PHOTO" 10 "$W/frames" >/dev/null
+    [ -f "$W/ref_concept_full.sam3" ] || $PY tools/make_reference_concept.py "$W/src" "$W/frames" "$W/ref_concept_full.sam3" --fullsize
+    echo "concept reference: $(( $(date +%s) - t0 )) s"
+    SAM3_TEST_VERBOSE=1 build/test_concept --model "$W/full.sam3" --ref "$W/ref_concept_full.sam3" --photo "$PHOTO" --parity-only
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ]; then
     [ -f "$W/ref/full/ref_case_boxes_edge.sam3" ] || $PY tools/make_reference.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"

@@ -7,7 +7,7 @@ every instance followed with its own ID), in both of HF's modes on the same fram
   clip      ("c."): every frame in the session first, then propagate_in_video_iterator, which runs the
                     hotstart heuristics and holds its outputs back by hotstart_delay frames
 
-    python3 tools/make_reference_concept.py SRC FRAMES OUT.sam3 [--prompts "a,b"]
+    python3 tools/make_reference_concept.py SRC FRAMES OUT.sam3 [--prompts "a,b"] [--fullsize]
 
 SRC is a released-layout checkpoint dir (tests/data/video_a: model.safetensors, config.json of
 model_type sam3_video, vocab.json, merges.txt); FRAMES holds frame_000.png ... from
@@ -19,6 +19,14 @@ here from the detector's scores on these frames (between two scores, away from b
 differences cannot flip a decision), trying a few settings and keeping the one under which objects
 are created, matched, left unmatched, reconditioned and (clip mode) removed. The chosen config is
 recorded in the dump (concept.*), and the C test runs with it.
+
+--fullsize (tools/check_fullsize.sh concept: the 840M config, 10 frames): the streaming mode only (a
+frame costs seconds there, so no search and no clip mode), thresholds from frame 0's detections alone
+(the detection and new-object thresholds between its 3rd and 4th best probabilities over both prompts,
+reconditioning between its 1st and 2nd: 3 objects start on frame 0, later detections above the
+threshold that match no object start new ones), max_num_objects 5 (HF and sam3.h keep the best new
+ones; it bounds the tracking cost), no dbg.* tensors. concept.fullsize = 1, concept.modes = "s", and
+concept.margin: the smallest distance of any frame's detection probability from a threshold, logged.
 
 HF facts recorded as found (the GPU machine has no `kernels` package): nms_masks keeps every
 detection above the threshold (no NMS) and fill_holes_in_mask_scores changes nothing (no connected
@@ -73,16 +81,21 @@ def i32(x):
     return np.array(sorted(x) if isinstance(x, set) else list(x), dtype=np.int32).reshape(-1)
 
 
-def load_model(src, overrides):
-    from safetensors.torch import load_file
-    from transformers import Sam3VideoConfig, Sam3VideoModel
+def make_config(src, overrides):
+    from transformers import Sam3VideoConfig
     with open(os.path.join(src, "config.json")) as f:
         full = json.load(f)
     full.pop("model_type", None)
     for k in ("architectures", "transformers_version", "_name_or_path"):
         full.pop(k, None)
     full.update(overrides)
-    config = Sam3VideoConfig(**full)
+    return Sam3VideoConfig(**full)
+
+
+def load_model(src, overrides):
+    from safetensors.torch import load_file
+    from transformers import Sam3VideoModel
+    config = make_config(src, overrides)
     model = Sam3VideoModel(config).float().eval()
     sd = {k: v.float() for k, v in load_file(os.path.join(src, "model.safetensors")).items()}
     missing, unexpected = model.load_state_dict(sd, strict=False)
@@ -184,10 +197,10 @@ def postprocess(proc, session, out, H, W):
     return r, ids
 
 
-def run_mode(mode, model, rec, proc, frames, prompts, want_tensors, g):
+def run_mode(mode, model, rec, proc, frames, prompts, want_tensors, g, probs_out=None):
     """Runs one mode; returns (tensors, stats). Each output is post-processed as soon as HF hands it
     out (in clip mode hotstart_delay frames later), as an application would: the processor hides the
-    objects removed by then."""
+    objects removed by then. probs_out (a list) gets every detector probability of the run."""
     sess = proc.init_video_session(inference_device="cpu", dtype=torch.float32)
     proc.add_text_prompt(sess, list(prompts))
     tensors, stats = [], dict(created=0, matched=0, unmatched=0, recond=0, removed=0, max_obj=0, frames_with_obj=0,
@@ -238,6 +251,9 @@ def run_mode(mode, model, rec, proc, frames, prompts, want_tensors, g):
                     (p + "low_res", low.reshape(n, 4 * g, 4 * g).astype(np.float32)),
                     (p + "all_ids", i32(o.object_ids)), (p + "removed", i32(set(o.removed_obj_ids or ()))),
                     (p + "suppressed", i32(set(o.suppressed_obj_ids or ())))]
+        if probs_out is not None:
+            for probs in dc:
+                probs_out += probs.tolist()
         if want_tensors:
             q = f"dbg.{mode}.f{f}."
             for k, v in rc.items():
@@ -301,13 +317,39 @@ def between(sorted_vals, q):
     return float(round((v[bi] + v[bi - 1]) / 2, 6)), float(best)
 
 
+def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
+    """--fullsize: thresholds from frame 0's probabilities p0 (ascending), one streaming run."""
+    d = p0[::-1]
+    det = float(round((d[2] + d[3]) / 2, 6))
+    ov = dict(score_threshold_detection=det, new_det_thresh=det, high_conf_thresh=float(round((d[0] + d[1]) / 2, 6)),
+              high_iou_thresh=0.5, trk_assoc_iou_thresh=0.5)
+    log(f"frame 0's best probabilities {[round(x, 6) for x in d[:6]]}: {ov}")
+    for k, v in ov.items():
+        setattr(model, k, v)
+        setattr(model.config, k, v)
+    for k, short in CFG_KEYS:
+        v = getattr(model, k)
+        cfg[f"concept.{short}"] = float(v) if isinstance(v, float) else int(v)
+    probs = []
+    t0 = time.time()
+    ts, ss = run_mode("s", model, rec, proc, frames, prompts, False, g, probs)
+    cfg["concept.hf_ms_streaming"] = (time.time() - t0) * 1000
+    margin = min(abs(p - t) for p in probs for t in (ov["score_threshold_detection"], ov["high_conf_thresh"]))
+    cfg.update({"concept.fullsize": 1, "concept.modes": "s", "concept.margin": float(margin)})
+    log(f"final: streaming {ss} ({time.time() - t0:.1f} s)\n  {len(probs)} detector probabilities over the run, the closest "
+        f"{margin:.2e} from a threshold")
+    sam3file.write(args.out, cfg, tok_ids + ts)
+    log(f"wrote {args.out}: {len(tok_ids) + len(ts)} tensors, {os.path.getsize(args.out)} bytes")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
     ap.add_argument("frames")
     ap.add_argument("out")
     ap.add_argument("--prompts", default="a cat,the red car")
-    ap.add_argument("--n", type=int, default=14)
+    ap.add_argument("--n", type=int, default=None, help="frames (default 14, 10 with --fullsize)")
+    ap.add_argument("--fullsize", action="store_true", help="streaming only, thresholds from frame 0 (see above)")
     args = ap.parse_args()
     from PIL import Image
     import transformers
@@ -319,13 +361,16 @@ def main():
         have_kernels = False
     log(f"kernels package: {have_kernels}")
     prompts = args.prompts.split(",")
-    with open(os.path.join(args.src, "config.json")) as f:
-        c0 = json.load(f)
-    S = int(c0["tracker_config"]["image_size"])
-    patch = int(c0["detector_config"]["vision_config"]["backbone_config"]["patch_size"])
-    g = S // patch
+    if args.n is None:
+        args.n = 10 if args.fullsize else 14
+    # from the config object: the full config.json leaves image_size and patch_size to the defaults
+    c0 = make_config(args.src, {})
+    S = int(c0.tracker_config.image_size)
+    g = S // int(c0.detector_config.vision_config.backbone_config.patch_size)
     base = dict(low_res_mask_size=4 * g, hotstart_delay=4, hotstart_unmatch_thresh=2, hotstart_dup_thresh=2,
                 recondition_every_nth_frame=4)
+    if args.fullsize:
+        base["max_num_objects"] = 5
     model = load_model(args.src, base)
     proc = make_processor(args.src, S)
     cfg = {"arch": "dump", "dump.kind": "concept", "concept.frames": args.n, "transformers": transformers.__version__,
@@ -350,7 +395,7 @@ def main():
     sess = proc.init_video_session(inference_device="cpu", dtype=torch.float32)
     proc.add_text_prompt(sess, list(prompts))
     allp = []
-    for img, pv, H, W in frames:
+    for img, pv, H, W in frames[:1] if args.fullsize else frames:
         ve = model.detector_model.get_vision_features(pixel_values=pv[None])
         for pid in sess.prompts:
             te = model.detector_model.get_text_features(input_ids=sess.prompt_input_ids[pid],
@@ -361,6 +406,9 @@ def main():
     log(f"detection probabilities: {len(allp)}, min {allp[0]:.4f} median {allp[len(allp) // 2]:.4f} max {allp[-1]:.4f}")
 
     rec = Recorder(model)
+    if args.fullsize:
+        full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, allp)
+        return
     best = None
     for qs, qn, qh, hiou, tiou in ((0.6, 0.75, 0.85, 0.5, 0.5), (0.5, 0.7, 0.85, 0.5, 0.3), (0.7, 0.8, 0.9, 0.3, 0.5),
                                    (0.55, 0.8, 0.9, 0.4, 0.4), (0.65, 0.7, 0.8, 0.3, 0.3), (0.6, 0.75, 0.7, 0.1, 0.5),
