@@ -307,9 +307,10 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 # stream with a click, a box and overlays; a folder of images with --format coco, a shard, a rerun,
 # sam3 merge and a failing list), then test_robust's quick mode, then the CLI's image
 # reader on every fuzz seed (valid and hostile JPEG/PNG, other formats).
+# OMP_WAIT_POLICY set, so the CLI does not run itself again (outside valgrind) to set it.
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
 # without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
-VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+VALGRIND := env OMP_WAIT_POLICY=passive valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect
 VG_BUILD := $(BUILD)/valgrind
 valgrind: deps

@@ -113,7 +113,11 @@ DOCUMENTATION
    that build sam3 sets the calling thread's omp_set_num_threads() to the context's count
    (blas_threads, else n_threads) around each BLAS call made outside its own parallel regions and
    restores it after. A context thus uses the threads it was given, and computes the same bits, on
-   whatever thread runs it.
+   whatever thread runs it. On a CPU shared with other busy programs, run with
+   OMP_WAIT_POLICY=passive (read by the OpenMP runtime when it loads, so set it before your program
+   starts; the sam3 CLI does): a thread spinning at a barrier takes the share of a core that the
+   thread it waits for needs, and small steps (a click, a prompt's decoder) then take 2-2.5x their
+   quiet time beside one busy process on 2 cores, against ~1.6-1.7x with passive waits.
 
 4. Errors
    Every call returns a sam3_result: SAM3_OK (0), a positive note (success with a remark, e.g.

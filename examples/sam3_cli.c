@@ -1731,7 +1731,21 @@ static int cmd_points(int argc, char **argv) {
 
 #include "cli_track.h"
 
+/* OpenMP threads that sleep rather than spin while they wait (OMP_WAIT_POLICY=passive), unless
+   the user chose: beside another busy program, a thread spinning at a barrier takes the share of
+   a core that the thread it waits for needs (sam3.h, "Threading"). libgomp reads the variable when
+   it loads, before main, so the CLI sets it and runs itself again; where that fails it goes on. */
+static void cli_passive_waits(char **argv) {
+#if defined(__linux__) && defined(_OPENMP)
+    if (getenv("OMP_WAIT_POLICY") || setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+#else
+    (void)argv;
+#endif
+}
+
 int main(int argc, char **argv) {
+    cli_passive_waits(argv);
     if (argc < 2) {
         fputs(MAIN_HELP, stderr);
         return CLI_USAGE;

@@ -284,5 +284,18 @@ grep -q "first prompt *n/a" "$T/out" && grep -q "click on the cached image *[0-9
     bad "bench --load SAM 1: $(cat "$T/out")"
 fails 2 "load wants" "bench --load 0" bench -m "$MODEL" --load 0
 
+# Without OMP_WAIT_POLICY the CLI runs itself again with it passive (Linux): a process blocked on
+# --paired's stdin shows its environment; a policy the user set is kept
+if [ "$(uname -s)" = Linux ] && [ -r /proc/self/environ ]; then
+    for pol in passive active; do
+        if [ $pol = passive ]; then E="env -u OMP_WAIT_POLICY"; else E="env OMP_WAIT_POLICY=active"; fi
+        sleep 3 | $E "$SAM3" bench -m "$MODEL" --runs 1 --size 64x48 --paired >/dev/null 2>&1 &
+        pid=$!
+        sleep 1
+        tr '\0' '\n' </proc/$pid/environ 2>/dev/null | grep -qx "OMP_WAIT_POLICY=$pol" && ok || bad "CLI wait policy: not $pol"
+        wait $pid
+    done
+fi
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
