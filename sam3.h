@@ -5007,21 +5007,6 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
 }
 #endif
 
-#if defined(SAM3__BF16_X86)
-/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), with kernel kern (AVX512-BF16 or AMX, the
-   tile state already configured): for the bf16 attention. */
-static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
-#if defined(SAM3__BF16_AMX)
-    if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
-        return;
-    }
-#endif
-    (void)kern;
-    sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
-}
-#endif
-
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. */
 static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                                const uint16_t *Bh, int ldb, float beta, float *C, int ldc, uint16_t *pb, uint16_t *pa_all, int ngrp) {
@@ -6572,6 +6557,18 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
    nkp = n rounded up to BNR, hdp = hd rounded up to the tiles' 32 k, zero past n and hd.
    Scratch: qb (BMR, 3 hdp) bf16, s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
+/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), with kernel kern (AVX512-BF16 or AMX, the
+   tile state already configured): for the bf16 attention. */
+static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
+#if defined(SAM3__BF16_AMX)
+    if (kern == SAM3__BK_AMX) {
+        sam3__btile_amx(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+        return;
+    }
+#endif
+    (void)kern;
+    sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+}
 static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint16_t *kh, const uint16_t *vh, int n, int hd, float scale,
                                  int r0, int r1, uint16_t *qb, float *s, uint16_t *p, float *acc, float *oh, int ldo) {
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
@@ -7729,10 +7726,10 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     /* keys padded to whole panels: of the f32 attention (ATT_PW) and of the bf16 one (BNR, 2 bytes a value) */
     const int nkpf = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW),
                                (N + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW);
-    const int nkph = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR),
-                               (N + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR);
     const int nph = SAM3__MAX(np, nkpf);
 #if defined(SAM3__ATT_BF16)
+    const int nkph = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR),
+                               (N + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR);
     const size_t bneed = ((size_t)nkph * v->heads * ((v->head_dim + 31) / 32 * 32) * SAM3__ATT_KSPLIT + 1) / 2; /* bf16 K (V: a third), in floats */
 #else
     const size_t bneed = 0;
