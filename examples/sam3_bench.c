@@ -315,6 +315,18 @@ static int sgemm_rate(sam3_ctx *c, sam3_gemm_path path, double *gflops) {
     return 1;
 }
 
+/* --paired: waits for the line on stdin that starts run i of runs (one line, whatever its
+   length); 0 when stdin ended first (said on stderr). */
+static int paired_wait(int i, int runs) {
+    int ch, got = 0;
+    while ((ch = getchar()) != EOF && ch != '\n') got = 1;
+    if (ch == EOF && !got) {
+        fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- sam3 bench --video: the tracker per frame ---- */
 
 /* Per-frame cost of tracking n_obj objects on a W x H synthetic stream: objects prompted on frame 0
@@ -357,14 +369,7 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
     }
     for (i = 0; i < runs; i++) {
         double t0;
-        if (paired) {
-            int ch, got = 0;
-            while ((ch = getchar()) != EOF && ch != '\n') got = 1;
-            if (ch == EOF && !got) {
-                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
-                goto done;
-            }
-        }
+        if (paired && !paired_wait(i, runs)) goto done;
         t0 = sam3_time_ms();
         if (sam3_tracker_push_frame(tr, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
         t_frame[i] = sam3_time_ms() - t0;
@@ -476,14 +481,7 @@ static int bench_concept(sam3_ctx *c, const unsigned char *img, int W, int H, in
     for (i = 0; i < runs; i++) {
         sam3_timings tm;
         double t0;
-        if (paired) {
-            int ch, got = 0;
-            while ((ch = getchar()) != EOF && ch != '\n') got = 1;
-            if (ch == EOF && !got) {
-                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
-                goto done;
-            }
-        }
+        if (paired && !paired_wait(i, runs)) goto done;
         t0 = sam3_time_ms();
         if (sam3_concept_tracker_push_frame(ct, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
         t_frame[i] = sam3_time_ms() - t0;
@@ -736,14 +734,7 @@ int bench_main(int argc, char **argv) {
     for (i = paired ? -1 : 0; i < runs; i++) {
         sam3_timings t;
         double t_img = 0, t_first_prompt = 0;
-        if (paired && i >= 0) {
-            int ch, got = 0;
-            while ((ch = getchar()) != EOF && ch != '\n') got = 1; /* one line, whatever its length, starts a run */
-            if (ch == EOF && !got) {
-                fprintf(stderr, "sam3 bench: --paired: stdin ended before run %d of %d\n", i + 1, runs);
-                goto done;
-            }
-        }
+        if (paired && i >= 0 && !paired_wait(i, runs)) goto done;
         if ((rc = sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8)) != SAM3_OK) {
             fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
             goto done;

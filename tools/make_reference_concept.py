@@ -317,6 +317,16 @@ def between(sorted_vals, q):
     return float(round((v[bi] + v[bi - 1]) / 2, 6)), float(best)
 
 
+def apply_thresholds(model, cfg, ov):
+    """Sets the thresholds ov on the model and its config, and records every CFG_KEYS value in cfg."""
+    for k, v in ov.items():
+        setattr(model, k, v)
+        setattr(model.config, k, v)
+    for k, short in CFG_KEYS:
+        v = getattr(model, k)
+        cfg[f"concept.{short}"] = float(v) if isinstance(v, float) else int(v)
+
+
 def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
     """--fullsize: thresholds from frame 0's probabilities p0 (ascending), one streaming run."""
     d = p0[::-1]
@@ -324,12 +334,7 @@ def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
     ov = dict(score_threshold_detection=det, new_det_thresh=det, high_conf_thresh=float(round((d[0] + d[1]) / 2, 6)),
               high_iou_thresh=0.5, trk_assoc_iou_thresh=0.5)
     log(f"frame 0's best probabilities {[round(x, 6) for x in d[:6]]}: {ov}")
-    for k, v in ov.items():
-        setattr(model, k, v)
-        setattr(model.config, k, v)
-    for k, short in CFG_KEYS:
-        v = getattr(model, k)
-        cfg[f"concept.{short}"] = float(v) if isinstance(v, float) else int(v)
+    apply_thresholds(model, cfg, ov)
     probs = []
     t0 = time.time()
     ts, ss = run_mode("s", model, rec, proc, frames, prompts, False, g, probs)
@@ -432,12 +437,7 @@ def main():
             best = (score, ov)
     ov = best[1]
     log(f"chosen {ov} (score {best[0]})")
-    for k, v in ov.items():
-        setattr(model, k, v)
-        setattr(model.config, k, v)
-    for k, short in CFG_KEYS:
-        v = getattr(model, k)
-        cfg[f"concept.{short}"] = float(v) if isinstance(v, float) else int(v)
+    apply_thresholds(model, cfg, ov)
     tensors = []
     t0 = time.time()
     ts, ss = run_mode("s", model, rec, proc, frames, prompts, True, g)
