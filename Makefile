@@ -59,6 +59,9 @@ REF_VIDEO ?= 1
 EXAMPLES  := $(BUILD)/embed_min $(BUILD)/camera_loop
 EXAMPLES  += $(BUILD)/track_loop
 SHARED    ?= ../shared
+# Parallel compiles inside the test targets (each test program compiles all of sam3.h: 15-25 s at
+# -O3; the tests themselves run in order, one at a time). `make test JOBS=1` for one compile at a time.
+JOBS      ?= $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-corpus clean debug test-mingw warnings test-cross
 
@@ -226,12 +229,12 @@ $(FUZZ_KEPT): tests/fuzz/corpus.tar.xz tests/fuzz_corpus.py | $(BUILD)
 QGELU := $(BUILD)/qgelu/ref_text.sam3
 $(QGELU): tests/make_quick_gelu.py tools/convert.py tools/sam3file.py tools/make_random_checkpoint.py $(BUILD)/sam3 | $(BUILD)
 	$(PYTHON) tests/make_quick_gelu.py $(BUILD)/qgelu $(BUILD)/sam3
-test-c: $(QGELU)
 
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
-test-c: deps $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 $(FUZZ_SEEDS) $(FUZZ_KEPT)
-test-c: $(BF16_SAM3)
+TEST_C_DEPS := $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 \
+               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU)
+test-c: deps $(TEST_C_DEPS)
 	@$(BUILD)/test_compile_c && $(BUILD)/test_compile_cpp
 	@$(BUILD)/test_format $(TINY_SAM3) $(BUILD)/tiny_a_bf16.sam3
 	@$(PYTHON) tests/make_tokenizer_file.py $(SHARED)/clip $(BUILD)/tok_clip.sam3
@@ -273,7 +276,8 @@ test-c: $(BF16_SAM3)
 	@$(BUILD)/test_outdir $(BUILD)/test_outdir.d
 
 # Everything hermetic: no network, no GPU.
-test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 lib
+test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all lib $(TEST_C_DEPS)
 	@$(PYTHON) tests/test_convert.py
 	@$(PYTHON) tests/test_convert_robust.py
 	@$(MAKE) --no-print-directory test-c
@@ -286,10 +290,10 @@ test: deps all $(TESTS) $(EXAMPLES) $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BU
 SAN_CFLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan: deps
 	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan REF_VIDEO=0 \
-	    CFLAGS="$(SAN_CFLAGS) -fsanitize=address,undefined,float-cast-overflow" test-c
+	    CFLAGS="$(SAN_CFLAGS) -fsanitize=address,undefined,float-cast-overflow" -j$(JOBS) test-c
 ubsan: deps
 	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan REF_VIDEO=0 \
-	    CFLAGS="$(SAN_CFLAGS) -fsanitize=undefined,float-cast-overflow" test-c
+	    CFLAGS="$(SAN_CFLAGS) -fsanitize=undefined,float-cast-overflow" -j$(JOBS) test-c
 
 # ThreadSanitizer on tests/test_threads.c (contexts on one shared model from several pthreads),
 # built with -DSAM3_NO_BLAS and without OpenMP: then every thread is one of the test's own, so TSan
@@ -315,8 +319,8 @@ VALGRIND := env OMP_WAIT_POLICY=passive valgrind -q --error-exitcode=99 --leak-c
 VG_BUILD := $(BUILD)/valgrind
 valgrind: deps
 	@$(MAKE) --no-print-directory deps DEB_PKGS=valgrind
-	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/sam3 $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3
-	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/video_a.sam3
+	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/sam3 $(VG_BUILD)/test_robust $(VG_BUILD)/tiny_a.sam3 \
+	    $(VG_BUILD)/video_a.sam3 $(VG_BUILD)/fuzz_image_replay
 	@rm -rf $(VG_BUILD)/out_segment $(VG_BUILD)/out_points
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" -t dog --box 20,15,90,70 --box 5,5,30,40,neg --threshold 0 --threads 1 -q -o $(VG_BUILD)/out_segment
@@ -335,7 +339,6 @@ valgrind: deps
 	cmp $(VG_BUILD)/dataset/merged.json $(VG_BUILD)/dataset/out/coco.json
 	OMP_NUM_THREADS=1 $(VALGRIND) $(VG_BUILD)/sam3 segment -m $(VG_BUILD)/tiny_a.sam3 -i @$(VG_BUILD)/dataset/imgs/bad.txt -t x \
 	    --threads 1 -q -o $(VG_BUILD)/dataset/bad; test $$? = 1
-	@$(MAKE) --no-print-directory BUILD=$(VG_BUILD) ARCH= $(VG_BUILD)/fuzz_image_replay
 	@rm -rf $(VG_BUILD)/image_seeds && $(PYTHON) tests/make_test_images.py seeds $(VG_BUILD)/image_seeds
 	$(VALGRIND) $(VG_BUILD)/fuzz_image_replay $(VG_BUILD)/image_seeds
 
@@ -412,7 +415,7 @@ $(MINGW_DIR)/sam3.exe: examples/sam3_cli.c examples/cli_track.h examples/cli_dat
 	$(MINGW_CC) $(MINGW_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c -lm
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
-	@$(MAKE) --no-print-directory $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
+	@$(MAKE) --no-print-directory -j$(JOBS) $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \
 	    $(MINGW_DIR)/test_robust.exe $(MINGW_DIR)/test_gemm.exe $(MINGW_DIR)/test_parity_omp.exe $(MINGW_DIR)/test_kernels.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_gemm.exe
 	@$(WINE_RUN) $(MINGW_DIR)/test_kernels.exe $(BUILD)/tiny_a.sam3
@@ -445,7 +448,7 @@ test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	    dpkg --add-architecture $(CROSS_DEBARCH) && apt-get update -q; fi
 	@$(MAKE) --no-print-directory deps DEB_PKGS="gcc-$(CROSS_TRIPLET) qemu-user libopenblas-dev:$(CROSS_DEBARCH) libgomp1:$(CROSS_DEBARCH) \
 	    libjpeg62-turbo-dev:$(CROSS_DEBARCH) libpng-dev:$(CROSS_DEBARCH)"
-	@$(MAKE) --no-print-directory CROSS=$(CROSS_TRIPLET)- BUILD=$(CROSS_DIR) $(CROSS_BINS)
+	@$(MAKE) --no-print-directory -j$(JOBS) CROSS=$(CROSS_TRIPLET)- BUILD=$(CROSS_DIR) $(CROSS_BINS)
 	@$(CROSS_RUN) $(CROSS_DIR)/test_gemm
 	@$(CROSS_RUN) $(CROSS_DIR)/test_kernels $(BUILD)/tiny_a.sam3
 	@$(CROSS_RUN) $(CROSS_DIR)/test_format $(TINY_SAM3)
