@@ -4670,10 +4670,14 @@ static void sam3__sgemm_builtin(int nt, int ta, int tb, int M, int N, int K, flo
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
    has them and uses them where the CPU does. */
 enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
-#define SAM3__BKC 256 /* k per block (a multiple of 32) */
-#define SAM3__BMR 32  /* rows per micro-tile (AMX: two 16-row A tiles; AVX-512: four passes of 8) */
-#define SAM3__BNR 32  /* columns per B panel */
-#define SAM3__BMC 128 /* rows per A block: 128 x 256 bf16 = 64 KB, in L2 */
+/* AVX-512's k blocks: up to 1024 k, K split into equal blocks (multiples of 32). Each k block
+   after the first loads every C tile again, rows a whole output row apart and long out of cache:
+   with 256 k that reload took a fifth of the tiles' time (Zen 4, 1 thread, 5184 x 3072 x 1024:
+   167 GFLOP/s; 512 k: 196; one 1024-k block: 210; 5184 x 1024 x 4736: 166 / 186 / 194). */
+#define SAM3__BKC 1024 /* k per block at most (a multiple of 32) */
+#define SAM3__BMR 32   /* rows per micro-tile (AMX: two 16-row A tiles; AVX-512: four passes of 8) */
+#define SAM3__BNR 32   /* columns per B panel */
+#define SAM3__BMC 128  /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
 #define SAM3__BNC (SAM3__BNR * 64)
 /* AMX's blocks: a tile step (four tdpbf16ps, 16 cycles each) takes 32 k, so a 256-k block gave
    each 32 x 32 tile 8 steps between two round trips of its sums through memory; 512 k a block
@@ -4682,6 +4686,15 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 #define SAM3__BKC_AMX 512
 #define SAM3__BNC_AMX (SAM3__BNR * 150)
 static int sam3__bgemm_kcb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BKC_AMX : SAM3__BKC; }
+/* the k block for a product with K k: AMX's fixed size; AVX-512's largest up to SAM3__BKC that
+   splits K evenly (4736: five of 960 and 896, not four of 1024 and one of 640) */
+static int sam3__bgemm_kstep(int kern, int K) {
+    const int kmax = sam3__bgemm_kcb(kern);
+    int nb;
+    if (kern == SAM3__BK_AMX || K <= kmax) return kmax;
+    nb = (K + kmax - 1) / kmax;
+    return ((K + nb - 1) / nb + 31) / 32 * 32;
+}
 static int sam3__bgemm_ncb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BNC_AMX : SAM3__BNC; }
 
 #if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
@@ -4886,58 +4899,67 @@ static void sam3__bgemm_store(const float *t, float *C, int ldc, int mr, int nr,
 }
 
 #if defined(SAM3__BF16_X86)
-/* BMR x BNR tile from pa (rows of kcp bf16) and pb (kcp / 2, NR, 2), 8 rows a pass: 16
-   accumulators, two B vectors and a broadcast A pair, vdpbf16ps adding both products of a pair. */
+/* 8 rows x BNR of a tile from pa (rows of kcp bf16) and pb (kcp / 2, NR, 2): 16 accumulators, two
+   B vectors and a broadcast A pair a k pair, vdpbf16ps adding both products of a pair. Its own
+   function, the 16 sums in named registers: inside the whole tile's function GCC 12 kept one B
+   vector on the stack (a store and a load every k pair), 152 instead of ~215 GFLOP/s a core. The
+   sums go to C (C += on a later k block, C = sums + beta C on the first; beta 0: C not read). */
+#define SAM3__BROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile8_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
+                                                                                         float *C, int ldc, float beta, int first) {
+    const uint16_t *b = pb;
+    int k;
+#define SAM3__BDECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+    SAM3__BROWS(SAM3__BDECL)
+#undef SAM3__BDECL
+    for (k = 0; k < kcp; k += 2, b += 2 * SAM3__BNR) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)b), b1 = (__m512bh)_mm512_loadu_si512((const void *)(b + 32));
+#define SAM3__BSTEP(r)                                                                                                                         \
+    {                                                                                                                                          \
+        uint32_t pair;                                                                                                                         \
+        __m512bh av;                                                                                                                           \
+        memcpy(&pair, pa + (size_t)(r) * kcp + k, sizeof(pair));                                                                               \
+        av = (__m512bh)_mm512_set1_epi32((int)pair);                                                                                           \
+        c##r##0 = _mm512_dpbf16_ps(c##r##0, av, b0);                                                                                           \
+        c##r##1 = _mm512_dpbf16_ps(c##r##1, av, b1);                                                                                           \
+    }
+        SAM3__BROWS(SAM3__BSTEP)
+#undef SAM3__BSTEP
+    }
+#define SAM3__BSTORE(r)                                                                                                                        \
+    {                                                                                                                                          \
+        float *c = C + (size_t)(r) * ldc;                                                                                                      \
+        if (!first) {                                                                                                                          \
+            c##r##0 = _mm512_add_ps(c##r##0, _mm512_loadu_ps(c));                                                                             \
+            c##r##1 = _mm512_add_ps(c##r##1, _mm512_loadu_ps(c + 16));                                                                         \
+        } else if (beta != 0) {                                                                                                                \
+            c##r##0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c), c##r##0);                                                     \
+            c##r##1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + 16), c##r##1);                                                \
+        }                                                                                                                                      \
+        _mm512_storeu_ps(c, c##r##0);                                                                                                          \
+        _mm512_storeu_ps(c + 16, c##r##1);                                                                                                     \
+    }
+    SAM3__BROWS(SAM3__BSTORE)
+#undef SAM3__BSTORE
+}
+#undef SAM3__BROWS
+/* BMR x BNR tile: a whole one straight into C, 8 rows at a time; a ragged one into t first. */
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
                                                                                         float *C, int ldc, int mr, int nr, float beta,
                                                                                         int first) {
     float t[SAM3__BMR * SAM3__BNR];
     const int full = mr == SAM3__BMR && nr == SAM3__BNR;
     int r0;
-    for (r0 = 0; r0 < mr; r0 += 8) {
-        __m512 acc[8][2];
-        const uint16_t *a[8];
-        const uint16_t *b = pb;
-        int r, k;
-        for (r = 0; r < 8; r++) {
-            acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-            a[r] = pa + (size_t)(r0 + r) * kcp;
+    /* C's rows lie a row of the output apart and were last touched one k block ago: without a
+       prefetch their loads at the end of each pass missed to memory (a fifth of the tile's time). */
+    if (full && (!first || beta != 0))
+        for (r0 = 0; r0 < SAM3__BMR; r0++) {
+            _mm_prefetch((const char *)(C + (size_t)r0 * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(C + (size_t)r0 * ldc + 16), _MM_HINT_T0);
         }
-        for (k = 0; k < kcp / 2; k++, b += 2 * SAM3__BNR) {
-            const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)b), b1 = (__m512bh)_mm512_loadu_si512((const void *)(b + 32));
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC unroll 8
-#endif
-            for (r = 0; r < 8; r++) {
-                uint32_t pair;
-                __m512bh av;
-                memcpy(&pair, a[r] + 2 * k, sizeof(pair));
-                av = (__m512bh)_mm512_set1_epi32((int)pair);
-                acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-                acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-            }
-        }
-        if (full) {
-            for (r = 0; r < 8; r++) {
-                float *c = C + (size_t)(r0 + r) * ldc;
-                __m512 c0 = acc[r][0], c1 = acc[r][1];
-                if (!first) {
-                    c0 = _mm512_add_ps(c0, _mm512_loadu_ps(c));
-                    c1 = _mm512_add_ps(c1, _mm512_loadu_ps(c + 16));
-                } else if (beta != 0) {
-                    c0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c), c0);
-                    c1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + 16), c1);
-                }
-                _mm512_storeu_ps(c, c0);
-                _mm512_storeu_ps(c + 16, c1);
-            }
-        } else {
-            for (r = 0; r < 8; r++) {
-                _mm512_storeu_ps(t + (size_t)(r0 + r) * SAM3__BNR, acc[r][0]);
-                _mm512_storeu_ps(t + (size_t)(r0 + r) * SAM3__BNR + 16, acc[r][1]);
-            }
-        }
-    }
+    for (r0 = 0; r0 < mr; r0 += 8)
+        if (full) sam3__btile8_avx512(kcp, pa + (size_t)r0 * kcp, pb, C + (size_t)r0 * ldc, ldc, beta, first);
+        else sam3__btile8_avx512(kcp, pa + (size_t)r0 * kcp, pb, t + (size_t)r0 * SAM3__BNR, SAM3__BNR, 0.0f, 1);
     if (!full) sam3__bgemm_store(t, C, ldc, mr, nr, beta, first);
 }
 #endif
@@ -5010,7 +5032,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. */
 static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                                const uint16_t *Bh, int ldb, float beta, float *C, int ldc, uint16_t *pb, uint16_t *pa_all, int ngrp) {
-    const int kcb = sam3__bgemm_kcb(kern), ncb = sam3__bgemm_ncb(kern);
+    const int kcb = sam3__bgemm_kstep(kern, K), ncb = sam3__bgemm_ncb(kern);
     int jc, pc;
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
@@ -5022,7 +5044,7 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
             const int ntask = nmb * ngrp;
             int jp, task;
 #ifdef _OPENMP
-            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__BMC * kcb;
+            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__BMC * sam3__bgemm_kcb(kern);
 #else
             uint16_t *pa = pa_all;
 #endif
@@ -5179,7 +5201,7 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
     if (kern == SAM3__BK_AMX) kern = SAM3__BK_AVX512;
 #endif
     if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
-    kcp = (SAM3__MIN(sam3__bgemm_kcb(kern), K > 0 ? K : 1) + 31) / 32 * 32;
+    kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
     ncp = (SAM3__MIN(sam3__bgemm_ncb(kern), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     if (kern != SAM3__BK_REF) {
 #ifdef _OPENMP
@@ -9990,6 +10012,26 @@ static void sam3__trk_free(sam3_tracker *t, void *p, size_t bytes) {
     t->bytes -= bytes;
 }
 
+/* The next conditioning entry of o, its list grown when full (4, then doubled), with its pointer
+   (pb bytes) and memory (mb bytes) allocated, either NULL when out of memory (the caller frees
+   what was had); NULL when the list cannot grow. For the video and the concept tracker. */
+static sam3__trk_entry *sam3__trk_cond_add(sam3_tracker *t, sam3__trk_obj *o, size_t pb, size_t mb) {
+    sam3__trk_entry *e;
+    if (o->n_cond == o->cap_cond) {
+        const int cap = o->cap_cond ? 2 * o->cap_cond : 4;
+        sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)cap * sizeof(sam3__trk_entry));
+        if (!ne) return NULL;
+        if (o->n_cond) memcpy(ne, o->cond, (size_t)o->n_cond * sizeof(sam3__trk_entry));
+        sam3__trk_free(t, o->cond, (size_t)o->cap_cond * sizeof(sam3__trk_entry));
+        o->cond = ne;
+        o->cap_cond = cap;
+    }
+    e = &o->cond[o->n_cond];
+    e->ptr = (float *)sam3__trk_alloc(t, pb);
+    e->mem = (uint16_t *)sam3__trk_alloc(t, mb);
+    return e;
+}
+
 static void sam3__trk_obj_free(sam3_tracker *t, sam3__trk_obj *o) {
     const sam3_model *m = t->c->m;
     const size_t pb = (size_t)m->trk.D * sizeof(float), mb = (size_t)m->trk.grid * m->trk.grid * m->vid.mem_dim * sizeof(uint16_t);
@@ -10591,19 +10633,8 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
         sam3__trk_obj *o = &t->obj[i];
         newcond[i] = NULL;
         if (!ro[i].prompted) continue;
-        if (o->n_cond == o->cap_cond) {
-            const int cap = o->cap_cond ? 2 * o->cap_cond : 4;
-            sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)cap * sizeof(sam3__trk_entry));
-            if (!ne) return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id));
-            if (o->n_cond) memcpy(ne, o->cond, (size_t)o->n_cond * sizeof(sam3__trk_entry));
-            sam3__trk_free(t, o->cond, (size_t)o->cap_cond * sizeof(sam3__trk_entry));
-            o->cond = ne;
-            o->cap_cond = cap;
-        }
-        newcond[i] = &o->cond[o->n_cond];
-        newcond[i]->ptr = (float *)sam3__trk_alloc(t, pb);
-        newcond[i]->mem = (uint16_t *)sam3__trk_alloc(t, mb);
-        if (!newcond[i]->ptr || !newcond[i]->mem) {
+        newcond[i] = sam3__trk_cond_add(t, o, pb, mb);
+        if (!newcond[i] || !newcond[i]->ptr || !newcond[i]->mem) {
             int j;
             for (j = 0; j <= i; j++)
                 if (newcond[j]) {
@@ -11650,42 +11681,20 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
         sam3__trk_obj *o = &t->obj[i];
         newcond[i] = NULL;
         if (!recond[i]) continue;
-        if (o->n_cond == o->cap_cond) {
-            const int cap = o->cap_cond ? 2 * o->cap_cond : 4;
-            sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)cap * sizeof(sam3__trk_entry));
-            if (!ne) {
-                rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
-                goto undo;
-            }
-            if (o->n_cond) memcpy(ne, o->cond, (size_t)o->n_cond * sizeof(sam3__trk_entry));
-            sam3__trk_free(t, o->cond, (size_t)o->cap_cond * sizeof(sam3__trk_entry));
-            o->cond = ne;
-            o->cap_cond = cap;
-        }
-        newcond[i] = &o->cond[o->n_cond];
-        newcond[i]->ptr = (float *)sam3__trk_alloc(t, pb);
-        newcond[i]->mem = (uint16_t *)sam3__trk_alloc(t, mb);
-        if (!newcond[i]->ptr || !newcond[i]->mem) {
+        newcond[i] = sam3__trk_cond_add(t, o, pb, mb);
+        if (!newcond[i] || !newcond[i]->ptr || !newcond[i]->mem) {
             rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
             goto undo;
         }
     }
     for (j = 0; j < n_new; j++) {
         sam3__trk_obj *o = &t->obj[n + j];
-        if (o->n_cond == o->cap_cond) {
-            sam3__trk_entry *ne = (sam3__trk_entry *)sam3__trk_alloc(t, (size_t)4 * sizeof(sam3__trk_entry));
-            if (!ne) {
-                rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
-                goto undo;
-            }
-            o->cond = ne;
-            o->cap_cond = 4;
+        sam3__trk_entry *e = sam3__trk_cond_add(t, o, pb, mb); /* its first: a new object has none */
+        if (e) {
+            e->frame = -1;
+            o->n_cond = 1; /* so that sam3__trk_obj_free releases them on the way out of a failure */
         }
-        o->cond[0].frame = -1;
-        o->cond[0].ptr = (float *)sam3__trk_alloc(t, pb);
-        o->cond[0].mem = (uint16_t *)sam3__trk_alloc(t, mb);
-        o->n_cond = 1; /* so that sam3__trk_obj_free releases them on the way out of a failure */
-        if (!o->cond[0].ptr || !o->cond[0].mem) {
+        if (!e || !e->ptr || !e->mem) {
             rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
             goto undo;
         }
