@@ -6347,9 +6347,43 @@ static int sam3__att_kb(int nk) {
    5184 keys they are 0.7-1.3 MB each). Scratch: s (ROWS, KB) scores, qp (4, hd, MR) query tiles
    transposed, acc (ROWS, hd) P.V sums, sv (ROWS, VW) sums by lane; KB from sam3__att_kb. relh,
    relw: this head's (nq, rel_s) factors or NULL. */
-static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const float *vh, int nk, int hd, float scale, int r0, int r1,
-                            int causal, const float *relh, const float *relw, int rel_s, int KB, float *s, float *qp, float *acc, float *sv,
-                            float *oh, int ldo) {
+#if defined(SAM3__BF16_X86) && SAM3__MR == 8
+#define SAM3__ATT_PV_BF16 1
+/* acc (8, hd) += p[:, 0:nb] . v[j0:j0 + nb] with the probabilities and V in bf16 (sums in f32):
+   the ViT's P.V where its weight products run in bf16 on AVX512-BF16 without AMX, twice the f32
+   rate there. The scores stay f32 (bf16 scores cost a full-size click's mask, see
+   sam3__attention_packed_bf16); the probabilities lie in [0, 1] and are rounded as the AMX path
+   and PyTorch's bf16 attention round them. vb: the head's values as (hd / BNR, nkp / 2, BNR, 2)
+   (sam3__v_pack_bf16), hd a multiple of BNR; pb: (8, nb + 1) bf16 scratch. */
+static void sam3__pv_acc_bf16(const float *p, int ps, int nb, const uint16_t *vb, int nkp, int j0, int hd, float *acc, uint16_t *pb) {
+    const int nbp = (nb + 1) / 2 * 2; /* whole key pairs: an odd last one pairs with a zero key */
+    int r, d;
+    for (r = 0; r < SAM3__MR; r++) {
+        sam3__bf16_row_avx512(p + (size_t)r * ps, pb + (size_t)r * nbp, nb);
+        if (nbp > nb) pb[(size_t)r * nbp + nb] = 0;
+    }
+    for (d = 0; d < hd; d += SAM3__BNR) sam3__btile8_avx512(nbp, pb, vb + (size_t)d * nkp + (size_t)j0 * SAM3__BNR, acc + d, hd, 0.0f, 0);
+}
+#endif
+/* The P.V step of sam3__attn_rows for its ntl tiles: in bf16 where vb is given, else f32. */
+static void sam3__pv_tiles(const float *s, int KB, int ntl, int nb, const float *vh, const uint16_t *vb, int nk, int j0, int hd, float *acc,
+                           uint16_t *pb) {
+    int t;
+#if defined(SAM3__ATT_PV_BF16)
+    if (vb) {
+        for (t = 0; t < ntl; t++)
+            sam3__pv_acc_bf16(s + (size_t)t * SAM3__MR * KB, KB, nb, vb, (nk + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, j0, hd,
+                              acc + (size_t)t * SAM3__MR * hd, pb);
+        return;
+    }
+#else
+    (void)vb, (void)pb, (void)nk;
+#endif
+    for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
+}
+static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const float *vh, const uint16_t *vb, int nk, int hd, float scale, int r0,
+                            int r1, int causal, const float *relh, const float *relw, int rel_s, int KB, float *s, float *qp, float *acc, float *sv,
+                            uint16_t *pb, float *oh, int ldo) {
     const int PW = SAM3__ATT_PW;
     const int ntl = (r1 - r0 + SAM3__MR - 1) / SAM3__MR, nr = r1 - r0;
     float mx[SAM3__ATT_ROWS], sum[SAM3__ATT_ROWS];
@@ -6429,7 +6463,7 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
                 }
                 for (r = ra; r < rb; r++) sum[r] += bs[r - ra];
             }
-            for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
+            sam3__pv_tiles(s, KB, ntl, nb, vh, vb, nk, j0, hd, acc, pb);
             continue;
         }
 #endif
@@ -6465,7 +6499,7 @@ static void sam3__attn_rows(const float *qh, int ldq, const float *kh, const flo
             }
             sum[r] += sam3__exp_sum(row, lim, mx[r]);
         }
-        for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
+        sam3__pv_tiles(s, KB, ntl, nb, vh, vb, nk, j0, hd, acc, pb);
     }
     for (r = 0; r < nr; r++) {
         float *o = oh + (size_t)(r0 + r) * ldo;
@@ -6526,9 +6560,9 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < nh * nblk; task++) {
             const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
-            sam3__attn_rows(q + (size_t)hh * hd, ldq, kt + (size_t)hh * nkp * hd, vp + (size_t)hh * nk * hd, nk, hd, scale, r0, r1, causal,
+            sam3__attn_rows(q + (size_t)hh * hd, ldq, kt + (size_t)hh * nkp * hd, vp + (size_t)hh * nk * hd, NULL, nk, hd, scale, r0, r1, causal,
                             relh ? relh + (size_t)hh * nq * rel_s : NULL, relw ? relw + (size_t)hh * nq * rel_s : NULL, rel_s, kb, s, qp, acc, sv,
-                            out + (size_t)hh * hd, ldo);
+                            NULL, out + (size_t)hh * hd, ldo);
         }
     }
     sam3__release(c, mk);
@@ -6542,12 +6576,13 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
    does) costs a pass over K and V and two joins a window, a large share of a window layer's
    attention. out may alias q (a task reads only the rows it writes). */
 static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                               const float *vp, float *out, int ldo) {
+                                               const float *vp, const uint16_t *vb, float *out, int ldo) {
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
-    const int kb = sam3__att_kb(n);
-    const size_t per_thr = (size_t)rows * kb + (size_t)rows * hd * 2 + (size_t)rows * SAM3__VW;
+    const int kb = sam3__att_kb(n), nkb = (n + 31) / 32 * 32;
+    /* scores, query tiles, sums, and with vb a tile's probabilities in bf16 (MR, kb + 1) */
+    const size_t per_thr = (size_t)rows * kb + (size_t)rows * hd * 2 + (size_t)rows * SAM3__VW + (vb ? (size_t)SAM3__MR * (kb + 2) / 2 : 0);
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     int task;
     if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
@@ -6556,8 +6591,10 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
         const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * rows, r1 = SAM3__MIN(n, r0 + rows);
         float *s = sam3__thread_slice(sbuf, per_thr);
         float *qp = s + (size_t)rows * kb, *acc = qp + (size_t)rows * hd, *sv = acc + (size_t)rows * hd;
-        sam3__attn_rows(q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * hd, vp + (size_t)bh * n * hd, n, hd, scale, r0, r1, 0,
-                        NULL, NULL, 0, kb, s, qp, acc, sv, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
+        uint16_t *pb = vb ? (uint16_t *)(void *)(sv + (size_t)rows * SAM3__VW) : NULL;
+        sam3__attn_rows(q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * hd, vb ? NULL : vp + (size_t)bh * n * hd,
+                        vb ? vb + (size_t)bh * nkb * hd : NULL, n, hd, scale, r0, r1, 0, NULL, NULL, 0, kb, s, qp, acc, sv, pb,
+                        out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -6732,7 +6769,7 @@ static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh
 static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
                                           const float *vp, float *out, int ldo) {
 #ifdef SAM3__FAST_ATTENTION
-    return sam3__attention_packed_fast(c, nb, n, nh, hd, q, ldq, kt, vp, out, ldo);
+    return sam3__attention_packed_fast(c, nb, n, nh, hd, q, ldq, kt, vp, NULL, out, ldo);
 #else
     return sam3__ref_attention_packed(c, nb, n, nh, hd, q, ldq, kt, vp, out, ldo);
 #endif
@@ -7725,6 +7762,14 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
             rc = sam3__attention_packed_bf16(c, c->bk, nb, nk, v->heads, hd, qq, ld, (const uint16_t *)(void *)h, (const uint16_t *)(void *)mlp, qq, ld);
         } else
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+        /* without AMX: f32 scores, P.V in bf16 (sam3__pv_acc_bf16) */
+        if (c->bk == SAM3__BK_AVX512 && c->bka <= SAM3__BK_AMX && hd % SAM3__BNR == 0 && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
+            sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
+            sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
+            rc = sam3__attention_packed_fast(c, nb, nk, v->heads, hd, qq, ld, h, NULL, (const uint16_t *)(void *)mlp, qq, ld);
+        } else
+#endif
 #endif
         {
             sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);

@@ -276,6 +276,52 @@ static void test_attention_packed(sam3_ctx *c) {
     t_check(fails == 0, "packed (ViT) attention, in place, ragged windows: %d bad", fails);
 }
 
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+/* The ViT's attention with f32 scores and P.V in bf16 (AVX512-BF16 without AMX): V packed by
+   sam3__v_pack_bf16, against the f32 reference. The bound is bf16's: probabilities and values
+   each rounded once (2^-9 relative); the error must also be above f32's, or the bf16 path did
+   not run. */
+static void test_attention_pv_bf16(sam3_ctx *c) {
+    static const int cfg[][4] = {{2, 5, 2, 32}, {3, 97, 2, 64}, {1, 577, 1, 64}, {1, 1100, 2, 32}}; /* nb, n, nh, hd */
+    int ci, fails = 0;
+    if (sam3__bf16_detect() < SAM3__BK_AVX512) {
+        t_note("  P.V in bf16: no AVX512-BF16 on this CPU, skipped");
+        return;
+    }
+    for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+        const int nb = cfg[ci][0], n = cfg[ci][1], nh = cfg[ci][2], hd = cfg[ci][3], C = nh * hd, ld = C + 1;
+        const int PW = SAM3__ATT_PW, npan = (n + PW - 1) / PW, nkb = (n + 31) / 32 * 32;
+        float *q = fbuf((size_t)nb * n * ld), *q2 = fbuf((size_t)nb * n * ld), *kt = fbuf((size_t)nb * nh * npan * hd * PW);
+        float *v = fbuf((size_t)nb * n * C), *vp = fbuf((size_t)nb * nh * n * hd);
+        uint16_t *vb = (uint16_t *)malloc((size_t)nb * nh * nkb * hd * sizeof(uint16_t));
+        size_t i;
+        int b, h, j, d;
+        double err;
+        sam3_result rc, rr;
+        for (i = 0; i < (size_t)nb * n * ld; i++) q[i] = q2[i] = 2 * frand();
+        for (i = 0; i < (size_t)nb * n * C; i++) v[i] = frand();
+        for (b = 0; b < nb; b++)
+            for (h = 0; h < nh; h++) {
+                for (j = 0; j < n; j++) memcpy(vp + (((size_t)b * nh + h) * n + j) * hd, v + ((size_t)b * n + j) * C + (size_t)h * hd, (size_t)hd * sizeof(float));
+                for (j = 0; j < npan * PW; j++)
+                    for (d = 0; d < hd; d++)
+                        kt[((((size_t)b * nh + h) * npan + j / PW) * hd + d) * PW + j % PW] = j < n ? 2 * frand() : 0.0f;
+            }
+        memset(vb, 0xff, (size_t)nb * nh * nkb * hd * sizeof(uint16_t)); /* NaN: the packer must write the padding */
+        sam3__v_pack_bf16(c, v, C, NULL, nb, n, C, hd, vb);
+        rc = sam3__attention_packed_fast(c, nb, n, nh, hd, q, ld, kt, NULL, vb, q, ld);
+        rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
+        err = rel_l2(q, q2, (size_t)nb * n * ld);
+        if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5)) {
+            fails++;
+            t_note("  P.V in bf16, nb %d n %d nh %d hd %d: relative error %.3g (bf16's ~2e-3 expected)", nb, n, nh, hd, err);
+        }
+        free(q), free(q2), free(kt), free(v), free(vp), free(vb);
+    }
+    t_check(fails == 0, "ViT attention with P.V in bf16 (ragged windows, keys past one block): %d bad", fails);
+}
+#endif
+
 #if defined(SAM3__ATT_BF16)
 /* The ViT's bf16 attention (sam3__rope_pack_bf16, sam3__v_pack_bf16, sam3__attention_packed_bf16)
    with each bf16 kernel this CPU has, against its definition in double: q (scaled) and k rotated
@@ -490,6 +536,9 @@ int main(int argc, char **argv) {
     test_attention(c1);
     test_attention(c2);
     test_attention_packed(c2);
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+    test_attention_pv_bf16(c2);
+#endif
 #if defined(SAM3__ATT_BF16)
     test_attention_bf16(c2);
 #endif
