@@ -151,8 +151,9 @@ DOCUMENTATION
                            (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
                            products)
    SAM3_BF16_ATTENTION_KERNEL  the ViT's attention runs in bf16 (where its weights' products do)
-                           from this bf16 kernel on: 2 AMX (default), 1 AVX512-BF16 too (slower
-                           than the f32 attention there), 3 never
+                           from this bf16 kernel on: 2 AMX (default; with AVX512-BF16 alone its
+                           P.V runs in bf16, the scores f32), 1 AVX512-BF16 too (no faster than
+                           that there), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
@@ -214,8 +215,8 @@ DOCUMENTATION
 RECENT REVISIONS
    1.1.0  sam3_tracker_push_encoded (a frame encoded once for a click tracker and a concept
           tracker); concept tracker box exemplars (sam3_concept_tracker_add_prompt, experimental);
-          bf16: the ViT attention in bf16 with AMX (SAM3_BF16_ATTENTION_KERNEL), AMX tiles in
-          512-k blocks.
+          bf16: the ViT attention in bf16 with AMX (SAM3_BF16_ATTENTION_KERNEL), its P.V in bf16
+          with AVX512-BF16 alone, AMX tiles in 512-k blocks, AVX512-BF16 ones in up to 1024.
    1.0.0  API 1.0 (breaking): one box type, sam3_box (no label; exemplar labels in
           sam3_segment_prompt.box_labels, NULL = positive), in every prompt and result; every
           mask_threshold a probability (sam3_points_options' was a logit; sam3_tracker_options
@@ -780,7 +781,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16, 2 AMX */
 #endif
 #ifndef SAM3_BF16_ATTENTION_KERNEL
-#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never) */
+#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never, not even P.V) */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
@@ -4950,8 +4951,8 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile_a
     float t[SAM3__BMR * SAM3__BNR];
     const int full = mr == SAM3__BMR && nr == SAM3__BNR;
     int r0;
-    /* C's rows lie a row of the output apart and were last touched one k block ago: without a
-       prefetch their loads at the end of each pass missed to memory (a fifth of the tile's time). */
+    /* C's rows lie a row of the output apart and were last touched one k block ago (the k blocks
+       above keep that rare): fetched at the tile's start, 1-2 % on a K of 4736 (Zen 4, 196 / 198). */
     if (full && (!first || beta != 0))
         for (r0 = 0; r0 < SAM3__BMR; r0++) {
             _mm_prefetch((const char *)(C + (size_t)r0 * ldc), _MM_HINT_T0);
@@ -6580,7 +6581,7 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
-    const int kb = sam3__att_kb(n), nkb = (n + 31) / 32 * 32;
+    const int kb = sam3__att_kb(n), nkb = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR; /* vb's keys a head */
     /* scores, query tiles, sums, and with vb a tile's probabilities in bf16 (MR, kb + 1) */
     const size_t per_thr = (size_t)rows * kb + (size_t)rows * hd * 2 + (size_t)rows * SAM3__VW + (vb ? (size_t)SAM3__MR * (kb + 2) / 2 : 0);
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
@@ -10059,8 +10060,8 @@ static void sam3__trk_free(sam3_tracker *t, void *p, size_t bytes) {
 }
 
 /* The next conditioning entry of o, its list grown when full (4, then doubled), with its pointer
-   (pb bytes) and memory (mb bytes) allocated, either NULL when out of memory (the caller frees
-   what was had); NULL when the list cannot grow. For the video and the concept tracker. */
+   (pb bytes) and memory (mb bytes) allocated; either may be NULL when out of memory (the caller
+   frees what was had). NULL when the list cannot grow. For the video and the concept tracker. */
 static sam3__trk_entry *sam3__trk_cond_add(sam3_tracker *t, sam3__trk_obj *o, size_t pb, size_t mb) {
     sam3__trk_entry *e;
     if (o->n_cond == o->cap_cond) {
