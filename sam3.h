@@ -4678,14 +4678,21 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 #define SAM3__BKC 1024 /* k per block at most (a multiple of 32) */
 #define SAM3__BMR 32   /* rows per micro-tile (AMX: two 16-row A tiles; AVX-512: four passes of 8) */
 #define SAM3__BNR 32   /* columns per B panel */
-#define SAM3__BMC 128  /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
+#ifndef SAM3__BMC
+#define SAM3__BMC 128 /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
+#endif
 #define SAM3__BNC (SAM3__BNR * 64)
-/* AMX's blocks: a tile step (four tdpbf16ps, 16 cycles each) takes 32 k, so a 256-k block gave
-   each 32 x 32 tile 8 steps between two round trips of its sums through memory; 512 k a block
-   keeps the B panel (32 KB) in L1 for the block's 4 row tiles. The columns of a ViT layer's widest
-   product (4736) fit one B block, so the activations are rounded and packed once per k block. */
-#define SAM3__BKC_AMX 512
+/* AMX's blocks: a tile step (four tdpbf16ps, 16 cycles each) takes 32 k, and each k block after
+   the first sends every 32 x 32 tile's sums through memory again. 1024 k a block (B panel 64 KB,
+   past L1; A block 256 KB, in L2) measured faster than 512 (B panel in L1) on 5 of 6 ViT shapes
+   and thread counts (Xeon with AMX, by 16-60 %). The columns of a ViT layer's widest product (4736)
+   fit one B block, so the activations are rounded and packed once per k block. (-D overrides:
+   for tuning runs; test_gemm's shapes follow them.) */
+#ifndef SAM3__BKC_AMX
+#define SAM3__BKC_AMX 1024
+#endif
 #define SAM3__BNC_AMX (SAM3__BNR * 150)
+#define SAM3__BKC_MAX (SAM3__BKC > SAM3__BKC_AMX ? SAM3__BKC : SAM3__BKC_AMX)
 static int sam3__bgemm_kcb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BKC_AMX : SAM3__BKC; }
 /* the k block for a product with K k: AMX's fixed size; AVX-512's largest up to SAM3__BKC that
    splits K evenly (4736: five of 960 and 896, not four of 1024 and one of 640) */
@@ -4764,14 +4771,17 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bf16_ro
 }
 #endif
 
-/* pa: the mc x kc block of op(A) at (i0, p0), row r at pa + r kcp (kcp = kc rounded up to 32),
-   zero past kc and in rows mc .. mcp (mc rounded up to SAM3__BMR). */
+/* pa: the mc x kc block of op(A) at (i0, p0), zero past kc and in rows mc .. mcp (mc rounded up to
+   SAM3__BMR; kcp = kc rounded up to 32). Rows (AVX-512): row r at pa + r kcp. Tiles (AMX): each
+   16-row x 32-k A tile is 1 KB of its own, tile (r / 16, k / 32) at pa + (r / 16) 16 kcp +
+   (k / 32) 512: a tile load then reads 16 consecutive cache lines instead of 16 lines a row apart. */
 static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t *Ah, int lda, int i0, int p0, int mc, int kc, int kcp,
-                               uint16_t *pa) {
+                               uint16_t *pa, int tiles) {
     const int mcp = (mc + SAM3__BMR - 1) / SAM3__BMR * SAM3__BMR;
+    uint16_t row[SAM3__BKC_MAX]; /* one row before it is cut into tiles */
     int r, k;
     for (r = 0; r < mcp; r++) {
-        uint16_t *d = pa + (size_t)r * kcp;
+        uint16_t *d = tiles ? row : pa + (size_t)r * kcp;
         k = 0;
         if (r < mc) {
             if (!ta && Ah) {
@@ -4789,6 +4799,9 @@ static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t 
             for (; k < kc; k++) d[k] = sam3__bop(ta, A, Ah, lda, i0 + r, p0 + k);
         }
         for (; k < kcp; k++) d[k] = 0;
+        if (tiles)
+            for (k = 0; k < kcp; k += 32)
+                memcpy(pa + (size_t)(r / 16) * 16 * kcp + (size_t)(k / 32) * 512 + (size_t)(r % 16) * 32, row + k, 32 * sizeof(uint16_t));
     }
 }
 /* pb: panel jp (NR columns from j0 + jp NR) of the kc x nc block of op(B) at (p0, j0), as
@@ -4988,11 +5001,13 @@ __attribute__((target("amx-tile"))) static void sam3__amx_end(void) { _tile_rele
    rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. A whole tile sums in the
    tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
    and is stored once; a ragged one, or another beta, goes through t. */
-__attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp, const uint16_t *pa, const uint16_t *pb, float *C,
-                                                                          int ldc, int mr, int nr, float beta, int first) {
+__attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
+                                                                          float *C, int ldc, int mr, int nr, float beta, int first) {
     float t[SAM3__BMR * SAM3__BNR];
     const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
-    const long ldb = (long)ldc * 4; /* bytes */
+    const long ldb = (long)ldc * 4;                   /* bytes */
+    const long alda = tiles ? 64 : (long)kcp * 2;     /* bytes from an A tile's row to the next */
+    const size_t astep = tiles ? 512 : 32, ah = (size_t)16 * kcp; /* to the next k step's A tile; to rows 16-31 */
     int k;
     if (direct && (!first || beta == 1)) {
         _tile_loadd(0, C, ldb);
@@ -5005,9 +5020,9 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
         _tile_zero(2);
         _tile_zero(3);
     }
-    for (k = 0; k < kcp; k += 32) {
-        _tile_loadd(4, pa + k, kcp * 2);
-        _tile_loadd(5, pa + (size_t)16 * kcp + k, kcp * 2);
+    for (k = 0; k < kcp; k += 32, pa += astep) {
+        _tile_loadd(4, pa, alda);
+        _tile_loadd(5, pa + ah, alda);
         _tile_loadd(6, pb + (size_t)k * SAM3__BNR, SAM3__BNR * 4);
         _tile_loadd(7, pb + (size_t)k * SAM3__BNR + 32, SAM3__BNR * 4);
         _tile_dpbf16ps(0, 4, 6);
@@ -5056,7 +5071,7 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
                 const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__BMC, mc = SAM3__MIN(SAM3__BMC, M - i0);
                 const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
                 int ip;
-                sam3__bgemm_pack_a(kern, ta, A, Ah, lda, i0, pc, mc, kc, kcp, pa);
+                sam3__bgemm_pack_a(kern, ta, A, Ah, lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
                     for (ip = 0; ip < mc; ip += SAM3__BMR) {
@@ -5065,7 +5080,17 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
                         const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
 #if defined(SAM3__BF16_AMX)
                         if (kern == SAM3__BK_AMX) {
-                            sam3__btile_amx(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
+                            /* the next tile's C (rows a whole output row apart, out of cache since
+                               the last k block) fetched while this one runs */
+                            const int down = ip + SAM3__BMR < mc;
+                            const int nrow = down ? SAM3__MIN(SAM3__BMR, mc - ip - SAM3__BMR) : jp + 1 < j1 ? SAM3__MIN(SAM3__BMR, mc) : 0;
+                            const float *cn = down ? cc + (size_t)SAM3__BMR * ldc : C + (size_t)i0 * ldc + jc + (jp + 1) * SAM3__BNR;
+                            int r;
+                            for (r = 0; r < nrow; r++) {
+                                _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
+                                _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
+                            }
+                            sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0);
                             continue;
                         }
 #endif
@@ -6622,7 +6647,7 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
 static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
         return;
     }
 #endif

@@ -138,6 +138,23 @@ static void test_bf16(void) {
         good &= sam3__f32_bf16(NAN) == 0x7fc0;
         t_check(good, "f32 -> bf16 rounds to nearest even");
     }
+    { /* AMX's A layout (tests every value's place on any CPU; the AMX kernel only runs on one) */
+        enum { MC = 45, KC = 70, KCP = 96, MCP = 64 };
+        float *a = (float *)malloc((size_t)MC * KC * sizeof(float));
+        uint16_t *rows = (uint16_t *)malloc((size_t)MCP * KCP * sizeof(uint16_t)), *tiles = (uint16_t *)malloc((size_t)MCP * KCP * sizeof(uint16_t));
+        int r, k, good = 1;
+        for (r = 0; r < MC * KC; r++) a[r] = frand();
+        sam3__bgemm_pack_a(have, 0, a, NULL, KC, 0, 0, MC, KC, KCP, rows, 0);
+        sam3__bgemm_pack_a(have, 0, a, NULL, KC, 0, 0, MC, KC, KCP, tiles, 1);
+        for (r = 0; r < MCP; r++)
+            for (k = 0; k < KCP; k++)
+                good &= tiles[(r / 16) * 16 * KCP + (k / 32) * 512 + (r % 16) * 32 + k % 32] == rows[r * KCP + k] &&
+                        rows[r * KCP + k] == (r < MC && k < KC ? sam3__f32_bf16(a[r * KC + k]) : 0);
+        t_check(good, "bf16 A block packed as rows and as AMX tiles");
+        free(a);
+        free(rows);
+        free(tiles);
+    }
     for (kern = SAM3__BK_REF; kern <= SAM3__BK_AMX; kern++) {
         int before = t_fail;
         if (kern > have) {
