@@ -150,10 +150,10 @@ DOCUMENTATION
    SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
                            (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
                            products)
-   SAM3_BF16_ATTENTION_KERNEL  the ViT's attention runs in bf16 (where its weights' products do)
-                           from this bf16 kernel on: 2 AMX (default; with AVX512-BF16 alone its
-                           P.V runs in bf16, the scores f32), 1 AVX512-BF16 too (no faster than
-                           that there), 3 never
+   SAM3_BF16_ATTENTION_KERNEL  the ViT's and the DETR encoder's self-attention run in bf16 (where
+                           their weights' products do) from this bf16 kernel on: 2 AMX (default;
+                           with AVX512-BF16 alone their P.V runs in bf16, the scores f32), 1
+                           AVX512-BF16 too (no faster than that there), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
@@ -215,8 +215,9 @@ DOCUMENTATION
 RECENT REVISIONS
    1.1.0  sam3_tracker_push_encoded (a frame encoded once for a click tracker and a concept
           tracker); concept tracker box exemplars (sam3_concept_tracker_add_prompt, experimental);
-          bf16: the ViT attention in bf16 with AMX (SAM3_BF16_ATTENTION_KERNEL), its P.V in bf16
-          with AVX512-BF16 alone, AMX tiles in 512-k blocks, AVX512-BF16 ones in up to 1024.
+          bf16: the ViT's and the DETR encoder's self-attention in bf16 with AMX
+          (SAM3_BF16_ATTENTION_KERNEL), their P.V in bf16 with AVX512-BF16 alone; k blocks of
+          up to 1024, AMX's A blocks packed as whole tiles.
    1.0.0  API 1.0 (breaking): one box type, sam3_box (no label; exemplar labels in
           sam3_segment_prompt.box_labels, NULL = positive), in every prompt and result; every
           mask_threshold a probability (sam3_points_options' was a logit; sam3_tracker_options
@@ -781,7 +782,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16, 2 AMX */
 #endif
 #ifndef SAM3_BF16_ATTENTION_KERNEL
-#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never, not even P.V) */
+#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT and DETR encoder attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never, not even P.V) */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
@@ -4291,6 +4292,7 @@ struct sam3_ctx {
     int bf16;     /* products with f32 weights in bf16 too (SAM3_PRECISION_BF16) */
     int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect) */
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
+    int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -7216,6 +7218,53 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     sam3__release(c, mk);
     return SAM3_OK;
 }
+#if defined(SAM3__ATT_BF16)
+static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
+                            int hd, const float *tab, float *kt);
+static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
+                                 int C, int hd, const float *tab, uint16_t *kt);
+static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp);
+/* Keys from which a self-attention outside the ViT runs as the ViT's does in bf16: the DETR
+   encoder's (the image's tokens, 5184 at full size) is most of a prompt's arithmetic; the
+   attentions over a few hundred tokens (the decoders') stay f32, a small part of the time. */
+#define SAM3__ATT_BF16_MIN 1024
+/* The self-attention of q, k, v (n, di; biases added) into q, with bf16 products where the
+   weights' run in bf16, as sam3__vit_layer chooses for the ViT: with AMX the whole attention
+   (sam3__attention_packed_bf16), with AVX512-BF16 alone P.V (scores f32). Returns 0 when it does
+   not apply (the caller runs the f32 attention), 1 with *rc set when it ran. */
+static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, int nh, int di, float *q, const float *k, const float *v,
+                                     sam3_result *rc) {
+    const int hd = di / nh, nkb = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
+    const int amx = c->bk >= c->bka && c->bk != SAM3__BK_REF;
+    sam3__mark mk;
+    uint16_t *vb;
+    int pv = 0; /* AVX512-BF16 without AMX: P.V in bf16 */
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+    pv = c->bk == SAM3__BK_AVX512 && c->bka <= SAM3__BK_AMX && hd % SAM3__BNR == 0;
+#endif
+    if (n < c->att_min || hd % 2 || !(c->bf16 || w->q.wh) || !(amx || pv)) return 0;
+    mk = sam3__mark_get(c);
+    vb = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * hdp + 1) / 2); /* (nh, hdp / BNR, nkb / 2, BNR, 2) bf16 */
+    if (!vb) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
+    sam3__v_pack_bf16(c, v, di, NULL, 1, n, di, hd, vb);
+    if (amx) {
+        uint16_t *kt = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2); /* (nh, nkb / BNR, 3 hdp / 2, BNR, 2) */
+        if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
+        sam3__rope_pack_bf16(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
+        *rc = sam3__attention_packed_bf16(c, c->bk, 1, n, nh, hd, q, di, kt, vb, q, di);
+    } else {
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+        const int npw = (n + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW;
+        float *kt = sam3__sallocf(c, (size_t)nh * npw * hd); /* (nh, npw / PW, hd, PW) */
+        if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
+        sam3__rope_pack(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
+        *rc = sam3__attention_packed_fast(c, 1, n, nh, hd, q, di, kt, NULL, vb, q, di);
+#endif
+    }
+    sam3__release(c, mk);
+    return 1;
+}
+#endif
 /* out (nq, D) = the attention's output; with res, out is scratch and res += it (sam3__linear_res). */
 static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                                   int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out,
@@ -7232,6 +7281,11 @@ static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const floa
     sam3__linear(c, qin, nq, D, &w->q, di, q);
     sam3__linear(c, kin, nk, D, &w->k, di, k);
     sam3__linear(c, vin, nk, D, &w->v, di, v);
+#if defined(SAM3__ATT_BF16)
+    if (!relh && !causal && nq == nk && sam3__self_attention_bf16(c, w, nq, nh, di, q, k, v, &rc)) {
+        if (rc != SAM3_OK) return rc;
+    } else
+#endif
     if ((rc = sam3__attention_rel(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, causal, relh, relw, rel_s)) != SAM3_OK) return rc;
     sam3__linear_res(c, q, nq, di, &w->o, D, out, res);
     sam3__release(c, mk);
@@ -7531,11 +7585,12 @@ static void sam3__rope_table(const sam3__vit_cfg *v, int end, float scale, float
 }
 
 /* One row of q or k (C, heads of hd): + bias b (C, or NULL), then adjacent pairs (2m, 2m+1) of
-   every head rotated by the table row cs (hd/2 cos, sin pairs). */
+   every head rotated by the table row cs (hd/2 cos, sin pairs; NULL: not rotated). */
 static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int hd) {
     int h, m;
     if (b)
         for (m = 0; m < C; m++) r[m] += b[m];
+    if (!cs) return;
     for (h = 0; h < C; h += hd)
         for (m = 0; m < hd / 2; m++) {
             float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
@@ -7548,7 +7603,8 @@ static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int
    of every head: q in place, k written straight into the key panels sam3__attention_packed reads,
    kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that packing needs is this one (and the
    biases added here rather than after the products save two passes over q and k). Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
-   batch i / nk and takes table row i % nk (its position in the window, or in the grid). */
+   batch i / nk and takes table row i % nk (its position in the window, or in the grid). tab NULL:
+   no rotation (attentions without RoPE). */
 static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
                             int hd, const float *tab, float *kt) {
     const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
@@ -7557,7 +7613,7 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
-        const float *cs = tab + (size_t)j * hd;
+        const float *cs = tab ? tab + (size_t)j * hd : NULL;
         int h, m;
         if (j >= nk) { /* panel padding */
             for (h = 0; h < nh; h++)
@@ -7570,12 +7626,15 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
             for (h = 0; h < nh; h++) {
                 float *dst = kt + (((size_t)b * nh + h) * npan + jb) * hd * PW + jr;
                 const float *rh = r + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
-                for (m = 0; m < hd / 2; m++) {
-                    float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
-                    if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
-                    dst[(size_t)(2 * m) * PW] = a * co - bb * si;
-                    dst[(size_t)(2 * m + 1) * PW] = bb * co + a * si;
-                }
+                if (!cs)
+                    for (m = 0; m < hd; m++) dst[(size_t)m * PW] = rh[m] + (bh ? bh[m] : 0.0f);
+                else
+                    for (m = 0; m < hd / 2; m++) {
+                        float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                        if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
+                        dst[(size_t)(2 * m) * PW] = a * co - bb * si;
+                        dst[(size_t)(2 * m + 1) * PW] = bb * co + a * si;
+                    }
             }
         }
     }
@@ -7608,7 +7667,7 @@ static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, 
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
    pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
-   rounded up to 32). */
+   rounded up to 32). tab NULL: no rotation. */
 static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
                                  int C, int hd, const float *tab, uint16_t *kt) {
     const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
@@ -7618,7 +7677,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
-        const float *cs = tab + (size_t)j * hd;
+        const float *cs = tab ? tab + (size_t)j * hd : NULL;
         int h, m, u;
         for (h = 0; h < nh; h++) {
             uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * kq * R + (size_t)(j % R) * 2;
@@ -7631,11 +7690,11 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
             {
                 const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
                 for (m = 0; m < hd / 2; m++) {
-                    float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1], x[2];
+                    float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
                     int e;
                     if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
-                    x[0] = a * co - bb * si;
-                    x[1] = bb * co + a * si;
+                    x[0] = cs ? a * cs[2 * m] - bb * cs[2 * m + 1] : a;
+                    x[1] = cs ? bb * cs[2 * m] + a * cs[2 * m + 1] : bb;
                     for (e = 0; e < 2; e++) {
                         const uint16_t hi = sam3__f32_bf16(x[e]), lo = sam3__f32_bf16(x[e] - sam3__bf16_f32(hi));
                         dst[(size_t)m * 2 * R + e] = hi;
@@ -9289,6 +9348,9 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     c->bf16 = c->opt.precision == SAM3_PRECISION_BF16;
     c->bk = SAM3__MIN(sam3__bf16_detect(), SAM3_BF16_KERNEL);
     c->bka = SAM3_BF16_ATTENTION_KERNEL;
+#if defined(SAM3__ATT_BF16)
+    c->att_min = SAM3__ATT_BF16_MIN;
+#endif
     v = &m->vit;
     if (m->arch == SAM3__ARCH_SAM1) {
         const size_t gg = (size_t)m->trk.grid * m->trk.grid, D = (size_t)m->trk.D;

@@ -37,11 +37,12 @@ static void bf16_score(double a, double b) {
 
 
 /* --bf16-attention: the ViT attention in bf16 from AVX512-BF16 on (by default only with AMX),
-   so that a CPU without AMX checks that path of the model too */
+   so that a CPU without AMX checks that path of the model too; and every other self-attention
+   that can (by default only those over 1024 tokens or more: the full-size DETR encoder's) */
 static int g_bf16_att;
 static sam3_result test_ctx_new(const sam3_model *m, const sam3_ctx_options *o, sam3_ctx **c) {
     const sam3_result rc = sam3_ctx_new(m, o, c);
-    if (rc == SAM3_OK && g_bf16_att) (*c)->bka = SAM3__BK_AVX512;
+    if (rc == SAM3_OK && g_bf16_att) (*c)->bka = SAM3__BK_AVX512, (*c)->att_min = 0;
     return rc;
 }
 #define sam3_ctx_new test_ctx_new
