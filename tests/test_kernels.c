@@ -323,6 +323,49 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
 #endif
 
 #if defined(SAM3__ATT_BF16)
+/* Self-attention outside the ViT in bf16 (sam3__self_attention_bf16, the full-size DETR encoder's):
+   K and V packed without RoPE, then the path the CPU takes (AVX512-BF16 alone: P.V in bf16, head
+   dims that are multiples of 32; AMX: the split-score attention) and the split-score path forced
+   on AVX512-BF16, against the f32 attention. The error must be bf16's: above 1e-5 (the bf16 path
+   ran) and at most 4e-3. The token floor lowered from 1024 so that ragged small sizes run. */
+static void test_self_attention_bf16(sam3_ctx *c) {
+    static const int cfg[][3] = {{70, 2, 32}, {33, 1, 64}, {129, 2, 64}, {40, 3, 16}}; /* n, nh, hd */
+    const int bka0 = c->bka, bf0 = c->bf16, min0 = c->att_min;
+    sam3__attn_w w;
+    int ci, pass, fails = 0, ran = 0;
+    if (sam3__bf16_detect() < SAM3__BK_AVX512) {
+        t_note("  self-attention in bf16: no AVX512-BF16 on this CPU, skipped");
+        return;
+    }
+    memset(&w, 0, sizeof(w));
+    c->bf16 = 1, c->att_min = 0;
+    for (pass = 0; pass < 2; pass++) {
+        c->bka = pass ? SAM3__BK_AVX512 : bka0; /* pass 1: the split-score path on any bf16 CPU */
+        for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+            const int n = cfg[ci][0], nh = cfg[ci][1], hd = cfg[ci][2], di = nh * hd;
+            float *q = fbuf((size_t)n * di), *q2 = fbuf((size_t)n * di), *k = fbuf((size_t)n * di), *v = fbuf((size_t)n * di);
+            sam3_result rc = SAM3_OK, rr;
+            size_t i;
+            int took;
+            double err;
+            for (i = 0; i < (size_t)n * di; i++) q[i] = q2[i] = 2 * frand(), k[i] = 2 * frand(), v[i] = frand();
+            took = sam3__self_attention_bf16(c, &w, n, nh, di, q, k, v, &rc);
+            rr = sam3__attention_rel(c, n, n, nh, hd, q2, di, k, di, v, di, q2, di, 0, NULL, NULL, 0);
+            err = rel_l2(q, q2, (size_t)n * di);
+            ran += took; /* not taken: this CPU's path needs hd a multiple of 32 */
+            if (took && (rc != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5))) {
+                fails++;
+                t_note("  self-attention in bf16 (bka %d), n %d nh %d hd %d: relative error %.3g", c->bka, n, nh, hd, err);
+            }
+            free(q), free(q2), free(k), free(v);
+        }
+    }
+    c->bka = bka0, c->bf16 = bf0, c->att_min = min0;
+    t_check(fails == 0 && ran >= 6, "self-attention without RoPE in bf16 (%d sizes ran): %d bad", ran, fails);
+}
+#endif
+
+#if defined(SAM3__ATT_BF16)
 /* The ViT's bf16 attention (sam3__rope_pack_bf16, sam3__v_pack_bf16, sam3__attention_packed_bf16)
    with each bf16 kernel this CPU has, against its definition in double: q (scaled) and k rotated
    in f32, the scores exact (the kernel's split products leave ~2^-16 of them), probabilities and
@@ -541,6 +584,7 @@ int main(int argc, char **argv) {
 #endif
 #if defined(SAM3__ATT_BF16)
     test_attention_bf16(c2);
+    test_self_attention_bf16(c2);
 #endif
     test_conv3x3(c2);
     test_resize(c2);
