@@ -7048,22 +7048,31 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
 
 /* ConvTranspose2d kernel 2 stride 2 (taps do not overlap), weight (cin, cout, 2, 2):
    y[o, 2r+dy, 2q+dx] = b[o] + sum_i W[i, o, dy, dx] x[i, r, q]. One GEMM for the four taps, then a
-   scatter. x may be token-major (HW, cin) with x_tokens = 1. */
+   scatter. x may be token-major (HW, cin) with x_tokens = 1. The GEMM runs in bf16 where the
+   weights' products do (bf16 weights, or SAM3_PRECISION_BF16), as a Linear's would. */
 static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int cin, int H, int W, const sam3__lin *l, int cout,
                                   float *y) {
     sam3__mark mk = sam3__mark_get(c);
     const size_t hw = (size_t)H * W;
-    float *wt = sam3__sallocf(c, (size_t)4 * cout * cin); /* (4, cout, cin): row (t, o) = W[:, o, t] */
-    float *tmp = sam3__sallocf(c, (size_t)4 * cout * hw);  /* (4, cout, H*W) */
+    const int bf = l->wh || c->bf16;
+    /* (4, cout, cin): row (t, o) = W[:, o, t], f32 or (bf) bf16 */
+    float *wt = sam3__sallocf(c, bf ? ((size_t)4 * cout * cin + 1) / 2 : (size_t)4 * cout * cin);
+    uint16_t *wth = (uint16_t *)(void *)wt;
+    float *tmp = sam3__sallocf(c, (size_t)4 * cout * hw); /* (4, cout, H*W) */
     int o, i;
     if (!wt || !tmp) return SAM3_ERR_OUT_OF_MEMORY;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < cin; i++) {
         int oo, t;
         for (oo = 0; oo < cout; oo++)
-            for (t = 0; t < 4; t++) wt[((size_t)t * cout + oo) * cin + i] = sam3__lw(l, ((size_t)i * cout + oo) * 4 + t);
+            for (t = 0; t < 4; t++) {
+                const size_t d = ((size_t)t * cout + oo) * cin + i, s = ((size_t)i * cout + oo) * 4 + t;
+                if (!bf) wt[d] = l->w[s];
+                else wth[d] = l->wh ? l->wh[s] : sam3__f32_bf16(l->w[s]);
+            }
     }
-    sam3__gemm(c, 0, x_tokens, 4 * cout, (int)hw, cin, 1.0f, wt, cin, x, x_tokens ? cin : (int)hw, 0.0f, tmp, (int)hw);
+    sam3__gemm_mixed(c, 0, x_tokens, 4 * cout, (int)hw, cin, bf ? NULL : wt, bf ? wth : NULL, cin, x, NULL, x_tokens ? cin : (int)hw, 0.0f,
+                     tmp, (int)hw);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (o = 0; o < cout; o++) {
         float b = l->b[o];
