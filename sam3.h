@@ -7237,26 +7237,34 @@ static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float 
    encoder's (the image's tokens, 5184 at full size) is most of a prompt's arithmetic; the
    attentions over a few hundred tokens (the decoders') stay f32, a small part of the time. */
 #define SAM3__ATT_BF16_MIN 1024
+/* How an attention with head dim hd runs where its weights' products run in bf16 (the ViT's, the
+   DETR encoder's): SAM3__ATT_TILES the whole attention on the bf16 tiles (from bf16 kernel bka
+   on: AMX by default), SAM3__ATT_PV f32 scores and P.V in bf16 (AVX512-BF16 without AMX), or 0
+   all f32. */
+enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
+static int sam3__att_bf16_mode(const sam3_ctx *c, int hd) {
+    if (c->bk >= c->bka && c->bk != SAM3__BK_REF) return SAM3__ATT_TILES;
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+    if (c->bk == SAM3__BK_AVX512 && c->bka <= SAM3__BK_AMX && hd % SAM3__BNR == 0) return SAM3__ATT_PV;
+#endif
+    (void)hd;
+    return 0;
+}
 /* The self-attention of q, k, v (n, di; biases added) into q, with bf16 products where the
-   weights' run in bf16, as sam3__vit_layer chooses for the ViT: with AMX the whole attention
-   (sam3__attention_packed_bf16), with AVX512-BF16 alone P.V (scores f32). Returns 0 when it does
-   not apply (the caller runs the f32 attention), 1 with *rc set when it ran. */
+   weights' run in bf16, as sam3__vit_layer runs the ViT's (sam3__att_bf16_mode). Returns 0 when
+   it does not apply (the caller runs the f32 attention), 1 with *rc set when it ran. */
 static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, int nh, int di, float *q, const float *k, const float *v,
                                      sam3_result *rc) {
     const int hd = di / nh, nkb = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
-    const int amx = c->bk >= c->bka && c->bk != SAM3__BK_REF;
+    const int mode = sam3__att_bf16_mode(c, hd);
     sam3__mark mk;
     uint16_t *vb;
-    int pv = 0; /* AVX512-BF16 without AMX: P.V in bf16 */
-#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
-    pv = c->bk == SAM3__BK_AVX512 && c->bka <= SAM3__BK_AMX && hd % SAM3__BNR == 0;
-#endif
-    if (n < c->att_min || hd % 2 || !(c->bf16 || w->q.wh) || !(amx || pv)) return 0;
+    if (n < c->att_min || hd % 2 || !(c->bf16 || w->q.wh) || !mode) return 0;
     mk = sam3__mark_get(c);
     vb = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * hdp + 1) / 2); /* (nh, hdp / BNR, nkb / 2, BNR, 2) bf16 */
     if (!vb) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
     sam3__v_pack_bf16(c, v, di, NULL, 1, n, di, hd, vb);
-    if (amx) {
+    if (mode == SAM3__ATT_TILES) {
         uint16_t *kt = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2); /* (nh, nkb / BNR, 3 hdp / 2, BNR, 2) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
         sam3__rope_pack_bf16(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
@@ -7839,6 +7847,9 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         const int fused = w->qkv.w || w->qkv.wh, ld = fused ? 3 * C : C;
         float *qq = q, *kk = fused ? q + C : k, *vs = fused ? q + 2 * C : vv;
         const int nb = global ? 1 : n / wt, nk = global ? N : wt;
+#if defined(SAM3__ATT_BF16)
+        const int abf = (c->bf16 || w->qkv.wh || w->attn.q.wh) ? sam3__att_bf16_mode(c, hd) : 0;
+#endif
         if (fused) {
             sam3__gemm_xw(c, 0, 1, n, 3 * C, C, h, C, &w->qkv, 0, C, 0.0f, q, 3 * C);
         } else {
@@ -7851,14 +7862,14 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
            (with AVX512-BF16 alone, as on Zen 4, the bf16 tile runs ~2x the f32 rate, and the
            scores' three split products cost that back: the encoder measured the same either way,
            16.9-18.1 s, 2 threads); K and V in the same buffers, as bf16 panels */
-        if (c->bk >= c->bka && c->bk != SAM3__BK_REF && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
+        if (abf == SAM3__ATT_TILES) {
             sam3__rope_pack_bf16(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, (uint16_t *)(void *)h);
             sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
             rc = sam3__attention_packed_bf16(c, c->bk, nb, nk, v->heads, hd, qq, ld, (const uint16_t *)(void *)h, (const uint16_t *)(void *)mlp, qq, ld);
         } else
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
         /* without AMX: f32 scores, P.V in bf16 (sam3__pv_acc_bf16) */
-        if (c->bk == SAM3__BK_AVX512 && c->bka <= SAM3__BK_AMX && hd % SAM3__BNR == 0 && (c->bf16 || w->qkv.wh || w->attn.q.wh)) {
+        if (abf == SAM3__ATT_PV) {
             sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
             sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
             rc = sam3__attention_packed_fast(c, nb, nk, v->heads, hd, qq, ld, h, NULL, (const uint16_t *)(void *)mlp, qq, ld);
