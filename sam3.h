@@ -4673,15 +4673,20 @@ static void sam3__sgemm_builtin(int nt, int ta, int tb, int M, int N, int K, flo
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
    has them and uses them where the CPU does. */
 enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
-/* AVX-512's k blocks: up to 1024 k, K split into equal blocks (multiples of 32). Each k block
+/* AVX-512's k blocks: up to 4800 k, K split into equal blocks (multiples of 32). Each k block
    after the first loads every C tile again, rows a whole output row apart and long out of cache:
    with 256 k that reload took a fifth of the tiles' time (Zen 4, 1 thread, 5184 x 3072 x 1024:
-   167 GFLOP/s; 512 k: 196; one 1024-k block: 210; 5184 x 1024 x 4736: 166 / 186 / 194). */
-#define SAM3__BKC 1024 /* k per block at most (a multiple of 32) */
+   167 GFLOP/s; 512 k: 196; one 1024-k block: 210; 5184 x 1024 x 4736: 166 / 186 / 194), and the
+   ViT's fc2 (K 4736) in one block of 64-row A blocks (600 KB, beside a 300 KB B panel in a 1 MB
+   L2) ran 218 instead of 197 GFLOP/s (1 thread), 422-438 instead of 386-393 (2 threads); the
+   1024-k products the same either way (420-428). */
+#ifndef SAM3__BKC
+#define SAM3__BKC 4800 /* k per block at most (a multiple of 32) */
+#endif
 #define SAM3__BMR 32   /* rows per micro-tile (AMX: two 16-row A tiles; AVX-512: four passes of 8) */
 #define SAM3__BNR 32   /* columns per B panel */
 #ifndef SAM3__BMC
-#define SAM3__BMC 128 /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
+#define SAM3__BMC 64 /* AVX-512's rows per A block: 64 x 4736 bf16 = 600 KB, in L2 */
 #endif
 #define SAM3__BNC (SAM3__BNR * 64)
 /* AMX's blocks: a tile step (four tdpbf16ps, 16 cycles each) takes 32 k, and each k block after
@@ -4693,11 +4698,16 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 #ifndef SAM3__BKC_AMX
 #define SAM3__BKC_AMX 1024
 #endif
+#ifndef SAM3__BMC_AMX
+#define SAM3__BMC_AMX 128 /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
+#endif
 #define SAM3__BNC_AMX (SAM3__BNR * 150)
 #define SAM3__BKC_MAX (SAM3__BKC > SAM3__BKC_AMX ? SAM3__BKC : SAM3__BKC_AMX)
+#define SAM3__BMC_MAX (SAM3__BMC > SAM3__BMC_AMX ? SAM3__BMC : SAM3__BMC_AMX)
 static int sam3__bgemm_kcb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BKC_AMX : SAM3__BKC; }
+static int sam3__bgemm_mcb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BMC_AMX : SAM3__BMC; }
 /* the k block for a product with K k: AMX's fixed size; AVX-512's largest up to SAM3__BKC that
-   splits K evenly (4736: five of 960 and 896, not four of 1024 and one of 640) */
+   splits K evenly (4736: one block; 9000: two of 4512 and 4488, not one of 4800 and one of 4200) */
 static int sam3__bgemm_kstep(int kern, int K) {
     const int kmax = sam3__bgemm_kcb(kern);
     int nb;
@@ -5050,7 +5060,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. */
 static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                                const uint16_t *Bh, int ldb, float beta, float *C, int ldc, uint16_t *pb, uint16_t *pa_all, int ngrp) {
-    const int kcb = sam3__bgemm_kstep(kern, K), ncb = sam3__bgemm_ncb(kern);
+    const int kcb = sam3__bgemm_kstep(kern, K), ncb = sam3__bgemm_ncb(kern), mcb = sam3__bgemm_mcb(kern);
     int jc, pc;
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
@@ -5058,11 +5068,11 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
     for (jc = 0; jc < N; jc += ncb) {
         const int nc = SAM3__MIN(ncb, N - jc), npan = (nc + SAM3__BNR - 1) / SAM3__BNR;
         for (pc = 0; pc < K || pc == 0; pc += kcb) {
-            const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
+            const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb;
             const int ntask = nmb * ngrp;
             int jp, task;
 #ifdef _OPENMP
-            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * SAM3__BMC * sam3__bgemm_kcb(kern);
+            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * mcb * sam3__bgemm_kcb(kern);
 #else
             uint16_t *pa = pa_all;
 #endif
@@ -5070,7 +5080,7 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
             for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
-                const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__BMC, mc = SAM3__MIN(SAM3__BMC, M - i0);
+                const int ib = task / ngrp, g = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
                 const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
                 int ip;
                 sam3__bgemm_pack_a(kern, ta, A, Ah, lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
@@ -5217,8 +5227,7 @@ static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N
    f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
 static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    const int nmb = (M + SAM3__BMC - 1) / SAM3__BMC;
-    int nt = c->nt, ngrp = 1, kcp, ncp;
+    int nt = c->nt, ngrp = 1, kcp, ncp, mcb, nmb;
     unsigned char *raw;
     uint16_t *pb, *pa;
     if (M <= 0 || N <= 0) return;
@@ -5229,6 +5238,8 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
     if (kern == SAM3__BK_AMX) kern = SAM3__BK_AVX512;
 #endif
     if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
+    mcb = sam3__bgemm_mcb(kern);
+    nmb = (M + mcb - 1) / mcb;
     kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
     ncp = (SAM3__MIN(sam3__bgemm_ncb(kern), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     if (kern != SAM3__BK_REF) {
@@ -5239,7 +5250,7 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
 #endif
         if (nt < 1) nt = 1;
         while (nmb * ngrp < 2 * nt && ngrp * SAM3__BNR < N) ngrp *= 2;
-        raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * SAM3__BMC * sam3__bgemm_kcb(kern)) * sizeof(uint16_t) + 64);
+        raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t) + 64);
         if (raw) {
             pb = (uint16_t *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
             pa = pb + (size_t)kcp * ncp;

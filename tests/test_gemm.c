@@ -124,8 +124,11 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
     return ok;
 }
 static void test_bf16(void) {
-    static const int big[][3] = {{SAM3__BMC + 1, SAM3__BNR * 3 + 5, SAM3__BKC + 3}, {2 * SAM3__BMC + 3, 40, 2 * SAM3__BKC + 1},
-                                 {5, SAM3__BNC + SAM3__BNR + 1, 3}, {33, SAM3__BNC + 7, SAM3__BKC + 33}, {300, 77, 0}, {1, 257, 513},
+    /* each block boundary crossed with the others' sides small (the AVX-512 k block is 4800:
+       a product crossing every boundary at once would cost the double sums ~50 x the others) */
+    static const int big[][3] = {{SAM3__BMC_MAX + 1, SAM3__BNR * 3 + 5, 300}, {2 * SAM3__BMC_MAX + 3, 40, SAM3__BKC_AMX + 33},
+                                 {SAM3__BSMALL_M + 1, 40, SAM3__BKC + 3}, {SAM3__BSMALL_M + 1, 40, 2 * SAM3__BKC + 1},
+                                 {5, SAM3__BNC + SAM3__BNR + 1, 3}, {9, SAM3__BNC + 7, SAM3__BKC + 33}, {300, 77, 0}, {1, 257, 513},
                                  {70, 96, 1024}, {40, SAM3__BNC_AMX + 33, 40}, {64, 64, 2 * SAM3__BKC_AMX + 5}};
     const int have = sam3__bf16_detect();
     int kern, nt, ta, tb, s;
