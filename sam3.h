@@ -3201,7 +3201,7 @@ static sam3__attn_w sam3__get_attn_ex(sam3__loader *L, const char *prefix, int D
 }
 /* Sam3TrackerFeedForward with n_layers Linear layers: proj_in, layers.{0..n-3}, proj_out. */
 static sam3__ffn_w sam3__get_ffn(sam3__loader *L, const char *prefix, int n_layers, int in, int hidden, int out) {
-    char p[256];
+    char p[256 + 32]; /* callers' prefixes are up to 255 characters */
     sam3__ffn_w f;
     int i;
     memset(&f, 0, sizeof(f));
@@ -5057,9 +5057,13 @@ __attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp
 }
 #endif
 
-/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. */
+static void sam3__gelu_bias_row(float *x, int n, const float *b);
+/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With Ch (one k
+   block only): Ch (M, N; rows ldch apart) = bf16(GELU(C + eb)), each tile's sums kept on the
+   stack and C not written. */
 static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                               const uint16_t *Bh, int ldb, float beta, float *C, int ldc, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+                               const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch, uint16_t *pb,
+                               uint16_t *pa_all, int ngrp) {
     const int kcb = sam3__bgemm_kstep(kern, K), ncb = sam3__bgemm_ncb(kern), mcb = sam3__bgemm_mcb(kern);
     int jc, pc;
 #if defined(SAM3__BF16_AMX)
@@ -5090,6 +5094,27 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
                         const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
                         float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
                         const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
+                        if (Ch) {
+                            /* the whole tile (A rows and B columns past mr, nr are zeros) into t:
+                               the f32 product never goes through memory */
+                            float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
+                            const int col = jc + jp * SAM3__BNR;
+                            int r;
+#if defined(SAM3__BF16_AMX)
+                            if (kern == SAM3__BK_AMX) sam3__btile_amx(kcp, a, 1, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+                            else
+#endif
+#if defined(SAM3__BF16_X86)
+                                sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+                            for (r = 0; r < mr; r++) {
+                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, eb ? eb + col : NULL);
+                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, Ch + (size_t)(i0 + ip + r) * ldch + col, nr);
+                            }
+#else
+                            (void)t, (void)col, (void)r, (void)eb, (void)ldch; /* not reached */
+#endif
+                            continue;
+                        }
 #if defined(SAM3__BF16_AMX)
                         if (kern == SAM3__BK_AMX) {
                             /* the next tile's C (rows a whole output row apart, out of cache since
@@ -5223,43 +5248,51 @@ static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N
 #endif
 }
 
-/* C (M, N) = op(A) op(B) + beta C in bf16 with f32 sums, with kernel kern (SAM3__BK_*): A, B are
-   f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
-static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                            const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    int nt = c->nt, ngrp = 1, kcp, ncp, mcb, nmb;
-    unsigned char *raw;
-    uint16_t *pb, *pa;
-    if (M <= 0 || N <= 0) return;
+/* The kernel a bf16 product runs with where kern is asked for: what this build has. */
+static int sam3__bgemm_kern(int kern) {
 #if !defined(SAM3__BF16_X86)
     kern = SAM3__BK_REF;
 #endif
 #if !defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) kern = SAM3__BK_AVX512;
 #endif
-    if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
-    mcb = sam3__bgemm_mcb(kern);
-    nmb = (M + mcb - 1) / mcb;
-    kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
-    ncp = (SAM3__MIN(sam3__bgemm_ncb(kern), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
-    if (kern != SAM3__BK_REF) {
+    return kern;
+}
+/* The blocked product on the caller's threads, kernel kern (not the reference), with the
+   epilogue of sam3__bgemm_blocks where Ch is given. Returns 0 when its buffers cannot be had. */
+static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                           const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch) {
+    const int mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
+    const int kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
+    const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+    int nt = c->nt, ngrp = 1;
+    unsigned char *raw;
+    uint16_t *pb, *pa;
 #ifdef _OPENMP
-        if (omp_in_parallel()) nt = 1;
+    if (omp_in_parallel()) nt = 1;
 #else
-        nt = 1;
+    nt = 1;
 #endif
-        if (nt < 1) nt = 1;
-        while (nmb * ngrp < 2 * nt && ngrp * SAM3__BNR < N) ngrp *= 2;
-        raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t) + 64);
-        if (raw) {
-            pb = (uint16_t *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
-            pa = pb + (size_t)kcp * ncp;
-            SAM3__OMP(parallel num_threads(nt))
-            sam3__bgemm_blocks(kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, pb, pa, ngrp);
-            SAM3_FREE(raw);
-            return;
-        }
-    }
+    if (nt < 1) nt = 1;
+    while (nmb * ngrp < 2 * nt && ngrp * SAM3__BNR < N) ngrp *= 2;
+    raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t) + 64);
+    if (!raw) return 0;
+    pb = (uint16_t *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
+    pa = pb + (size_t)kcp * ncp;
+    SAM3__OMP(parallel num_threads(nt))
+    sam3__bgemm_blocks(kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, eb, Ch, ldch, pb, pa, ngrp);
+    SAM3_FREE(raw);
+    return 1;
+}
+
+/* C (M, N) = op(A) op(B) + beta C in bf16 with f32 sums, with kernel kern (SAM3__BK_*): A, B are
+   f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
+static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                            const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    kern = sam3__bgemm_kern(kern);
+    if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
+    if (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, NULL, NULL, 0)) return;
     if (!sam3__bgemm_ref(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) {
         /* no memory for any buffer: unblocked, slow, but the same products */
         int i, j, k;
@@ -5271,6 +5304,21 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
                 C[(size_t)i * ldc + j] = acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
             }
     }
+}
+
+/* Ch (M, N; rows ldch apart) = bf16(GELU(A W^T + b)), W (N, K) as nn.Linear keeps it (f32 W or
+   bf16 Wh): a Linear, its bias and the exact GELU, rounded to bf16 as the next product rounds its
+   input. For the ViT's fc1, whose f32 output (98 MB at full size) was otherwise written, read and
+   written again by the GELU, and read by fc2's packing. The same values as sam3__gemm_bf16, then
+   sam3__gelu_bias, then the rounding (where rows are whole vectors: the GELU's vector and scalar
+   forms may differ in the last bit). Returns 0, having done nothing, where it does not apply (no
+   bf16 kernel in this build or CPU, K past one k block, rows few enough for the small-product
+   path) or its buffers cannot be had. */
+static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw,
+                                const float *b, uint16_t *Ch, int ldch) {
+    const int kern = sam3__bgemm_kern(c->bk);
+    if (kern == SAM3__BK_REF || M <= SAM3__BSMALL_M || N <= 0 || K < 1 || K > sam3__bgemm_kstep(kern, K)) return 0;
+    return sam3__bgemm_run(c, kern, 0, 1, M, N, K, A, NULL, lda, W, Wh, ldw, 0.0f, NULL, 0, b, Ch, ldch);
 }
 
 /* ==== sam3: kernels ==== */
@@ -6080,6 +6128,25 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
 #endif
 }
 static void sam3__gelu(sam3_ctx *c, float *x, size_t n) { sam3__gelu_bias(c, x, n, 1, NULL); }
+/* GELU(x + b) over one row of n values in place (b NULL: none), on the calling thread, with
+   sam3__gelu_bias's arithmetic: for sam3__gemm_bf16_gelu's tiles. */
+static void sam3__gelu_bias_row(float *x, int n, const float *b) {
+#if defined(SAM3_REFERENCE_KERNELS)
+    sam3__ref_gelu_bias(x, 1, n, b);
+#else
+    int j = 0;
+#ifdef SAM3__SIMD
+    if (b)
+        for (; j + SAM3__VX <= n; j += SAM3__VX) sam3__vx_store(x + j, sam3__vx_gelu(sam3__vx_add(sam3__vx_load(x + j), sam3__vx_load(b + j))));
+    else
+        for (; j + SAM3__VX <= n; j += SAM3__VX) sam3__vx_store(x + j, sam3__vx_gelu(sam3__vx_load(x + j)));
+#endif
+    for (; j < n; j++) {
+        const float v = b ? x[j] + b[j] : x[j];
+        x[j] = 0.5f * v * (1.0f + sam3__ferf(v * 0.70710678118654752f));
+    }
+#endif
+}
 /* y = 1 / (1 + exp(-x)) over n values, on the calling thread. */
 static void sam3__sigmoid_row(const float *x, float *y, size_t n) {
     size_t j = 0;
@@ -7830,9 +7897,16 @@ static void sam3__window_add(sam3_ctx *c, float *x, const float *src, const floa
 static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const sam3__norm *ln, float eps, const sam3__lin *fc1,
                           const sam3__lin *fc2, float *h, float *mlp) {
     sam3__layernorm(c, x, h, N, C, ln, eps);
-    sam3__gemm_xw(c, 0, 1, N, inter, C, h, C, fc1, 0, C, 0.0f, mlp, inter);
-    sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);
-    sam3__gemm_xw(c, 0, 1, N, C, inter, mlp, inter, fc2, 0, inter, 0.0f, h, C);
+    /* where both products run in bf16, fc1's bias and GELU ride on its tiles and its output is
+       bf16 (the first half of mlp), fc2's input as it is (sam3__gemm_bf16_gelu) */
+    if ((c->bf16 || (fc1->wh && fc2->wh)) &&
+        sam3__gemm_bf16_gelu(c, N, inter, C, h, C, fc1->w, fc1->wh, C, fc1->b, (uint16_t *)(void *)mlp, inter)) {
+        sam3__gemm_mixed(c, 0, 1, N, C, inter, NULL, (const uint16_t *)(void *)mlp, inter, fc2->w, fc2->wh, inter, 0.0f, h, C);
+    } else {
+        sam3__gemm_xw(c, 0, 1, N, inter, C, h, C, fc1, 0, C, 0.0f, mlp, inter);
+        sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);
+        sam3__gemm_xw(c, 0, 1, N, C, inter, mlp, inter, fc2, 0, inter, 0.0f, h, C);
+    }
     sam3__vadd_bias(c, x, h, fc2->b, N, C);
 }
 

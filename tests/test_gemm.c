@@ -123,6 +123,43 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
     free(R);
     return ok;
 }
+/* sam3__gemm_bf16_gelu (fc1 with its bias and GELU on the tiles, output bf16) against its
+   unfused form with the same kernel: the product, GELU(x + b) row by row, rounding; equal bit for
+   bit, Ch's padding untouched. Returns -1 where the fused path declined (then Ch untouched). */
+static int check_bf16_gelu(int kern, int nt, int M, int N, int K, int bias, int wh) {
+    const int lda = K + 3, ldch = N + 5;
+    float *A = (float *)malloc((size_t)M * lda * sizeof(float)), *W = (float *)malloc((size_t)N * K * sizeof(float));
+    float *b = (float *)malloc((size_t)N * sizeof(float)), *C = (float *)malloc((size_t)M * N * sizeof(float));
+    uint16_t *Wh = (uint16_t *)malloc((size_t)N * K * sizeof(uint16_t)), *Ch = (uint16_t *)malloc((size_t)M * ldch * sizeof(uint16_t));
+    sam3_ctx c;
+    size_t i;
+    int r, q, ran, ok = 1;
+    memset(&c, 0, sizeof(c));
+    c.nt = nt;
+    c.bk = kern;
+    for (i = 0; i < (size_t)M * lda; i++) A[i] = frand();
+    for (i = 0; i < (size_t)N * K; i++) Wh[i] = sam3__f32_bf16(W[i] = frand() * 0.2f);
+    for (i = 0; i < (size_t)N; i++) b[i] = frand();
+    for (i = 0; i < (size_t)M * ldch; i++) Ch[i] = 0xfbad;
+    ran = sam3__gemm_bf16_gelu(&c, M, N, K, A, lda, wh ? NULL : W, wh ? Wh : NULL, K, bias ? b : NULL, Ch, ldch);
+    if (ran) {
+        sam3__gemm_bf16(&c, kern, 0, 1, M, N, K, A, NULL, lda, W, wh ? Wh : NULL, K, 0.0f, C, N);
+        for (r = 0; r < M; r++) sam3__gelu_bias_row(C + (size_t)r * N, N, bias ? b : NULL);
+    }
+    for (r = 0; r < M && ok; r++)
+        for (q = 0; q < ldch && ok; q++)
+            ok = Ch[(size_t)r * ldch + q] == (ran && q < N ? sam3__f32_bf16(C[(size_t)r * N + q]) : 0xfbad);
+    if (!ok)
+        t_note("  bf16 GELU epilogue %s: nt %d M %d N %d K %d bias %d W %s: wrong at (%d, %d)", bk_name[kern], nt, M, N, K, bias, wh ? "bf16" : "f32",
+               r - 1, q - 1);
+    free(A);
+    free(W);
+    free(b);
+    free(C);
+    free(Wh);
+    free(Ch);
+    return ok ? ran : 0;
+}
 static void test_bf16(void) {
     /* each block boundary crossed with the others' sides small (the AVX-512 k block is 4800:
        a product crossing every boundary at once would cost the double sums ~50 x the others) */
@@ -179,6 +216,15 @@ static void test_bf16(void) {
                     /* whole 32 x 32 tiles over three k blocks, C summed onto (AMX: in the tile registers) */
                     t_check(check_bf16(kern, nt, ta, tb, 64, 96, 2 * SAM3__BKC_AMX + 40, 1.0f, 0, 0, 1), "bf16, whole tiles, beta 1");
                 }
+        for (nt = 1; nt <= 2; nt++) {
+            const int fast = kern != SAM3__BK_REF; /* the reference kernel declines: no tiles */
+            t_check(check_bf16_gelu(kern, nt, SAM3__BSMALL_M + 1, 77, 70, 1, 1) == fast, "bf16 GELU epilogue, ragged tiles");
+            t_check(check_bf16_gelu(kern, nt, 2 * SAM3__BMC_MAX + 5, 100, 1024, nt == 1, 0) == fast, "bf16 GELU epilogue, f32 W, blocks");
+            t_check(check_bf16_gelu(kern, nt, 70, SAM3__BNC_AMX + 40, 33, 1, 1) == fast, "bf16 GELU epilogue, column blocks");
+            t_check(check_bf16_gelu(kern, nt, SAM3__BSMALL_M, 40, 64, 1, 1) == 0, "bf16 GELU epilogue declines few rows");
+            t_check(check_bf16_gelu(kern, nt, 64, 40, sam3__bgemm_kcb(sam3__bgemm_kern(kern)) + 1, 1, 1) == 0,
+                    "bf16 GELU epilogue declines more than one k block");
+        }
         printf("bf16 %s kernel: %s\n", bk_name[kern], t_fail == before ? "agrees" : "DIFFERS");
     }
 #ifdef _OPENMP
