@@ -7805,6 +7805,23 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
 /* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
    keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
    [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
+/* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
+   panel row: (32, 2), rounded as sam3__bf16_row_avx512 rounds. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
+                                                                                       uint16_t *dst) {
+    __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16), b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    __m512i ka, kb, lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3,
+                                          34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    if (bv) {
+        const __m512 c0 = _mm512_loadu_ps(bv), c1 = _mm512_loadu_ps(bv + 16);
+        a0 = _mm512_add_ps(a0, c0), a1 = _mm512_add_ps(a1, c1), b0 = _mm512_add_ps(b0, c0), b1 = _mm512_add_ps(b1, c1);
+    }
+    ka = (__m512i)_mm512_cvtne2ps_pbh(a1, a0); /* key j's 32 channels */
+    kb = (__m512i)_mm512_cvtne2ps_pbh(b1, b0);
+    _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(ka, lo, kb));
+    _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(ka, hi, kb));
+}
 static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
     const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
     int i;
@@ -7813,6 +7830,16 @@ static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float 
     for (i = 0; i < nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         int h, d;
+        if (hd % R == 0 && j % 2 == 0 && j + 1 < nk && c->bk != SAM3__BK_REF) {
+            /* a whole pair of keys, 32 channels at a time: a 128-byte row of the panel */
+            for (h = 0; h < nh; h++)
+                for (d = 0; d < hd; d += R)
+                    sam3__v_pair_bf16(v + ((size_t)b * nk + j) * ldv + (size_t)h * hd + d, v + ((size_t)b * nk + j + 1) * ldv + (size_t)h * hd + d,
+                                      bv ? bv + (size_t)h * hd + d : NULL,
+                                      vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(d / R) * nkp * R + (size_t)(j / 2) * 2 * R);
+            continue;
+        }
+        if (hd % R == 0 && j % 2 == 1 && j < nk && c->bk != SAM3__BK_REF) continue; /* its pair's */
         for (h = 0; h < nh; h++) {
             uint16_t *dst = vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(j / 2) * 2 * R + (j % 2);
             for (d = j < nk ? hd : 0; d < hdp; d++) dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = 0;
