@@ -5317,6 +5317,9 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N,
 static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw,
                                 const float *b, uint16_t *Ch, int ldch) {
     const int kern = sam3__bgemm_kern(c->bk);
+#if !defined(SAM3__BF16_X86)
+    (void)sam3__gelu_bias_row; /* the tiles' epilogue's, x86 only (there are no bf16 tiles here) */
+#endif
     if (kern == SAM3__BK_REF || M <= SAM3__BSMALL_M || N <= 0 || K < 1 || K > sam3__bgemm_kstep(kern, K)) return 0;
     return sam3__bgemm_run(c, kern, 0, 1, M, N, K, A, NULL, lda, W, Wh, ldw, 0.0f, NULL, 0, b, Ch, ldch);
 }
