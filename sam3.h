@@ -7805,9 +7805,6 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
         if (j < nk) sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
     }
 }
-/* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
-   keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
-   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
    panel row: (32, 2), rounded as sam3__bf16_row_avx512 rounds. */
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
@@ -7825,10 +7822,12 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__v_pair_
     _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(ka, lo, kb));
     _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(ka, hi, kb));
 }
+/* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
+   keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
+   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
 static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
     const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
     int i;
-    (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
