@@ -217,7 +217,8 @@ RECENT REVISIONS
           tracker); concept tracker box exemplars (sam3_concept_tracker_add_prompt, experimental);
           bf16: the ViT's and the DETR encoder's self-attention in bf16 with AMX
           (SAM3_BF16_ATTENTION_KERNEL), their P.V in bf16 with AVX512-BF16 alone; k blocks of
-          up to 1024, AMX's A blocks packed as whole tiles.
+          up to 4800 (AMX: 1024), AMX's A blocks packed as whole tiles; the ViT's fc1 bias and
+          GELU on its bf16 product's tiles, its output bf16 (the same values).
    1.0.0  API 1.0 (breaking): one box type, sam3_box (no label; exemplar labels in
           sam3_segment_prompt.box_labels, NULL = positive), in every prompt and result; every
           mask_threshold a probability (sam3_points_options' was a logit; sam3_tracker_options
