@@ -86,7 +86,8 @@ static const char *BENCH_HELP =
     "  --load N          instead: latency beside other work. R rounds, each timing the image encoder, a\n"
     "                    first and a new prompt, a first click and a click once quiet and once beside N\n"
     "                    busy processes (one spinning thread each; the order alternates per round),\n"
-    "                    then the medians and their ratios, the new prompt's by stage (not on Windows)\n"
+    "                    then the medians and their ratios, the new prompt's and the first click's by stage\n"
+    "                    (not on Windows)\n"
     "\n"
     "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
     "  --gemm            no model: C = A B^T (M x K times (N x K)^T, as the linear layers; default\n"
@@ -534,7 +535,7 @@ static int bench_gemm(int threads, int runs, int M, int N, int K) {
 /* One round's latencies (ms): image encoder, first prompt, new prompt, first click, click on
    the cached image; -1 for what the file cannot do. `k` varies the texts and click places. */
 enum { LOAD_ENCODER, LOAD_FIRST_PROMPT, LOAD_NEW_PROMPT, LOAD_P_TEXT, LOAD_P_DETR_ENC, LOAD_P_DETR_DEC, LOAD_P_MASKS, LOAD_P_POST,
-       LOAD_FIRST_CLICK, LOAD_CLICK, LOAD_N };
+       LOAD_FIRST_CLICK, LOAD_C_NECK, LOAD_C_POINTS, LOAD_CLICK, LOAD_N };
 static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int sam1, int k, double *t) {
     sam3_timings tm;
     sam3_point pt;
@@ -580,6 +581,11 @@ static int load_round(sam3_ctx *c, const unsigned char *img, int W, int H, int s
         if (rc == SAM3_ERR_UNSUPPORTED) return 1;
         if (rc < 0) return 0;
         t[i ? LOAD_CLICK : LOAD_FIRST_CLICK] = sam3_time_ms() - t0;
+        if (!i) { /* where the first click's time went */
+            tm = sam3_ctx_timings(c);
+            t[LOAD_C_NECK] = tm.interactive_neck;
+            t[LOAD_C_POINTS] = tm.points;
+        }
     }
     return 1;
 }
@@ -601,7 +607,8 @@ static int bench_load(sam3_ctx *c, const unsigned char *img, int W, int H, int s
 #ifdef BENCH_HAVE_FORK
     static const char *names[LOAD_N] = {"image encoder", "first prompt", "new prompt on the cached image", "  of it: text encoder",
                                         "  of it: geometry + DETR encoder", "  of it: DETR decoder", "  of it: mask decoder",
-                                        "  of it: post-processing", "first click", "click on the cached image"};
+                                        "  of it: post-processing", "first click", "  of it: interactive neck",
+                                        "  of it: prompt + mask decoder", "click on the cached image"};
     double *t = (double *)calloc((size_t)runs * LOAD_N * 2, sizeof(double)), col[1000], one[LOAD_N];
     pid_t *pids = (pid_t *)calloc((size_t)n_load, sizeof(pid_t));
     int r, q, i, s, ok = 1, rc = CLI_FAIL;

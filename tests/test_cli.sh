@@ -273,10 +273,12 @@ printf 'run\nrun\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >
 printf 'run\n' | "$SAM3" bench -m "$MODEL" --runs 2 --size 64x48 --paired >"$T/out" 2>"$T/err"
 [ $? -eq 1 ] && grep -q "stdin ended before run 2 of 2" "$T/err" && ! grep -q "runs (medians)" "$T/out" && ok || bad "bench --paired, stdin short: $(cat "$T/out" "$T/err")"
 
-# --load N: quiet and loaded medians and their ratio a stage; the busy processes are gone afterwards
+# --load N: quiet and loaded medians and their ratio a stage (the new prompt's and the first
+# click's by stage too); the busy processes are gone afterwards
 busy_before=$(ps -eo args | grep -c '^sh -c while :; do :; done$')
 run 0 "bench --load" bench -m "$MODEL" --runs 1 --size 64x48 --load 1
-[ "$(grep -c '^  [a-z ]* *[0-9.]* *[0-9.]* *[0-9.]*x$' "$T/out")" -eq 5 ] && [ "$(grep -c '^    of it: ' "$T/out")" -eq 5 ] &&
+[ "$(grep -c '^  [a-z ]* *[0-9.]* *[0-9.]* *[0-9.]*x$' "$T/out")" -eq 5 ] && [ "$(grep -c '^    of it: ' "$T/out")" -eq 7 ] &&
+    grep -q "^    of it: interactive neck *[0-9.]* *[0-9.]*" "$T/out" &&
     grep -q "beside 1 busy process" "$T/out" &&
     [ "$(ps -eo args | grep -c '^sh -c while :; do :; done$')" -eq "$busy_before" ] && ok || bad "bench --load: $(cat "$T/out" "$T/err")"
 run 0 "bench --load SAM 1" bench -m "$S1" --runs 1 --size 64x48 --load 2
