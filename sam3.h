@@ -4294,6 +4294,7 @@ struct sam3_ctx {
     int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect) */
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
     int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
+    int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (144; sam3__wino_rows; tests lower it) */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -4716,7 +4717,20 @@ static int sam3__bgemm_kstep(int kern, int K) {
     nb = (K + kmax - 1) / kmax;
     return ((K + nb - 1) / nb + 31) / 32 * 32;
 }
-static int sam3__bgemm_ncb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BNC_AMX : SAM3__BNC; }
+/* Columns per B block for k blocks of kcp: the kernel's own width, or wider up to a packed block
+   of SAM3__BNB bytes where k is short. A block ends in two barriers (its packing, its tiles): the
+   neck's 1x1 convs (K 256, N a map of up to 82944 pixels) in 2048-column blocks made 82 of them
+   in 35 ms, and beside a busy process each barrier can wait out the time slice of a descheduled
+   thread (the conv took 4x its quiet time instead of 1.5x). */
+#ifndef SAM3__BNB
+#define SAM3__BNB (8 << 20)
+#endif
+#define SAM3__BNC_MAX (SAM3__BNR * 512)
+static int sam3__bgemm_ncb(int kern, int kcp) {
+    const int base = kern == SAM3__BK_AMX ? SAM3__BNC_AMX : SAM3__BNC;
+    const int wide = SAM3__MIN(SAM3__BNC_MAX, SAM3__BNB / (2 * SAM3__MAX(kcp, 32)) / SAM3__BNR * SAM3__BNR);
+    return SAM3__MAX(base, wide);
+}
 
 #if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define SAM3__BF16_X86 1
@@ -5065,7 +5079,8 @@ static void sam3__gelu_bias_row(float *x, int n, const float *b);
 static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                                const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch, uint16_t *pb,
                                uint16_t *pa_all, int ngrp) {
-    const int kcb = sam3__bgemm_kstep(kern, K), ncb = sam3__bgemm_ncb(kern), mcb = sam3__bgemm_mcb(kern);
+    const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
+    const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
     int jc, pc;
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
@@ -5081,7 +5096,8 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 #else
             uint16_t *pa = pa_all;
 #endif
-            SAM3__OMP(for schedule(static))
+            /* in small dynamic chunks: a thread descheduled mid-pack holds back a few panels, not half */
+            SAM3__OMP(for schedule(dynamic, 4))
             for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
@@ -5265,7 +5281,7 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, 
                            const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch) {
     const int mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
     const int kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
-    const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+    const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern, kcp), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     int nt = c->nt, ngrp = 1;
     unsigned char *raw;
     uint16_t *pb, *pa;
@@ -5275,7 +5291,9 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, 
     nt = 1;
 #endif
     if (nt < 1) nt = 1;
-    while (nmb * ngrp < 2 * nt && ngrp * SAM3__BNR < N) ngrp *= 2;
+    /* at least 16 tasks a block (each A block's columns in ngrp groups of 4+ panels), so that a
+       thread slowed by other work beside it leaves the rest to the others */
+    while (nmb * ngrp < SAM3__MAX(2 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
     raw = (unsigned char *)SAM3_MALLOC(((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t) + 64);
     if (!raw) return 0;
     pb = (uint16_t *)(void *)(raw + ((64 - ((uintptr_t)raw & 63)) & 63));
@@ -6912,6 +6930,26 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
    channels: U written in runs of cin floats (written directly, each step would scatter 36 values
    256 KB apart), and the products vectorise. ut: per thread, 27 cin doubles. */
+/* Tile rows per task of the pipelined Winograd conv (sam3__conv3x3_wino), or 0 for the phased
+   one. Pipelined, each task takes a few tile rows through the input transform, the 36 products
+   and the output transform on one thread, in buffers of its own, so the conv is one parallel
+   region ending in one barrier; phased, every chunk of rows is three regions (transform in,
+   products, transform out) over all threads. Beside a busy process the difference is large: a
+   thread that shares its core is off for whole time slices (~4 ms), and every barrier then waits
+   for it, so the phased conv at 288 x 288 (73 barriers in 180 ms) ran at about one thread's speed
+   (2.1-2.5x its quiet time; pipelined 1.7-1.8x). Its products are smaller, so quiet it is a
+   little slower (2 threads on Zen 4, 256 channels, medians: 288 x 288 184 ms, phased 179; 144 x
+   144 59, 51), and beside a busy process faster (144 x 144 1.6-1.8x its quiet time, phased
+   1.8-2.4x). Pipelined needs products split over our threads (a single-
+   threaded BLAS), tasks of 144+ tiles (72-tile tasks at 288 x 288 took 207 ms, 144-tile 184,
+   288-tile 174) and 4+ tasks a thread (the last round's imbalance): on 2 threads the maps from
+   144 x 144 on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
+   10.6 MB for 144 tiles of 256 channels (288-tile tasks took the bf16 file's peak RSS past
+   2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
+static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
+    const int gr = SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx);
+    return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
+}
 #if !defined(SAM3_REFERENCE_KERNELS)
 static void sam3__wino_weights(sam3_ctx *c, const sam3__lin *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
@@ -7072,19 +7110,44 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
 static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                       int cout, float *y, double *st) {
     sam3__mark mk = sam3__mark_get(c);
-    const int ntx = (W + 3) / 4, nty = (H + 3) / 4;
-    /* with our threads splitting the products, each of the 36 goes in nbk column blocks: 36
-       tasks on 16 threads would leave a quarter of them idle in the last round */
+    const int ntx = (W + 3) / 4, nty = (H + 3) / 4, gr = sam3__wino_rows(c, nty, ntx);
+    /* phased: with our threads splitting the products, each of the 36 goes in nbk column blocks:
+       36 tasks on 16 threads would leave a quarter of them idle in the last round */
     const int nbk = c->split && c->nt > 1 ? (c->nt + 11) / 12 : 1;
-    const int ntr = SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)), nc = ntr * ntx;
-    const size_t per_thr = SAM3__MAX((size_t)48 * (ntx + 1) + (size_t)28 * ntx, (size_t)54 * cin);
-    float *u = sam3__sallocf(c, (size_t)36 * cout * cin);    /* (36, cout, cin) transformed weights */
-    float *v = sam3__sallocf(c, (size_t)36 * cin * nc);      /* (36, cin, nc) transformed input tiles */
-    float *mm = sam3__sallocf(c, (size_t)36 * cout * nc);    /* (36, cout, nc) their products */
-    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr);   /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or 27 cin doubles */
+    const int ntr = gr ? gr : SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)), nc = ntr * ntx;
+    const size_t scr = SAM3__MAX((size_t)48 * (ntx + 1) + (size_t)28 * ntx, (size_t)54 * cin);
+    /* pipelined, each thread's V and M follow its scratch */
+    const size_t per_thr = gr ? scr + (size_t)36 * (cin + cout) * nc : scr;
+    float *u = sam3__sallocf(c, (size_t)36 * cout * cin);                /* (36, cout, cin) transformed weights */
+    float *v = gr ? NULL : sam3__sallocf(c, (size_t)36 * cin * nc);     /* (36, cin, nc) transformed input tiles */
+    float *mm = gr ? NULL : sam3__sallocf(c, (size_t)36 * cout * nc);   /* (36, cout, nc) their products */
+    float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr); /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or 27 cin doubles; then (pipelined) V, M */
     int ty0;
-    if (!u || !v || !mm || !tb) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!u || !tb || (!gr && (!v || !mm))) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__wino_weights(c, l, cout, cin, u, (double *)(void *)tb);
+    if (gr) {
+        const int ntask = (nty + gr - 1) / gr;
+        int task;
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
+        for (task = 0; task < ntask; task++) {
+            const int t0 = task * gr, nr = SAM3__MIN(gr, nty - t0), ncur = nr * ntx;
+            float *P = sam3__thread_slice(tb, per_thr), *vt = P + scr, *mt = vt + (size_t)36 * cin * nc; /* vt (36, cin, nc), mt (36, cout, nc) */
+            int ci, o, p, r;
+            for (ci = 0; ci < cin; ci++)
+                for (r = 0; r < nr; r++)
+                    sam3__wino_in(x + (size_t)ci * H * W, H, W, lo ? lo + (size_t)ci * lh * lw : NULL, lh, lw, t0 + r, ntx, P, P + (size_t)24 * (ntx + 1),
+                                  vt + (size_t)ci * nc + (size_t)r * ntx, (size_t)cin * nc);
+            for (p = 0; p < 36; p++)
+                sam3__sgemm(c, 0, 0, cout, ncur, cin, 1.0f, u + (size_t)p * cout * cin, cin, vt + (size_t)p * cin * nc, nc, 0.0f,
+                            mt + (size_t)p * cout * nc, nc);
+            for (o = 0; o < cout; o++)
+                for (r = 0; r < nr; r++)
+                    sam3__wino_out(mt + (size_t)o * nc + (size_t)r * ntx, (size_t)cout * nc, ntx, l->b ? l->b[o] : 0.0f, P, P + (size_t)24 * ntx,
+                                   y + (size_t)o * H * W, H, W, t0 + r, st ? st + ((size_t)o * nty + t0 + r) * 3 : NULL);
+        }
+        sam3__release(c, mk);
+        return SAM3_OK;
+    }
     for (ty0 = 0; ty0 < nty; ty0 += ntr) {
         const int nr = SAM3__MIN(ntr, nty - ty0), ncur = nr * ntx;
         int task;
@@ -7122,6 +7185,7 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                  int cout, float *y, double *st) {
 #if defined(SAM3_REFERENCE_KERNELS)
+    (void)sam3__wino_rows; /* the Winograd conv's, not built here */
     return sam3__ref_conv3x3(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
 #else
     return sam3__conv3x3_wino(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
@@ -9486,6 +9550,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
 #if defined(SAM3__ATT_BF16)
     c->att_min = SAM3__ATT_BF16_MIN;
 #endif
+    c->wino_tiles = 144;
     v = &m->vit;
     if (m->arch == SAM3__ARCH_SAM1) {
         const size_t gg = (size_t)m->trk.grid * m->trk.grid, D = (size_t)m->trk.D;

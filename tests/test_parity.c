@@ -765,28 +765,45 @@ done:
    The statistics it leaves for GroupNorm (count, mean, squared deviations by tile row) must
    describe its own output: merged here, against each channel's mean and variance in double. */
 static void test_conv3x3(const char *cfg, sam3_model *m) {
-    static const int sz[4][4] = {{7, 11, 14, 22}, {10, 5, 20, 10}, {6, 9, 13, 17}, {0, 0, 9, 15}}; /* h, w (0: no upsampled map), H, W */
+    /* h, w (0: no upsampled map), H, W; the last two tall enough for the pipelined form on 2
+       threads with tasks of 16+ tiles (2 tile rows a task) */
+    static const int sz[6][4] = {{7, 11, 14, 22}, {10, 5, 20, 10}, {6, 9, 13, 17}, {0, 0, 9, 15}, {0, 0, 66, 33}, {17, 11, 66, 33}};
     const int cin = 24, cout = 16;
     sam3_ctx_options co = test_ctx_options();
     sam3_ctx *c = NULL;
+    int nth;
     float *wt = malloc(sizeof(float) * cout * cin * 9), *bias = malloc(sizeof(float) * cout);
-    float *x = malloc(sizeof(float) * cin * 10 * 11), *sk = malloc(sizeof(float) * cin * 20 * 22);
-    float *y = malloc(sizeof(float) * cout * 20 * 22), *ref = malloc(sizeof(float) * cout * 20 * 22);
-    double *st = malloc(sizeof(double) * cout * 5 * 3); /* (cout, tile rows, 3) at most */
+    float *x = malloc(sizeof(float) * cin * 17 * 11), *sk = malloc(sizeof(float) * cin * 66 * 33);
+    float *y = malloc(sizeof(float) * cout * 66 * 33), *ref = malloc(sizeof(float) * cout * 66 * 33);
+    double *st = malloc(sizeof(double) * cout * 17 * 3); /* (cout, tile rows, 3) at most */
     unsigned seed = 777;
     int t, i;
-    if (!wt || !bias || !x || !sk || !y || !ref || !st || sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+    if (!wt || !bias || !x || !sk || !y || !ref || !st) {
         t_check(0, "%s: conv3x3 test setup", cfg);
         goto done;
     }
     for (i = 0; i < cout * cin * 9; i++) wt[i] = ((float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f) * 0.3f;
     for (i = 0; i < cout; i++) bias[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-    for (t = 0; t < 4; t++) {
+    /* 1 thread: the phased form; 2: the pipelined one where the map is tall enough */
+    for (nth = 1; nth <= 2; nth++)
+    for (t = 0; t < 6; t++) {
         const int h = sz[t][0], w = sz[t][1], H = sz[t][2], W = sz[t][3];
         const sam3__lin l = {wt, bias, NULL};
         int o, r, q, ci, dy, dx;
         sam3_result rc;
         double err;
+        if (t == 0) {
+            sam3_ctx_free(c);
+            c = NULL;
+            co.n_threads = nth;
+            if (sam3_ctx_new(m, &co, &c) != SAM3_OK) {
+                t_check(0, "%s: conv3x3 test context", cfg);
+                goto done;
+            }
+            c->wino_tiles = 16; /* the model's maps at the test's scale */
+        }
+        if (t >= 4 && nth == 2 && c->split)
+            t_check(sam3__wino_rows(c, (H + 3) / 4, (W + 3) / 4) > 0, "%s: conv3x3 %dx%d takes the pipelined form on 2 threads", cfg, H, W);
         for (i = 0; i < cin * h * w; i++) x[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
         for (i = 0; i < cin * H * W; i++) sk[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
         for (o = 0; o < cout; o++)
@@ -811,7 +828,8 @@ static void test_conv3x3(const char *cfg, sam3_model *m) {
                 }
         rc = sam3__conv3x3(c, sk, h ? x : NULL, h, w, cin, H, W, &l, cout, y, st);
         err = t_relerr(y, ref, (size_t)cout * H * W);
-        printf("  %s conv3x3 %dx%d + %dx%d upsampled  rel %.2e\n", cfg, H, W, h, w, err);
+        printf("  %s conv3x3 %dx%d + %dx%d upsampled, %d thread%s %s  rel %.2e\n", cfg, H, W, h, w, nth, nth > 1 ? "s" : "",
+               sam3__wino_rows(c, (H + 3) / 4, (W + 3) / 4) ? "pipelined" : "phased", err); /* (the reference build: direct) */
         t_check(rc == SAM3_OK && err <= 1e-5, "%s: conv3x3 %dx%d + %dx%d upsampled: %s, relative error %.3g", cfg, H, W, h, w,
                 sam3_result_string(rc), err);
         for (o = 0; o < cout; o++) {
