@@ -6930,26 +6930,6 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
    channels: U written in runs of cin floats (written directly, each step would scatter 36 values
    256 KB apart), and the products vectorise. ut: per thread, 27 cin doubles. */
-/* Tile rows per task of the pipelined Winograd conv (sam3__conv3x3_wino), or 0 for the phased
-   one. Pipelined, each task takes a few tile rows through the input transform, the 36 products
-   and the output transform on one thread, in buffers of its own, so the conv is one parallel
-   region ending in one barrier; phased, every chunk of rows is three regions (transform in,
-   products, transform out) over all threads. Beside a busy process the difference is large: a
-   thread that shares its core is off for whole time slices (~4 ms), and every barrier then waits
-   for it, so the phased conv at 288 x 288 (73 barriers in 180 ms) ran at about one thread's speed
-   (2.1-2.5x its quiet time; pipelined 1.7-1.8x). Its products are smaller, so quiet it is a
-   little slower (2 threads on Zen 4, 256 channels, medians: 288 x 288 184 ms, phased 179; 144 x
-   144 59, 51), and beside a busy process faster (144 x 144 1.6-1.8x its quiet time, phased
-   1.8-2.4x). Pipelined needs products split over our threads (a single-
-   threaded BLAS), tasks of 144+ tiles (72-tile tasks at 288 x 288 took 207 ms, 144-tile 184,
-   288-tile 174) and 4+ tasks a thread (the last round's imbalance): on 2 threads the maps from
-   144 x 144 on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
-   10.6 MB for 144 tiles of 256 channels (288-tile tasks took the bf16 file's peak RSS past
-   2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
-static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
-    const int gr = SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx);
-    return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
-}
 #if !defined(SAM3_REFERENCE_KERNELS)
 static void sam3__wino_weights(sam3_ctx *c, const sam3__lin *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
@@ -7104,6 +7084,7 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
         st[0] = (double)n, st[1] = mean, st[2] = dev;
     }
 }
+static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx); /* pipelined or phased: see there */
 /* x (cin, H, W) -> y (cout, H, W), not aliased; lo (cin, lh, lw) or NULL: the input is x + lo
    upsampled by nearest neighbour (sam3__wino_in). st (cout, (H + 3) / 4, 3) or NULL: each output
    channel's statistics by tile row (sam3__wino_out), for sam3__groupnorm. */
@@ -7181,6 +7162,26 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
     return SAM3_OK;
 }
 #endif
+/* Tile rows per task of the pipelined Winograd conv (sam3__conv3x3_wino), or 0 for the phased
+   one. Pipelined, each task takes a few tile rows through the input transform, the 36 products
+   and the output transform on one thread, in buffers of its own, so the conv is one parallel
+   region ending in one barrier; phased, every chunk of rows is three regions (transform in,
+   products, transform out) over all threads. Beside a busy process the difference is large: a
+   thread that shares its core is off for whole time slices (~4 ms), and every barrier then waits
+   for it, so the phased conv at 288 x 288 (73 barriers in 180 ms) ran at about one thread's speed
+   (2.1-2.5x its quiet time; pipelined 1.7-1.8x). Its products are smaller, so quiet it is a
+   little slower (2 threads on Zen 4, 256 channels, medians: 288 x 288 184 ms, phased 179; 144 x
+   144 59, 51), and beside a busy process faster (144 x 144 1.6-1.8x its quiet time, phased
+   1.8-2.4x). Pipelined needs products split over our threads (a single-threaded BLAS), tasks
+   of 144+ tiles (72-tile tasks at 288 x 288 took 207 ms, 144-tile 184,
+   288-tile 174) and 4+ tasks a thread (the last round's imbalance): on 2 threads the maps from
+   144 x 144 on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
+   10.6 MB for 144 tiles of 256 channels (288-tile tasks took the bf16 file's peak RSS past
+   2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
+static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
+    const int gr = SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx);
+    return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
+}
 /* The dispatch: Winograd, or the direct sam3__ref_conv3x3 (the spec) in a reference build. */
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                  int cout, float *y, double *st) {
