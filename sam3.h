@@ -4294,7 +4294,7 @@ struct sam3_ctx {
     int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect) */
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
     int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
-    int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (144; sam3__wino_rows; tests lower it) */
+    int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (SAM3__WINO_TILES; tests lower it) */
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -7173,11 +7173,12 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
    little slower (2 threads on Zen 4, 256 channels, medians: 288 x 288 184 ms, phased 179; 144 x
    144 59, 51), and beside a busy process faster (144 x 144 1.6-1.8x its quiet time, phased
    1.8-2.4x). Pipelined needs products split over our threads (a single-threaded BLAS), tasks
-   of 144+ tiles (72-tile tasks at 288 x 288 took 207 ms, 144-tile 184,
-   288-tile 174) and 4+ tasks a thread (the last round's imbalance): on 2 threads the maps from
-   144 x 144 on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
+   of SAM3__WINO_TILES+ tiles (72-tile tasks at 288 x 288 took 207 ms, 144-tile 184, 288-tile
+   174) and 4+ tasks a thread (the last round's imbalance): on 2 threads the maps from 144 x 144
+   on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
    10.6 MB for 144 tiles of 256 channels (288-tile tasks took the bf16 file's peak RSS past
    2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
+#define SAM3__WINO_TILES 144
 static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
     const int gr = SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx);
     return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
@@ -9551,7 +9552,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
 #if defined(SAM3__ATT_BF16)
     c->att_min = SAM3__ATT_BF16_MIN;
 #endif
-    c->wino_tiles = 144;
+    c->wino_tiles = SAM3__WINO_TILES;
     v = &m->vit;
     if (m->arch == SAM3__ARCH_SAM1) {
         const size_t gg = (size_t)m->trk.grid * m->trk.grid, D = (size_t)m->trk.D;
