@@ -5254,7 +5254,8 @@ static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N
         for (k = K; k < kp; k++) d[k] = 0;
     }
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)M * N * K > 2e5 && !omp_in_parallel()))
+    /* in dynamic chunks: a thread slowed by other work beside it leaves its share to the others */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4) if((double)M * N * K > 2e5 && !omp_in_parallel()))
     for (jq = 0; jq < (N + 3) / 4; jq++) sam3__bgemm_small_cols(M, K, kp, a, Bh ? NULL : B, Bh, ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), beta, C, ldc);
     SAM3_FREE(a);
     return 1;
@@ -5275,6 +5276,7 @@ static int sam3__bgemm_kern(int kern) {
 #endif
     return kern;
 }
+#define SAM3__BPAR_MIN 1e6 /* multiply-adds from which a blocked bf16 product uses all threads */
 /* The blocked product on the caller's threads, kernel kern (not the reference), with the
    epilogue of sam3__bgemm_blocks where Ch is given. Returns 0 when its buffers cannot be had. */
 static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
@@ -5290,7 +5292,9 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, 
 #else
     nt = 1;
 #endif
-    if (nt < 1) nt = 1;
+    /* a product of a few thousand multiply-adds (a head's slice of a weight times a prompt's
+       few tokens, ~100 of them in a prompt) costs less on one thread than waking the others */
+    if (nt < 1 || (double)M * N * K < SAM3__BPAR_MIN) nt = 1;
     /* at least 16 tasks a block (each A block's columns in ngrp groups of 4+ panels), so that a
        thread slowed by other work beside it leaves the rest to the others */
     while (nmb * ngrp < SAM3__MAX(2 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
@@ -5356,7 +5360,7 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
      plus the GCC vector types of the register tiles (built-in SGEMM, attention), which compile to
      the same instructions on every target GCC and clang know.
    - Dispatch: one function per kernel, the name the model code calls (sam3__sgemm,
-     sam3__attention_rel, sam3__attention_packed, sam3__softmax_row, sam3__gelu_bias,
+     sam3__attention_rel, sam3__attention_packed, sam3__softmax_rows, sam3__gelu_bias,
      sam3__sigmoid_row, sam3__ln_row, sam3__conv3x3, the mask resize rows), chooses the reference or
      the fast version by preprocessor tests made here and nowhere else. The model code (from
      "preprocessing" on) has no intrinsics and no #if on the instruction set.
@@ -5597,14 +5601,16 @@ static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, 
    while our OpenMP loops run) fight over the cores and slow everything several times over. */
 static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                             int ldb, float beta, float *C, int ldc);
+#define SAM3__GEMM_TILE_MIN 2e6
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc) {
-    /* 3 tiles a thread from 8 threads on: on a shared many-core host, with one tile a thread
-       every product waits for its slowest core, and smaller tiles let the others take up its
-       share; with few threads the extra tiles only add packing and edges */
-    const int nt = c->nt, tiles = c->nt * (c->nt >= 8 ? 3 : 1);
-    int pm, pn, t, best = 0;
+    /* 3 tiles a thread from 8 threads on, 4 below (while a tile keeps SAM3__GEMM_TILE_MIN
+       multiply-adds): with one tile a thread every product waits for its slowest thread, a core
+       shared with other work, and smaller tiles let the others take up its share */
+    const int nt = c->nt;
+    int tiles = nt * (nt >= 8 ? 3 : 4), pm, pn, t, best = 0;
     double cost = 0;
+    while (tiles > nt && (double)M * N * K < (double)tiles * SAM3__GEMM_TILE_MIN) tiles -= nt;
     if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     if (!c->split || nt <= 1 || (double)M * N * K < 4e6) {
         sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -6149,7 +6155,6 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
     }
 #endif
 }
-static void sam3__gelu(sam3_ctx *c, float *x, size_t n) { sam3__gelu_bias(c, x, n, 1, NULL); }
 /* GELU(x + b) over one row of n values in place (b NULL: none), on the calling thread, with
    sam3__gelu_bias's arithmetic: for sam3__gemm_bf16_gelu's tiles. */
 static void sam3__gelu_bias_row(float *x, int n, const float *b) {
@@ -6236,21 +6241,31 @@ static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const s
     sam3__vadd_bias(c, res, y, l->b, n, out);
 }
 
-static void sam3__softmax_row(float *r, int n) {
-    float mx = -FLT_MAX, sum = 0, inv;
-    int j;
+/* Softmax over each of nh rows of n, one after another in r (a query's scores for each head).
+   The exps run over all nh n values in one vector loop: rows of a few keys (the tracker's
+   image-to-token attentions: 8 heads of 8) rarely fill a vector on their own. */
+static void sam3__softmax_rows(float *r, int nh, int n) {
+    int h, j;
 #if defined(SAM3_REFERENCE_KERNELS)
-    (void)mx, (void)sum, (void)inv, (void)j;
-    sam3__ref_softmax_row(r, n);
+    (void)j;
+    for (h = 0; h < nh; h++) sam3__ref_softmax_row(r + (size_t)h * n, n);
 #else
-    SAM3__OMP_SIMD_MAX(mx)
-    for (j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    const int m = nh * n;
+    for (h = 0; h < nh; h++) {
+        float *x = r + (size_t)h * n, mx = -FLT_MAX;
+        SAM3__OMP_SIMD_MAX(mx)
+        for (j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+        for (j = 0; j < n; j++) x[j] -= mx;
+    }
     SAM3__OMP(simd)
-    for (j = 0; j < n; j++) r[j] = sam3__fexp(r[j] - mx);
-    SAM3__OMP(simd reduction(+:sum))
-    for (j = 0; j < n; j++) sum += r[j];
-    inv = 1.0f / sum;
-    for (j = 0; j < n; j++) r[j] *= inv;
+    for (j = 0; j < m; j++) r[j] = sam3__fexp(r[j]);
+    for (h = 0; h < nh; h++) {
+        float *x = r + (size_t)h * n, sum = 0, inv;
+        SAM3__OMP(simd reduction(+:sum))
+        for (j = 0; j < n; j++) sum += x[j];
+        inv = 1.0f / sum;
+        for (j = 0; j < n; j++) x[j] *= inv;
+    }
 #endif
 }
 
@@ -6669,7 +6684,7 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
            Keys in contiguous runs a thread, each key's row read whole and in order:
            packed into its panel for every head, its values copied per head (a strided V, rows
            1-4 KB apart, made the P.V loop wait on the TLB; so did per-head packing tasks). */
-        SAM3__OMP(for schedule(static))
+        SAM3__OMP(for schedule(dynamic, 64))
         for (task = 0; task < nkp; task++) {
             const int jb = task / PW, jr = task % PW;
             const float *ks = k + (size_t)task * ldk, *vs = v + (size_t)task * ldv;
@@ -7197,9 +7212,12 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
 /* ConvTranspose2d kernel 2 stride 2 (taps do not overlap), weight (cin, cout, 2, 2):
    y[o, 2r+dy, 2q+dx] = b[o] + sum_i W[i, o, dy, dx] x[i, r, q]. One GEMM for the four taps, then a
    scatter. x may be token-major (HW, cin) with x_tokens = 1. The GEMM runs in bf16 where the
-   weights' products do (bf16 weights, or SAM3_PRECISION_BF16), as a Linear's would. */
+   weights' products do (bf16 weights, or SAM3_PRECISION_BF16), as a Linear's would. The scatter
+   also takes what follows the conv in the model, where asked: add (cout, 2H, 2W) added after the
+   bias (the tracker's skips), then the exact GELU: the same sums as separate passes, in one pass
+   over y instead of three (and one parallel region instead of three). */
 static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int cin, int H, int W, const sam3__lin *l, int cout,
-                                  float *y) {
+                                  const float *add, int gelu, float *y) {
     sam3__mark mk = sam3__mark_get(c);
     const size_t hw = (size_t)H * W;
     const int bf = l->wh || c->bf16;
@@ -7207,32 +7225,42 @@ static sam3_result sam3__convt2x2(sam3_ctx *c, const float *x, int x_tokens, int
     float *wt = sam3__sallocf(c, bf ? ((size_t)4 * cout * cin + 1) / 2 : (size_t)4 * cout * cin);
     uint16_t *wth = (uint16_t *)(void *)wt;
     float *tmp = sam3__sallocf(c, (size_t)4 * cout * hw); /* (4, cout, H*W) */
-    int o, i;
+    ptrdiff_t t;
+    int i;
     if (!wt || !tmp) return SAM3_ERR_OUT_OF_MEMORY;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)4 * cout * cin >= SAM3__PAR_MIN))
     for (i = 0; i < cin; i++) {
-        int oo, t;
+        int oo, tp;
         for (oo = 0; oo < cout; oo++)
-            for (t = 0; t < 4; t++) {
-                const size_t d = ((size_t)t * cout + oo) * cin + i, s = ((size_t)i * cout + oo) * 4 + t;
+            for (tp = 0; tp < 4; tp++) {
+                const size_t d = ((size_t)tp * cout + oo) * cin + i, s = ((size_t)i * cout + oo) * 4 + tp;
                 if (!bf) wt[d] = l->w[s];
                 else wth[d] = l->wh ? l->wh[s] : sam3__f32_bf16(l->w[s]);
             }
     }
     sam3__gemm_mixed(c, 0, x_tokens, 4 * cout, (int)hw, cin, bf ? NULL : wt, bf ? wth : NULL, cin, x, NULL, x_tokens ? cin : (int)hw, 0.0f,
                      tmp, (int)hw);
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (o = 0; o < cout; o++) {
-        float b = l->b[o];
-        int t, r, q;
-        for (t = 0; t < 4; t++) {
-            const float *src = tmp + ((size_t)t * cout + o) * hw;
-            int dy = t >> 1, dx = t & 1;
-            for (r = 0; r < H; r++) {
-                float *dst = y + ((size_t)o * 2 * H + 2 * r + dy) * 2 * W + dx;
-                for (q = 0; q < W; q++) dst[2 * q] = src[(size_t)r * W + q] + b;
+    /* one task per output row (o, 2r + dy): taps (dy, 0) and (dy, 1) interleaved */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 16))
+    for (t = 0; t < (ptrdiff_t)cout * 2 * H; t++) {
+        const int o = (int)(t / (2 * H)), yy = (int)(t % (2 * H)), r = yy >> 1, dy = yy & 1;
+        const float b = l->b[o];
+        const float *s0 = tmp + ((size_t)(2 * dy) * cout + o) * hw + (size_t)r * W, *s1 = s0 + (size_t)cout * hw;
+        float *dst = y + ((size_t)o * 2 * H + yy) * 2 * W;
+        int q;
+        if (add) {
+            const float *ar = add + ((size_t)o * 2 * H + yy) * 2 * W;
+            for (q = 0; q < W; q++) {
+                dst[2 * q] = (s0[q] + b) + ar[2 * q];
+                dst[2 * q + 1] = (s1[q] + b) + ar[2 * q + 1];
+            }
+        } else {
+            for (q = 0; q < W; q++) {
+                dst[2 * q] = s0[q] + b;
+                dst[2 * q + 1] = s1[q] + b;
             }
         }
+        if (gelu) sam3__gelu_bias_row(dst, 2 * W, NULL);
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -7354,12 +7382,12 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
         }
     }
     sam3__gemm(c, 0, 1, nq, m, D, 1.0f, qin, D, g, D, 0.0f, sc, m);
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(nq * m) >= SAM3__PAR_MIN))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)(nq * m) >= SAM3__PAR_MIN))
     for (i = 0; i < nq; i++) {
         float *row = sc + (size_t)i * m;
-        int j, hh;
+        int j;
         for (j = 0; j < m; j++) row[j] = (row[j] + cb[j]) * scale;
-        for (hh = 0; hh < nh; hh++) sam3__softmax_row(row + (size_t)hh * nk, nk);
+        sam3__softmax_rows(row, nh, nk);
     }
     sam3__gemm(c, 0, 0, nq, D, m, 1.0f, sc, m, u, D, 0.0f, out, D);
     if (res) {
@@ -7508,22 +7536,43 @@ static sam3_result sam3__mlp3(sam3_ctx *c, const float *x, int n, int in, const 
     return SAM3_OK;
 }
 
-/* LayerNorm2d (channels_first): normalise each pixel of a (C, hw) map over its C channels. */
-static void sam3__layernorm2d(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps) {
-    ptrdiff_t p;
+/* LayerNorm2d (channels_first): normalise each pixel of a (C, hw) map over its C channels, then
+   the exact GELU where gelu is set (the tracker's upscaling follows it with one). SAM3__LN2D_P
+   pixels at a time, so that every pass reads rows of the map: per pixel the same double sums, in
+   the same channel order, as one pixel at a time (which strided over the channels: 3x the time
+   on the tracker's 64 x 288 x 288 map, 2 threads). */
+#define SAM3__LN2D_P 64
+static void sam3__layernorm2d(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps, int gelu) {
+    const ptrdiff_t nb = (ptrdiff_t)((hw + SAM3__LN2D_P - 1) / SAM3__LN2D_P);
+    ptrdiff_t blk;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (p = 0; p < (ptrdiff_t)hw; p++) {
-        double mu = 0, var = 0;
-        float inv, fmu;
-        int ch;
-        for (ch = 0; ch < C; ch++) mu += x[(size_t)ch * hw + p];
-        mu /= C;
-        for (ch = 0; ch < C; ch++) var += ((double)x[(size_t)ch * hw + p] - mu) * ((double)x[(size_t)ch * hw + p] - mu);
-        var /= C;
-        inv = (float)(1.0 / sqrt(var + (double)eps));
-        fmu = (float)mu;
-        for (ch = 0; ch < C; ch++) x[(size_t)ch * hw + p] = (x[(size_t)ch * hw + p] - fmu) * inv * w->w[ch] + w->b[ch];
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4) if((double)C * hw >= SAM3__PAR_MIN))
+    for (blk = 0; blk < nb; blk++) {
+        const size_t p0 = (size_t)blk * SAM3__LN2D_P;
+        const int np = (int)SAM3__MIN((size_t)SAM3__LN2D_P, hw - p0);
+        double mu[SAM3__LN2D_P], var[SAM3__LN2D_P]; /* (np) */
+        float fmu[SAM3__LN2D_P], inv[SAM3__LN2D_P];  /* (np) */
+        int ch, j;
+        for (j = 0; j < np; j++) mu[j] = var[j] = 0;
+        for (ch = 0; ch < C; ch++) {
+            const float *r = x + (size_t)ch * hw + p0;
+            for (j = 0; j < np; j++) mu[j] += r[j];
+        }
+        for (j = 0; j < np; j++) mu[j] /= C;
+        for (ch = 0; ch < C; ch++) {
+            const float *r = x + (size_t)ch * hw + p0;
+            for (j = 0; j < np; j++) var[j] += ((double)r[j] - mu[j]) * ((double)r[j] - mu[j]);
+        }
+        for (j = 0; j < np; j++) {
+            inv[j] = (float)(1.0 / sqrt(var[j] / C + (double)eps));
+            fmu[j] = (float)mu[j];
+        }
+        for (ch = 0; ch < C; ch++) {
+            float *r = x + (size_t)ch * hw + p0;
+            const float a = w->w[ch], b = w->b[ch];
+            for (j = 0; j < np; j++) r[j] = (r[j] - fmu[j]) * inv[j] * a + b;
+            if (gelu) sam3__gelu_bias_row(r, np, NULL);
+        }
     }
 }
 
@@ -8130,13 +8179,12 @@ static sam3_result sam3__fpn_layer(sam3_ctx *c, const sam3__fpn_w *w, int s2, in
     if (s2 >= 4) {
         float *a1 = sam3__sallocf(c, (size_t)(C / 2) * 4 * g * g); /* (C/2, 2g, 2g) */
         if (!a1) return SAM3_ERR_OUT_OF_MEMORY;
-        if ((rc = sam3__convt2x2(c, xt, 1, C, g, g, &w->up1, C / 2, a1)) != SAM3_OK) return rc;
+        if ((rc = sam3__convt2x2(c, xt, 1, C, g, g, &w->up1, C / 2, NULL, s2 == 8, a1)) != SAM3_OK) return rc; /* GELU before up2 */
         src = a1; src_tokens = 0; cin = C / 2; hw = 2 * g;
         if (s2 == 8) {
             float *a2 = sam3__sallocf(c, (size_t)(C / 4) * 16 * g * g); /* (C/4, 4g, 4g) */
             if (!a2) return SAM3_ERR_OUT_OF_MEMORY;
-            sam3__gelu(c, a1, (size_t)(C / 2) * 4 * g * g);
-            if ((rc = sam3__convt2x2(c, a1, 0, C / 2, 2 * g, 2 * g, &w->up2, C / 4, a2)) != SAM3_OK) return rc;
+            if ((rc = sam3__convt2x2(c, a1, 0, C / 2, 2 * g, 2 * g, &w->up2, C / 4, NULL, 0, a2)) != SAM3_OK) return rc;
             src = a2; cin = C / 4; hw = 4 * g;
         }
     } else if (s2 == 1) {
@@ -8284,9 +8332,9 @@ static sam3_result sam3__sam1_vision(sam3_ctx *c, const float *pix, float *E) {
     }
     y = h; /* (out, g, g) */
     sam3__conv1x1(c, x, 1, C, N, &w->neck1, v->out_ch, y);
-    sam3__layernorm2d(c, y, v->out_ch, (size_t)N, &w->neck_ln1, 1e-6f);
+    sam3__layernorm2d(c, y, v->out_ch, (size_t)N, &w->neck_ln1, 1e-6f, 0);
     if ((rc = sam3__conv3x3(c, y, NULL, 0, 0, v->out_ch, g, g, &w->neck2, v->out_ch, E, NULL)) != SAM3_OK) return rc;
-    sam3__layernorm2d(c, E, v->out_ch, (size_t)N, &w->neck_ln2, 1e-6f);
+    sam3__layernorm2d(c, E, v->out_ch, (size_t)N, &w->neck_ln2, 1e-6f, 0);
     sam3__tap(c, "vit.neck", E, 3, v->out_ch, g, g);
     sam3__release(c, mk);
     return SAM3_OK;
@@ -8617,7 +8665,7 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
     /* The two MLPs (2 -> D -> nh, ReLU) evaluated directly, 16 key rows or columns at a time with
        their hidden layer in L1: as products of K = 2 and N = nh = 8 (through a 15 MB hidden map
        each) they would be bound by memory. Task: (axis, query); axis 0 is x (key columns), 1 y. */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4))
     for (t = 0; t < 2 * Q; t++) {
         const int ax = t / Q, q = t % Q;
         const sam3__lin *l1 = ax ? &w->rpb_y[0] : &w->rpb_x[0], *l2 = ax ? &w->rpb_y[1] : &w->rpb_x[1];
@@ -8917,7 +8965,7 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
     per_thr = (size_t)span * ow + (size_t)iw;
     sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!barea || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
     for (task = 0; task < n * nbd; task++) {
         const int i = task / nbd, r0 = (task % nbd) * SAM3__RT_BAND, r1 = SAM3__MIN(oh, r0 + SAM3__RT_BAND);
         const int y0 = ty[r0].i0, y1 = ty[r1 - 1].i1;
@@ -9063,11 +9111,9 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
             mask = r;
         }
         sam3__conv2x2s2(mask, 1, H, H, &w->mask_conv1, mi / 4, a);
-        sam3__layernorm2d(c, a, mi / 4, (size_t)4 * g * g, &w->mask_ln1, t->pe_ln_eps);
-        sam3__gelu(c, a, (size_t)(mi / 4) * 4 * g * g);
+        sam3__layernorm2d(c, a, mi / 4, (size_t)4 * g * g, &w->mask_ln1, t->pe_ln_eps, 1);
         sam3__conv2x2s2(a, mi / 4, 2 * g, 2 * g, &w->mask_conv2, mi, b);
-        sam3__layernorm2d(c, b, mi, (size_t)g * g, &w->mask_ln2, t->pe_ln_eps);
-        sam3__gelu(c, b, (size_t)mi * g * g);
+        sam3__layernorm2d(c, b, mi, (size_t)g * g, &w->mask_ln2, t->pe_ln_eps, 1);
         sam3__conv1x1(c, b, 0, mi, g * g, &w->mask_conv3, D, dense);
         sam3__release(c, mk);
     } else {
@@ -9075,6 +9121,55 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
             for (i = 0; i < g * g; i++) dense[(size_t)k * g * g + i] = w->no_mask[k];
     }
     return SAM3_OK;
+}
+
+/* y (cols, rows; row stride ldy) = (x + a)^T for tiles x, a (rows, cols; row stride ldx; a may be
+   NULL) of at most 32 x 32, through a buffer in L1 so that both sides are read and written by
+   rows (directly, the writes of one side stride a whole row apart). */
+static void sam3__transpose_tile(const float *x, const float *a, size_t ldx, int rows, int cols, float *y, size_t ldy) {
+    float t[32][33]; /* (cols, rows) */
+    int i, j;
+    for (i = 0; i < rows; i++)
+        if (a)
+            for (j = 0; j < cols; j++) t[j][i] = x[(size_t)i * ldx + j] + a[(size_t)i * ldx + j];
+        else
+            for (j = 0; j < cols; j++) t[j][i] = x[(size_t)i * ldx + j];
+    for (j = 0; j < cols; j++)
+        for (i = 0; i < rows; i++) y[(size_t)j * ldy + i] = t[j][i];
+}
+/* y (hw, C) = (x + add)^T for x, add (C, hw) (add may be NULL), and yp = y + pos (pos (hw, C))
+   where yp is given: a channel-major map to tokens, 32 tokens a task. */
+static void sam3__map_to_tokens(sam3_ctx *c, const float *x, const float *add, int C, int hw, float *y, const float *pos, float *yp) {
+    const ptrdiff_t nb = (hw + 31) / 32;
+    ptrdiff_t blk;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 2) if((double)C * hw >= SAM3__PAR_MIN))
+    for (blk = 0; blk < nb; blk++) {
+        const int p0 = (int)blk * 32, np = SAM3__MIN(hw - p0, 32);
+        int c0, ch, p;
+        for (c0 = 0; c0 < C; c0 += 32)
+            sam3__transpose_tile(x + (size_t)c0 * hw + p0, add ? add + (size_t)c0 * hw + p0 : NULL, (size_t)hw, SAM3__MIN(C - c0, 32), np,
+                                 y + (size_t)p0 * C + c0, (size_t)C);
+        if (yp)
+            for (p = p0; p < p0 + np; p++) {
+                const float *yr = y + (size_t)p * C, *pr = pos + (size_t)p * C;
+                float *o = yp + (size_t)p * C;
+                for (ch = 0; ch < C; ch++) o[ch] = yr[ch] + pr[ch];
+            }
+    }
+}
+/* y (C, hw) = x^T for tokens x (hw, C): tokens to a channel-major map, 32 tokens a task. */
+static void sam3__tokens_to_map(sam3_ctx *c, const float *x, int C, int hw, float *y) {
+    const ptrdiff_t nb = (hw + 31) / 32;
+    ptrdiff_t blk;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 2) if((double)C * hw >= SAM3__PAR_MIN))
+    for (blk = 0; blk < nb; blk++) {
+        const int p0 = (int)blk * 32, np = SAM3__MIN(hw - p0, 32);
+        int c0;
+        for (c0 = 0; c0 < C; c0 += 32)
+            sam3__transpose_tile(x + (size_t)p0 * C + c0, NULL, (size_t)C, np, SAM3__MIN(C - c0, 32), y + (size_t)c0 * hw + p0, (size_t)hw);
+    }
 }
 
 /* Sam3TrackerMaskDecoder: two-way transformer over [object-score token, IoU token, mask tokens,
@@ -9101,7 +9196,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     float *u2 = sam3__sallocf(c, (size_t)(D / 8) * 16 * Ng); /* (D/8, 4g, 4g) */
     float *hyp = sam3__sallocf(c, (size_t)nm * (D / 8));     /* (nm, D/8) */
     float *cm = sam3__sallocf(c, (size_t)D * Ng);            /* (D, g, g) */
-    int l, i, j;
+    int l, j;
     sam3_result rc;
     if (!t0 || !tk || !q || !y || !im || !ik || !iy || !u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
     if (it) memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
@@ -9109,11 +9204,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
     memcpy(tk, t0, (size_t)n * D * sizeof(float));
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < Ng; i++) {
-        int ch;
-        for (ch = 0; ch < D; ch++) im[(size_t)i * D + ch] = img[(size_t)ch * Ng + i] + dense[(size_t)ch * Ng + i];
-    }
+    sam3__map_to_tokens(c, img, dense, D, Ng, im, c->trk_pe, ik); /* ik: the keys' (and queries') image tokens + position */
     for (l = 0; l < t->layers; l++) {
         const sam3__twoway_layer_w *lw = &w->layers[l];
         /* self-attention; the first block has no position and no residual */
@@ -9129,8 +9220,6 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         /* tokens -> image */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        memcpy(ik, im, (size_t)Ng * D * sizeof(float));
-        sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
         if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
         sam3__layernorm(c, tk, tk, n, D, &lw->ln2, t->tw_eps);
@@ -9141,30 +9230,20 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_ex(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, NULL, 0, 0, iy)) != SAM3_OK) return rc;
-        sam3__vadd(c, im, iy, (size_t)Ng * D);
-        sam3__layernorm(c, im, im, Ng, D, &lw->ln4, t->tw_eps);
+        if ((rc = sam3__mha_core(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, NULL, 0, 0, iy, im)) != SAM3_OK) return rc;
+        sam3__layernorm_pos(c, im, im, c->trk_pe, ik, Ng, D, &lw->ln4, t->tw_eps); /* and the next keys, ik */
     }
     memcpy(q, tk, (size_t)n * D * sizeof(float));
     sam3__vadd(c, q, t0, (size_t)n * D);
-    memcpy(ik, im, (size_t)Ng * D * sizeof(float));
-    sam3__vadd(c, ik, c->trk_pe, (size_t)Ng * D);
     if ((rc = sam3__mha_ex(c, &w->final_attn, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
     sam3__vadd(c, tk, y, (size_t)n * D);
     sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
     /* upscaling with the high-resolution skips */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < Ng; i++) {
-        int ch;
-        for (ch = 0; ch < D; ch++) cm[(size_t)ch * Ng + i] = im[(size_t)i * D + ch];
-    }
-    if ((rc = sam3__convt2x2(c, cm, 0, D, g, g, &w->up1, D / 4, u1)) != SAM3_OK) return rc;
-    if (c->trk_s1) sam3__vadd(c, u1, c->trk_s1, (size_t)(D / 4) * 4 * Ng); /* SAM 1 has no skips */
-    sam3__layernorm2d(c, u1, D / 4, (size_t)4 * Ng, &w->up_ln, 1e-6f);
-    sam3__gelu(c, u1, (size_t)(D / 4) * 4 * Ng);
-    if ((rc = sam3__convt2x2(c, u1, 0, D / 4, 2 * g, 2 * g, &w->up2, D / 8, u2)) != SAM3_OK) return rc;
-    if (c->trk_s0) sam3__vadd(c, u2, c->trk_s0, (size_t)(D / 8) * 16 * Ng);
-    sam3__gelu(c, u2, (size_t)(D / 8) * 16 * Ng);
+    sam3__tokens_to_map(c, im, D, Ng, cm);
+    /* SAM 1 has no skips (trk_s1, trk_s0 NULL) */
+    if ((rc = sam3__convt2x2(c, cm, 0, D, g, g, &w->up1, D / 4, c->trk_s1, 0, u1)) != SAM3_OK) return rc;
+    sam3__layernorm2d(c, u1, D / 4, (size_t)4 * Ng, &w->up_ln, 1e-6f, 1);
+    if ((rc = sam3__convt2x2(c, u1, 0, D / 4, 2 * g, 2 * g, &w->up2, D / 8, c->trk_s0, 1, u2)) != SAM3_OK) return rc;
     /* one hypernetwork per mask token, then masks = hyper . upscaled */
     for (j = 0; j < nm; j++)
         if ((rc = sam3__ffn(c, &w->hypernet[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
@@ -9364,7 +9443,7 @@ static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f,
                 y[(size_t)ch * N + yy * g + xx] = acc;
             }
     }
-    sam3__layernorm2d(c, y, D, (size_t)N, &f->ln, 1e-6f);
+    sam3__layernorm2d(c, y, D, (size_t)N, &f->ln, 1e-6f, 0);
     for (ch = 0; ch < (ptrdiff_t)D; ch++) {
         int n;
         for (n = 0; n < N; n++) tt[(size_t)n * D + ch] = y[(size_t)ch * N + n];
@@ -9410,8 +9489,7 @@ static sam3_result sam3__memory_encoder(sam3_ctx *c, const float *feat, const fl
         if ((rc = sam3__conv2d(c, in, v->ds_ch[i], v->ds_side[i], v->ds_side[i], &w->ds_conv[i], v->ds_ch[i + 1], v->ds_kernel,
                                v->ds_stride, v->ds_pad, o, S, S)) != SAM3_OK)
             return rc;
-        sam3__layernorm2d(c, o, v->ds_ch[i + 1], (size_t)S * S, &w->ds_ln[i], 1e-6f);
-        sam3__gelu(c, o, (size_t)v->ds_ch[i + 1] * S * S);
+        sam3__layernorm2d(c, o, v->ds_ch[i + 1], (size_t)S * S, &w->ds_ln[i], 1e-6f, 1);
         in = o;
     }
     sam3__conv1x1(c, in, 0, v->ds_ch[v->ds_layers], N, &w->ds_final, D, x);

@@ -50,35 +50,39 @@ static double rel_l2(const float *a, const float *b, size_t n) {
 }
 
 static void test_softmax(void) {
-    static const int lens[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 65, 100, 257};
+    static const int lens[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 65, 100, 257};
+    static const int heads[] = {1, 3, 8};
     /* 0: plain; 1: offset 1e4 (exp(x) overflows without the max); 2: spread 300 (most terms
-       underflow, many to denormals); 3: all equal; 4: a -inf-like -FLT_MAX entry */
-    int li, kind, fails = 0;
+       underflow, many to denormals); 3: all equal; 4: a -inf-like -FLT_MAX entry. Several rows
+       (heads) at once, each with its own offset, so that a row's max must not leak into the next. */
+    int li, hi, kind, fails = 0;
     for (kind = 0; kind < 5; kind++)
-        for (li = 0; li < (int)(sizeof(lens) / sizeof(lens[0])); li++) {
-            const int n = lens[li];
-            float *a = fbuf((size_t)n), *b = fbuf((size_t)n);
-            size_t bad = 0;
-            int j;
-            for (j = 0; j < n; j++) {
-                float x = 4 * frand();
-                if (kind == 1) x += 1e4f;
-                if (kind == 2) x = 150 * frand();
-                if (kind == 3) x = 0.25f;
-                if (kind == 4 && j == n / 2 && n > 1) x = -FLT_MAX;
-                a[j] = b[j] = x;
+        for (hi = 0; hi < (int)(sizeof(heads) / sizeof(heads[0])); hi++)
+            for (li = 0; li < (int)(sizeof(lens) / sizeof(lens[0])); li++) {
+                const int n = lens[li], nh = heads[hi];
+                float *a = fbuf((size_t)nh * n), *b = fbuf((size_t)nh * n);
+                size_t bad = 0;
+                int h, j;
+                for (h = 0; h < nh; h++)
+                    for (j = 0; j < n; j++) {
+                        float x = 4 * frand() + 40 * h;
+                        if (kind == 1) x += 1e4f;
+                        if (kind == 2) x = 150 * frand();
+                        if (kind == 3) x = 0.25f;
+                        if (kind == 4 && j == n / 2 && n > 1) x = -FLT_MAX;
+                        a[h * n + j] = b[h * n + j] = x;
+                    }
+                sam3__softmax_rows(a, nh, n);
+                for (h = 0; h < nh; h++) sam3__ref_softmax_row(b + (size_t)h * n, n);
+                /* a few ulp of exp per term; probabilities below 1e-30 of the row's sum may flush */
+                if (!close_all(a, b, (size_t)nh * n, 4e-6, 1e-30, &bad)) {
+                    fails++;
+                    t_note("  softmax kind %d rows %d of %d: [%d] %.9g, reference %.9g", kind, nh, n, (int)bad, a[bad], b[bad]);
+                }
+                free(a);
+                free(b);
             }
-            sam3__softmax_row(a, n);
-            sam3__ref_softmax_row(b, n);
-            /* a few ulp of exp per term; probabilities below 1e-30 of the row's sum may flush */
-            if (!close_all(a, b, (size_t)n, 4e-6, 1e-30, &bad)) {
-                fails++;
-                t_note("  softmax kind %d n %d: [%d] %.9g, reference %.9g", kind, n, (int)bad, a[bad], b[bad]);
-            }
-            free(a);
-            free(b);
-        }
-    t_check(fails == 0, "softmax rows (ragged lengths, offset 1e4, spread past the float range, -FLT_MAX): %d bad", fails);
+    t_check(fails == 0, "softmax rows (1, 3, 8 rows of ragged lengths, offset 1e4, spread past the float range, -FLT_MAX): %d bad", fails);
 }
 
 static void test_sigmoid_gelu(sam3_ctx *c) {
