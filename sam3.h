@@ -5604,13 +5604,13 @@ static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, fl
 #define SAM3__GEMM_TILE_MIN 2e6
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc) {
-    /* 3 tiles a thread from 8 threads on, 4 below (while a tile keeps SAM3__GEMM_TILE_MIN
-       multiply-adds): with one tile a thread every product waits for its slowest thread, a core
+    /* 3 tiles a thread from 8 threads on; below, 4 while a tile keeps SAM3__GEMM_TILE_MIN
+       multiply-adds: with one tile a thread every product waits for its slowest thread, a core
        shared with other work, and smaller tiles let the others take up its share */
     const int nt = c->nt;
     int tiles = nt * (nt >= 8 ? 3 : 4), pm, pn, t, best = 0;
     double cost = 0;
-    while (tiles > nt && (double)M * N * K < (double)tiles * SAM3__GEMM_TILE_MIN) tiles -= nt;
+    while (nt < 8 && tiles > nt && (double)M * N * K < (double)tiles * SAM3__GEMM_TILE_MIN) tiles -= nt;
     if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     if (!c->split || nt <= 1 || (double)M * N * K < 4e6) {
         sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
