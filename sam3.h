@@ -9123,52 +9123,36 @@ static sam3_result sam3__trk_prompt_encoder(sam3_ctx *c, const sam3_points_promp
     return SAM3_OK;
 }
 
-/* y (cols, rows; row stride ldy) = (x + a)^T for tiles x, a (rows, cols; row stride ldx; a may be
-   NULL) of at most 32 x 32, through a buffer in L1 so that both sides are read and written by
-   rows (directly, the writes of one side stride a whole row apart). */
-static void sam3__transpose_tile(const float *x, const float *a, size_t ldx, int rows, int cols, float *y, size_t ldy) {
-    float t[32][33]; /* (cols, rows) */
-    int i, j;
-    for (i = 0; i < rows; i++)
-        if (a)
-            for (j = 0; j < cols; j++) t[j][i] = x[(size_t)i * ldx + j] + a[(size_t)i * ldx + j];
-        else
-            for (j = 0; j < cols; j++) t[j][i] = x[(size_t)i * ldx + j];
-    for (j = 0; j < cols; j++)
-        for (i = 0; i < rows; i++) y[(size_t)j * ldy + i] = t[j][i];
-}
-/* y (hw, C) = (x + add)^T for x, add (C, hw) (add may be NULL), and yp = y + pos (pos (hw, C))
-   where yp is given: a channel-major map to tokens, 32 tokens a task. */
-static void sam3__map_to_tokens(sam3_ctx *c, const float *x, const float *add, int C, int hw, float *y, const float *pos, float *yp) {
-    const ptrdiff_t nb = (hw + 31) / 32;
-    ptrdiff_t blk;
+/* y (cols, rows) = (x + a)^T for x, a (rows, cols) (a may be NULL), and yp = y + pos (pos (cols,
+   rows)) where yp is given: between channel-major maps and token rows. By 32 x 32 tiles through a
+   buffer in L1, so that both sides are read and written by rows (element by element, the writes
+   of one side stride a whole row apart). */
+static void sam3__transpose(sam3_ctx *c, const float *x, const float *a, int rows, int cols, float *y, const float *pos, float *yp) {
+    const ptrdiff_t nbr = (rows + 31) / 32, nbc = (cols + 31) / 32;
+    ptrdiff_t task;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 2) if((double)C * hw >= SAM3__PAR_MIN))
-    for (blk = 0; blk < nb; blk++) {
-        const int p0 = (int)blk * 32, np = SAM3__MIN(hw - p0, 32);
-        int c0, ch, p;
-        for (c0 = 0; c0 < C; c0 += 32)
-            sam3__transpose_tile(x + (size_t)c0 * hw + p0, add ? add + (size_t)c0 * hw + p0 : NULL, (size_t)hw, SAM3__MIN(C - c0, 32), np,
-                                 y + (size_t)p0 * C + c0, (size_t)C);
-        if (yp)
-            for (p = p0; p < p0 + np; p++) {
-                const float *yr = y + (size_t)p * C, *pr = pos + (size_t)p * C;
-                float *o = yp + (size_t)p * C;
-                for (ch = 0; ch < C; ch++) o[ch] = yr[ch] + pr[ch];
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 8) if((double)rows * cols >= SAM3__PAR_MIN))
+    for (task = 0; task < nbr * nbc; task++) {
+        const int r0 = (int)(task % nbr) * 32, c0 = (int)(task / nbr) * 32;
+        const int nr = SAM3__MIN(rows - r0, 32), nc = SAM3__MIN(cols - c0, 32);
+        float t[32][33]; /* (nc, nr) */
+        int i, j;
+        for (i = 0; i < nr; i++) {
+            const float *xr = x + (size_t)(r0 + i) * cols + c0, *ar = a ? a + (size_t)(r0 + i) * cols + c0 : NULL;
+            if (ar)
+                for (j = 0; j < nc; j++) t[j][i] = xr[j] + ar[j];
+            else
+                for (j = 0; j < nc; j++) t[j][i] = xr[j];
+        }
+        for (j = 0; j < nc; j++) {
+            float *yr = y + (size_t)(c0 + j) * rows + r0;
+            for (i = 0; i < nr; i++) yr[i] = t[j][i];
+            if (yp) {
+                const float *pr = pos + (size_t)(c0 + j) * rows + r0;
+                float *o = yp + (size_t)(c0 + j) * rows + r0;
+                for (i = 0; i < nr; i++) o[i] = t[j][i] + pr[i];
             }
-    }
-}
-/* y (C, hw) = x^T for tokens x (hw, C): tokens to a channel-major map, 32 tokens a task. */
-static void sam3__tokens_to_map(sam3_ctx *c, const float *x, int C, int hw, float *y) {
-    const ptrdiff_t nb = (hw + 31) / 32;
-    ptrdiff_t blk;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 2) if((double)C * hw >= SAM3__PAR_MIN))
-    for (blk = 0; blk < nb; blk++) {
-        const int p0 = (int)blk * 32, np = SAM3__MIN(hw - p0, 32);
-        int c0;
-        for (c0 = 0; c0 < C; c0 += 32)
-            sam3__transpose_tile(x + (size_t)p0 * C + c0, NULL, (size_t)C, np, SAM3__MIN(C - c0, 32), y + (size_t)c0 * hw + p0, (size_t)hw);
+        }
     }
 }
 
@@ -9204,7 +9188,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
     memcpy(tk, t0, (size_t)n * D * sizeof(float));
-    sam3__map_to_tokens(c, img, dense, D, Ng, im, c->trk_pe, ik); /* ik: the keys' (and queries') image tokens + position */
+    sam3__transpose(c, img, dense, D, Ng, im, c->trk_pe, ik); /* ik: the keys' (and queries') image tokens + position */
     for (l = 0; l < t->layers; l++) {
         const sam3__twoway_layer_w *lw = &w->layers[l];
         /* self-attention; the first block has no position and no residual */
@@ -9239,7 +9223,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     sam3__vadd(c, tk, y, (size_t)n * D);
     sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
     /* upscaling with the high-resolution skips */
-    sam3__tokens_to_map(c, im, D, Ng, cm);
+    sam3__transpose(c, im, NULL, Ng, D, cm, NULL, NULL);
     /* SAM 1 has no skips (trk_s1, trk_s0 NULL) */
     if ((rc = sam3__convt2x2(c, cm, 0, D, g, g, &w->up1, D / 4, c->trk_s1, 0, u1)) != SAM3_OK) return rc;
     sam3__layernorm2d(c, u1, D / 4, (size_t)4 * Ng, &w->up_ln, 1e-6f, 1);
