@@ -5595,24 +5595,31 @@ static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, 
 }
 
 /* C = alpha op(A) op(B) + beta C for the context. With a multi-threaded BLAS this is one call.
-   When the BLAS runs single-threaded (c->split: blas_threads = 1, or OpenBLAS's OpenMP build),
-   the product is cut into a grid of about n_threads tiles computed in one OpenMP region, so a
-   single thread pool does all the work: two pools (OpenBLAS pthreads spinning between calls
-   while our OpenMP loops run) fight over the cores and slow everything several times over. */
+   When the BLAS runs single-threaded inside our regions (c->split: blas_threads = 1, OpenBLAS's
+   OpenMP build, the built-in SGEMM), the product is cut into a grid of tiles computed in one
+   OpenMP region, so a single thread pool does all the work: two pools (OpenBLAS pthreads spinning
+   between calls while our OpenMP loops run) fight over the cores. The grid comes from the
+   product's shape alone, never from the thread count: OpenBLAS's sums depend on the shape of the
+   call that makes them (and on its own thread count), so each element is then made by the same
+   single-threaded call whatever the context's threads, and the results are the same bits. */
 static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                             int ldb, float beta, float *C, int ldc);
-#define SAM3__GEMM_TILE_MIN 2e6
+#define SAM3__GEMM_TILE_MIN 2e6 /* multiply-adds a tile at least */
+#define SAM3__GEMM_TILES 48     /* tiles a product at most: 3 a thread at 16 threads */
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc) {
-    /* 3 tiles a thread from 8 threads on; below, 4 while a tile keeps SAM3__GEMM_TILE_MIN
-       multiply-adds: with one tile a thread every product waits for its slowest thread, a core
-       shared with other work, and smaller tiles let the others take up its share */
-    const int nt = c->nt;
-    int tiles = nt * (nt >= 8 ? 3 : 4), pm, pn, t, best = 0;
+    const double mnk = (double)M * N * K;
+    /* tile counts with many divisors, so that the grid can be near square */
+    static const int counts[] = {SAM3__GEMM_TILES, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1};
+    int tiles = 1, pm, pn, t, best = 0;
     double cost = 0;
-    while (nt < 8 && tiles > nt && (double)M * N * K < (double)tiles * SAM3__GEMM_TILE_MIN) tiles -= nt;
+    for (t = 0; t < (int)(sizeof(counts) / sizeof(counts[0])); t++)
+        if (mnk >= counts[t] * SAM3__GEMM_TILE_MIN) {
+            tiles = counts[t];
+            break;
+        }
     if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
-    if (!c->split || nt <= 1 || (double)M * N * K < 4e6) {
+    if (!c->split || tiles < 2) {
         sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -5637,7 +5644,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     }
     pm = best;
     pn = tiles / pm;
-    SAM3__OMP(parallel for num_threads(nt) schedule(dynamic, 1))
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
     for (t = 0; t < pm * pn; t++) {
         int i = t / pn, j = t % pn;
         int m0 = (int)((int64_t)M * i / pm), m1 = (int)((int64_t)M * (i + 1) / pm);
@@ -7100,17 +7107,22 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
     }
 }
 static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx); /* pipelined or phased: see there */
+/* Tile rows a product of the Winograd conv covers (with our threads splitting the products):
+   SAM3__WINO_TILES+ tiles, from the map's width alone, so that its sums do not depend on the
+   thread count. */
+static int sam3__wino_block(const sam3_ctx *c, int ntx) { return SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx); }
 /* x (cin, H, W) -> y (cout, H, W), not aliased; lo (cin, lh, lw) or NULL: the input is x + lo
    upsampled by nearest neighbour (sam3__wino_in). st (cout, (H + 3) / 4, 3) or NULL: each output
    channel's statistics by tile row (sam3__wino_out), for sam3__groupnorm. */
 static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                       int cout, float *y, double *st) {
     sam3__mark mk = sam3__mark_get(c);
-    const int ntx = (W + 3) / 4, nty = (H + 3) / 4, gr = sam3__wino_rows(c, nty, ntx);
-    /* phased: with our threads splitting the products, each of the 36 goes in nbk column blocks:
-       36 tasks on 16 threads would leave a quarter of them idle in the last round */
+    const int ntx = (W + 3) / 4, nty = (H + 3) / 4, gb = sam3__wino_block(c, ntx), gr = sam3__wino_rows(c, nty, ntx) ? gb : 0;
+    /* phased: with our threads splitting the products, each of the 36 goes in blocks of gb tile
+       rows, the pipelined tasks' products (so both give the same bits): 36 tasks on 16 threads
+       would leave a quarter of them idle in the last round. Chunks of whole blocks. */
     const int nbk = c->split && c->nt > 1 ? (c->nt + 11) / 12 : 1;
-    const int ntr = gr ? gr : SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)), nc = ntr * ntx;
+    const int ntr = gr ? gr : (SAM3__MAX(1, SAM3__MIN(nty, 256 * nbk / ntx)) + gb - 1) / gb * gb, nc = ntr * ntx;
     const size_t scr = SAM3__MAX((size_t)48 * (ntx + 1) + (size_t)28 * ntx, (size_t)54 * cin);
     /* pipelined, each thread's V and M follow its scratch */
     const size_t per_thr = gr ? scr + (size_t)36 * (cin + cout) * nc : scr;
@@ -7154,10 +7166,11 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
             sam3__wino_in(x + (size_t)ci * H * W, H, W, lo ? lo + (size_t)ci * lh * lw : NULL, lh, lw, ty0 + r, ntx, P, P + (size_t)24 * (ntx + 1),
                           v + (size_t)ci * nc + (size_t)r * ntx, (size_t)cin * nc);
         }
-        if (c->split && c->nt > 1) {
+        if (c->split) {
+            const int nblk = (nr + gb - 1) / gb;
             SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
-            for (task = 0; task < 36 * nbk; task++) {
-                const int p = task / nbk, b = task % nbk, n0 = ncur * b / nbk, n1 = ncur * (b + 1) / nbk;
+            for (task = 0; task < 36 * nblk; task++) {
+                const int p = task / nblk, b = task % nblk, n0 = b * gb * ntx, n1 = SAM3__MIN(ncur, n0 + gb * ntx);
                 sam3__sgemm(c, 0, 0, cout, n1 - n0, cin, 1.0f, u + (size_t)p * cout * cin, cin, v + (size_t)p * cin * nc + n0, nc, 0.0f,
                             mm + (size_t)p * cout * nc + n0, nc);
             }
@@ -7195,7 +7208,7 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
    2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
 #define SAM3__WINO_TILES 144
 static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
-    const int gr = SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx);
+    const int gr = sam3__wino_block(c, ntx);
     return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
 }
 /* The dispatch: Winograd, or the direct sam3__ref_conv3x3 (the spec) in a reference build. */
@@ -9607,7 +9620,6 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
 #else
     c->split = c->opt.blas_threads == 1;
 #endif
-    if (c->nt <= 1) c->split = 0;
     c->bf16 = c->opt.precision == SAM3_PRECISION_BF16;
     c->bk = SAM3__MIN(sam3__bf16_detect(), SAM3_BF16_KERNEL);
     c->bka = SAM3_BF16_ATTENTION_KERNEL;
