@@ -4447,6 +4447,103 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
     c->opt.tap(c->opt.tap_user, name, data, nd, s);
 }
 
+/* ==== sam3: portable helpers (the kernels and the model both use them) ==== */
+/* constants the model and the kernels share: bf16 kernels (SAM3__BK_*, see "bf16 kernels"), the
+   attention modes (sam3__att_bf16_mode), the bf16 B panel width, the split scores' factor, the
+   Winograd task size, the bf16 attention's least keys; and the widest f32 key panel of any pass */
+enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
+enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
+#define SAM3__BNR 32   /* columns per B panel */
+#define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
+#define SAM3__WINO_TILES 144
+/* keys from which a self-attention outside the ViT runs as the ViT's does in bf16: the DETR
+   encoder's (the image's tokens) is most of a prompt's arithmetic; the attentions over a few
+   hundred tokens (the decoders') stay f32, a small part of the time */
+#define SAM3__ATT_BF16_MIN 1024
+#define SAM3__ATT_PW_MAX 32
+/* The x pass's plan for the taps tx (ow). With AVX-512, when upsampling, 16 outputs read at most
+   16 consecutive inputs: one (masked) load and two permutes give both taps of all 16, where the
+   scalar loop gathered them one by one (half of the resize). bx[b] is block b's first input, or -1
+   where its taps span more than 16; rel, wl (nbq, 2, 16) the taps' offsets and weights. Elsewhere
+   empty (nbq 0). From the context's arena: the caller's mark releases it. */
+typedef struct sam3__lerp_x { int nbq; int *bx; int32_t *rel; float *wl; } sam3__lerp_x;
+
+/* Bilinear resize taps (align_corners=False, no antialias, as F.interpolate): output i reads inputs
+   i0 and i1 with weights l0 and l1. */
+typedef struct sam3__lerp { int i0, i1; float l0, l1; } sam3__lerp;
+
+/* f32 -> bf16, round to nearest even; NaN -> the quiet NaN 0x7fc0 (as torch). */
+static SAM3__INLINE uint16_t sam3__f32_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static void sam3__lerp_table(int in, int out, sam3__lerp *t) {
+    const float scale = (float)in / (float)out;
+    int i;
+    for (i = 0; i < out; i++) {
+        float src = scale * ((float)i + 0.5f) - 0.5f;
+        if (src < 0) src = 0;
+        t[i].i0 = (int)src;
+        if (t[i].i0 > in - 1) t[i].i0 = in - 1;
+        t[i].i1 = t[i].i0 + (t[i].i0 < in - 1 ? 1 : 0);
+        t[i].l1 = src - (float)t[i].i0;
+        t[i].l0 = 1.0f - t[i].l1;
+    }
+}
+
+/* dim: the nf / 2 + 1 values of dim_t (sam3__sine_dims), or NULL to compute them here */
+static void sam3__sine_dims(int nf, float *dim) {
+    int i;
+    for (i = 0; i < nf; i += 2) dim[i / 2] = (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
+}
+
+/* Interleaved sine code S(v) of Sam3SinePositionEmbedding with nf features:
+   out[i] = sin(v / T^(2 floor(i/2) / nf)) for even i, cos(...) for odd i. fp32 as the reference. */
+static void sam3__sine(float v, int nf, const float *dim, float *out) {
+    int i;
+    for (i = 0; i < nf; i += 2) {
+        float dim_t = dim ? dim[i / 2] : (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
+        float p = v / dim_t;
+        out[i] = sinf(p);
+        if (i + 1 < nf) out[i + 1] = cosf(p);
+    }
+}
+
+/* 2-D sine position map (normalize=True, scale 2 pi) for an H x W map with D channels, token-major
+   (H*W, D): channels [0, D/2) encode the row (y), [D/2, D) the column (x), positions 1-based and
+   divided by (size + 1e-6). */
+static void sam3__sine_pos2d(int H, int W, int D, float *out) {
+    int y, x, nf = D / 2;
+    const float eps = 1e-6f, scale = (float)(2 * SAM3__PI);
+    for (y = 0; y < H; y++) {
+        float yv = (float)(y + 1) / ((float)H + eps) * scale;
+        for (x = 0; x < W; x++) {
+            float xv = (float)(x + 1) / ((float)W + eps) * scale;
+            float *o = out + ((size_t)y * W + x) * D;
+            sam3__sine(yv, nf, NULL, o);
+            sam3__sine(xv, nf, NULL, o + nf);
+        }
+    }
+}
+
+/* Sam3TrackerPositionalEmbedding of a point (u, v) normalised to [0,1]: the random-Fourier
+   features [sin(a), cos(a)] with a = 2 pi (2(u,v) - 1) G, G (2, D/2). */
+static void sam3__fourier_pe(const float *G, int D, float u, float v, float *out) {
+    const int h = D / 2;
+    const float cx = 2.0f * u - 1.0f, cy = 2.0f * v - 1.0f;
+    int k;
+    for (k = 0; k < h; k++) {
+        float a = (cx * G[k] + cy * G[h + k]) * (float)(2 * SAM3__PI);
+        out[k] = sinf(a);
+        out[h + k] = cosf(a);
+    }
+}
+
+static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
 /* ==== sam3: built-in SGEMM ==== */
 /* Row-major C = alpha op(A) op(B) + beta C without a BLAS (SAM3_NO_BLAS), as GotoBLAS/BLIS do it:
    op(B) in blocks of KC x NC packed into panels of NR columns (k-major: NR floats per k), op(A) in
@@ -4674,7 +4771,6 @@ static void sam3__sgemm_builtin(int nt, int ta, int tb, int M, int N, int K, flo
    bf16), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
    has them and uses them where the CPU does. */
-enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 /* AVX-512's k blocks: up to 4800 k, K split into equal blocks (multiples of 32). Each k block
    after the first loads every C tile again, rows a whole output row apart and long out of cache:
    with 256 k that reload took a fifth of the tiles' time (Zen 4, 1 thread, 5184 x 3072 x 1024:
@@ -4686,7 +4782,6 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 #define SAM3__BKC 4800 /* k per block at most (a multiple of 32) */
 #endif
 #define SAM3__BMR 32   /* rows per micro-tile (AMX: two 16-row A tiles; AVX-512: four passes of 8) */
-#define SAM3__BNR 32   /* columns per B panel */
 #ifndef SAM3__BMC
 #define SAM3__BMC 64 /* AVX-512's rows per A block: 64 x 4736 bf16 = 600 KB, in L2 */
 #endif
@@ -4741,13 +4836,6 @@ static int sam3__bgemm_ncb(int kern, int kcp) {
 #endif
 #endif
 
-/* f32 -> bf16, round to nearest even; NaN -> the quiet NaN 0x7fc0 (as torch). */
-static SAM3__INLINE uint16_t sam3__f32_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 /* The fastest kernel this CPU and OS allow (SAM3__BK_*). Asks Linux for the AMX tile state once
    per call; the grant is the process's, so asking again is harmless. */
@@ -5521,22 +5609,6 @@ static sam3_result sam3__ref_conv3x3(sam3_ctx *c, const float *x, const float *l
     sam3__release(c, mk);
     return SAM3_OK;
 }
-/* Bilinear resize taps (align_corners=False, no antialias, as F.interpolate): output i reads inputs
-   i0 and i1 with weights l0 and l1. */
-typedef struct sam3__lerp { int i0, i1; float l0, l1; } sam3__lerp;
-static void sam3__lerp_table(int in, int out, sam3__lerp *t) {
-    const float scale = (float)in / (float)out;
-    int i;
-    for (i = 0; i < out; i++) {
-        float src = scale * ((float)i + 0.5f) - 0.5f;
-        if (src < 0) src = 0;
-        t[i].i0 = (int)src;
-        if (t[i].i0 > in - 1) t[i].i0 = in - 1;
-        t[i].i1 = t[i].i0 + (t[i].i0 < in - 1 ? 1 : 0);
-        t[i].l1 = src - (float)t[i].i0;
-        t[i].l0 = 1.0f - t[i].l1;
-    }
-}
 /* One map src (ih, iw), through a sigmoid first when sig, resized by the taps ty (oh), tx (ow)
    and thresholded: mask (oh, ow) = [ly0 (lx0 a00 + lx1 a01) + ly1 (lx0 a10 + lx1 a11) > thr] (the
    products and sums in the order sam3__resize_threshold_n makes them). Returns the mask's area. */
@@ -5938,12 +6010,6 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
 }
 
 /* ---- the mask resize's rows (sam3__resize_threshold_n), the spec sam3__ref_resize_threshold ---- */
-/* The x pass's plan for the taps tx (ow). With AVX-512, when upsampling, 16 outputs read at most
-   16 consecutive inputs: one (masked) load and two permutes give both taps of all 16, where the
-   scalar loop gathered them one by one (half of the resize). bx[b] is block b's first input, or -1
-   where its taps span more than 16; rel, wl (nbq, 2, 16) the taps' offsets and weights. Elsewhere
-   empty (nbq 0). From the context's arena: the caller's mark releases it. */
-typedef struct sam3__lerp_x { int nbq; int *bx; int32_t *rel; float *wl; } sam3__lerp_x;
 static sam3_result sam3__lerp_x_plan(sam3_ctx *c, const sam3__lerp *tx, int ow, sam3__lerp_x *px) {
     memset(px, 0, sizeof(*px));
 #if defined(SAM3__SIMD) && defined(__AVX512F__)
@@ -6765,7 +6831,6 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
    (sam3__rope_pack_bf16), vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16),
    nkp = n rounded up to BNR, hdp = hd rounded up to the tiles' 32 k, zero past n and hd.
    Scratch: qb (BMR, 3 hdp) bf16, s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
-#define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
 /* A whole BMR x BNR tile, C = op(A) op(B) (C not read), with kernel kern (AVX512-BF16 or AMX, the
    tile state already configured): for the bf16 attention. */
 static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
@@ -7107,10 +7172,7 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
     }
 }
 static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx); /* pipelined or phased: see there */
-/* Tile rows a product of the Winograd conv covers (with our threads splitting the products):
-   SAM3__WINO_TILES+ tiles, from the map's width alone, so that its sums do not depend on the
-   thread count. */
-static int sam3__wino_block(const sam3_ctx *c, int ntx) { return SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx); }
+static int sam3__wino_block(const sam3_ctx *c, int ntx);
 /* x (cin, H, W) -> y (cout, H, W), not aliased; lo (cin, lh, lw) or NULL: the input is x + lo
    upsampled by nearest neighbour (sam3__wino_in). st (cout, (H + 3) / 4, 3) or NULL: each output
    channel's statistics by tile row (sam3__wino_out), for sam3__groupnorm. */
@@ -7206,7 +7268,10 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
    on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
    10.6 MB for 144 tiles of 256 channels (288-tile tasks took the bf16 file's peak RSS past
    2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
-#define SAM3__WINO_TILES 144
+/* Tile rows a product of the Winograd conv covers (with our threads splitting the products):
+   SAM3__WINO_TILES+ tiles, from the map's width alone, so that its sums do not depend on the
+   thread count. */
+static int sam3__wino_block(const sam3_ctx *c, int ntx) { return SAM3__MAX(1, (c->wino_tiles + ntx - 1) / ntx); }
 static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
     const int gr = sam3__wino_block(c, ntx);
     return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
@@ -7326,39 +7391,7 @@ static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int 
     return SAM3_OK;
 }
 
-/* Interleaved sine code S(v) of Sam3SinePositionEmbedding with nf features:
-   out[i] = sin(v / T^(2 floor(i/2) / nf)) for even i, cos(...) for odd i. fp32 as the reference. */
-/* dim: the nf / 2 + 1 values of dim_t (sam3__sine_dims), or NULL to compute them here */
-static void sam3__sine_dims(int nf, float *dim) {
-    int i;
-    for (i = 0; i < nf; i += 2) dim[i / 2] = (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
-}
-static void sam3__sine(float v, int nf, const float *dim, float *out) {
-    int i;
-    for (i = 0; i < nf; i += 2) {
-        float dim_t = dim ? dim[i / 2] : (float)pow(10000.0, (double)(2 * (i / 2)) / (double)nf);
-        float p = v / dim_t;
-        out[i] = sinf(p);
-        if (i + 1 < nf) out[i + 1] = cosf(p);
-    }
-}
 
-/* 2-D sine position map (normalize=True, scale 2 pi) for an H x W map with D channels, token-major
-   (H*W, D): channels [0, D/2) encode the row (y), [D/2, D) the column (x), positions 1-based and
-   divided by (size + 1e-6). */
-static void sam3__sine_pos2d(int H, int W, int D, float *out) {
-    int y, x, nf = D / 2;
-    const float eps = 1e-6f, scale = (float)(2 * SAM3__PI);
-    for (y = 0; y < H; y++) {
-        float yv = (float)(y + 1) / ((float)H + eps) * scale;
-        for (x = 0; x < W; x++) {
-            float xv = (float)(x + 1) / ((float)W + eps) * scale;
-            float *o = out + ((size_t)y * W + x) * D;
-            sam3__sine(yv, nf, NULL, o);
-            sam3__sine(xv, nf, NULL, o + nf);
-        }
-    }
-}
 
 /* The attentions below (sam3__mha_core and its wrappers) have an inner width di (the tracker's
    token<->image attentions project 256 -> 128): project q, k, v (D -> di), attend with nh heads of
@@ -7416,29 +7449,195 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     sam3__release(c, mk);
     return SAM3_OK;
 }
-#if defined(SAM3__ATT_BF16)
+/* One row of q or k (C, heads of hd): + bias b (C, or NULL), then adjacent pairs (2m, 2m+1) of
+   every head rotated by the table row cs (hd/2 cos, sin pairs; NULL: not rotated). */
+static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int hd) {
+    int h, m;
+    if (b)
+        for (m = 0; m < C; m++) r[m] += b[m];
+    if (!cs) return;
+    for (h = 0; h < C; h += hd)
+        for (m = 0; m < hd / 2; m++) {
+            float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+            r[h + 2 * m] = a * co - bb * si;
+            r[h + 2 * m + 1] = bb * co + a * si;
+        }
+}
+
+/* Adds the projections' biases bq, bk (C, or NULL) to q and k and rotates adjacent pairs (2m, 2m+1)
+   of every head: q in place, k written straight into the key panels sam3__attention_packed reads,
+   kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that packing needs is this one (and the
+   biases added here rather than after the products save two passes over q and k). Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
+   batch i / nk and takes table row i % nk (its position in the window, or in the grid). tab NULL:
+   no rotation (attentions without RoPE). */
 static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
-                            int hd, const float *tab, float *kt);
+                            int hd, const float *tab, float *kt) {
+    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nkp; i++) {
+        const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
+        const float *cs = tab ? tab + (size_t)j * hd : NULL;
+        int h, m;
+        if (j >= nk) { /* panel padding */
+            for (h = 0; h < nh; h++)
+                for (m = 0; m < hd; m++) kt[(((size_t)b * nh + h) * npan + jb) * hd * PW + (size_t)m * PW + jr] = 0;
+            continue;
+        }
+        sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+        {
+            const float *r = k + ((size_t)b * nk + j) * ldk;
+            for (h = 0; h < nh; h++) {
+                float *dst = kt + (((size_t)b * nh + h) * npan + jb) * hd * PW + jr;
+                const float *rh = r + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                if (!cs)
+                    for (m = 0; m < hd; m++) dst[(size_t)m * PW] = rh[m] + (bh ? bh[m] : 0.0f);
+                else
+                    for (m = 0; m < hd / 2; m++) {
+                        float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
+                        if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
+                        dst[(size_t)(2 * m) * PW] = a * co - bb * si;
+                        dst[(size_t)(2 * m + 1) * PW] = bb * co + a * si;
+                    }
+            }
+        }
+    }
+}
+
+/* v + bias, rows (nb nk, C) of stride ldv, into per-head rows vp (nb, nh, nk, hd) for
+   sam3__attention_packed. */
+static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, float *vp) {
+    const int nh = C / hd;
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nk; i++) {
+        const int b = i / nk, j = i % nk;
+        const float *r = v + (size_t)i * ldv;
+        int h, m;
+        for (h = 0; h < nh; h++) {
+            float *dst = vp + (((size_t)b * nh + h) * nk + j) * hd;
+            const float *rh = r + (size_t)h * hd;
+            if (bv)
+                for (m = 0; m < hd; m++) dst[m] = rh[m] + bv[(size_t)h * hd + m];
+            else
+                memcpy(dst, rh, (size_t)hd * sizeof(float));
+        }
+    }
+}
+
+#if defined(SAM3__ATT_BF16)
+/* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
+   halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
+   BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
+   pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
+   rounded up to 32). tab NULL: no rotation. */
 static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
-                                 int C, int hd, const float *tab, uint16_t *kt);
-static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp);
-/* Keys from which a self-attention outside the ViT runs as the ViT's does in bf16: the DETR
-   encoder's (the image's tokens, 5184 at full size) is most of a prompt's arithmetic; the
-   attentions over a few hundred tokens (the decoders') stay f32, a small part of the time. */
-#define SAM3__ATT_BF16_MIN 1024
+                                 int C, int hd, const float *tab, uint16_t *kt) {
+    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+    const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
+    int i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nkp; i++) {
+        const int b = i / nkp, j = i % nkp;
+        const float *cs = tab ? tab + (size_t)j * hd : NULL;
+        int h, m, u;
+        for (h = 0; h < nh; h++) {
+            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * kq * R + (size_t)(j % R) * 2;
+            for (u = 0; u < SAM3__ATT_KSPLIT; u++)
+                for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
+                    const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
+                    dst[o] = dst[o + 1] = 0;
+                }
+            if (j >= nk) continue;
+            {
+                const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                for (m = 0; m < hd / 2; m++) {
+                    float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
+                    int e;
+                    if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
+                    x[0] = cs ? a * cs[2 * m] - bb * cs[2 * m + 1] : a;
+                    x[1] = cs ? bb * cs[2 * m] + a * cs[2 * m + 1] : bb;
+                    for (e = 0; e < 2; e++) {
+                        const uint16_t hi = sam3__f32_bf16(x[e]), lo = sam3__f32_bf16(x[e] - sam3__bf16_f32(hi));
+                        dst[(size_t)m * 2 * R + e] = hi;
+                        dst[(size_t)(hdp / 2 + m) * 2 * R + e] = lo;
+                        dst[(size_t)(hdp + m) * 2 * R + e] = hi;
+                    }
+                }
+            }
+        }
+        if (j < nk) sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+    }
+}
+/* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
+   panel row: (32, 2), rounded as sam3__bf16_row_avx512 rounds. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
+                                                                                       uint16_t *dst) {
+    __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16), b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    __m512i ka, kb, lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3,
+                                          34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    if (bv) {
+        const __m512 c0 = _mm512_loadu_ps(bv), c1 = _mm512_loadu_ps(bv + 16);
+        a0 = _mm512_add_ps(a0, c0), a1 = _mm512_add_ps(a1, c1), b0 = _mm512_add_ps(b0, c0), b1 = _mm512_add_ps(b1, c1);
+    }
+    ka = (__m512i)_mm512_cvtne2ps_pbh(a1, a0); /* key j's 32 channels */
+    kb = (__m512i)_mm512_cvtne2ps_pbh(b1, b0);
+    _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(ka, lo, kb));
+    _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(ka, hi, kb));
+}
+/* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
+   keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
+   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
+static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
+    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+    int i;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < nb * nkp; i++) {
+        const int b = i / nkp, j = i % nkp;
+        int h, d;
+        if (hd % R == 0 && j % 2 == 0 && j + 1 < nk && c->bk != SAM3__BK_REF) {
+            /* a whole pair of keys, 32 channels at a time: a 128-byte row of the panel */
+            for (h = 0; h < nh; h++)
+                for (d = 0; d < hd; d += R)
+                    sam3__v_pair_bf16(v + ((size_t)b * nk + j) * ldv + (size_t)h * hd + d, v + ((size_t)b * nk + j + 1) * ldv + (size_t)h * hd + d,
+                                      bv ? bv + (size_t)h * hd + d : NULL,
+                                      vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(d / R) * nkp * R + (size_t)(j / 2) * 2 * R);
+            continue;
+        }
+        if (hd % R == 0 && j % 2 == 1 && j < nk && c->bk != SAM3__BK_REF) continue; /* its pair's */
+        for (h = 0; h < nh; h++) {
+            uint16_t *dst = vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(j / 2) * 2 * R + (j % 2);
+            for (d = j < nk ? hd : 0; d < hdp; d++) dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = 0;
+            if (j >= nk) continue;
+            {
+                const float *rh = v + ((size_t)b * nk + j) * ldv + (size_t)h * hd;
+                for (d = 0; d < hd; d++)
+                    dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = sam3__f32_bf16(bv ? rh[d] + bv[(size_t)h * hd + d] : rh[d]);
+            }
+        }
+    }
+}
+#endif
+
 /* How an attention with head dim hd runs where its weights' products run in bf16 (the ViT's, the
    DETR encoder's): SAM3__ATT_TILES the whole attention on the bf16 tiles (from bf16 kernel bka
    on: AMX by default), SAM3__ATT_PV f32 scores and P.V in bf16 (AVX512-BF16 without AMX), or 0
    all f32. */
-enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 static int sam3__att_bf16_mode(const sam3_ctx *c, int hd) {
+#if defined(SAM3__ATT_BF16)
     if (c->bk >= c->bka && c->bk != SAM3__BK_REF) return SAM3__ATT_TILES;
+#endif
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (c->bk == SAM3__BK_AVX512 && c->bka <= SAM3__BK_AMX && hd % SAM3__BNR == 0) return SAM3__ATT_PV;
 #endif
-    (void)hd;
+    (void)c, (void)hd;
     return 0;
 }
+#if defined(SAM3__ATT_BF16)
 /* The self-attention of q, k, v (n, di; biases added) into q, with bf16 products where the
    weights' run in bf16, as sam3__vit_layer runs the ViT's (sam3__att_bf16_mode). Returns 0 when
    it does not apply (the caller runs the f32 attention), 1 with *rc set when it ran. */
@@ -7606,20 +7805,124 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
     return SAM3_OK;
 }
 
-/* Sam3TrackerPositionalEmbedding of a point (u, v) normalised to [0,1]: the random-Fourier
-   features [sin(a), cos(a)] with a = 2 pi (2(u,v) - 1) G, G (2, D/2). */
-static void sam3__fourier_pe(const float *G, int D, float u, float v, float *out) {
-    const int h = D / 2;
-    const float cx = 2.0f * u - 1.0f, cy = 2.0f * v - 1.0f;
-    int k;
-    for (k = 0; k < h; k++) {
-        float a = (cx * G[k] + cy * G[h + k]) * (float)(2 * SAM3__PI);
-        out[k] = sinf(a);
-        out[h + k] = cosf(a);
+
+
+/* A RoPE self-attention over packed keys (the ViT's): the biases bq, bk, bv added, q and k rotated
+   by tab (NULL: none), K packed into kbuf and V into vbuf, then the attention in mode abf
+   (sam3__att_bf16_mode): the whole attention on the bf16 tiles, f32 scores with P.V in bf16, or
+   f32. q (nb nk, ld) holds the output. */
+static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, float *q, int ld, const float *k, const float *v, const float *bq,
+                                        const float *bk, const float *bv, int nb, int nk, int nh, int hd, const float *tab, float *kbuf,
+                                        float *vbuf) {
+    const int C = nh * hd;
+#if defined(SAM3__ATT_BF16)
+    if (abf == SAM3__ATT_TILES) {
+        sam3__rope_pack_bf16(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, (uint16_t *)(void *)kbuf);
+        sam3__v_pack_bf16(c, v, ld, bv, nb, nk, C, hd, (uint16_t *)(void *)vbuf);
+        return sam3__attention_packed_bf16(c, c->bk, nb, nk, nh, hd, q, ld, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf, q, ld);
     }
+#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
+    if (abf == SAM3__ATT_PV) {
+        sam3__rope_pack(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, kbuf);
+        sam3__v_pack_bf16(c, v, ld, bv, nb, nk, C, hd, (uint16_t *)(void *)vbuf);
+        return sam3__attention_packed_fast(c, nb, nk, nh, hd, q, ld, kbuf, NULL, (const uint16_t *)(void *)vbuf, q, ld);
+    }
+#endif
+#endif
+    (void)abf;
+    sam3__rope_pack(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, kbuf);
+    sam3__v_pack(c, v, ld, bv, nb, nk, C, hd, vbuf);
+    return sam3__attention_packed(c, nb, nk, nh, hd, q, ld, kbuf, vbuf, q, ld);
 }
 
-static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* ==== sam3: DETR decoder (Sam3DetrDecoder) ==== */
+static float sam3__inverse_sigmoid(float x) {
+    float x1, x2;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    x1 = x > 1e-3f ? x : 1e-3f;
+    x2 = (1 - x) > 1e-3f ? (1 - x) : 1e-3f;
+    return logf(x1 / x2);
+}
+static float sam3__rpb_log(float d) {
+    /* sign(8d) log2(|8d| + 1) / log2(8) */
+    float v = d * 8.0f, s = v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f;
+    return s * log2f(fabsf(v) + 1.0f) / 3.0f;
+}
+
+/* Box relative-position bias (Sam3DetrDecoder._get_rpb_matrix) in its two factors: the bias of
+   query q (row 0 the presence token, zero) and head h at key (r, c) is relh[h, q, r] + relw[h, q, c],
+   which the attention adds itself, as the reference's broadcast sum of the y and x terms does, so
+   the (nh, Q + 1, H*W) matrix (33 MB a layer) is never materialised.
+   ref: (Q, 4) cx, cy, w, h. */
+static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw) {
+    const sam3_model *m = c->m;
+    const sam3__dec_w *w = &m->dec_w;
+    const int D = m->neck.fpn, nh = m->dec.heads;
+    sam3__mark mk = sam3__mark_get(c);
+    float *hbuf = sam3__sallocf(c, (size_t)c->nt * D * 16); /* per thread (D, 16) */
+    int i, t;
+    if (!hbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < nh; i++) {
+        memset(relh + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
+        memset(relw + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
+    }
+    /* The two MLPs (2 -> D -> nh, ReLU) evaluated directly, 16 key rows or columns at a time with
+       their hidden layer in L1: as products of K = 2 and N = nh = 8 (through a 15 MB hidden map
+       each) they would be bound by memory. Task: (axis, query); axis 0 is x (key columns), 1 y. */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4))
+    for (t = 0; t < 2 * Q; t++) {
+        const int ax = t / Q, q = t % Q;
+        const sam3__lin *l1 = ax ? &w->rpb_y[0] : &w->rpb_x[0], *l2 = ax ? &w->rpb_y[1] : &w->rpb_x[1];
+        const float *b = ref + 4 * q;
+        const float lo = ax ? b[1] - 0.5f * b[3] : b[0] - 0.5f * b[2], hi = ax ? b[1] + 0.5f * b[3] : b[0] + 0.5f * b[2];
+        float *dst = (ax ? relh : relw) + (size_t)(1 + q) * S; /* head h at + h (Q + 1) S */
+        float *hid = sam3__thread_slice(hbuf, (size_t)D * 16); /* (D, 16) hidden layer */
+        int i0, r, j, hh, h0;
+        for (i0 = 0; i0 < S; i0 += 16) {
+            const int n = SAM3__MIN(16, S - i0);
+            float d0[16], d1[16];
+            for (r = 0; r < 16; r++) {
+                const float co = (float)SAM3__MIN(i0 + r, S - 1) / (float)S;
+                d0[r] = sam3__rpb_log(co - lo);
+                d1[r] = sam3__rpb_log(co - hi);
+            }
+            for (j = 0; j < D; j++) {
+                const float wa = sam3__lw(l1, 2 * (size_t)j), wb = sam3__lw(l1, 2 * (size_t)j + 1), bj = l1->b ? l1->b[j] : 0.0f;
+                float *hv = hid + (size_t)j * 16;
+                int u;
+                for (u = 0; u < 16; u += SAM3__VX) {
+                    const sam3__vx v = sam3__vx_add(sam3__vx_fmadd(sam3__vx_load(d1 + u), sam3__vx_set1(wb), sam3__vx_mul(sam3__vx_load(d0 + u), sam3__vx_set1(wa))),
+                                                    sam3__vx_set1(bj));
+                    sam3__vx_store(hv + u, sam3__vx_max(v, sam3__vx_set1(0.0f)));
+                }
+            }
+            for (h0 = 0; h0 < nh; h0 += 8) { /* 8 heads together: 8 independent sums (one chain would wait on each add) */
+                const int nhh = SAM3__MIN(8, nh - h0);
+                float acc[8][16];
+                sam3__vx av[8][16 / SAM3__VX];
+                int u;
+                for (hh = 0; hh < 8; hh++)
+                    for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_set1(0.0f);
+                for (j = 0; j < D; j++) {
+                    sam3__vx hv[16 / SAM3__VX];
+                    for (u = 0; u < 16 / SAM3__VX; u++) hv[u] = sam3__vx_load(hid + (size_t)j * 16 + u * SAM3__VX);
+                    for (hh = 0; hh < nhh; hh++) {
+                        const sam3__vx wv = sam3__vx_set1(sam3__lw(l2, (size_t)(h0 + hh) * D + j));
+                        for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_fmadd(wv, hv[u], av[hh][u]);
+                    }
+                }
+                for (hh = 0; hh < nhh; hh++)
+                    for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc[hh] + u * SAM3__VX, av[hh][u]);
+                for (hh = 0; hh < nhh; hh++) {
+                    const float b2 = l2->b ? l2->b[h0 + hh] : 0.0f;
+                    for (r = 0; r < n; r++) dst[(size_t)(h0 + hh) * (Q + 1) * S + i0 + r] = acc[hh][r] + b2;
+                }
+            }
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
 
 /* ==== sam3: preprocessing (Sam3ImageProcessor) ==== */
 /* Antialiased bilinear resize on uint8, bit-exact with torchvision's uint8 CPU kernel (the one
@@ -7811,180 +8114,6 @@ static void sam3__rope_table(const sam3__vit_cfg *v, int end, float scale, float
     }
 }
 
-/* One row of q or k (C, heads of hd): + bias b (C, or NULL), then adjacent pairs (2m, 2m+1) of
-   every head rotated by the table row cs (hd/2 cos, sin pairs; NULL: not rotated). */
-static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int hd) {
-    int h, m;
-    if (b)
-        for (m = 0; m < C; m++) r[m] += b[m];
-    if (!cs) return;
-    for (h = 0; h < C; h += hd)
-        for (m = 0; m < hd / 2; m++) {
-            float a = r[h + 2 * m], bb = r[h + 2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
-            r[h + 2 * m] = a * co - bb * si;
-            r[h + 2 * m + 1] = bb * co + a * si;
-        }
-}
-
-/* Adds the projections' biases bq, bk (C, or NULL) to q and k and rotates adjacent pairs (2m, 2m+1)
-   of every head: q in place, k written straight into the key panels sam3__attention_packed reads,
-   kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that packing needs is this one (and the
-   biases added here rather than after the products save two passes over q and k). Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
-   batch i / nk and takes table row i % nk (its position in the window, or in the grid). tab NULL:
-   no rotation (attentions without RoPE). */
-static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
-                            int hd, const float *tab, float *kt) {
-    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
-    int i;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
-        const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
-        const float *cs = tab ? tab + (size_t)j * hd : NULL;
-        int h, m;
-        if (j >= nk) { /* panel padding */
-            for (h = 0; h < nh; h++)
-                for (m = 0; m < hd; m++) kt[(((size_t)b * nh + h) * npan + jb) * hd * PW + (size_t)m * PW + jr] = 0;
-            continue;
-        }
-        sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
-        {
-            const float *r = k + ((size_t)b * nk + j) * ldk;
-            for (h = 0; h < nh; h++) {
-                float *dst = kt + (((size_t)b * nh + h) * npan + jb) * hd * PW + jr;
-                const float *rh = r + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
-                if (!cs)
-                    for (m = 0; m < hd; m++) dst[(size_t)m * PW] = rh[m] + (bh ? bh[m] : 0.0f);
-                else
-                    for (m = 0; m < hd / 2; m++) {
-                        float a = rh[2 * m], bb = rh[2 * m + 1], co = cs[2 * m], si = cs[2 * m + 1];
-                        if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
-                        dst[(size_t)(2 * m) * PW] = a * co - bb * si;
-                        dst[(size_t)(2 * m + 1) * PW] = bb * co + a * si;
-                    }
-            }
-        }
-    }
-}
-
-/* v + bias, rows (nb nk, C) of stride ldv, into per-head rows vp (nb, nh, nk, hd) for
-   sam3__attention_packed. */
-static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, float *vp) {
-    const int nh = C / hd;
-    int i;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nk; i++) {
-        const int b = i / nk, j = i % nk;
-        const float *r = v + (size_t)i * ldv;
-        int h, m;
-        for (h = 0; h < nh; h++) {
-            float *dst = vp + (((size_t)b * nh + h) * nk + j) * hd;
-            const float *rh = r + (size_t)h * hd;
-            if (bv)
-                for (m = 0; m < hd; m++) dst[m] = rh[m] + bv[(size_t)h * hd + m];
-            else
-                memcpy(dst, rh, (size_t)hd * sizeof(float));
-        }
-    }
-}
-
-#if defined(SAM3__ATT_BF16)
-/* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
-   halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
-   BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
-   pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
-   rounded up to 32). tab NULL: no rotation. */
-static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
-                                 int C, int hd, const float *tab, uint16_t *kt) {
-    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
-    const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
-    int i;
-    (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
-        const int b = i / nkp, j = i % nkp;
-        const float *cs = tab ? tab + (size_t)j * hd : NULL;
-        int h, m, u;
-        for (h = 0; h < nh; h++) {
-            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * kq * R + (size_t)(j % R) * 2;
-            for (u = 0; u < SAM3__ATT_KSPLIT; u++)
-                for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
-                    const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
-                    dst[o] = dst[o + 1] = 0;
-                }
-            if (j >= nk) continue;
-            {
-                const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
-                for (m = 0; m < hd / 2; m++) {
-                    float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
-                    int e;
-                    if (bh) a += bh[2 * m], bb += bh[2 * m + 1];
-                    x[0] = cs ? a * cs[2 * m] - bb * cs[2 * m + 1] : a;
-                    x[1] = cs ? bb * cs[2 * m] + a * cs[2 * m + 1] : bb;
-                    for (e = 0; e < 2; e++) {
-                        const uint16_t hi = sam3__f32_bf16(x[e]), lo = sam3__f32_bf16(x[e] - sam3__bf16_f32(hi));
-                        dst[(size_t)m * 2 * R + e] = hi;
-                        dst[(size_t)(hdp / 2 + m) * 2 * R + e] = lo;
-                        dst[(size_t)(hdp + m) * 2 * R + e] = hi;
-                    }
-                }
-            }
-        }
-        if (j < nk) sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
-    }
-}
-/* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
-   panel row: (32, 2), rounded as sam3__bf16_row_avx512 rounds. */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
-                                                                                       uint16_t *dst) {
-    __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16), b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-    __m512i ka, kb, lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3,
-                                          34, 2, 33, 1, 32, 0);
-    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-    if (bv) {
-        const __m512 c0 = _mm512_loadu_ps(bv), c1 = _mm512_loadu_ps(bv + 16);
-        a0 = _mm512_add_ps(a0, c0), a1 = _mm512_add_ps(a1, c1), b0 = _mm512_add_ps(b0, c0), b1 = _mm512_add_ps(b1, c1);
-    }
-    ka = (__m512i)_mm512_cvtne2ps_pbh(a1, a0); /* key j's 32 channels */
-    kb = (__m512i)_mm512_cvtne2ps_pbh(b1, b0);
-    _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(ka, lo, kb));
-    _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(ka, hi, kb));
-}
-/* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
-   keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
-   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
-static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
-    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
-    int i;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
-        const int b = i / nkp, j = i % nkp;
-        int h, d;
-        if (hd % R == 0 && j % 2 == 0 && j + 1 < nk && c->bk != SAM3__BK_REF) {
-            /* a whole pair of keys, 32 channels at a time: a 128-byte row of the panel */
-            for (h = 0; h < nh; h++)
-                for (d = 0; d < hd; d += R)
-                    sam3__v_pair_bf16(v + ((size_t)b * nk + j) * ldv + (size_t)h * hd + d, v + ((size_t)b * nk + j + 1) * ldv + (size_t)h * hd + d,
-                                      bv ? bv + (size_t)h * hd + d : NULL,
-                                      vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(d / R) * nkp * R + (size_t)(j / 2) * 2 * R);
-            continue;
-        }
-        if (hd % R == 0 && j % 2 == 1 && j < nk && c->bk != SAM3__BK_REF) continue; /* its pair's */
-        for (h = 0; h < nh; h++) {
-            uint16_t *dst = vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(j / 2) * 2 * R + (j % 2);
-            for (d = j < nk ? hd : 0; d < hdp; d++) dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = 0;
-            if (j >= nk) continue;
-            {
-                const float *rh = v + ((size_t)b * nk + j) * ldv + (size_t)h * hd;
-                for (d = 0; d < hd; d++)
-                    dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = sam3__f32_bf16(bv ? rh[d] + bv[(size_t)h * hd + d] : rh[d]);
-            }
-        }
-    }
-}
-#endif
-
 /* Sam3ViTPatchEmbeddings + Sam3ViTEmbeddings: conv patch x patch (no bias) as im2col GEMM, plus
    the pretrain-grid absolute position embedding tiled (not interpolated) over the token grid. */
 static sam3_result sam3__vit_embeddings(sam3_ctx *c, const float *pix, float *x) {
@@ -8090,9 +8219,7 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         const int fused = w->qkv.w || w->qkv.wh, ld = fused ? 3 * C : C;
         float *qq = q, *kk = fused ? q + C : k, *vs = fused ? q + 2 * C : vv;
         const int nb = global ? 1 : n / wt, nk = global ? N : wt;
-#if defined(SAM3__ATT_BF16)
         const int abf = (c->bf16 || w->qkv.wh || w->attn.q.wh) ? sam3__att_bf16_mode(c, hd) : 0;
-#endif
         if (fused) {
             sam3__gemm_xw(c, 0, 1, n, 3 * C, C, h, C, &w->qkv, 0, C, 0.0f, q, 3 * C);
         } else {
@@ -8100,30 +8227,8 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
-#if defined(SAM3__ATT_BF16)
-        /* bf16 products in the attention too where the weights' run in bf16 and the CPU has AMX
-           (with AVX512-BF16 alone, as on Zen 4, the bf16 tile runs ~2x the f32 rate, and the
-           scores' three split products cost that back: the encoder measured the same either way,
-           16.9-18.1 s, 2 threads); K and V in the same buffers, as bf16 panels */
-        if (abf == SAM3__ATT_TILES) {
-            sam3__rope_pack_bf16(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, (uint16_t *)(void *)h);
-            sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
-            rc = sam3__attention_packed_bf16(c, c->bk, nb, nk, v->heads, hd, qq, ld, (const uint16_t *)(void *)h, (const uint16_t *)(void *)mlp, qq, ld);
-        } else
-#if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
-        /* without AMX: f32 scores, P.V in bf16 (sam3__pv_acc_bf16) */
-        if (abf == SAM3__ATT_PV) {
-            sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
-            sam3__v_pack_bf16(c, vs, ld, w->attn.v.b, nb, nk, C, hd, (uint16_t *)(void *)mlp);
-            rc = sam3__attention_packed_fast(c, nb, nk, v->heads, hd, qq, ld, h, NULL, (const uint16_t *)(void *)mlp, qq, ld);
-        } else
-#endif
-#endif
-        {
-            sam3__rope_pack(c, qq, ld, kk, ld, w->attn.q.b, w->attn.k.b, nb, nk, C, hd, global ? c->rope_glb : c->rope_win, h);
-            sam3__v_pack(c, vs, ld, w->attn.v.b, nb, nk, C, hd, mlp);
-            rc = sam3__attention_packed(c, nb, nk, v->heads, hd, qq, ld, h, mlp, qq, ld);
-        }
+        rc = sam3__attention_rope(c, abf, qq, ld, kk, vs, w->attn.q.b, w->attn.k.b, w->attn.v.b, nb, nk, v->heads, hd,
+                                  global ? c->rope_glb : c->rope_win, h, mlp);
         if (rc != SAM3_OK) return rc;
         sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
@@ -8140,16 +8245,14 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     const int nwy = (g + v->window - 1) / v->window, np = SAM3__MAX(N, nwy * nwy * v->window * v->window);
     /* h also holds the key panels, each batch's keys padded to whole panels */
     /* keys padded to whole panels: of the f32 attention (ATT_PW) and of the bf16 one (BNR, 2 bytes a value) */
-    const int nkpf = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW),
-                               (N + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW);
+    const int nkpf = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__ATT_PW_MAX - 1) / SAM3__ATT_PW_MAX * SAM3__ATT_PW_MAX),
+                               (N + SAM3__ATT_PW_MAX - 1) / SAM3__ATT_PW_MAX * SAM3__ATT_PW_MAX);
     const int nph = SAM3__MAX(np, nkpf);
-#if defined(SAM3__ATT_BF16)
     const int nkph = SAM3__MAX(nwy * nwy * ((v->window * v->window + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR),
                                (N + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR);
-    const size_t bneed = ((size_t)nkph * v->heads * ((v->head_dim + 31) / 32 * 32) * SAM3__ATT_KSPLIT + 1) / 2; /* bf16 K (V: a third), in floats */
-#else
-    const size_t bneed = 0;
-#endif
+    /* bf16 K (V: a third), in floats, where the attention can run on the bf16 tiles */
+    const size_t bneed = sam3__att_bf16_mode(c, v->head_dim) == SAM3__ATT_TILES ?
+                             ((size_t)nkph * v->heads * ((v->head_dim + 31) / 32 * 32) * SAM3__ATT_KSPLIT + 1) / 2 : 0;
     sam3__mark mk = sam3__mark_get(c);
     float *h = sam3__sallocf(c, SAM3__MAX((size_t)nph * C, bneed)); /* (nph, C) normed input, then key panels or attention output */
     /* (np, 3C) q, k, v of one product, or three (np, C) blocks; attention output, projections */
@@ -8644,94 +8747,6 @@ static sam3_result sam3__detr_encoder(sam3_ctx *c, float *mem, const float *prom
     return SAM3_OK;
 }
 
-/* ==== sam3: DETR decoder (Sam3DetrDecoder) ==== */
-static float sam3__inverse_sigmoid(float x) {
-    float x1, x2;
-    x = x < 0 ? 0 : x > 1 ? 1 : x;
-    x1 = x > 1e-3f ? x : 1e-3f;
-    x2 = (1 - x) > 1e-3f ? (1 - x) : 1e-3f;
-    return logf(x1 / x2);
-}
-static float sam3__rpb_log(float d) {
-    /* sign(8d) log2(|8d| + 1) / log2(8) */
-    float v = d * 8.0f, s = v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f;
-    return s * log2f(fabsf(v) + 1.0f) / 3.0f;
-}
-
-/* Box relative-position bias (Sam3DetrDecoder._get_rpb_matrix) in its two factors: the bias of
-   query q (row 0 the presence token, zero) and head h at key (r, c) is relh[h, q, r] + relw[h, q, c],
-   which the attention adds itself, as the reference's broadcast sum of the y and x terms does, so
-   the (nh, Q + 1, H*W) matrix (33 MB a layer) is never materialised.
-   ref: (Q, 4) cx, cy, w, h. */
-static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw) {
-    const sam3_model *m = c->m;
-    const sam3__dec_w *w = &m->dec_w;
-    const int D = m->neck.fpn, nh = m->dec.heads;
-    sam3__mark mk = sam3__mark_get(c);
-    float *hbuf = sam3__sallocf(c, (size_t)c->nt * D * 16); /* per thread (D, 16) */
-    int i, t;
-    if (!hbuf) return SAM3_ERR_OUT_OF_MEMORY;
-    for (i = 0; i < nh; i++) {
-        memset(relh + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
-        memset(relw + (size_t)i * (Q + 1) * S, 0, (size_t)S * sizeof(float));
-    }
-    /* The two MLPs (2 -> D -> nh, ReLU) evaluated directly, 16 key rows or columns at a time with
-       their hidden layer in L1: as products of K = 2 and N = nh = 8 (through a 15 MB hidden map
-       each) they would be bound by memory. Task: (axis, query); axis 0 is x (key columns), 1 y. */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4))
-    for (t = 0; t < 2 * Q; t++) {
-        const int ax = t / Q, q = t % Q;
-        const sam3__lin *l1 = ax ? &w->rpb_y[0] : &w->rpb_x[0], *l2 = ax ? &w->rpb_y[1] : &w->rpb_x[1];
-        const float *b = ref + 4 * q;
-        const float lo = ax ? b[1] - 0.5f * b[3] : b[0] - 0.5f * b[2], hi = ax ? b[1] + 0.5f * b[3] : b[0] + 0.5f * b[2];
-        float *dst = (ax ? relh : relw) + (size_t)(1 + q) * S; /* head h at + h (Q + 1) S */
-        float *hid = sam3__thread_slice(hbuf, (size_t)D * 16); /* (D, 16) hidden layer */
-        int i0, r, j, hh, h0;
-        for (i0 = 0; i0 < S; i0 += 16) {
-            const int n = SAM3__MIN(16, S - i0);
-            float d0[16], d1[16];
-            for (r = 0; r < 16; r++) {
-                const float co = (float)SAM3__MIN(i0 + r, S - 1) / (float)S;
-                d0[r] = sam3__rpb_log(co - lo);
-                d1[r] = sam3__rpb_log(co - hi);
-            }
-            for (j = 0; j < D; j++) {
-                const float wa = sam3__lw(l1, 2 * (size_t)j), wb = sam3__lw(l1, 2 * (size_t)j + 1), bj = l1->b ? l1->b[j] : 0.0f;
-                float *hv = hid + (size_t)j * 16;
-                int u;
-                for (u = 0; u < 16; u += SAM3__VX) {
-                    const sam3__vx v = sam3__vx_add(sam3__vx_fmadd(sam3__vx_load(d1 + u), sam3__vx_set1(wb), sam3__vx_mul(sam3__vx_load(d0 + u), sam3__vx_set1(wa))),
-                                                    sam3__vx_set1(bj));
-                    sam3__vx_store(hv + u, sam3__vx_max(v, sam3__vx_set1(0.0f)));
-                }
-            }
-            for (h0 = 0; h0 < nh; h0 += 8) { /* 8 heads together: 8 independent sums (one chain would wait on each add) */
-                const int nhh = SAM3__MIN(8, nh - h0);
-                float acc[8][16];
-                sam3__vx av[8][16 / SAM3__VX];
-                int u;
-                for (hh = 0; hh < 8; hh++)
-                    for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_set1(0.0f);
-                for (j = 0; j < D; j++) {
-                    sam3__vx hv[16 / SAM3__VX];
-                    for (u = 0; u < 16 / SAM3__VX; u++) hv[u] = sam3__vx_load(hid + (size_t)j * 16 + u * SAM3__VX);
-                    for (hh = 0; hh < nhh; hh++) {
-                        const sam3__vx wv = sam3__vx_set1(sam3__lw(l2, (size_t)(h0 + hh) * D + j));
-                        for (u = 0; u < 16 / SAM3__VX; u++) av[hh][u] = sam3__vx_fmadd(wv, hv[u], av[hh][u]);
-                    }
-                }
-                for (hh = 0; hh < nhh; hh++)
-                    for (u = 0; u < 16 / SAM3__VX; u++) sam3__vx_store(acc[hh] + u * SAM3__VX, av[hh][u]);
-                for (hh = 0; hh < nhh; hh++) {
-                    const float b2 = l2->b ? l2->b[h0 + hh] : 0.0f;
-                    for (r = 0; r < n; r++) dst[(size_t)(h0 + hh) * (Q + 1) * S + i0 + r] = acc[hh][r] + b2;
-                }
-            }
-        }
-    }
-    sam3__release(c, mk);
-    return SAM3_OK;
-}
 
 /* Output of the decoder that the heads need. */
 typedef struct sam3__dec_out {
