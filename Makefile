@@ -254,6 +254,7 @@ test-c: deps $(TEST_C_DEPS)
 	@$(PYTHON) tests/concept_ops.py $(BUILD)/concept_ops.sam3
 	@$(BUILD)/test_concept --ops $(BUILD)/concept_ops.sam3 --model $(VIDEO_SAM3) --ref tests/data/concept_a/ref_concept.sam3 \
 	    --photo $(SHARED)/images/test_image.jpg
+	@PYTHON=$(PYTHON) sh tests/test_concept_refs.sh $(BUILD) $(SHARED)
 	@OMP_WAIT_POLICY=passive $(BUILD)/test_gemm
 	@for n in $(TINY) $(SAM1_TINY); do out=$$($(BUILD)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done

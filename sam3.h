@@ -10413,6 +10413,13 @@ struct sam3_tracker {
     sam3_ctx *c;
     sam3_tracker_options opt;
     int next;                /* frames pushed so far */
+    /* The pointer window (max_object_pointers_to_use) grows with the stream: min(next + 1, max_ptr)
+       instead of max_ptr. Sam3VideoModel's streaming mode calls its tracker without a frame, so the
+       tracker takes the session's frame count (the frames given so far) for a video's length and
+       uses min(num_frames, max_object_pointers_in_encoder) pointers; a pointer's temporal offset
+       is divided by that window - 1 (1 on frame 1, 2 on frame 2, ...). Sam3TrackerVideoModel fed
+       frame by frame (streaming=True) uses max_ptr from the start. */
+    int ptr_window_grows;
     sam3__trk_obj *obj;      /* (n_obj), SAM3_MAX_TRACKED_OBJECTS allocated */
     int n_obj;
     int n_ptr_ring, n_mem_ring; /* max_ptr - 1 and num_maskmem - 1 (at least 1 slot each) */
@@ -10773,10 +10780,12 @@ static sam3_result sam3__trk_gather(sam3_tracker *t, const sam3__trk_obj *o, int
     /* object pointers after the spatial memories */
     {
         float *pm = mem + (size_t)n * N * M, *ppos = mem_pos + (size_t)n * N * M;
-        const float den = (float)SAM3__MAX(1, v->max_ptr - 1); /* HF divides by max_ptr - 1 */
+        /* HF divides the offsets by the window - 1 and reads the window - 1 frames before this one */
+        const int win = t->ptr_window_grows ? SAM3__MIN(f + 1, v->max_ptr) : v->max_ptr;
+        const float den = (float)SAM3__MAX(1, win - 1);
         int pass;
         for (pass = 0; pass < 2; pass++) {
-            const int cnt = pass == 0 ? o->n_cond : v->max_ptr - 1;
+            const int cnt = pass == 0 ? o->n_cond : win - 1;
             for (i = 0; i < cnt; i++) {
                 const sam3__trk_entry *e;
                 int off, s2;
@@ -11391,6 +11400,9 @@ SAM3DEF sam3_result sam3_concept_tracker_new(sam3_ctx *c, const sam3_concept_tra
         return rc;
     }
     ct->opt = o;
+    /* streaming mode: HF's session counts the frames given so far as the video's length (clip
+       mode: the whole clip, taken here as at least max_object_pointers_in_encoder frames long) */
+    ct->t->ptr_window_grows = o.hotstart_delay == 0;
     ct->n_held = SAM3__MAX(o.hotstart_delay, 1);
     ct->res = (sam3_concept_tracker_object *)sam3__acalloc(&c->a, SAM3_MAX_TRACKED_OBJECTS, sizeof(sam3_concept_tracker_object));
     ct->dup = (int *)sam3__acalloc(&c->a, (size_t)SAM3_MAX_TRACKED_OBJECTS * SAM3_MAX_TRACKED_OBJECTS, sizeof(int));

@@ -28,6 +28,18 @@ threshold that match no object start new ones), max_num_objects 5 (HF and sam3.h
 ones; it bounds the tracking cost), no dbg.* tensors. concept.fullsize = 1, concept.modes = "s", and
 concept.margin: the smallest distance of any frame's detection probability from a threshold, logged.
 
+--frame0 (the small references of tests/data/concept_*): the thresholds of --fullsize (from frame 0's
+detections alone) at the tiny config, both modes, every frame's outputs and no dbg.* search
+tensors: small dumps, objects that start on frame 0 and later ones wherever a detection clears the
+threshold. --internals adds the tracker's state on the first --internals streaming frames:
+  dbg.s.f{F}.o{ID}.maskmem [g*g,64], .ptr [D]   the memory and object pointer stored for frame F
+  dbg.s.f{F}.o{ID}.pix [g*g,D]   the memory attention's output on frame F (token-major; the last
+                                  call for the object on that frame)
+  dbg.s.f{F}.o{ID}.ptr_offsets [k] i32, .ptr_max i32   the temporal offsets of the pointers read
+                                  and max_object_pointers_to_use (its max - 1 divides the offsets)
+concept.ckpt_crc32 is the CRC-32 of SRC/model.safetensors (the C test checks the model it runs was
+converted from the same checkpoint, when told where it is).
+
 HF facts recorded as found (the GPU machine has no `kernels` package): nms_masks keeps every
 detection above the threshold (no NMS) and fill_holes_in_mask_scores changes nothing (no connected
 components); the dump says so in concept.hf_nms = 0 and concept.hf_fill = 0.
@@ -191,13 +203,56 @@ class Recorder:
         return c, d
 
 
+class Internals:
+    """Records the tracker's per-object state (memory attention output, pointer offsets) on the
+    frames below `upto`; snapshot() reads what the session stored for a frame."""
+
+    def __init__(self, model, upto):
+        self.upto, self.cur, self.frame = upto, {}, -1
+        tm = model.tracker_model
+        orig_prep = tm._prepare_memory_conditioned_features
+        orig_ptr = tm._process_object_pointers
+        self.obj = None
+
+        def prep(inference_session, frame_idx, obj_idx, is_initial_conditioning_frame, *a, **k):
+            self.obj = inference_session.obj_idx_to_id(obj_idx)
+            out = orig_prep(inference_session, frame_idx, obj_idx, is_initial_conditioning_frame, *a, **k)
+            if frame_idx < self.upto and not is_initial_conditioning_frame:
+                g = out.shape[-1]
+                self.cur[f"o{self.obj}.pix"] = out[0].reshape(out.shape[1], -1).t().float().numpy().copy()
+            return out
+        tm._prepare_memory_conditioned_features = prep
+
+        def ptrs(temporal_offsets, pointer_tokens, max_object_pointers_to_use, *a, **k):
+            if self.obj is not None:
+                self.cur[f"o{self.obj}.ptr_offsets"] = i32(temporal_offsets)
+                self.cur[f"o{self.obj}.ptr_max"] = i32([max_object_pointers_to_use])
+            return orig_ptr(temporal_offsets, pointer_tokens, max_object_pointers_to_use, *a, **k)
+        tm._process_object_pointers = ptrs
+
+    def snapshot(self, sess, f):
+        rec, self.cur = self.cur, {}
+        if f >= self.upto:
+            return []
+        out = [(f"dbg.s.f{f}.{k}", v) for k, v in sorted(rec.items())]
+        for idx, oid in enumerate(sess.obj_ids):
+            od = sess.output_dict_per_obj[idx]
+            e = od["cond_frame_outputs"].get(f) or od["non_cond_frame_outputs"].get(f)
+            if e is None or "maskmem_features" not in e:
+                continue
+            mm = e["maskmem_features"].float().reshape(-1, e["maskmem_features"].shape[-1])
+            out.append((f"dbg.s.f{f}.o{oid}.maskmem", mm.numpy().astype(np.float32)))
+            out.append((f"dbg.s.f{f}.o{oid}.ptr", e["object_pointer"].float().reshape(-1).numpy().astype(np.float32)))
+        return out
+
+
 def postprocess(proc, session, out, H, W):
     r = proc.postprocess_outputs(session, out, original_sizes=[[H, W]])
     ids = [int(i) for i in r["object_ids"].tolist()]
     return r, ids
 
 
-def run_mode(mode, model, rec, proc, frames, prompts, want_tensors, g, probs_out=None):
+def run_mode(mode, model, rec, proc, frames, prompts, want_tensors, g, probs_out=None, internals=None):
     """Runs one mode; returns (tensors, stats). Each output is post-processed as soon as HF hands it
     out (in clip mode hotstart_delay frames later), as an application would: the processor hides the
     objects removed by then. probs_out (a list) gets every detector probability of the run."""
@@ -212,6 +267,8 @@ def run_mode(mode, model, rec, proc, frames, prompts, want_tensors, g, probs_out
             o = model(inference_session=sess, frame=pv)
             r, ids = postprocess(proc, sess, o, H, W)
             outs.append((f, o) + rec.take() + (r, ids))
+            if internals is not None:
+                tensors += internals.snapshot(sess, f)
     else:
         for f, (img, pv, H, W) in enumerate(frames):
             sess.add_new_frame(pv)
@@ -347,6 +404,29 @@ def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
     log(f"wrote {args.out}: {len(tok_ids) + len(ts)} tensors, {os.path.getsize(args.out)} bytes")
 
 
+def frame0(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
+    """--frame0: --fullsize's thresholds at the tiny config, both modes, no dbg.* search tensors."""
+    d = p0[::-1]
+    det = float(round((d[2] + d[3]) / 2, 6))
+    ov = dict(score_threshold_detection=det, new_det_thresh=det, high_conf_thresh=float(round((d[0] + d[1]) / 2, 6)),
+              high_iou_thresh=0.5, trk_assoc_iou_thresh=0.5)
+    log(f"frame 0's best probabilities {[round(x, 6) for x in d[:6]]}: {ov}")
+    apply_thresholds(model, cfg, ov)
+    internals = Internals(model, args.internals) if args.internals else None
+    probs = []
+    t0 = time.time()
+    ts, ss = run_mode("s", model, rec, proc, frames, prompts, False, g, probs, internals)
+    cfg["concept.hf_ms_streaming"] = (time.time() - t0) * 1000
+    if internals is not None:
+        internals.upto = 0
+    tc, sc = run_mode("c", model, rec, proc, frames, prompts, False, g, probs)
+    margin = min(abs(p - t) for p in probs for t in (ov["score_threshold_detection"], ov["high_conf_thresh"]))
+    cfg["concept.margin"] = float(margin)
+    log(f"final: streaming {ss}\n       clip {sc}\n  the closest detector probability {margin:.2e} from a threshold")
+    sam3file.write(args.out, cfg, tok_ids + ts + tc)
+    log(f"wrote {args.out}: {len(tok_ids) + len(ts) + len(tc)} tensors, {os.path.getsize(args.out)} bytes")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
@@ -355,6 +435,9 @@ def main():
     ap.add_argument("--prompts", default="a cat,the red car")
     ap.add_argument("--n", type=int, default=None, help="frames (default 14, 10 with --fullsize)")
     ap.add_argument("--fullsize", action="store_true", help="streaming only, thresholds from frame 0 (see above)")
+    ap.add_argument("--frame0", action="store_true", help="thresholds from frame 0, both modes, no search (see above)")
+    ap.add_argument("--internals", type=int, default=0, help="tracker state on the first N streaming frames")
+    ap.add_argument("--max-objects", type=int, default=0, help="max_num_objects (default HF's)")
     args = ap.parse_args()
     from PIL import Image
     import transformers
@@ -376,10 +459,17 @@ def main():
                 recondition_every_nth_frame=4)
     if args.fullsize:
         base["max_num_objects"] = 5
+    if args.max_objects:
+        base["max_num_objects"] = args.max_objects
     model = load_model(args.src, base)
     proc = make_processor(args.src, S)
     cfg = {"arch": "dump", "dump.kind": "concept", "concept.frames": args.n, "transformers": transformers.__version__,
            "concept.hf_nms": int(have_kernels), "concept.hf_fill": int(have_kernels)}
+    with open(os.path.join(args.src, "model.safetensors"), "rb") as fh:
+        crc = 0
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            crc = zlib.crc32(chunk, crc)
+    cfg["concept.ckpt_crc32"] = crc & 0xFFFFFFFF
     tok_ids = []
     for i, p in enumerate(prompts):
         cfg[f"concept.prompt.{i}"] = p
@@ -400,7 +490,7 @@ def main():
     sess = proc.init_video_session(inference_device="cpu", dtype=torch.float32)
     proc.add_text_prompt(sess, list(prompts))
     allp = []
-    for img, pv, H, W in frames[:1] if args.fullsize else frames:
+    for img, pv, H, W in frames[:1] if args.fullsize or args.frame0 else frames:
         ve = model.detector_model.get_vision_features(pixel_values=pv[None])
         for pid in sess.prompts:
             te = model.detector_model.get_text_features(input_ids=sess.prompt_input_ids[pid],
@@ -413,6 +503,9 @@ def main():
     rec = Recorder(model)
     if args.fullsize:
         full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, allp)
+        return
+    if args.frame0:
+        frame0(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, allp)
         return
     best = None
     for qs, qn, qh, hiou, tiou in ((0.6, 0.75, 0.85, 0.5, 0.5), (0.5, 0.7, 0.85, 0.5, 0.3), (0.7, 0.8, 0.9, 0.3, 0.5),
