@@ -85,6 +85,8 @@ EOF
 run 0 "-q" -m "$MODEL" -i "$T/a/png" -o "$T/quiet" $PROMPTS -q --threads 1
 [ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "-q printed: $(cat "$T/out" "$T/err")"
 "$PY" tests/track_frames.py same "$T/png" "$T/quiet" && ok || bad "--threads 1 changed the results"
+run 0 "--threads 4" -m "$MODEL" -i "$T/a/png" -o "$T/four" $PROMPTS -q --threads 4
+"$PY" tests/track_frames.py same "$T/png" "$T/four" && ok || bad "--threads 4 changed the results"
 
 # --precision bf16: the same objects on every frame (the masks may differ by bf16 rounding)
 run 0 "--precision bf16" -m "$MODEL" -i "$T/a/png" -o "$T/bf16" $PROMPTS -q --precision bf16
