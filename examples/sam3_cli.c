@@ -1210,6 +1210,10 @@ done:
 static int seg_image_done(const seg_args *a, const char *dir, const seg_image_out *io) {
     char p[4200], slug[64];
     int k, n_prompts = a->n_texts ? a->n_texts : 1;
+#if !defined(_WIN32)
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0; /* a link there is refused when opened */
+#endif
     for (k = 0; k < n_prompts; k++) {
         if (n_prompts == 1) {
             snprintf(p, sizeof(p), "%s/%s", dir, CLI_OUT_MANIFEST);
@@ -1241,6 +1245,7 @@ static int run_segment_dataset(const seg_args *a) {
     cli_ds_list l;
     cli_session ss;
     seg_image_out io;
+    cli_outdir top_od;
     int k, n_done = 0, n_skipped = 0, n_failed = 0, n_mine = 0, rc = CLI_FAIL;
     char **coco_paths = NULL; /* (n_coco) the images' coco.json, in input order */
     int n_coco = 0;
@@ -1250,9 +1255,15 @@ static int run_segment_dataset(const seg_args *a) {
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
     memset(&io, 0, sizeof(io));
+    memset(&top_od, 0, sizeof(top_od));
+    top_od.fd = -1;
     if (cli_ds_list_build(&l, a->c.image) != CLI_OK) return CLI_FAIL;
     if (!a->c.quiet && l.ignored)
         fprintf(stderr, "sam3: %s: %d file%s not named *.jpg, *.jpeg or *.png ignored\n", a->c.image, l.ignored, l.ignored == 1 ? "" : "s");
+    if (!cli_outdir_lock_only(&top_od, a->c.outdir)) { /* one run writes an OUTDIR at a time */
+        cli_error("%s", top_od.err);
+        goto done;
+    }
     if (a->coco && !a->shard_n) {
         char top[4400];
         snprintf(top, sizeof(top), "%s/coco.json", a->c.outdir);
@@ -1289,7 +1300,7 @@ static int run_segment_dataset(const seg_args *a) {
             n_skipped++;
         } else {
             if (!a->c.quiet) fprintf(stderr, "sam3: [%d/%d] %s -> %s/\n", k + 1, l.n, l.paths[k], dir);
-            ok = cli_outdir_open(&od, dir, SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
+            ok = cli_outdir_open_at(&od, a->c.outdir, l.stems[k], SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
             if (!ok) cli_error("%s", od.err);
             ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels) == CLI_OK;
             ok = ok && segment_image(&ss, a, &od, &io, &t_write, &n_last) == CLI_OK;
@@ -1327,6 +1338,7 @@ done:
     free(coco_paths);
     cli_ds_list_free(&l);
     session_free(&ss);
+    cli_outdir_close(&top_od); /* (removes OUTDIR only when this run made it and it stayed empty) */
     return rc;
 }
 

