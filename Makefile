@@ -272,6 +272,7 @@ test-c: deps $(TEST_C_DEPS)
 	@PYTHON=$(PYTHON) sh tests/test_track.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_cli_robust.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_dataset.sh $(BUILD)
+	@PYTHON=$(PYTHON) sh tests/test_hardening.sh $(BUILD)
 	@PYTHON=$(PYTHON) sh tests/test_image_io.sh $(BUILD)
 	@$(BUILD)/test_outdir $(BUILD)/test_outdir.d
 

@@ -10,9 +10,10 @@
      O_NOFOLLOW for subfolders.
    * The folder must be new, empty, or an earlier sam3 output: every entry a name sam3 writes
      (the `names` patterns), the manifest (results.json) a regular file carrying the marker, and
-     subfolders likewise. A file with a name sam3 writes counts as sam3's only beside a manifest
-     sam3 wrote (in its folder or the one above) or when it carries the marker itself: a user's
-     own mask_000.png in a folder without one is foreign. Anything else is refused unless
+     subfolders likewise. Files named like sam3's count as sam3's only beside a file sam3 wrote
+     that carries the marker (the manifest, coco.json, or the temporary manifest of a run killed
+     inside its commit), in their folder or the one above: a user's own mask_000.png in a folder
+     without one is foreign. Anything else is refused unless
      `force`; with `force` the foreign files are left alone.
    * One writer at a time: the folder is locked (flock) while open, and a second run gets a
      message naming the folder. Holding the lock, the run removes the temporary files
@@ -434,17 +435,25 @@ static void cli_outdir__clean_tmp(int dfd, const char *where) {
 
 /* 1 when every entry of the folder dfd is something sam3 writes there (subfolders checked one
    level down), else 0 with the first foreign entry's description in o->err; -1 on an i/o error.
-   parent_has: the folder above holds a manifest sam3 wrote (it vouches for files in here). */
-static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, const char *marker, int depth, int parent_has) {
+   parent_has: the folder above holds a file sam3 wrote (it vouches for files in here); *has_out:
+   whether this folder does, or the one above. */
+static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, const char *marker, int depth, int parent_has, int *has_out) {
     char **names;
     int r = 1, k, has = parent_has, n = cli_outdir__list(dfd, where, &names);
+    char unvouched[600]; /* the first file named like sam3's that nothing vouches for */
+    unvouched[0] = 0;
     if (n < 0) {
         cli_outdir__fail(o, "cannot list '%s': %s", where, strerror(errno));
         return -1;
     }
-    /* the manifest first: the files beside it count as sam3's only when sam3 wrote it */
-    for (k = 0; o->manifest && k < n; k++)
-        if (!strcmp(names[k], o->manifest)) {
+    /* first what vouches for the files named like sam3's: the manifest, a JSON file of ours beside
+       it (coco.json), or the temporary manifest of a run killed inside its commit */
+    for (k = 0; k < n; k++)
+        if (!o->manifest || strcmp(names[k], o->manifest)) {
+            if (!has && (cli_outdir__is_tmp(names[k]) || cli_outdir__owned(o, names[k]) == 1) &&
+                cli_outdir__kind(dfd, where, names[k], NULL) == CLI_OUTDIR__FILE && cli_outdir__file_marked(dfd, where, names[k], marker))
+                has = 1;
+        } else {
             cli_outdir probe;
             int pr;
             memset(&probe, 0, sizeof(probe));
@@ -468,11 +477,11 @@ static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, cons
             break;
         }
         owned = cli_outdir__owned(o, name);
-        if (owned == 1 && kind == CLI_OUTDIR__FILE) {
-            if (has || cli_outdir__file_marked(dfd, where, name, marker)) continue;
-            cli_outdir__fail(o, "'%s' holds '%s' but no %s that sam3 wrote: it is not an earlier sam3 output", where, name,
-                             o->manifest ? o->manifest : "manifest");
-            r = 0;
+        if (owned == 1 && kind != CLI_OUTDIR__DIR) {
+            /* (a link at such a name is neither followed nor removed: it is left, as a user's file) */
+            if (has || unvouched[0]) continue;
+            snprintf(unvouched, sizeof(unvouched), "'%s' holds '%s' but no %s that sam3 wrote: it is not an earlier sam3 output", where,
+                     name, o->manifest ? o->manifest : "manifest");
         } else if (owned == 2 && kind == CLI_OUTDIR__DIR && depth == 0) {
             int sub = cli_outdir__sub(dfd, where, name);
             char sub_where[4400];
@@ -481,13 +490,19 @@ static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, cons
                 cli_outdir__fail(o, "cannot open '%s': %s", sub_where, strerror(errno));
                 r = -1;
             } else {
-                r = cli_outdir__all_owned(o, sub, sub_where, marker, 1, has);
+                int sub_has;
+                r = cli_outdir__all_owned(o, sub, sub_where, marker, 1, has, &sub_has);
                 cli_outdir__closedir_fd(sub);
             }
         } else {
             cli_outdir__fail(o, "'%s' holds '%s', which sam3 did not write", where, name);
             r = 0;
         }
+    }
+    *has_out = has;
+    if (r == 1 && unvouched[0]) { /* reported after any entry that is foreign by its name */
+        cli_outdir__fail(o, "%s", unvouched);
+        r = 0;
     }
     for (k = 0; k < n; k++) free(names[k]);
     free(names);
@@ -502,9 +517,8 @@ static int cli_outdir__inspect(cli_outdir *o, const char *marker, int force) {
         if (r < 0 && !force) goto foreign;
         o->had_manifest = r == 1;
     }
-    if (CLI_OUTDIR__LOCKS) cli_outdir__clean_tmp(o->fd, o->path);
-    r = cli_outdir__all_owned(o, o->fd, o->path, marker, o->kid_name ? 1 : 0, o->has_manifest);
-    o->has_manifest |= o->had_manifest;
+    r = cli_outdir__all_owned(o, o->fd, o->path, marker, o->kid_name ? 1 : 0, o->has_manifest, &o->has_manifest);
+    if (CLI_OUTDIR__LOCKS && r >= 0 && (r == 1 || force)) cli_outdir__clean_tmp(o->fd, o->path); /* (after: a killed run's manifest vouched above) */
     if (r < 0) return 0;
     if (r == 0 && !force) goto foreign;
     o->err[0] = 0;

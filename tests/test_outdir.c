@@ -188,6 +188,15 @@ int main(int argc, char **argv) {
         cli_outdir_close(&d);
     }
     CHECK(file_is("u/000000_001.png", "the user's"), "the user's file was changed");
+    /* ... but a run killed inside its commit (masks renamed, its manifest still a temporary file) is sam3's */
+    put("u/" CLI_OUTDIR_TMP_PREFIX "999999-7", MARKER "track\"}\n");
+    {
+        static const char *const flat[] = {"tracks.jsonl", "#_#.png", NULL};
+        cli_outdir d;
+        CHECK(cli_outdir_open(&d, at("u"), flat, "tracks.jsonl", MARKER, 0) && no_tmp("u"),
+              "a run killed inside its commit was not recognised: %s", d.err);
+        cli_outdir_close(&d);
+    }
 
     printf("test_outdir: %d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
