@@ -172,34 +172,60 @@ static int cli_ds__is_abs(const char *p) {
     return p[0] == '/';
 }
 
-/* @LIST: one path a line (see the top). */
+#define CLI_DS_MAX_LINE 4096          /* bytes of a list line, its end included */
+#define CLI_DS_MAX_IMAGES 4000000     /* paths in one list */
+#define CLI_DS_MAX_LIST (128ull << 20) /* bytes of a list file */
+
+/* @LIST: one path a line (see the top). Bounded: lines of CLI_DS_MAX_LINE bytes, CLI_DS_MAX_LIST
+   bytes, CLI_DS_MAX_IMAGES paths; a NUL byte (a binary file, /dev/zero) is an error at once. */
 static int cli_ds__from_list(cli_ds_list *l, const char *list) {
-    FILE *f = fopen(list, "rb");
-    char line[4096], dir[4096];
+    FILE *f;
+    char line[CLI_DS_MAX_LINE], dir[4096];
     const char *slash = strrchr(list, '/');
-    int lineno = 0;
+    int lineno = 0, ch = 0;
+    unsigned long long total = 0;
+    struct stat st;
 #if defined(_WIN32)
     if (strrchr(list, '\\') > slash) slash = strrchr(list, '\\');
 #endif
-    if (!f) {
+    if (stat(list, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("'@%s': the list is a folder; for the images in a folder give -i '%s' (without @)", list, list);
+        return CLI_FAIL;
+    }
+    if (!(f = fopen(list, "rb"))) {
         cli_error("cannot read the list '%s': %s", list, strerror(errno));
         return CLI_FAIL;
     }
     snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - list) : 0, list);
     if (slash == list) snprintf(dir, sizeof(dir), "/");
-    while (fgets(line, sizeof(line), f)) {
+    while (ch != EOF) {
         char *s = line, *e;
-        size_t n = strlen(line);
+        size_t n = 0;
+        while ((ch = fgetc(f)) != EOF && ch != '\n' && ch != 0 && n + 1 < sizeof(line)) line[n++] = (char)ch;
+        line[n] = 0;
+        total += n + 1;
         lineno++;
-        if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
-            cli_error("'%s' line %d: longer than %d characters", list, lineno, (int)sizeof(line) - 2);
+        if (ch == 0 || (ch != EOF && ch != '\n') || total > CLI_DS_MAX_LIST) {
+            cli_error(ch == 0 ? "'%s' line %d: a NUL byte: not a text file of paths" : ch != EOF && ch != '\n' ? "'%s' line %d: longer than %d bytes"
+                                                                                          : "'%s' line %d: the list is over %d MiB",
+                      list, lineno, ch == 0 || (ch != EOF && ch != '\n') ? (int)sizeof(line) - 2 : (int)(CLI_DS_MAX_LIST >> 20));
+            fclose(f);
+            return CLI_FAIL;
+        }
+        if (ch == EOF && ferror(f)) {
+            cli_error("cannot read the list '%s': %s", list, strerror(errno));
             fclose(f);
             return CLI_FAIL;
         }
         while (*s == ' ' || *s == '\t') s++;
-        for (e = s + strlen(s); e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--) {}
+        for (e = s + strlen(s); e > s && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--) {}
         *e = 0;
         if (!*s || *s == '#') continue;
+        if (l->n >= CLI_DS_MAX_IMAGES) {
+            cli_error("'%s': more than %d paths", list, CLI_DS_MAX_IMAGES);
+            fclose(f);
+            return CLI_FAIL;
+        }
         if (!cli_ds__add(l, cli_ds__is_abs(s) || !slash ? NULL : dir, s)) {
             cli_error("out of memory reading '%s'", list);
             fclose(f);

@@ -1741,6 +1741,7 @@ static int cmd_points(int argc, char **argv) {
     return run_points(&a);
 }
 
+#include "cli_y4m.h"
 #include "cli_track.h"
 
 /* OpenMP threads that sleep rather than spin while they wait (OMP_WAIT_POLICY=passive), unless

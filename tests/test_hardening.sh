@@ -97,6 +97,59 @@ printf '%s\n' "$T/imgs/$one" >"$T/list.txt"
 runds 1 "link at OUTDIR/STEM, @LIST" $SEG -i "@$T/list.txt" -t x -o "$T/o1" --force
 [ "$(ls "$T/victim")" = "results.json" ] && ok || bad "@LIST wrote through the link: $(ls "$T/victim")"
 
+# --- 2. every input bounded: endless and oversized inputs end within 20 s and LIMIT_KB ---
+bounded 1 "-i /dev/zero" /dev/null $SEG -i /dev/zero -t x -o "$T/o2"
+has "-i /dev/zero" "not a supported format"
+bounded 1 "-i @/dev/zero" /dev/null $SEG -i @/dev/zero -t x -o "$T/o2"
+bounded 1 "-i @/dev/urandom" /dev/null $SEG -i @/dev/urandom -t x -o "$T/o2"
+bounded 1 "track -i - </dev/zero" /dev/zero track -m "$VIDEO" -i - -o "$T/o2t" --point 0:1:3,3 -q
+has "track -i - </dev/zero" "not a YUV4MPEG2 stream"
+bounded 1 "track -i - </dev/urandom" /dev/urandom track -m "$VIDEO" -i - -o "$T/o2t" -t x -q
+# a valid header, then endless zeros: no FRAME line
+printf 'YUV4MPEG2 W64 H48 C420\n' >"$T/head.y4m"
+cat "$T/head.y4m" /dev/zero | (if [ "$LIMIT_KB" != 0 ]; then ulimit -v "$LIMIT_KB"; fi; timeout 20 "$SAM3" track -m "$VIDEO" -i - -o "$T/o2t" --point 0:1:3,3 -q 2>"$T/err")
+[ $? -eq 1 ] && grep -q "expected a FRAME line" "$T/err" && ok || bad "header then zeros: $(head -c 300 "$T/err")"
+# a header without an end of line, a frame over --max-pixels (16384 x 8192: 1 GB a frame)
+printf 'YUV4MPEG2 W64 H48 ' >"$T/nolf.y4m" && head -c 100000 /dev/zero | tr '\0' 'X' >>"$T/nolf.y4m"
+bounded 1 "Y4M header without LF" "$T/nolf.y4m" track -m "$VIDEO" -i - -o "$T/o2t" --point 0:1:3,3 -q
+has "Y4M header without LF" "longer than 4096"
+printf 'YUV4MPEG2 W16384 H8192 C420\nFRAME\n' >"$T/big.y4m"
+bounded 1 "Y4M 16384x8192" "$T/big.y4m" track -m "$VIDEO" -i - -o "$T/o2t" --point 0:1:3,3 -q
+has "Y4M 16384x8192" "pixel budget"
+bounded 1 "Y4M over --max-pixels" "$T/head.y4m" track -m "$VIDEO" -i - -o "$T/o2t" --point 0:1:3,3 -q --max-pixels 3000
+# a list line without an end, longer than a path can be
+head -c 100000 /dev/zero | tr '\0' 'a' >"$T/longline.txt"
+bounded 1 "list line of 100000 bytes" /dev/null $SEG -i "@$T/longline.txt" -t x -o "$T/o2"
+has "list line of 100000 bytes" "longer than"
+run 1 "-i @FOLDER" $SEG -i "@$T/imgs" -t x -o "$T/o2"
+has "-i @FOLDER" "without @"
+
+# --- 3. track -t on a stream without frames: no false success ---
+run 1 "track -t, no frames" track -m "$VIDEO" -i - -o "$T/o3" -t x -q
+"$SAM3" track -m "$VIDEO" -i - -o "$T/o3" -t x -q <"$T/head.y4m" 2>"$T/err"
+[ $? -eq 1 ] && grep -q "no frames" "$T/err" && [ ! -e "$T/o3/tracks.jsonl" ] && ok || bad "track -t, header only: $(cat "$T/err")"
+
+# --- 9. Y4M colours: full range honoured; CR LF named ---
+printf 'YUV4MPEG2 W2 H2 C444 XCOLORRANGE=FULL\nFRAME\n\310\310\200\200\200\240\200\240\200\200\200\200' >"$T/full.y4m"
+[ "$("$B/fuzz_y4m_replay" --dump "$T/full.y4m" | tr '\n' ' ')" = "200 200 200 200 189 255 128 128 128 128 117 185 " ] && ok ||
+    bad "XCOLORRANGE=FULL: $("$B/fuzz_y4m_replay" --dump "$T/full.y4m" | tr '\n' ' ')"
+printf 'YUV4MPEG2 W2 H2 C444\nFRAME\n\310\310\200\200\200\240\200\240\200\200\200\200' >"$T/limited.y4m"
+[ "$("$B/fuzz_y4m_replay" --dump "$T/limited.y4m" | head -1)" = "214 214 214" ] && ok || bad "limited range: $("$B/fuzz_y4m_replay" --dump "$T/limited.y4m" | head -1)"
+printf 'YUV4MPEG2 W64 H48 C420\r\n' >"$T/crlf.y4m"
+bounded 1 "Y4M CR LF" "$T/crlf.y4m" track -m "$VIDEO" -i - -o "$T/o9" --point 0:1:3,3 -q
+has "Y4M CR LF" "CR LF"
+
+# --- 10. prompts checked before the first frame; messages name what is wrong ---
+"$PY" tests/track_frames.py make "$T/frames" 64 48 2 420 >/dev/null || exit 1
+pts=""
+i=0
+while [ $i -lt 65 ]; do pts="$pts --point 1:$i:3,3"; i=$((i + 1)); done
+run 1 "65 objects" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" $pts -q
+[ ! -e "$T/o10" ] && ok || bad "65 objects: the run wrote $T/o10 before refusing"
+echo notapng >"$T/m.png"
+run 1 "track --mask not an image" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --mask 1:1:"$T/m.png" -q
+has "track --mask not an image" "the mask"
+
 # --- 8. one writer at a time; leftovers of a killed run removed ---
 mkdir -p "$T/o8"
 # (python holds the lock itself: flock(1) would leave it with its child after a kill)
