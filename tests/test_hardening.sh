@@ -150,6 +150,37 @@ echo notapng >"$T/m.png"
 run 1 "track --mask not an image" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --mask 1:1:"$T/m.png" -q
 has "track --mask not an image" "the mask"
 
+# --- 4. sam3 merge checks what it joins ---
+for i in 0 1 2; do runds 0 "shard $i/3" $SEG -i "$T/imgs" -t x --format coco --shard $i/3 -o "$T/m/s$i"; done
+run 0 "merge of every shard" merge -q -o "$T/m/all.json" "$T/m/s0" "$T/m/s1" "$T/m/s2"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["images"]) == 5' "$T/m/all.json" && ok || bad "merged file"
+run 1 "merge, a shard missing" merge -q -o "$T/m/part.json" "$T/m/s0" "$T/m/s2"
+has "merge, a shard missing" "shard 1/3"
+[ ! -e "$T/m/part.json" ] && ok || bad "an incomplete merge wrote its output"
+run 0 "merge --partial" merge -q --partial -o "$T/m/part.json" "$T/m/s0" "$T/m/s2"
+echo "the user's" >"$T/m/all.json.tmp"
+run 0 "merge beside a user's OUT.tmp" merge -q -o "$T/m/all.json" "$T/m/s0" "$T/m/s1" "$T/m/s2"
+[ "$(cat "$T/m/all.json.tmp")" = "the user's" ] && ok || bad "merge removed or changed OUT.tmp"
+ls -a "$T/m" | grep -q sam3-tmp && bad "merge left a temporary file" || ok
+f=$(ls "$T"/m/s0/*/coco.json | head -1)
+cp "$f" "$T/m/orig.json"
+sed 's/"image_id": \([0-9]*\)/"image_id": 99/' "$T/m/orig.json" >"$f"
+run 1 "merge, a dangling image_id" merge -q -o "$T/m/x.json" "$T/m/s0" "$T/m/s1" "$T/m/s2"
+has "merge, a dangling image_id" "another image"
+sed '0,/"image_id"/s/"image_id": /"image_id": [/' "$T/m/orig.json" >"$f"
+run 1 "merge, an annotation that is not JSON" merge -q -o "$T/m/x.json" "$T/m/s0" "$T/m/s1" "$T/m/s2"
+grep -v '"run": ' "$T/m/orig.json" >"$f"
+run 1 "merge, no image count" merge -q -o "$T/m/x.json" "$T/m/s0" "$T/m/s1" "$T/m/s2"
+head -c 100000 /dev/zero >"$f"
+run 1 "merge, zeros" merge -q -o "$T/m/x.json" "$T/m/s0" "$T/m/s1" "$T/m/s2"
+[ ! -e "$T/m/x.json" ] && ok || bad "a failed merge wrote its output"
+cp "$T/m/orig.json" "$f"
+
+# merge's reader on hostile files (tests/fuzz_merge.c's replay): only the two good seeds parse
+rm -rf "$T/mseeds" && "$PY" tests/make_merge_seeds.py "$T/mseeds" && "$B/fuzz_merge_replay" -v "$T/mseeds" >"$T/mv" && ok || bad "merge seeds: $(tail -3 "$T/mv")"
+[ "$(grep -c ': ok$' "$T/mv")" -eq 2 ] && grep -q 'good.json: ok' "$T/mv" && grep -q 'no_shard.json: ok' "$T/mv" && ok || bad "merge seeds: $(cat "$T/mv")"
+"$B/fuzz_merge_replay" "$T"/m/s*/*/coco.json >"$T/mv" && ok || bad "merge replay of real files: $(cat "$T/mv")"
+
 # --- 8. one writer at a time; leftovers of a killed run removed ---
 mkdir -p "$T/o8"
 # (python holds the lock itself: flock(1) would leave it with its child after a kill)
