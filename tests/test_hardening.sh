@@ -181,6 +181,48 @@ rm -rf "$T/mseeds" && "$PY" tests/make_merge_seeds.py "$T/mseeds" && "$B/fuzz_me
 [ "$(grep -c ': ok$' "$T/mv")" -eq 2 ] && grep -q 'good.json: ok' "$T/mv" && grep -q 'no_shard.json: ok' "$T/mv" && ok || bad "merge seeds: $(cat "$T/mv")"
 "$B/fuzz_merge_replay" "$T"/m/s*/*/coco.json >"$T/mv" && ok || bad "merge replay of real files: $(cat "$T/mv")"
 
+# --- 5. --verify covers every byte; sam3_load checks the small tensors for NaN ---
+"$PY" - "$MODEL" "$T" <<'PYEOF' || exit 1
+import struct, sys
+sys.path.insert(0, "tools")
+import numpy as np
+import sam3file
+src, t = sys.argv[1], sys.argv[2]
+b = bytearray(open(src, "rb").read())
+n_cfg, cfg_off = struct.unpack_from("<I", b, 24)[0], 128
+for i in range(n_cfg):  # the last bit of the first f64 config value (a hyper-parameter)
+    e = cfg_off + 64 * i
+    if struct.unpack_from("<I", b, e + 48)[0] == 2:
+        c = bytearray(b)
+        c[e + 56] ^= 1
+        open(t + "/cfgbit.sam3", "wb").write(c)
+        break
+c = bytearray(b)
+k = c.find(b"file.checksums.mx64")
+c[k + 2] ^= 0x20  # the checksum key hidden by one bit
+open(t + "/keybit.sam3", "wb").write(c)
+c = bytearray(b)
+c[72:80] = bytes(8)
+k = c.find(b"file.checksums.mx64")
+c[k] ^= 0x20
+open(t + "/nosums.sam3", "wb").write(c)  # as an older converter wrote it
+f = sam3file.read(src)
+name = next(n for n in f.order if n.endswith("layer_norm.bias") or n.endswith("norm.bias"))
+_, _, off, _ = f.tensors[name]
+c = bytearray(b)
+c[off:off + 4] = struct.pack("<f", float("nan"))
+open(t + "/nanbias.sam3", "wb").write(c)
+PYEOF
+run 0 "info --verify, untouched" info -m "$MODEL" --verify
+has "info --verify, untouched" "every byte checked"
+run 1 "info --verify, a config bit" info -m "$T/cfgbit.sam3" --verify
+has "info --verify, a config bit" "header and tables"
+run 1 "info --verify, the checksum key hidden" info -m "$T/keybit.sam3" --verify
+run 0 "info --verify, no checksums" info -m "$T/nosums.sam3" --verify
+has "info --verify, no checksums" "no checksums"
+run 1 "a NaN bias, without --verify" info -m "$T/nanbias.sam3"
+has "a NaN bias, without --verify" "NaN or infinite"
+
 # --- 8. one writer at a time; leftovers of a killed run removed ---
 mkdir -p "$T/o8"
 # (python holds the lock itself: flock(1) would leave it with its child after a kill)
