@@ -603,8 +603,8 @@ static int cli_ds__coco_parse_text(cli_ds__coco *c, char *text, const char *path
             } else {
                 char *nc = (char *)realloc(c->cats, cats_len + n + 2);
                 if (!nc) goto oom;
-                if (v != ++c->n_cats) goto bad;
                 c->cats = nc;
+                if (v != ++c->n_cats) goto bad;
                 memcpy(c->cats + cats_len, line, n);
                 cats_len += n;
                 c->cats[cats_len++] = '\n';

@@ -41,6 +41,7 @@ def main():
         "id_over_count.json": GOOD.replace('"images": 3', '"images": 1'),
         "two_images.json": GOOD.replace('  ],\n  "annotations"', '    {"id": 3, "file_name": "c.png", "width": 1, "height": 1}\n  ],\n  "annotations"', 1),
         "trailing.json": GOOD.replace('"iscrowd": 0},', '"iscrowd": 0} x,', 1),
+        "category_ids_out_of_order.json": GOOD.replace('{"id": 2, "name": "dog"}', '{"id": 3, "name": "dog"}'),
         "empty.json": "",
     }
     for name, text in seeds.items():
