@@ -10322,6 +10322,12 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     if (pp->mask_logits && m->arch == SAM3__ARCH_SAM1 && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: SAM 1 takes mask_logits of exactly %dx%d (a previous result's low_res_logits), got %dx%d",
                           4 * g, 4 * g, pp->mask_width, pp->mask_height);
+    if (pp->mask_logits) { /* a NaN would spread through the mask embedding into every mask and IoU */
+        size_t k, nm = (size_t)pp->mask_width * (size_t)pp->mask_height;
+        for (k = 0; k < nm; k++)
+            if (!sam3__finite(pp->mask_logits[k]))
+                return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits[%lu] is NaN or infinite", (unsigned long)k);
+    }
     if (o.mask_threshold == 0) o.mask_threshold = 0.5f;
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
     thr = sam3__mask_logit_threshold(o.mask_threshold);

@@ -803,7 +803,12 @@ static void test_points(const sam3_model *m) {
         mask[1] = (float)INFINITY;
         mask[2] = -(float)INFINITY;
         rc = sam3_segment_points(c, &pp, &po, &pr);
-        t_check(rc == SAM3_OK || rc == SAM3_ERR_INVALID_ARG, "mask logits with NaN/inf -> %s (no crash)", sam3_result_string((sam3_result)rc));
+        t_check(rc == SAM3_ERR_INVALID_ARG, "mask logits with NaN/inf -> %s, expected INVALID_ARG", sam3_result_string((sam3_result)rc));
+        mask[0] = mask[1] = mask[2] = 0.0f;
+        mask[lp - 1] = (float)INFINITY; /* the last one too: every logit is read */
+        rc = sam3_segment_points(c, &pp, &po, &pr);
+        t_check(rc == SAM3_ERR_INVALID_ARG, "an infinite last mask logit -> %s, expected INVALID_ARG", sam3_result_string((sam3_result)rc));
+        mask[lp - 1] = 0.0f;
         pp.n_points = 0;
         rc = sam3_segment_points(c, &pp, &po, &pr);
         t_check(rc == SAM3_OK || rc == SAM3_ERR_INVALID_ARG, "mask only -> %s", sam3_result_string((sam3_result)rc));
