@@ -63,7 +63,7 @@ SHARED    ?= ../shared
 # -O3; the tests themselves run in order, one at a time). `make test JOBS=1` for one compile at a time.
 JOBS      ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-corpus clean debug test-mingw warnings test-cross
+.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-y4m fuzz-merge fuzz-corpus clean debug test-mingw warnings test-cross
 
 # The command-line tool.
 all: $(BUILD)/sam3
@@ -87,7 +87,8 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h examples/cli_outdir.h sam3.h | $(BUILD)
+$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h examples/cli_outdir.h \
+               examples/cli_y4m.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS) $(IMG_LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
@@ -200,6 +201,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 
 # ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
 ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay $(BUILD)/test_outdir
+ROBUST     += $(BUILD)/fuzz_y4m_replay $(BUILD)/fuzz_merge_replay
 FUZZ_SEEDS := $(BUILD)/fuzz_seeds/micro.sam3
 FUZZ_KEPT  := $(BUILD)/fuzz_kept/.unpacked
 $(BUILD)/test_robust: tests/test_robust.c tests/test_util.h sam3.h | $(BUILD)
@@ -213,6 +215,12 @@ $(BUILD)/fuzz_replay: tests/fuzz_load.c sam3.h | $(BUILD)
 # mode writes the decoded pixels (tests/test_image_io.sh compares JPEGs with djpeg's decode).
 $(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_image.c $(IMG_LIBS)
+# The CLI's YUV4MPEG2 reader (examples/cli_y4m.h) under the same replay main(); --dump prints a frame.
+$(BUILD)/fuzz_y4m_replay: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_y4m.c
+# `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.h) under the replay main().
+$(BUILD)/fuzz_merge_replay: tests/fuzz_merge.c examples/cli_dataset.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_merge.c
 # The CLI's safe output-folder writer (examples/cli_outdir.h) alone, in a manifest + subfolder layout.
 $(BUILD)/test_outdir: tests/test_outdir.c examples/cli_outdir.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_outdir.c
@@ -346,6 +354,34 @@ fuzz-image:
 	$(BUILD)/fuzz_image $(FUZZ_IMG_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	    -artifact_prefix=$(BUILD)/fuzz_image_run/crashes/ $(BUILD)/fuzz_image_run/corpus $(BUILD)/fuzz_image_seeds
 	@if ls $(BUILD)/fuzz_image_run/crashes | grep -q .; then echo "make fuzz-image: crashes in $(BUILD)/fuzz_image_run/crashes/"; exit 1; fi
+# libFuzzer on the CLI's YUV4MPEG2 reader (tests/fuzz_y4m.c over examples/cli_y4m.h: what
+# `sam3 track -i -` runs on stdin), from tests/make_y4m_seeds.py's streams.
+FUZZ_Y4M_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
+$(BUILD)/fuzz_y4m: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
+	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -o $@ tests/fuzz_y4m.c
+fuzz-y4m:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev"
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_y4m
+	@rm -rf $(BUILD)/fuzz_y4m_seeds && $(PYTHON) tests/make_y4m_seeds.py $(BUILD)/fuzz_y4m_seeds
+	@mkdir -p $(BUILD)/fuzz_y4m_run/corpus $(BUILD)/fuzz_y4m_run/crashes
+	$(BUILD)/fuzz_y4m $(FUZZ_Y4M_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/fuzz_y4m_run/crashes/ $(BUILD)/fuzz_y4m_run/corpus $(BUILD)/fuzz_y4m_seeds
+	@if ls $(BUILD)/fuzz_y4m_run/crashes | grep -q .; then echo "make fuzz-y4m: crashes in $(BUILD)/fuzz_y4m_run/crashes/"; exit 1; fi
+# libFuzzer on `sam3 merge`'s reader and JSON checker (tests/fuzz_merge.c over examples/cli_dataset.h),
+# from tests/make_merge_seeds.py's files.
+FUZZ_MERGE_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
+$(BUILD)/fuzz_merge: tests/fuzz_merge.c examples/cli_dataset.h | $(BUILD)
+	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -o $@ tests/fuzz_merge.c
+fuzz-merge:
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev"
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_merge
+	@rm -rf $(BUILD)/fuzz_merge_seeds && $(PYTHON) tests/make_merge_seeds.py $(BUILD)/fuzz_merge_seeds
+	@mkdir -p $(BUILD)/fuzz_merge_run/corpus $(BUILD)/fuzz_merge_run/crashes
+	$(BUILD)/fuzz_merge $(FUZZ_MERGE_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/fuzz_merge_run/crashes/ $(BUILD)/fuzz_merge_run/corpus $(BUILD)/fuzz_merge_seeds
+	@if ls $(BUILD)/fuzz_merge_run/crashes | grep -q .; then echo "make fuzz-merge: crashes in $(BUILD)/fuzz_merge_run/crashes/"; exit 1; fi
 # Minimises the committed corpus plus what `make fuzz` found (keeping only inputs that add coverage
 # beyond the seeds) and every crash reproducer into tests/fuzz/corpus.tar.xz.
 fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)

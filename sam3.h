@@ -172,7 +172,9 @@ DOCUMENTATION
    file.checksums.mx64 (i64 per tensor, table order) holds each tensor's checksum: mx64 of its
    bytes as little-endian u64 words w[i] (the last zero-extended): s = sum of mix((w[i] ^ i*K1) *
    K2) mod 2^64, mix(x) = x ^ (x >> 32), checksum mix((s ^ nbytes) * K2), K1 = 0x9E3779B97F4A7C15,
-   K2 = 0xD6E8FEB86659FD93. Against accidents, not attackers. Files without it load (verify checks finiteness only). The SAM 3 weights
+   K2 = 0xD6E8FEB86659FD93. Header bytes 72..79 hold the same checksum of every byte before the
+   data (header, tables, strings; those 8 bytes read as zero) with bits 0 and 63 set; 0: none.
+   Against accidents, not attackers. Files without them load (verify checks what it can and says so). The SAM 3 weights
    are Meta's, under the SAM License, and converted files carry that licence.
 
 7. Limits
@@ -1351,12 +1353,76 @@ static uint64_t sam3__mx64_final(const sam3__mx64_state *st, uint64_t nbytes) {
     return h ^ (h >> 32);
 }
 
-/* Reads every tensor once: its checksum when the file has them, and that every f32/f16/bf16
-   value is finite. SAM3_OK, or SAM3_ERR_CORRUPT_FILE with the first bad tensor named in err. */
-static sam3_result sam3__file_verify(const sam3__file *f, char *err, size_t cap, int *n_checked) {
-    const sam3__cfg *ck = sam3__file_cfg(f, "file.checksums.mx64");
+/* 1 when one of the n bytes at p, read as dtype, is a NaN or an infinity (f32, f16, bf16 only). */
+static int sam3__any_nonfinite(const uint8_t *p, size_t n, uint32_t dt) {
+    size_t k;
+    if (dt == SAM3__DT_F32) {
+        uint32_t u, b = 0;
+        for (k = 0; k + 4 <= n; k += 4) {
+            memcpy(&u, p + k, 4);
+            b |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        return (int)b;
+    }
+    if (dt == SAM3__DT_F16 || dt == SAM3__DT_BF16) {
+        const uint16_t e = dt == SAM3__DT_F16 ? 0x7c00u : 0x7f80u;
+        uint16_t u, b = 0;
+        for (k = 0; k + 2 <= n; k += 2) {
+            memcpy(&u, p + k, 2);
+            b |= (u & e) == e;
+        }
+        return (int)b;
+    }
+    return 0;
+}
+
+/* At every load: the 1-D float tensors (norms, biases, scales; a few MB in the 840M model) hold
+   no NaN or infinity, which would otherwise silently empty every result. Larger weights are read
+   only by verify. SAM3_OK, or SAM3_ERR_CORRUPT_FILE naming the tensor. */
+#define SAM3__SMALL_TENSOR_BYTES (1u << 20)
+static sam3_result sam3__file_check_small(const sam3__file *f, char *err, size_t cap) {
     uint32_t i;
-    *n_checked = 0;
+    for (i = 0; i < f->n_tensors; i++) {
+        const sam3__tensor *t = &f->tensors[i];
+        if (t->ndim == 1 && t->nbytes <= SAM3__SMALL_TENSOR_BYTES && sam3__any_nonfinite((const uint8_t *)t->data, (size_t)t->nbytes, t->dtype)) {
+            snprintf(err, cap, "tensor '%.*s': a weight is NaN or infinite (the file or the checkpoint it came from is damaged)",
+                     (int)SAM3__MIN(t->name_len, 200u), t->name);
+            return SAM3_ERR_CORRUPT_FILE;
+        }
+    }
+    return SAM3_OK;
+}
+
+/* The checksum of the header and tables (header bytes 72..79): mx64 of every byte before the
+   data (the magic included) with those 8 bytes read as zero, its top and bottom bits set, so that
+   no single flipped bit turns it into 0, which stands for "none" (an older converter). */
+#define SAM3__META_CHECKSUM_AT 72
+static uint64_t sam3__file_meta_checksum(const sam3__file *f) {
+    const uint64_t data_off = sam3__rd64(f->base + 64); /* <= size: checked by the parser */
+    static const uint8_t zero[8] = {0};
+    sam3__mx64_state st;
+    st.s = st.i = 0;
+    sam3__mx64_update(&st, f->base, SAM3__META_CHECKSUM_AT);
+    sam3__mx64_update(&st, zero, 8);
+    sam3__mx64_update(&st, f->base + SAM3__META_CHECKSUM_AT + 8, (size_t)data_off - SAM3__META_CHECKSUM_AT - 8);
+    return sam3__mx64_final(&st, data_off) | 0x8000000000000001ull;
+}
+
+/* Reads every byte of the file once: each tensor's checksum when the file has them and that
+   every f32/f16/bf16 value is finite, then that the padding between tensors is zero, and the
+   header's and tables' checksum. SAM3_OK, or SAM3_ERR_CORRUPT_FILE with the first bad tensor
+   named in err. *n_checked: the tensor checksums matched; *meta: the header's matched (0: the
+   file has none). */
+static sam3_result sam3__file_verify(const sam3__file *f, char *err, size_t cap, int *n_checked, int *meta) {
+    const sam3__cfg *ck = sam3__file_cfg(f, "file.checksums.mx64");
+    const uint64_t meta_want = sam3__rd64(f->base + SAM3__META_CHECKSUM_AT);
+    uint64_t pos = sam3__rd64(f->base + 64);
+    uint32_t i;
+    *n_checked = *meta = 0;
+    if (meta_want && !ck) {
+        snprintf(err, cap, "the header records checksums but config key 'file.checksums.mx64' is missing (the file is damaged)");
+        return SAM3_ERR_CORRUPT_FILE;
+    }
     if (ck && (ck->type != SAM3__T_I64_ARRAY || ck->count != f->n_tensors)) {
         snprintf(err, cap, "config key 'file.checksums.mx64' must be an i64 array of %u entries (one per tensor)", f->n_tensors);
         return SAM3_ERR_CORRUPT_FILE;
@@ -1405,6 +1471,24 @@ static sam3_result sam3__file_verify(const sam3__file *f, char *err, size_t cap,
             }
             (*n_checked)++;
         }
+    }
+    for (i = 0; i <= f->n_tensors; i++) { /* the padding: from each tensor's end to the next one (or the file's end) */
+        const uint64_t end = i < f->n_tensors ? (uint64_t)((const uint8_t *)f->tensors[i].data - f->base) : (uint64_t)f->size;
+        for (; pos < end; pos++)
+            if (f->base[pos]) {
+                snprintf(err, cap, "byte %llu, between tensors, is not zero (the file is damaged)", (unsigned long long)pos);
+                return SAM3_ERR_CORRUPT_FILE;
+            }
+        if (i < f->n_tensors) pos = end + f->tensors[i].nbytes;
+    }
+    if (meta_want) {
+        const uint64_t got = sam3__file_meta_checksum(f);
+        if (got != meta_want) {
+            snprintf(err, cap, "the header and tables: checksum %016llx, the file records %016llx (config or tables damaged)",
+                     (unsigned long long)got, (unsigned long long)meta_want);
+            return SAM3_ERR_CORRUPT_FILE;
+        }
+        *meta = 1;
     }
     return SAM3_OK;
 }
@@ -4076,19 +4160,25 @@ static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_m
     L.rc = SAM3_OK;
     sam3__load_config(m, &L);
     if (L.rc == SAM3_OK) sam3__load_weights(m, &L);
+    if (L.rc == SAM3_OK) L.rc = sam3__file_check_small(&m->file, err, sizeof(err));
     if (L.rc != SAM3_OK) {
         sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: %s", err);
         sam3__model_release(m);
         return L.rc;
     }
     if (opt && opt->verify) {
-        int n_checked = 0;
-        if ((rc = sam3__file_verify(&m->file, err, sizeof(err), &n_checked)) != SAM3_OK) {
+        int n_checked = 0, meta = 0;
+        if ((rc = sam3__file_verify(&m->file, err, sizeof(err), &n_checked, &meta)) != SAM3_OK) {
             sam3__log(opt, SAM3_LOG_ERROR, "sam3_load: verify: %s", err);
             sam3__model_release(m);
             return rc;
         }
-        if (n_checked) sam3__log(opt, SAM3_LOG_INFO, "verify: %d tensor checksums match, every weight is finite", n_checked);
+        if (n_checked && meta)
+            sam3__log(opt, SAM3_LOG_INFO, "verify: every byte checked: the header's and tables' checksum and %d tensor checksums match, "
+                                          "the padding is zero, every weight is finite", n_checked);
+        else if (n_checked)
+            sam3__log(opt, SAM3_LOG_WARN, "verify: %d tensor checksums match, every weight is finite; the header and tables have no "
+                                          "checksum (an older converter: re-convert with tools/convert.py to cover them)", n_checked);
         else sam3__log(opt, SAM3_LOG_WARN, "verify: the file has no checksums (converted before they were added: re-convert "
                                            "with tools/convert.py); every weight is finite");
     }
@@ -10259,6 +10349,12 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     if (pp->mask_logits && m->arch == SAM3__ARCH_SAM1 && (pp->mask_width != 4 * g || pp->mask_height != 4 * g))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: SAM 1 takes mask_logits of exactly %dx%d (a previous result's low_res_logits), got %dx%d",
                           4 * g, 4 * g, pp->mask_width, pp->mask_height);
+    if (pp->mask_logits) { /* a NaN would spread through the mask embedding into every mask and IoU */
+        size_t k, nm = (size_t)pp->mask_width * (size_t)pp->mask_height;
+        for (k = 0; k < nm; k++)
+            if (!sam3__finite(pp->mask_logits[k]))
+                return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits[%lu] is NaN or infinite", (unsigned long)k);
+    }
     if (o.mask_threshold == 0) o.mask_threshold = 0.5f;
     if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
     thr = sam3__mask_logit_threshold(o.mask_threshold);

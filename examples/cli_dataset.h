@@ -172,34 +172,60 @@ static int cli_ds__is_abs(const char *p) {
     return p[0] == '/';
 }
 
-/* @LIST: one path a line (see the top). */
+#define CLI_DS_MAX_LINE 4096          /* bytes of a list line, its end included */
+#define CLI_DS_MAX_IMAGES 4000000     /* paths in one list */
+#define CLI_DS_MAX_LIST (128ull << 20) /* bytes of a list file */
+
+/* @LIST: one path a line (see the top). Bounded: lines of CLI_DS_MAX_LINE bytes, CLI_DS_MAX_LIST
+   bytes, CLI_DS_MAX_IMAGES paths; a NUL byte (a binary file, /dev/zero) is an error at once. */
 static int cli_ds__from_list(cli_ds_list *l, const char *list) {
-    FILE *f = fopen(list, "rb");
-    char line[4096], dir[4096];
+    FILE *f;
+    char line[CLI_DS_MAX_LINE], dir[4096];
     const char *slash = strrchr(list, '/');
-    int lineno = 0;
+    int lineno = 0, ch = 0;
+    unsigned long long total = 0;
+    struct stat st;
 #if defined(_WIN32)
     if (strrchr(list, '\\') > slash) slash = strrchr(list, '\\');
 #endif
-    if (!f) {
+    if (stat(list, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("'@%s': the list is a folder; for the images in a folder give -i '%s' (without @)", list, list);
+        return CLI_FAIL;
+    }
+    if (!(f = fopen(list, "rb"))) {
         cli_error("cannot read the list '%s': %s", list, strerror(errno));
         return CLI_FAIL;
     }
     snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - list) : 0, list);
     if (slash == list) snprintf(dir, sizeof(dir), "/");
-    while (fgets(line, sizeof(line), f)) {
+    while (ch != EOF) {
         char *s = line, *e;
-        size_t n = strlen(line);
+        size_t n = 0;
+        while ((ch = fgetc(f)) != EOF && ch != '\n' && ch != 0 && n + 1 < sizeof(line)) line[n++] = (char)ch;
+        line[n] = 0;
+        total += n + 1;
         lineno++;
-        if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
-            cli_error("'%s' line %d: longer than %d characters", list, lineno, (int)sizeof(line) - 2);
+        if (ch == 0 || (ch != EOF && ch != '\n') || total > CLI_DS_MAX_LIST) {
+            cli_error(ch == 0 ? "'%s' line %d: a NUL byte: not a text file of paths" : ch != EOF && ch != '\n' ? "'%s' line %d: longer than %d bytes"
+                                                                                          : "'%s' line %d: the list is over %d MiB",
+                      list, lineno, ch == 0 || (ch != EOF && ch != '\n') ? (int)sizeof(line) - 2 : (int)(CLI_DS_MAX_LIST >> 20));
+            fclose(f);
+            return CLI_FAIL;
+        }
+        if (ch == EOF && ferror(f)) {
+            cli_error("cannot read the list '%s': %s", list, strerror(errno));
             fclose(f);
             return CLI_FAIL;
         }
         while (*s == ' ' || *s == '\t') s++;
-        for (e = s + strlen(s); e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--) {}
+        for (e = s + strlen(s); e > s && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--) {}
         *e = 0;
         if (!*s || *s == '#') continue;
+        if (l->n >= CLI_DS_MAX_IMAGES) {
+            cli_error("'%s': more than %d paths", list, CLI_DS_MAX_IMAGES);
+            fclose(f);
+            return CLI_FAIL;
+        }
         if (!cli_ds__add(l, cli_ds__is_abs(s) || !slash ? NULL : dir, s)) {
             cli_error("out of memory reading '%s'", list);
             fclose(f);
@@ -349,11 +375,18 @@ static char *cli_ds_rle_string(const uint8_t *mask, int w, int h) {
 }
 
 /* ---- merging per-image coco.json files ----
-   A per-image coco.json is written one item per line: "generator" and "settings" lines, then
-   "images" with one line, "annotations" with one line each, "categories" with one line each.
-   The merge reads that layout only (its own files), sorts the images by id, numbers the
-   annotations from 1 in that order, and requires the same generator, settings and categories
-   everywhere: merging runs with other prompts or thresholds is an error. */
+   A per-image coco.json is written one item per line: "generator", "settings" and "run" lines
+   ("run": the number of images in the run's input and its --shard), then "images" with one line,
+   "annotations" with one line each, "categories" with one line each. The merge reads that layout
+   only (its own files), checks every line is the JSON it should be (an annotation refers to its
+   file's image and to a category there; nothing else on the line), sorts the images by id,
+   numbers the annotations from 1 in that order, and requires the same generator, settings,
+   categories and image count everywhere: merging runs with other prompts or thresholds is an
+   error. Every image of the run must be there (the missing ones are named, with their shard)
+   unless `partial`. Bounds: a file of at most CLI_DS_MAX_COCO bytes, JSON nested at most
+   CLI_DS__JSON_DEPTH deep. */
+#define CLI_DS_MAX_COCO (1u << 30)
+#define CLI_DS__JSON_DEPTH 32
 
 typedef struct cli_ds__coco {
     char *text;        /* the file, lines NUL-terminated in place */
@@ -363,10 +396,114 @@ typedef struct cli_ds__coco {
     char **ann;        /* (n_ann) */
     int n_ann;
     char *cats;        /* the categories lines, '\n'-joined copy */
+    int n_cats;
     long id;           /* the image's id */
+    long n_images;     /* images in the run's input */
+    int shard_i, shard_n; /* the run's --shard, 0/0 without */
     const char *path;
 } cli_ds__coco;
 
+/* ---- a JSON checker (RFC 8259 syntax), enough to validate the lines merge copies ---- */
+static const char *cli_ds__json_ws(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    return p;
+}
+static const char *cli_ds__json_string(const char *p) { /* p at '"'; returns past the closing quote, or NULL */
+    for (p++;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') return p + 1;
+        if (c < 0x20) return NULL; /* (NUL: the end of the text) */
+        if (c == '\\') {
+            p++;
+            if (*p == 'u') {
+                int k;
+                for (k = 1; k <= 4; k++)
+                    if (!isxdigit((unsigned char)p[k])) return NULL;
+                p += 4;
+            } else if (!strchr("\"\\/bfnrt", *p) || !*p) {
+                return NULL;
+            }
+        }
+    }
+}
+static const char *cli_ds__json_number(const char *p) {
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (isdigit((unsigned char)*p)) p++;
+    else return NULL;
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p)) return NULL;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return NULL;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    return p;
+}
+/* One JSON value at p (after white space); returns past it, or NULL when it is not one. */
+static const char *cli_ds__json_value(const char *p, int depth) {
+    p = cli_ds__json_ws(p);
+    if (depth > CLI_DS__JSON_DEPTH) return NULL;
+    if (*p == '"') return cli_ds__json_string(p);
+    if (*p == '-' || isdigit((unsigned char)*p)) return cli_ds__json_number(p);
+    if (!strncmp(p, "true", 4)) return p + 4;
+    if (!strncmp(p, "false", 5)) return p + 5;
+    if (!strncmp(p, "null", 4)) return p + 4;
+    if (*p == '[' || *p == '{') {
+        const char close = *p == '[' ? ']' : '}';
+        int obj = *p == '{';
+        p = cli_ds__json_ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (obj) {
+                if (*p != '"' || !(p = cli_ds__json_string(p))) return NULL;
+                p = cli_ds__json_ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            if (!(p = cli_ds__json_value(p, depth + 1))) return NULL;
+            p = cli_ds__json_ws(p);
+            if (*p == close) return p + 1;
+            if (*p++ != ',') return NULL;
+            p = cli_ds__json_ws(p);
+        }
+    }
+    return NULL;
+}
+/* 1 when line (after the indent) is one JSON object and nothing else. */
+static int cli_ds__json_object_line(const char *line) {
+    const char *p = cli_ds__json_ws(line);
+    return *p == '{' && (p = cli_ds__json_value(p, 0)) != NULL && !*cli_ds__json_ws(p);
+}
+/* The integer value of the top-level key of the object at obj (a checked object), in *v: 1, or 0
+   when the key is absent or its value is not an integer that fits a long. */
+static int cli_ds__json_int(const char *obj, const char *key, long *v) {
+    const char *p = cli_ds__json_ws(obj) + 1;
+    size_t kn = strlen(key);
+    for (;;) {
+        const char *k, *e;
+        p = cli_ds__json_ws(p);
+        if (*p != '"') return 0;
+        k = p + 1;
+        p = cli_ds__json_string(p);
+        e = p - 1;
+        p = cli_ds__json_ws(p) + 1; /* the ':' */
+        p = cli_ds__json_ws(p);
+        if ((size_t)(e - k) == kn && !strncmp(k, key, kn)) {
+            char *end;
+            errno = 0;
+            *v = strtol(p, &end, 10);
+            return end != p && !errno && (*end == ',' || *end == '}' || *end == ' ');
+        }
+        p = cli_ds__json_ws(cli_ds__json_value(p, 1));
+        if (*p++ != ',') return 0;
+    }
+}
+
+/* A whole file at most max bytes (NUL-terminated); NULL with errno set (EFBIG when longer,
+   EILSEQ when it holds a NUL byte). */
 static char *cli_ds__read_all(const char *path, size_t max) {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -375,9 +512,16 @@ static char *cli_ds__read_all(const char *path, size_t max) {
     for (;;) {
         if (cap - n < 65536) {
             char *nb;
-            if (cap > max || !(nb = (char *)realloc(buf, cap ? 2 * cap : 65536))) {
+            if (cap > max) {
                 free(buf);
                 fclose(f);
+                errno = EFBIG;
+                return NULL;
+            }
+            if (!(nb = (char *)realloc(buf, cap ? 2 * cap : 65536))) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
                 return NULL;
             }
             buf = nb, cap = cap ? 2 * cap : 65536;
@@ -387,6 +531,11 @@ static char *cli_ds__read_all(const char *path, size_t max) {
     }
     fclose(f);
     buf[n] = 0;
+    if (strlen(buf) != n) {
+        free(buf);
+        errno = EILSEQ;
+        return NULL;
+    }
     return buf;
 }
 
@@ -397,33 +546,55 @@ static void cli_ds__coco_free(cli_ds__coco *c) {
     memset(c, 0, sizeof(*c));
 }
 
-/* Parses one per-image coco.json; 0 with a message on stderr when it is not one. */
-static int cli_ds__coco_parse(cli_ds__coco *c, const char *path) {
-    char *p, *line, *next;
-    int section = 0; /* 1 images, 2 annotations, 3 categories */
+/* Parses one per-image coco.json held in text (malloc'ed, NUL-terminated; c takes it). 1, or 0
+   with a line in why (cap bytes) saying what is wrong. */
+static int cli_ds__coco_parse_text(cli_ds__coco *c, char *text, const char *path, char *why, size_t cap) {
+    char *line, *next;
+    int section = 0, k; /* 1 images, 2 annotations, 3 categories */
     size_t cats_len = 0;
+    long v;
     memset(c, 0, sizeof(*c));
     c->path = path;
-    if (!(c->text = cli_ds__read_all(path, (size_t)1 << 30))) {
-        cli_error("cannot read '%s': %s", path, errno ? strerror(errno) : "too large");
-        return 0;
-    }
+    c->text = text;
+    why[0] = 0;
     for (line = c->text; line && *line; line = next) {
         size_t n;
         if ((next = strchr(line, '\n')) != NULL) *next++ = 0;
         n = strlen(line);
         if (n && line[n - 1] == ',') line[--n] = 0;
-        if (!strncmp(line, "  \"generator\": ", 15)) c->generator = line;
-        else if (!strncmp(line, "  \"settings\": ", 14)) c->settings = line;
-        else if (!strcmp(line, "  \"images\": [")) section = 1;
+        if (!strncmp(line, "  \"generator\": ", 15)) {
+            if (c->generator || !cli_ds__json_value(line + 15, 0) || *cli_ds__json_ws(cli_ds__json_value(line + 15, 0))) goto bad;
+            c->generator = line;
+        } else if (!strncmp(line, "  \"settings\": ", 14)) {
+            if (c->settings || !cli_ds__json_value(line + 14, 0) || *cli_ds__json_ws(cli_ds__json_value(line + 14, 0))) goto bad;
+            c->settings = line;
+        } else if (!strncmp(line, "  \"run\": ", 9)) {
+            char sh[32];
+            if (c->n_images || !cli_ds__json_object_line(line + 9) || !cli_ds__json_int(line + 9, "images", &c->n_images) ||
+                c->n_images < 1 || c->n_images > CLI_DS_MAX_IMAGES)
+                goto bad;
+            if (strstr(line + 9, "\"shard\": \"")) {
+                const char *q = strstr(line + 9, "\"shard\": \"") + 10;
+                size_t m = strcspn(q, "\"");
+                if (m >= sizeof(sh)) goto bad;
+                memcpy(sh, q, m);
+                sh[m] = 0;
+                if (!cli_ds_parse_shard(sh, &c->shard_i, &c->shard_n)) goto bad;
+            }
+        } else if (!strcmp(line, "  \"images\": [")) section = 1;
         else if (!strcmp(line, "  \"annotations\": [")) section = 2;
         else if (!strcmp(line, "  \"categories\": [")) section = 3;
         else if (!strcmp(line, "  ]")) section = 0;
         else if (section && !strncmp(line, "    {\"id\": ", 11)) {
+            if (!cli_ds__json_object_line(line + 4) || !cli_ds__json_int(line + 4, "id", &v) || v < 1) {
+                snprintf(why, cap, "a line in \"%s\" is not the JSON object it should be",
+                         section == 1 ? "images" : section == 2 ? "annotations" : "categories");
+                goto bad;
+            }
             if (section == 1) {
                 if (c->image) goto bad;
                 c->image = line;
-                c->id = strtol(line + 11, &p, 10);
+                c->id = v;
             } else if (section == 2) {
                 char **na = (char **)realloc(c->ann, sizeof(char *) * (size_t)(c->n_ann + 1));
                 if (!na) goto oom;
@@ -433,6 +604,7 @@ static int cli_ds__coco_parse(cli_ds__coco *c, const char *path) {
                 char *nc = (char *)realloc(c->cats, cats_len + n + 2);
                 if (!nc) goto oom;
                 c->cats = nc;
+                if (v != ++c->n_cats) goto bad;
                 memcpy(c->cats + cats_len, line, n);
                 cats_len += n;
                 c->cats[cats_len++] = '\n';
@@ -443,13 +615,45 @@ static int cli_ds__coco_parse(cli_ds__coco *c, const char *path) {
         }
     }
     if (!c->generator || !strstr(c->generator, "\"sam3 segment ") || !c->settings || !c->image || c->id < 1 || !c->cats) goto bad;
+    if (!c->n_images) {
+        snprintf(why, cap, "it does not say how many images its run had (written by an older sam3?): run that image again");
+        return 0;
+    }
+    if (c->id > c->n_images) {
+        snprintf(why, cap, "image %ld of a run of %ld images", c->id, c->n_images);
+        return 0;
+    }
+    for (k = 0; k < c->n_ann; k++) { /* each annotation: of this image, in one of its categories */
+        long img, cat;
+        if (!cli_ds__json_int(c->ann[k] + 4, "image_id", &img) || img != c->id || !cli_ds__json_int(c->ann[k] + 4, "category_id", &cat) ||
+            cat < 1 || cat > c->n_cats) {
+            snprintf(why, cap, "annotation %d refers to another image or to a category the file does not have", k + 1);
+            return 0;
+        }
+    }
     return 1;
 bad:
-    cli_error("'%s' is not a per-image coco.json written by sam3 segment", path);
+    if (!why[0]) snprintf(why, cap, "not a per-image coco.json written by sam3 segment");
     return 0;
 oom:
-    cli_error("out of memory reading '%s'", path);
+    snprintf(why, cap, "out of memory");
     return 0;
+}
+
+/* Parses one per-image coco.json; 0 with a message on stderr when it is not one. */
+static int cli_ds__coco_parse(cli_ds__coco *c, const char *path) {
+    char why[300], *text;
+    memset(c, 0, sizeof(*c));
+    if (!(text = cli_ds__read_all(path, CLI_DS_MAX_COCO))) {
+        cli_error("cannot read '%s': %s", path,
+                  errno == EFBIG ? "over 1 GiB" : errno == EILSEQ ? "a NUL byte: not a per-image coco.json written by sam3 segment" : strerror(errno));
+        return 0;
+    }
+    if (!cli_ds__coco_parse_text(c, text, path, why, sizeof(why))) {
+        cli_error("'%s': %s", path, why);
+        return 0;
+    }
+    return 1;
 }
 
 static int cli_ds__cmp_coco(const void *a, const void *b) {
@@ -457,20 +661,35 @@ static int cli_ds__cmp_coco(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static FILE *cli_ds__create(const char *path) {
+/* A new temporary file beside out, named CLI_OUTDIR_TMP_PREFIX... (O_EXCL: never an existing
+   file or a planted link; a dataset run's OUTDIR lock removes one a killed merge left). Its name
+   in tmp. */
+static FILE *cli_ds__create_tmp(const char *out, char *tmp, size_t cap) {
+    const char *slash = strrchr(out, '/');
+    int k, dn = slash ? (int)(slash - out) + 1 : 0;
+    for (k = 0; k < 1000; k++) {
+        FILE *f;
 #if defined(_WIN32)
-    int fd = _open(path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
-    return fd < 0 ? NULL : _fdopen(fd, "wb");
+        int fd;
+        if (snprintf(tmp, cap, "%.*s" CLI_OUTDIR_TMP_PREFIX "merge-%ld-%d", dn, out, (long)_getpid(), k) >= (int)cap) break;
+        fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+        f = fd < 0 ? NULL : _fdopen(fd, "wb");
 #else
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    return fd < 0 ? NULL : fdopen(fd, "wb");
+        int fd;
+        if (snprintf(tmp, cap, "%.*s" CLI_OUTDIR_TMP_PREFIX "merge-%ld-%d", dn, out, (long)getpid(), k) >= (int)cap) break;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        f = fd < 0 ? NULL : fdopen(fd, "wb");
 #endif
+        if (f || errno != EEXIST) return f;
+    }
+    errno = EEXIST;
+    return NULL;
 }
 
-/* Merges the per-image coco.json files at paths (n of them) into one COCO file at out (written as
-   out.tmp, renamed when complete). CLI_OK, or CLI_FAIL after a line on stderr. *n_ann gets the
-   number of annotations. */
-static int cli_ds_coco_merge(const char *const *paths, int n, const char *out, long *n_ann) {
+/* Merges the per-image coco.json files at paths (n of them) into one COCO file at out (written to
+   a temporary file, renamed when complete). Without partial, every image of the run must be
+   there. CLI_OK, or CLI_FAIL after a line on stderr. *n_ann gets the number of annotations. */
+static int cli_ds_coco_merge(const char *const *paths, int n, const char *out, int partial, long *n_ann) {
     cli_ds__coco *cs = (cli_ds__coco *)calloc((size_t)(n ? n : 1), sizeof(cli_ds__coco));
     char tmp[4200];
     FILE *f = NULL;
@@ -491,6 +710,11 @@ static int cli_ds_coco_merge(const char *const *paths, int n, const char *out, l
                       paths[0], paths[k]);
             goto done;
         }
+        if (k && cs[k].n_images != cs[0].n_images) {
+            cli_error("'%s' and '%s' come from runs over different inputs (%ld and %ld images): not merged", paths[0], paths[k],
+                      cs[0].n_images, cs[k].n_images);
+            goto done;
+        }
     }
     qsort(cs, (size_t)n, sizeof(cli_ds__coco), cli_ds__cmp_coco);
     for (k = 1; k < n; k++)
@@ -498,9 +722,28 @@ static int cli_ds_coco_merge(const char *const *paths, int n, const char *out, l
             cli_error("'%s' and '%s' are both image %ld: outputs of different input lists?", cs[k - 1].path, cs[k].path, cs[k].id);
             goto done;
         }
-    /* a fresh temporary file (O_EXCL: never a planted link's target), renamed over out */
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= (int)sizeof(tmp) || (remove(tmp), !(f = cli_ds__create(tmp)))) {
-        cli_error("cannot write '%s': %s", tmp, strerror(errno));
+    if (!partial && n < cs[0].n_images) { /* the ids missing, with the shard each belongs to */
+        char list[400];
+        size_t len = 0;
+        long id, shown = 0, sn = 0;
+        for (k = 0; k < n; k++)
+            if (cs[k].shard_n) sn = cs[k].shard_n;
+        list[0] = 0;
+        for (id = 1, k = 0; id <= cs[0].n_images && len + 40 < sizeof(list); id++) {
+            while (k < n && cs[k].id < id) k++;
+            if (k < n && cs[k].id == id) continue;
+            if (shown++ < 8) {
+                if (sn) len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%ld (shard %ld/%ld)", len ? ", " : "", id, (id - 1) % sn, sn);
+                else len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%ld", len ? ", " : "", id);
+            }
+        }
+        cli_error("incomplete: %ld of the run's %ld images have no coco.json here (image%s %s%s): give every shard's folder, "
+                  "finish the run, or pass --partial", cs[0].n_images - n, cs[0].n_images, cs[0].n_images - n == 1 ? "" : "s", list,
+                  cs[0].n_images - n > 8 ? ", ..." : "");
+        goto done;
+    }
+    if (!(f = cli_ds__create_tmp(out, tmp, sizeof(tmp)))) {
+        cli_error("cannot write beside '%s': %s", out, strerror(errno));
         goto done;
     }
     fprintf(f, "{\n%s,\n%s,\n  \"images\": [\n", cs[0].generator, cs[0].settings);
@@ -549,7 +792,7 @@ done:
 
 /* `sam3 merge -o OUT.json DIR...`: every DIR/SUB/coco.json (SUB a subfolder, sorted by name),
    merged as above. */
-static int cli_ds_merge_dirs(const char *const *dirs, int n_dirs, const char *out, int quiet) {
+static int cli_ds_merge_dirs(const char *const *dirs, int n_dirs, const char *out, int partial, int quiet) {
     char **paths = NULL, **subs;
     int n = 0, cap = 0, d, k, rc = CLI_FAIL, skipped = 0;
     long n_ann = 0;
@@ -578,7 +821,7 @@ static int cli_ds_merge_dirs(const char *const *dirs, int n_dirs, const char *ou
             goto done;
         }
     }
-    if ((rc = cli_ds_coco_merge((const char *const *)paths, n, out, &n_ann)) == CLI_OK && !quiet)
+    if ((rc = cli_ds_coco_merge((const char *const *)paths, n, out, partial, &n_ann)) == CLI_OK && !quiet)
         fprintf(stderr, "sam3 merge: %s: %d images, %ld annotations (%d folders without coco.json left out)\n", out, n, n_ann, skipped);
 done:
     cli_ds__free_names(paths, n);

@@ -10,8 +10,14 @@
      O_NOFOLLOW for subfolders.
    * The folder must be new, empty, or an earlier sam3 output: every entry a name sam3 writes
      (the `names` patterns), the manifest (results.json) a regular file carrying the marker, and
-     subfolders likewise. Anything else is refused unless `force`; with `force` the foreign files
-     are left alone.
+     subfolders likewise. Files named like sam3's count as sam3's only beside a file sam3 wrote
+     that carries the marker (the manifest, coco.json, or the temporary manifest of a run killed
+     inside its commit), in their folder or the one above: a user's own mask_000.png in a folder
+     without one is foreign. Anything else is refused unless
+     `force`; with `force` the foreign files are left alone.
+   * One writer at a time: the folder is locked (flock) while open, and a second run gets a
+     message naming the folder. Holding the lock, the run removes the temporary files
+     (CLI_OUTDIR_TMP_PREFIX) that a killed run left behind.
    * A file is deleted only when this run replaces it, or when the previous manifest lists it (a
      file an earlier sam3 run wrote) and this run did not write it again (stale masks). A user's
      own mask_123.png that no manifest lists survives every run.
@@ -159,9 +165,21 @@ static int cli_outdir__list(int dfd, const char *dpath, char ***out) {
     *out = v;
     return n;
 }
+/* no advisory lock on Windows: a second writer is not detected there (nor are temporary files
+   removed, which might be a live run's) */
+#define CLI_OUTDIR__LOCKS 0
+static int cli_outdir__lock(int fd) { (void)fd; return 0; }
 #else
 #include <dirent.h>
+#include <sys/file.h>
 #include <unistd.h>
+#define CLI_OUTDIR__LOCKS 1
+/* 0 when this process now holds the folder's lock, -1 with errno (EWOULDBLOCK: another holds it) */
+static int cli_outdir__lock(int fd) {
+    int r;
+    while ((r = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {}
+    return r;
+}
 static int cli_outdir__kind(int dfd, const char *dpath, const char *name, long long *size) {
     struct stat st;
     (void)dpath;
@@ -258,6 +276,7 @@ typedef struct cli_outdir {
     int n_kids;
     char *kid_name;            /* this folder's name in its parent, for a kid */
     int created, committed;    /* this run made the folder; the commit succeeded */
+    int has_manifest;          /* set while inspecting: the folder (or its parent) holds our manifest */
     unsigned seq;
     char err[1024];
 } cli_outdir;
@@ -388,38 +407,81 @@ static int cli_outdir__read_manifest(cli_outdir *o, int dfd, const char *name, c
     return 1;
 }
 
-/* 1 when every entry of the folder dfd is something sam3 writes there (subfolders checked one
-   level down), else 0 with the first foreign entry's description in o->err; -1 on an i/o error. */
-static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, const char *marker, int depth) {
+/* 1 when the regular file dfd/name carries the marker in its first 4 KiB (a JSON file sam3 wrote). */
+static int cli_outdir__file_marked(int dfd, const char *where, const char *name, const char *marker) {
+    char buf[4097];
+    long got;
+    size_t len = 0;
+    int fd = cli_outdir__open_rd(dfd, where, name);
+    if (fd < 0) return 0;
+    while (len < sizeof(buf) - 1 && (got = (long)cli_outdir__read(fd, buf + len, (unsigned)(sizeof(buf) - 1 - len))) > 0) len += (size_t)got;
+    cli_outdir__close(fd);
+    buf[len] = 0;
+    return memchr(buf, 0, len) == NULL && strstr(buf, marker) != NULL;
+}
+
+/* Removes the regular files named CLI_OUTDIR_TMP_PREFIX... in the folder dfd: what a run killed
+   before its commit left. Called only while holding the folder's lock, so no live run owns them. */
+static void cli_outdir__clean_tmp(int dfd, const char *where) {
     char **names;
-    int r = 1, k, n = cli_outdir__list(dfd, where, &names);
+    int k, n = cli_outdir__list(dfd, where, &names);
+    for (k = 0; k < n; k++) {
+        if (cli_outdir__is_tmp(names[k]) && cli_outdir__kind(dfd, where, names[k], NULL) == CLI_OUTDIR__FILE)
+            cli_outdir__unlink(dfd, where, names[k]);
+        free(names[k]);
+    }
+    if (n >= 0) free(names);
+}
+
+/* 1 when every entry of the folder dfd is something sam3 writes there (subfolders checked one
+   level down), else 0 with the first foreign entry's description in o->err; -1 on an i/o error.
+   parent_has: the folder above holds a file sam3 wrote (it vouches for files in here); *has_out:
+   whether this folder does, or the one above. */
+static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, const char *marker, int depth, int parent_has, int *has_out) {
+    char **names;
+    int r = 1, k, has = parent_has, n = cli_outdir__list(dfd, where, &names);
+    char unvouched[600]; /* the first file named like sam3's that nothing vouches for */
+    unvouched[0] = 0;
     if (n < 0) {
         cli_outdir__fail(o, "cannot list '%s': %s", where, strerror(errno));
         return -1;
     }
+    /* first what vouches for the files named like sam3's: the manifest, a JSON file of ours beside
+       it (coco.json), or the temporary manifest of a run killed inside its commit */
+    for (k = 0; k < n; k++)
+        if (!o->manifest || strcmp(names[k], o->manifest)) {
+            if (!has && (cli_outdir__is_tmp(names[k]) || cli_outdir__owned(o, names[k]) == 1) &&
+                cli_outdir__kind(dfd, where, names[k], NULL) == CLI_OUTDIR__FILE && cli_outdir__file_marked(dfd, where, names[k], marker))
+                has = 1;
+        } else {
+            cli_outdir probe;
+            int pr;
+            memset(&probe, 0, sizeof(probe));
+            probe.names = o->names;
+            snprintf(probe.path, sizeof(probe.path), "%s", where);
+            if ((pr = cli_outdir__read_manifest(&probe, dfd, names[k], marker)) < 0) {
+                snprintf(o->err, sizeof(o->err), "%s", probe.err);
+                r = 0;
+            }
+            has |= pr == 1;
+            while (probe.n_listed) free(probe.listed[--probe.n_listed]);
+            free(probe.listed);
+        }
     for (k = 0; r == 1 && k < n; k++) {
         const char *name = names[k];
         int kind, owned;
-        if (cli_outdir__is_tmp(name)) continue;
+        if (cli_outdir__is_tmp(name) || (o->manifest && !strcmp(name, o->manifest))) continue;
         if ((kind = cli_outdir__kind(dfd, where, name, NULL)) < 0) {
             cli_outdir__fail(o, "cannot inspect '%s/%s': %s", where, name, strerror(errno));
             r = -1;
             break;
         }
         owned = cli_outdir__owned(o, name);
-        if (o->manifest && !strcmp(name, o->manifest)) {
-            cli_outdir probe;
-            memset(&probe, 0, sizeof(probe));
-            probe.names = o->names;
-            snprintf(probe.path, sizeof(probe.path), "%s", where);
-            if (cli_outdir__read_manifest(&probe, dfd, name, marker) != 1) {
-                snprintf(o->err, sizeof(o->err), "%s", probe.err);
-                r = 0;
-            }
-            while (probe.n_listed) free(probe.listed[--probe.n_listed]);
-            free(probe.listed);
-        } else if (owned == 1 && kind != CLI_OUTDIR__DIR) {
-            continue;
+        if (owned == 1 && kind != CLI_OUTDIR__DIR) {
+            /* (a link at such a name is neither followed nor removed: it is left, as a user's file) */
+            if (has || unvouched[0]) continue;
+            snprintf(unvouched, sizeof(unvouched), "'%s' holds '%s' but no %s that sam3 wrote: it is not an earlier sam3 output", where,
+                     name, o->manifest ? o->manifest : "manifest");
         } else if (owned == 2 && kind == CLI_OUTDIR__DIR && depth == 0) {
             int sub = cli_outdir__sub(dfd, where, name);
             char sub_where[4400];
@@ -428,13 +490,19 @@ static int cli_outdir__all_owned(cli_outdir *o, int dfd, const char *where, cons
                 cli_outdir__fail(o, "cannot open '%s': %s", sub_where, strerror(errno));
                 r = -1;
             } else {
-                r = cli_outdir__all_owned(o, sub, sub_where, marker, 1);
+                int sub_has;
+                r = cli_outdir__all_owned(o, sub, sub_where, marker, 1, has, &sub_has);
                 cli_outdir__closedir_fd(sub);
             }
         } else {
             cli_outdir__fail(o, "'%s' holds '%s', which sam3 did not write", where, name);
             r = 0;
         }
+    }
+    *has_out = has;
+    if (r == 1 && unvouched[0]) { /* reported after any entry that is foreign by its name */
+        cli_outdir__fail(o, "%s", unvouched);
+        r = 0;
     }
     for (k = 0; k < n; k++) free(names[k]);
     free(names);
@@ -449,7 +517,8 @@ static int cli_outdir__inspect(cli_outdir *o, const char *marker, int force) {
         if (r < 0 && !force) goto foreign;
         o->had_manifest = r == 1;
     }
-    r = cli_outdir__all_owned(o, o->fd, o->path, marker, o->kid_name ? 1 : 0);
+    r = cli_outdir__all_owned(o, o->fd, o->path, marker, o->kid_name ? 1 : 0, o->has_manifest, &o->has_manifest);
+    if (CLI_OUTDIR__LOCKS && r >= 0 && (r == 1 || force)) cli_outdir__clean_tmp(o->fd, o->path); /* (after: a killed run's manifest vouched above) */
     if (r < 0) return 0;
     if (r == 0 && !force) goto foreign;
     o->err[0] = 0;
@@ -493,6 +562,16 @@ static void cli_outdir__init(cli_outdir *o, const char *const *names, const char
     o->manifest = manifest;
 }
 
+/* Takes the lock of the folder o->fd (see the top); 0 with o->err set when another run holds it. */
+static int cli_outdir__take_lock(cli_outdir *o) {
+    if (cli_outdir__lock(o->fd) == 0) return 1;
+    if (errno == EWOULDBLOCK || errno == EAGAIN)
+        cli_outdir__fail(o, "'%s' is being written by another sam3 run (it holds the folder's lock): wait for it to end, or choose "
+                            "another output folder", o->path);
+    else cli_outdir__fail(o, "cannot lock the output folder '%s': %s", o->path, strerror(errno));
+    return 0;
+}
+
 /* Creates the folder if missing and checks it may be written (see the top). 1 on success, else 0
    with o->err set; call cli_outdir_close either way. The path itself may be a link to a folder
    (the user named it); nothing inside it is followed. */
@@ -512,7 +591,63 @@ static int cli_outdir_open(cli_outdir *o, const char *path, const char *const *n
         cli_outdir__fail(o, "cannot create output folder '%s': %s", path, strerror(errno));
         return 0;
     }
-    return cli_outdir__inspect(o, marker, force);
+    return cli_outdir__take_lock(o) && cli_outdir__inspect(o, marker, force);
+}
+
+/* As cli_outdir_open for the folder `name` inside `parent` (the user's folder, which may be a
+   link the user named), where name is a folder sam3 makes (a dataset's OUTDIR/STEM): a link, or
+   anything but a folder, found at parent/name is refused, never followed. */
+static int cli_outdir_open_at(cli_outdir *o, const char *parent, const char *name, const char *const *names, const char *manifest,
+                              const char *marker, int force) {
+    int pfd;
+    cli_outdir__init(o, names, manifest);
+    if (strlen(parent) + strlen(name) + 2 >= sizeof(o->path) - 300 || !name[0] || strchr(name, '/')) {
+        cli_outdir__fail(o, "output folder path too long or not a folder name: '%s/%s'", parent, name);
+        return 0;
+    }
+    strcpy(o->path, parent);
+    strcat(strcat(o->path, "/"), name);
+    if (cli_outdir__mkdirs(parent) != 0 || (pfd = cli_outdir__top(parent)) < 0) {
+        cli_outdir__fail(o, "cannot create output folder '%s': %s", parent, strerror(errno));
+        return 0;
+    }
+    if (cli_outdir__mkdir(pfd, parent, name) == 0) o->created = 1;
+    else if (errno != EEXIST) {
+        cli_outdir__fail(o, "cannot create output folder '%s': %s", o->path, strerror(errno));
+        cli_outdir__closedir_fd(pfd);
+        return 0;
+    }
+    o->fd = cli_outdir__sub(pfd, parent, name);
+    cli_outdir__closedir_fd(pfd);
+    if (o->fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == ENOTDIR || e == EMLINK)
+            cli_outdir__fail(o, "'%s' is a link or not a folder: sam3 does not write through links; remove it or choose another "
+                                "output folder", o->path);
+        else cli_outdir__fail(o, "cannot open output folder '%s': %s", o->path, strerror(e));
+        return 0;
+    }
+    return cli_outdir__take_lock(o) && cli_outdir__inspect(o, marker, force);
+}
+
+/* Only the lock of the folder at path (created if missing), held until cli_outdir_close: for a
+   folder whose entries other cli_outdir_open_at calls write (a dataset's OUTDIR). The temporary
+   files a killed run left in it are removed. 1, or 0 with o->err set. */
+static int cli_outdir_lock_only(cli_outdir *o, const char *path) {
+    static const char *const none[] = {NULL};
+    cli_outdir__init(o, none, NULL);
+    snprintf(o->path, sizeof(o->path), "%s", path);
+    {
+        struct stat st;
+        o->created = stat(path, &st) != 0 && errno == ENOENT;
+    }
+    if (cli_outdir__mkdirs(path) != 0 || (o->fd = cli_outdir__top(path)) < 0) {
+        cli_outdir__fail(o, "cannot create output folder '%s': %s", path, strerror(errno));
+        return 0;
+    }
+    if (!cli_outdir__take_lock(o)) return 0;
+    if (CLI_OUTDIR__LOCKS) cli_outdir__clean_tmp(o->fd, o->path);
+    return 1;
 }
 
 /* A subfolder `name` of parent (created if missing, never through a link), with its own
@@ -529,6 +664,7 @@ static cli_outdir *cli_outdir_open_sub(cli_outdir *parent, const char *name, con
     parent->kids = nk;
     cli_outdir__init(o, parent->names, manifest);
     parent->kids[parent->n_kids++] = o;
+    o->has_manifest = parent->has_manifest;
     if (strlen(parent->path) + nl + 2 > sizeof(o->path) || cli_outdir__owned(parent, name) != 2 ||
         !(o->kid_name = cli_outdir__strdup(name))) {
         cli_outdir__fail(parent, "'%s/%s': not a subfolder name sam3 writes", parent->path, name);

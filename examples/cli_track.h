@@ -245,10 +245,9 @@ typedef struct frame_src {
     int n_names, next;
     const char *dir;
     /* YUV4MPEG2 */
-    FILE *y4m;
-    int yw, yh, chroma444;
+    FILE *y4m;  /* the stream, once its header was read */
+    cli_y4m y4; /* its reader (examples/cli_y4m.h) */
     unsigned long long max_pixels; /* the image reader's budget */
-    unsigned char *yuv; /* one frame's planes */
 } frame_src;
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -257,7 +256,7 @@ static void frame_src_free(frame_src *s) {
     int i;
     for (i = 0; i < s->n_names; i++) free(s->names[i]);
     free(s->names);
-    free(s->yuv);
+    cli_y4m_free(&s->y4);
     memset(s, 0, sizeof(*s));
 }
 
@@ -315,56 +314,15 @@ static int frame_src_dir(frame_src *s, const char *dir) {
     return CLI_OK;
 }
 
-/* The stream header: "YUV4MPEG2 W<w> H<h> ... [C<colourspace>]" and a newline. */
+/* The stream header (examples/cli_y4m.h: its bounds, colour spaces and ranges). */
 static int frame_src_y4m(frame_src *s, FILE *f) {
-    char line[1024], *tok, *next;
-    size_t n = 0;
-    int ch, c420 = 1;
-    while ((ch = fgetc(f)) != EOF && ch != '\n')
-        if (n + 1 < sizeof(line)) line[n++] = (char)ch;
-    line[n] = 0;
-    if (strncmp(line, "YUV4MPEG2 ", 10)) {
-        cli_error("stdin is not a YUV4MPEG2 stream (try: ffmpeg -i clip.mp4 -f yuv4mpegpipe - | sam3 track -i - ...)");
-        return CLI_FAIL;
-    }
-    for (tok = line + 10; *tok; tok = next) {
-        for (next = tok; *next && *next != ' '; next++) {}
-        if (*next) *next++ = 0;
-        if (!*tok) continue;
-        if (tok[0] == 'W' || tok[0] == 'H') {
-            if (!parse_int(tok + 1, 1, SAM3_MAX_IMAGE_DIM, tok[0] == 'W' ? &s->yw : &s->yh)) {
-                cli_error("YUV4MPEG2 frame size: %s '%s' is not a number in 1..%d", tok[0] == 'W' ? "width" : "height", tok + 1,
-                          SAM3_MAX_IMAGE_DIM);
-                return CLI_FAIL;
-            }
-        } else if (tok[0] == 'C') {
-            if (!strncmp(tok + 1, "444", 3) && (tok[4] == 0 || !strcmp(tok + 4, "p8"))) c420 = 0;
-            else if (!strncmp(tok + 1, "420", 3) && (tok[4] == 0 || !strcmp(tok + 4, "jpeg") || !strcmp(tok + 4, "paldv") || !strcmp(tok + 4, "mpeg2")))
-                c420 = 1;
-            else {
-                cli_error("YUV4MPEG2 colour space '%s' is not supported (8-bit 4:2:0 or 4:4:4: ffmpeg -pix_fmt yuv420p)", tok + 1);
-                return CLI_FAIL;
-            }
-        } else if (tok[0] == 'I' && tok[1] != 'p' && tok[1] != '?') {
-            cli_error("YUV4MPEG2 interlacing '%s' is not supported (progressive frames only)", tok + 1);
-            return CLI_FAIL;
-        }
-    }
-    if (s->yw < 1 || s->yh < 1 || s->yw > SAM3_MAX_IMAGE_DIM || s->yh > SAM3_MAX_IMAGE_DIM) {
-        cli_error("YUV4MPEG2 frame size %dx%d outside 1x1..%dx%d", s->yw, s->yh, SAM3_MAX_IMAGE_DIM, SAM3_MAX_IMAGE_DIM);
-        return CLI_FAIL;
-    }
-    s->chroma444 = !c420;
-    s->yuv = (unsigned char *)malloc((size_t)s->yw * s->yh * 3);
-    if (!s->yuv) {
-        cli_error("out of memory for %dx%d frames", s->yw, s->yh);
+    if (!cli_y4m_open(&s->y4, f, s->max_pixels ? s->max_pixels : CLI_IMG_DEFAULT_MAX_PIXELS)) {
+        cli_error("stdin: %s", s->y4.err);
         return CLI_FAIL;
     }
     s->y4m = f;
     return CLI_OK;
 }
-
-static unsigned char clip255(int v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
 
 /* Next frame as RGB8 (malloc'd) into *rgb. CLI_OK, TRACK_END at the end, or CLI_FAIL (printed). */
 static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, char *name, size_t name_cap) {
@@ -395,52 +353,28 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
         free(img.pixels);
         return CLI_OK;
     } else {
-        const int W = s->yw, H = s->yh, cw = s->chroma444 ? W : (W + 1) / 2, chh = s->chroma444 ? H : (H + 1) / 2;
-        const size_t ny = (size_t)W * H, nc = (size_t)cw * chh;
-        char line[256];
-        size_t n = 0;
-        int ch, x, y;
-        unsigned char *o;
-        while ((ch = fgetc(s->y4m)) != EOF && ch != '\n')
-            if (n + 1 < sizeof(line)) line[n++] = (char)ch;
-        line[n] = 0;
-        if (ch == EOF && n == 0) return TRACK_END;
-        if (strncmp(line, "FRAME", 5) || ch == EOF) {
-            cli_error("YUV4MPEG2 stream: expected a FRAME header at frame %d, got '%.20s'", s->next, line);
-            return CLI_FAIL;
-        }
-        if (fread(s->yuv, 1, ny + 2 * nc, s->y4m) != ny + 2 * nc) {
-            cli_error("YUV4MPEG2 stream truncated in frame %d", s->next);
+        int r = cli_y4m_next(&s->y4, rgb);
+        if (r == 0) return TRACK_END;
+        if (r < 0) {
+            cli_error("stdin: %s", s->y4.err);
             return CLI_FAIL;
         }
         snprintf(name, name_cap, "%d", s->next++);
-        if (!(o = (unsigned char *)malloc(ny * 3))) {
-            cli_error("out of memory for a %dx%d frame", W, H);
-            return CLI_FAIL;
-        }
-        for (y = 0; y < H; y++)
-            for (x = 0; x < W; x++) {
-                const size_t ci = s->chroma444 ? (size_t)y * cw + x : (size_t)(y / 2) * cw + x / 2;
-                const int Y = s->yuv[(size_t)y * W + x] - 16, U = s->yuv[ny + ci] - 128, V = s->yuv[ny + nc + ci] - 128;
-                unsigned char *p = o + ((size_t)y * W + x) * 3;
-                /* BT.601 limited range, in 1/256ths */
-                p[0] = clip255((298 * Y + 409 * V + 128) >> 8);
-                p[1] = clip255((298 * Y - 100 * U - 208 * V + 128) >> 8);
-                p[2] = clip255((298 * Y + 516 * U + 128) >> 8);
-            }
-        *rgb = o;
-        *w = W;
-        *h = H;
+        *w = s->y4.w;
+        *h = s->y4.h;
         return CLI_OK;
     }
 }
 
 /* A --mask PNG as 0/1 bytes (first channel non-zero). */
 static int read_track_mask(const char *path, unsigned long long max_pixels, uint8_t **mask, int *w, int *h) {
-    cli_image img;
+    cli_img img;
+    char why[512];
     size_t i, np;
-    memset(&img, 0, sizeof(img));
-    if (read_image(path, max_pixels, &img) != CLI_OK) return CLI_FAIL;
+    if (!cli_img_read_file(path, max_pixels, &img, why, sizeof(why))) {
+        cli_error("cannot read the mask '%s': %s", path, why);
+        return CLI_FAIL;
+    }
     np = (size_t)img.w * img.h;
     if (!(*mask = (uint8_t *)malloc(np))) {
         free(img.pixels);
@@ -620,6 +554,25 @@ static int run_track(track_args *a) {
                       src.n_names - 1);
             goto done;
         }
+    /* every prompt checked before the first frame: the number of objects, and each mask readable */
+    {
+        int n_ids = 0, j;
+        for (i = 0; i < a->n_prompts; i++) {
+            for (j = 0; j < i && a->prompts[j].id != a->prompts[i].id; j++) {}
+            n_ids += j == i;
+        }
+        if (n_ids > SAM3_MAX_TRACKED_OBJECTS) {
+            cli_error("%d objects given: a tracker follows at most %d objects", n_ids, SAM3_MAX_TRACKED_OBJECTS);
+            goto done;
+        }
+        for (i = 0; i < a->n_prompts; i++)
+            if (a->prompts[i].mask_path) {
+                uint8_t *mk = NULL;
+                int mw, mh;
+                if (read_track_mask(a->prompts[i].mask_path, a->max_pixels, &mk, &mw, &mh) != CLI_OK) goto done;
+                free(mk);
+            }
+    }
     /* the first line says who wrote the file (how a rerun recognises the folder), then a line a frame */
     tb_printf(&jl, "{\"generator\": \"sam3 track %s\", \"model\": ", SAM3_VERSION_STRING);
     tb_json_string(&jl, a->model);
@@ -718,6 +671,10 @@ static int run_track(track_args *a) {
         goto done;
     }
     if (input_failed) goto done;
+    if (f == 0) { /* a stream with a header and no frame: nothing tracked, nothing written */
+        cli_error("%s: no frames: nothing tracked, nothing written", src.y4m ? "stdin" : a->input);
+        goto done;
+    }
     for (i = 0; i < a->n_prompts; i++)
         if (!a->prompts[i].used) {
             cli_error("frame %d object %d: the input has only %d frames: the prompt was not used", a->prompts[i].frame, a->prompts[i].id, f);

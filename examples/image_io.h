@@ -390,8 +390,9 @@ static int cli_img_decode(const void *data, size_t size, uint64_t max_pixels, cl
     return ok;
 }
 
-/* Reads a whole file (a regular file, a pipe or /dev/stdin), at most max_bytes. 1 on success
-   (*data malloc'ed, *size set), else 0 with errno set (EFBIG when over max_bytes). */
+/* Reads a whole file (a regular file, a pipe or /dev/stdin), at most max_bytes; only its first
+   64 KiB when they are not JPEG or PNG (/dev/zero, a video: the decoder then names the format).
+   1 on success (*data malloc'ed, *size set), else 0 with errno set (EFBIG when over max_bytes). */
 static int cli_img__slurp(const char *path, size_t max_bytes, unsigned char **data, size_t *size) {
     FILE *f = fopen(path, "rb");
     unsigned char *buf = NULL, *nb;
@@ -417,6 +418,10 @@ static int cli_img__slurp(const char *path, size_t max_bytes, unsigned char **da
         got = fread(buf + n, 1, cap - n, f);
         n += got;
         if (got == 0) break;
+        if (n == got && n >= 16) { /* the first piece: read no further than that when it is neither JPEG nor PNG */
+            const char *kind = cli_img__sniff(buf, n);
+            if (!kind || (strcmp(kind, "JPEG") && strcmp(kind, "PNG"))) break;
+        }
     }
     if (ferror(f)) {
         e = errno ? errno : EIO;

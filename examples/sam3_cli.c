@@ -833,6 +833,7 @@ typedef struct seg_image_out {
     const char *image;
     char settings[64]; /* "\"settings\": \"<16 hex digits>\"" */
     long image_id;     /* COCO id: 1 + the image's position in the input */
+    long n_images;     /* images in the input (all shards) */
     text_buf *coco;    /* annotation lines, ",\n"-separated; NULL with --format png */
     long n_ann;
 } seg_image_out;
@@ -1129,8 +1130,10 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         *n_last = seg.n_instances;
     }
     if (a->coco) { /* one line per item: cli_dataset.h's merge reads this layout */
-        tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", SAM3_VERSION_STRING,
-                  io->settings, io->image_id);
+        tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"run\": {\"images\": %ld", SAM3_VERSION_STRING, io->settings,
+                  io->n_images);
+        if (a->shard_n) tb_printf(&cj, ", \"shard\": \"%d/%d\"", a->shard_i, a->shard_n);
+        tb_printf(&cj, "},\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", io->image_id);
         tb_json_string(&cj, io->image);
         tb_printf(&cj, ", \"width\": %d, \"height\": %d}\n  ],\n  \"annotations\": [\n", ss->img.w, ss->img.h);
         if (coco.len) tb_printf(&cj, "%s\n", coco.p);
@@ -1181,6 +1184,7 @@ static int run_segment(const seg_args *a) {
     if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
     io.image = a->c.image;
     io.image_id = 1;
+    io.n_images = 1;
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
     if (segment_image(&ss, a, &od, &io, &t_write, &n_last) != CLI_OK) goto done;
     t0 = sam3_time_ms();
@@ -1210,6 +1214,10 @@ done:
 static int seg_image_done(const seg_args *a, const char *dir, const seg_image_out *io) {
     char p[4200], slug[64];
     int k, n_prompts = a->n_texts ? a->n_texts : 1;
+#if !defined(_WIN32)
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0; /* a link there is refused when opened */
+#endif
     for (k = 0; k < n_prompts; k++) {
         if (n_prompts == 1) {
             snprintf(p, sizeof(p), "%s/%s", dir, CLI_OUT_MANIFEST);
@@ -1241,6 +1249,7 @@ static int run_segment_dataset(const seg_args *a) {
     cli_ds_list l;
     cli_session ss;
     seg_image_out io;
+    cli_outdir top_od;
     int k, n_done = 0, n_skipped = 0, n_failed = 0, n_mine = 0, rc = CLI_FAIL;
     char **coco_paths = NULL; /* (n_coco) the images' coco.json, in input order */
     int n_coco = 0;
@@ -1250,9 +1259,15 @@ static int run_segment_dataset(const seg_args *a) {
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
     memset(&io, 0, sizeof(io));
+    memset(&top_od, 0, sizeof(top_od));
+    top_od.fd = -1;
     if (cli_ds_list_build(&l, a->c.image) != CLI_OK) return CLI_FAIL;
     if (!a->c.quiet && l.ignored)
         fprintf(stderr, "sam3: %s: %d file%s not named *.jpg, *.jpeg or *.png ignored\n", a->c.image, l.ignored, l.ignored == 1 ? "" : "s");
+    if (!cli_outdir_lock_only(&top_od, a->c.outdir)) { /* one run writes an OUTDIR at a time */
+        cli_error("%s", top_od.err);
+        goto done;
+    }
     if (a->coco && !a->shard_n) {
         char top[4400];
         snprintf(top, sizeof(top), "%s/coco.json", a->c.outdir);
@@ -1280,6 +1295,7 @@ static int run_segment_dataset(const seg_args *a) {
         n_mine++;
         io.image = l.paths[k];
         io.image_id = k + 1;
+        io.n_images = l.n;
         if (snprintf(dir, sizeof(dir), "%s/%s", a->c.outdir, l.stems[k]) >= (int)sizeof(dir)) {
             cli_error("output folder path too long for '%s'", l.paths[k]);
             n_failed++;
@@ -1289,7 +1305,7 @@ static int run_segment_dataset(const seg_args *a) {
             n_skipped++;
         } else {
             if (!a->c.quiet) fprintf(stderr, "sam3: [%d/%d] %s -> %s/\n", k + 1, l.n, l.paths[k], dir);
-            ok = cli_outdir_open(&od, dir, SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
+            ok = cli_outdir_open_at(&od, a->c.outdir, l.stems[k], SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
             if (!ok) cli_error("%s", od.err);
             ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels) == CLI_OK;
             ok = ok && segment_image(&ss, a, &od, &io, &t_write, &n_last) == CLI_OK;
@@ -1315,7 +1331,8 @@ static int run_segment_dataset(const seg_args *a) {
         char top[4400];
         long n_ann = 0;
         snprintf(top, sizeof(top), "%s/coco.json", a->c.outdir);
-        if (cli_ds_coco_merge((const char *const *)coco_paths, n_coco, top, &n_ann) != CLI_OK) n_failed++;
+        /* (images that failed are reported above and make the exit status 1: the rest is merged) */
+        if (cli_ds_coco_merge((const char *const *)coco_paths, n_coco, top, n_failed > 0, &n_ann) != CLI_OK) n_failed++;
         else if (!a->c.quiet) fprintf(stderr, "sam3: wrote %s: %d images, %ld annotations\n", top, n_coco, n_ann);
     }
     if (!a->c.quiet || n_failed)
@@ -1327,6 +1344,7 @@ done:
     free(coco_paths);
     cli_ds_list_free(&l);
     session_free(&ss);
+    cli_outdir_close(&top_od); /* (removes OUTDIR only when this run made it and it stayed empty) */
     return rc;
 }
 
@@ -1340,20 +1358,22 @@ static int cmd_segment(int argc, char **argv) {
 }
 
 static const char *MERGE_HELP =
-    "usage: sam3 merge -o OUT.json DIR... [-q]\n"
+    "usage: sam3 merge -o OUT.json DIR... [--partial] [-q]\n"
     "\n"
     "Merges the per-image coco.json files that 'sam3 segment -i FOLDER|@LIST --format coco' wrote into\n"
     "DIR/STEM/ (every subfolder of every DIR that holds one; e.g. the OUTDIRs of the shards of a\n"
     "--shard run) into one COCO file: images sorted by id (1 + the image's position in the input),\n"
     "annotations numbered from 1 in that order, the categories (the prompts) once. The result is the\n"
     "coco.json an unsharded run writes. The files must come from runs with the same settings (model,\n"
-    "prompts, boxes, thresholds, version) and have distinct image ids, or nothing is written.\n"
-    "Exit status: 0 done, 1 failed, 2 bad command line.\n";
+    "prompts, boxes, thresholds, version) and have distinct image ids, or nothing is written. Every\n"
+    "line is checked (JSON, an annotation of its own image and categories). Every image of the run\n"
+    "must be there (the missing ones are named, with their shard) unless --partial.\n"
+    "Exit status: 0 done, 1 failed (an incomplete set included), 2 bad command line.\n";
 
 static int cmd_merge(int argc, char **argv) {
     const char *out = NULL, *v;
     const char **dirs = (const char **)malloc(sizeof(char *) * (size_t)(argc + 1));
-    int i, r, n = 0, quiet = 0;
+    int i, r, n = 0, quiet = 0, partial = 0;
     cli_cmd = "merge";
     if (!dirs) return CLI_FAIL;
     for (i = 0; i < argc; i++) {
@@ -1364,6 +1384,8 @@ static int cmd_merge(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--partial")) {
+            partial = 1;
         } else if ((r = opt_value(argc, argv, &i, "-o", "--output", &v)) > 0) {
             out = v;
         } else if (r < 0 || argv[i][0] == '-') {
@@ -1377,7 +1399,7 @@ static int cmd_merge(int argc, char **argv) {
         free(dirs);
         return usage_error("merge", "usage: sam3 merge -o OUT.json DIR...%s", "");
     }
-    r = cli_ds_merge_dirs(dirs, n, out, quiet);
+    r = cli_ds_merge_dirs(dirs, n, out, partial, quiet);
     free(dirs);
     return r;
 }
@@ -1729,6 +1751,7 @@ static int cmd_points(int argc, char **argv) {
     return run_points(&a);
 }
 
+#include "cli_y4m.h"
 #include "cli_track.h"
 
 /* OpenMP threads that sleep rather than spin while they wait (OMP_WAIT_POLICY=passive), unless

@@ -340,6 +340,11 @@ def main():
     for dt, size in (("I64", 8), ("F64", 8), ("U8", 1), ("BOOL", 1), ("f32", 4), ("F8_E4M3", 1)):
         expect_failure(f"dtype {dt}", src_dir(f"d_{dt}", (one(dtype=dt, shape=(4,), offs=(0, 4 * size)), b"\0" * (4 * size))),
                        ["tensor x", "not supported"])
+    # --- issue 36: a list as dtype, a million dimensions, a 100 MB header: clear errors, quickly ---
+    expect_failure("dtype a list", src_dir("d_list", ({"x": {"dtype": ["F32"], "shape": [4], "data_offsets": [0, 16]}}, z16)),
+                   ["tensor x", "not supported"])
+    expect_failure("a million dimensions", src_dir("s_million", (one(shape=(2,) * 1000000), z16)), ["tensor x", "dimensions"])
+    expect_failure("header length 100 MB", src_dir("h_100mb", struct.pack("<Q", 100 << 20) + b"{" + b" " * (100 << 20)), ["header length"])
     # --- a real tiny checkpoint with one lie in it ---
     d = src_dir("ok")
     mrc.make_checkpoint(d, TINY, quiet=True, vocab_dir=None)
@@ -365,6 +370,10 @@ def main():
                    [name])
     expect_failure("one tensor under two names", variant("w_dup", lambda h: h.update(
         {name + "_copy": dict(h[name])})), ["overlap"])
+    nan_payload = bytearray(good[8 + n:])
+    b0 = header[name]["data_offsets"][0]
+    nan_payload[b0 + 4:b0 + 8] = struct.pack("<f", float("nan"))
+    expect_failure("a NaN weight", variant("w_nan", lambda h: None, bytes(nan_payload)), ["layer_norm.weight", "NaN or infinite"])
     # --- config.json, vocab, merges, index ---
     items = os.path.join(d, "model.safetensors")
 

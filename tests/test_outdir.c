@@ -2,7 +2,10 @@
    OUTDIR/masks/NNNNNN_NNN.png would use (a manifest at the top that lists files in a subfolder
    without a manifest of its own): first run, rerun with fewer files (stale ones in the subfolder
    removed, a user's own file kept), a foreign file (refused, then --force), a link planted as the
-   subfolder (never followed), a failed run (nothing changed, no temporary file left).
+   subfolder (never followed), a failed run (nothing changed, no temporary file left); a link
+   planted as a dataset's per-image folder (cli_outdir_open_at: refused), a second writer while
+   the lock is held (refused), temporary files a killed run left (removed by the next run), a
+   user's own mask file without a manifest (foreign).
      test_outdir DIR      (DIR is removed and made afresh)
    Prints "test_outdir: N passed, N failed" last. */
 #define _POSIX_C_SOURCE 200809L
@@ -95,7 +98,7 @@ static int no_tmp(const char *rel) {
 }
 
 int main(int argc, char **argv) {
-    char why[1024], cmd[2400];
+    char why[1024], cmd[5000];
     if (argc != 2 || strlen(argv[1]) > 1000) {
         printf("usage: test_outdir DIR\n");
         return 2;
@@ -137,6 +140,63 @@ int main(int argc, char **argv) {
     remove(at("t/masks"));
     put("t/tracks.jsonl", "{\"mask\": \"masks/000001_001.png\"}\n");
     CHECK(!run("t", 1, 0, 0, why) && strstr(why, "tracks.jsonl"), "a manifest sam3 did not write was accepted: %s", why);
+
+    /* a dataset's per-image folder planted as a link: refused, nothing written through it */
+    {
+        cli_outdir d;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/ds' '%s/victim' && mkdir -p '%s/ds' '%s/victim'", g_root, g_root, g_root, g_root);
+        CHECK(system(cmd) == 0 && symlink("../victim", at("ds/img1")) == 0, "cannot plant the per-image link");
+        CHECK(!cli_outdir_open_at(&d, at("ds"), "img1", NAMES, "tracks.jsonl", MARKER, 1) && strstr(d.err, "link"),
+              "a linked per-image folder was accepted: %s", d.err);
+        cli_outdir_close(&d);
+        CHECK(cli_outdir_open_at(&d, at("ds"), "img2", NAMES, "tracks.jsonl", MARKER, 0) &&
+                  cli_outdir_write(&d, "tracks.jsonl", MARKER "x\"}\n", strlen(MARKER) + 4) && cli_outdir_commit(&d),
+              "a new per-image folder: %s", d.err);
+        cli_outdir_close(&d);
+        CHECK(exists("ds/img2/tracks.jsonl") && !exists("victim/tracks.jsonl"), "per-image folder: wrong files");
+    }
+
+    /* one writer at a time: a second open of a locked folder is refused */
+    {
+        cli_outdir a, b;
+        int oa = cli_outdir_open(&a, at("t"), NAMES, "tracks.jsonl", MARKER, 1);
+        int ob = cli_outdir_open(&b, at("t"), NAMES, "tracks.jsonl", MARKER, 1);
+        CHECK(oa && !ob && strstr(b.err, "another sam3 run"), "a second writer was not refused: %s / %s", a.err, b.err);
+        cli_outdir_close(&b);
+        cli_outdir_close(&a);
+        CHECK(cli_outdir_lock_only(&a, at("t")) && !cli_outdir_lock_only(&b, at("t")), "cli_outdir_lock_only: %s", b.err);
+        cli_outdir_close(&b);
+        cli_outdir_close(&a);
+    }
+
+    /* temporary files a killed run left: removed by the next run */
+    remove(at("t/tracks.jsonl"));
+    CHECK(run("t", 2, 1, 0, why), "run before the leftovers: %s", why);
+    put("t/" CLI_OUTDIR_TMP_PREFIX "999999-0", "left by kill -9");
+    put("t/masks/" CLI_OUTDIR_TMP_PREFIX "999999-1", "left by kill -9");
+    CHECK(run("t", 2, 0, 0, why) && no_tmp("t") && no_tmp("t/masks"), "leftover temporary files not removed: %s", why);
+
+    /* a user's own file named like sam3's, in a folder without a manifest sam3 wrote: foreign */
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/u' && mkdir -p '%s/u'", g_root, g_root);
+    CHECK(system(cmd) == 0, "mkdir u");
+    put("u/000000_001.png", "the user's");
+    {
+        static const char *const flat[] = {"tracks.jsonl", "#_#.png", NULL};
+        cli_outdir d;
+        CHECK(!cli_outdir_open(&d, at("u"), flat, "tracks.jsonl", MARKER, 0) && strstr(d.err, "000000_001.png"),
+              "a user's mask file without a manifest was taken for sam3's: %s", d.err);
+        cli_outdir_close(&d);
+    }
+    CHECK(file_is("u/000000_001.png", "the user's"), "the user's file was changed");
+    /* ... but a run killed inside its commit (masks renamed, its manifest still a temporary file) is sam3's */
+    put("u/" CLI_OUTDIR_TMP_PREFIX "999999-7", MARKER "track\"}\n");
+    {
+        static const char *const flat[] = {"tracks.jsonl", "#_#.png", NULL};
+        cli_outdir d;
+        CHECK(cli_outdir_open(&d, at("u"), flat, "tracks.jsonl", MARKER, 0) && no_tmp("u"),
+              "a run killed inside its commit was not recognised: %s", d.err);
+        cli_outdir_close(&d);
+    }
 
     printf("test_outdir: %d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

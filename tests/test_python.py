@@ -155,6 +155,45 @@ def compare_points(ctx, name, model, points, labels, box=None, single=False):
     return r
 
 
+def test_arguments(img):
+    """Issue 36: every argument checked before C: ValueError for NaN/inf numbers, OverflowError for
+    ints wider than 32 bits (ctypes would wrap them), TypeError for the wrong types; each with a message."""
+    def raises(exc, what, fn, *words):
+        try:
+            fn()
+            check(False, "%s raises %s" % (what, exc.__name__))
+        except exc as e:
+            check(str(e).startswith("sam3: ") and all(w in str(e) for w in words), "%s: %s %s" % (what, exc.__name__, e))
+        except Exception as e:  # noqa: BLE001 (the wrong kind is the failure reported)
+            check(False, "%s raises %s, not %s: %s" % (what, exc.__name__, type(e).__name__, e))
+    nan, inf = float("nan"), float("inf")
+    with sam3.Model(VIDEO) as m, sam3.Context(m, n_threads=1) as c:
+        c.set_image(img)
+        raises(ValueError, "segment(score_threshold=NaN)", lambda: c.segment("a cat", score_threshold=nan), "score_threshold")
+        raises(ValueError, "segment(mask_threshold=inf)", lambda: c.segment("a cat", mask_threshold=inf), "mask_threshold")
+        raises(TypeError, "segment(score_threshold='0.5')", lambda: c.segment("a cat", score_threshold="0.5"), "score_threshold")
+        raises(TypeError, "segment(text=5)", lambda: c.segment(5), "text")
+        raises(ValueError, "segment_points(mask_threshold=NaN)", lambda: c.segment_points(points=[(3, 3)], mask_threshold=nan))
+        raises(ValueError, "segment_points(a NaN mask logit)", lambda: c.segment_points(points=[(3, 3)], mask_logits=np.full((8, 8), nan)),
+               "mask_logits")
+        raises(ValueError, "segment_points(an infinite click)", lambda: c.segment_points(points=[(inf, 3)]), "points")
+        raises(ValueError, "segment_points(a click beyond float32)", lambda: c.segment_points(points=[(1e300, 3)]), "points")
+        raises(TypeError, "segment_points(points='ab')", lambda: c.segment_points(points="ab"), "points")
+        raises(OverflowError, "segment_points(label 2**32 + 1)", lambda: c.segment_points(points=[(3, 3)], point_labels=[2**32 + 1]))
+        raises(TypeError, "set_image(a str)", lambda: c.set_image("photo.png"), "image")
+        raises(TypeError, "config_int(5)", lambda: m.config_int(5), "key")
+        raises(TypeError, "Context(a str)", lambda: sam3.Context("model.sam3"), "Model")
+        raises(OverflowError, "Context(n_threads=2**40)", lambda: sam3.Context(m, n_threads=2**40), "n_threads")
+        raises(TypeError, "Tracker(a Model)", lambda: sam3.Tracker(m), "Context")
+        raises(ValueError, "Tracker(mask_threshold=NaN)", lambda: sam3.Tracker(c, mask_threshold=nan), "mask_threshold")
+        with sam3.Tracker(c) as tr:
+            raises(OverflowError, "add_prompt(frame 2**32)", lambda: tr.add_prompt(2**32, 1, points=[(3, 3)]), "frame")
+            raises(OverflowError, "add_prompt(object 2**32 + 7)", lambda: tr.add_prompt(0, 2**32 + 7, points=[(3, 3)]), "object_id")
+            raises(TypeError, "add_prompt(frame '0')", lambda: tr.add_prompt("0", 1, points=[(3, 3)]), "frame")
+            raises(TypeError, "add_prompt(frame 0.0)", lambda: tr.add_prompt(0.0, 1, points=[(3, 3)]), "frame")
+            raises(OverflowError, "remove_object(2**32 + 7)", lambda: tr.remove_object(2**32 + 7), "object_id")
+
+
 def test_errors(img):
     try:
         sam3.Model(os.path.join(T, "missing.sam3"))
@@ -185,8 +224,8 @@ def test_errors(img):
         try:
             c.segment("a cat", boxes=[(float("nan"), 5, 10, 10)])
             check(False, "segment(a NaN box) raises")
-        except sam3.Error as e:
-            check(e.code == sam3.ERR_INVALID_ARG and "NaN" in str(e), "segment(a NaN box): ERR_INVALID_ARG with the library's detail: %s" % e)
+        except ValueError as e:
+            check("NaN" in str(e), "segment(a NaN box): ValueError naming NaN: %s" % e)
         try:
             c.segment_points(points=[(1, 1)] * 65)
             check(False, "segment_points(65 points) raises")
@@ -261,13 +300,17 @@ def test_tracker():
         check(tr.memory_used > 0, "memory_used %d" % tr.memory_used)
         for what, call, word in (("a prompt for frame 9", lambda: tr.add_prompt(9, 1, points=[(5, 5)]), "frame"),
                                  ("removing an unknown object", lambda: tr.remove_object(77), "77"),
-                                 ("a mask with points", lambda: tr.add_prompt(5, 4, points=[(5, 5)], mask=mask), "mask"),
-                                 ("a NaN click", lambda: tr.add_prompt(5, 4, points=[(float("nan"), 5)]), "NaN")):
+                                 ("a mask with points", lambda: tr.add_prompt(5, 4, points=[(5, 5)], mask=mask), "mask")):
             try:
                 call()
                 check(False, "tracker: %s raises" % what)
             except sam3.Error as e:
                 check(e.code == sam3.ERR_INVALID_ARG and word in str(e), "tracker: %s: ERR_INVALID_ARG with the library's detail: %s" % (what, e))
+        try:  # the binding's own check, before C (issue 36)
+            tr.add_prompt(5, 4, points=[(float("nan"), 5)])
+            check(False, "tracker: a NaN click raises")
+        except ValueError as e:
+            check("NaN" in str(e), "tracker: a NaN click: ValueError naming NaN: %s" % e)
         tr.remove_object(2)
         check([o["id"] for o in tr.push_frame(frames[0])] == [1, 3], "remove_object(2): objects 1 and 3 left")
         tr.reset()
@@ -330,6 +373,7 @@ def main():
         ctx.set_image(img)
         compare_points(ctx, "pts_sam1", SAM1, [(40, 30)], [1])
     test_errors(img)
+    test_arguments(img)
     test_tracker()
     r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "segment.py"), MODEL, IMAGE, "a cat",
                         "--threshold", "0", "--threads", "1", "--save", os.path.join(T, "ex.npz")], capture_output=True, text=True)

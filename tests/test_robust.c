@@ -803,7 +803,12 @@ static void test_points(const sam3_model *m) {
         mask[1] = (float)INFINITY;
         mask[2] = -(float)INFINITY;
         rc = sam3_segment_points(c, &pp, &po, &pr);
-        t_check(rc == SAM3_OK || rc == SAM3_ERR_INVALID_ARG, "mask logits with NaN/inf -> %s (no crash)", sam3_result_string((sam3_result)rc));
+        t_check(rc == SAM3_ERR_INVALID_ARG, "mask logits with NaN/inf -> %s, expected INVALID_ARG", sam3_result_string((sam3_result)rc));
+        mask[0] = mask[1] = mask[2] = 0.0f;
+        mask[lp - 1] = (float)INFINITY; /* the last one too: every logit is read */
+        rc = sam3_segment_points(c, &pp, &po, &pr);
+        t_check(rc == SAM3_ERR_INVALID_ARG, "an infinite last mask logit -> %s, expected INVALID_ARG", sam3_result_string((sam3_result)rc));
+        mask[lp - 1] = 0.0f;
         pp.n_points = 0;
         rc = sam3_segment_points(c, &pp, &po, &pr);
         t_check(rc == SAM3_OK || rc == SAM3_ERR_INVALID_ARG, "mask only -> %s", sam3_result_string((sam3_result)rc));
@@ -1261,6 +1266,7 @@ static void test_verify(void) {
         /* offsets and sizes kept: t and cc point into the model, freed below */
         const size_t data_off = (size_t)((const unsigned char *)t->data - blob), ck_off = (size_t)(cc->data - blob);
         const uint64_t t_nbytes = t->nbytes;
+        unsigned char orig4[4], orig_ck[8];
         snprintf(name, sizeof(name), "'%.*s'", (int)t->name_len, t->name);
         off = data_off + 100;
         sam3_free(m);
@@ -1276,6 +1282,8 @@ static void test_verify(void) {
         m = NULL;
         for (j = 0; j < 8; j++) blob[off + j] ^= 0xA5;
         /* 2. one infinite weight, its checksum made to match: only the finiteness check sees it */
+        memcpy(orig4, blob + data_off + 4 * 3, 4);
+        memcpy(orig_ck, blob + ck_off + 8 * idx, 8);
         memcpy(blob + data_off + 4 * 3, &inf, 4);
         st.s = st.i = 0;
         sam3__mx64_update(&st, blob + data_off, (size_t)t_nbytes);
@@ -1296,7 +1304,8 @@ static void test_verify(void) {
             rc = sam3_load_from_memory(blob, g_size, &lo, &m);
             t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, name) && strstr(err, "NaN"), "a NaN weight: verify fails (\"%s\")", err);
         }
-        /* 3. a file from before checksums (the key renamed away): loads, and verify still checks finiteness */
+        /* 3. a file from before checksums (the key renamed away, no header checksum): loads, and
+              verify still checks finiteness; the key renamed alone is damage */
         {
             unsigned char *key = NULL;
             size_t k;
@@ -1304,9 +1313,15 @@ static void test_verify(void) {
                 if (!memcmp(blob + k, "file.checksums.mx64", 19)) key = blob + k;
             t_check(key != NULL, "found the checksum key in the config table");
             if (key) {
+                unsigned char meta[8];
                 key[15] = 'o';
                 key[16] = 'l';
                 key[17] = 'd';
+                rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+                t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, "missing"),
+                        "the checksum key renamed, the header's checksum kept: verify fails (\"%s\")", err);
+                memcpy(meta, blob + 72, 8);
+                memset(blob + 72, 0, 8); /* an older converter: no header checksum either */
                 rc = sam3_load_from_memory(blob, g_size, &lo, &m);
                 t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, "NaN"), "no checksums, a NaN weight: verify still fails (\"%s\")", err);
                 {
@@ -1315,6 +1330,18 @@ static void test_verify(void) {
                 }
                 rc = sam3_load_from_memory(blob, g_size, &lo, &m);
                 t_check(rc == SAM3_OK, "no checksums (an older file): loads with verify, finiteness checked (%s)", err);
+                sam3_free(m);
+                m = NULL;
+                /* the file as converted, but one bit of the header's checksum flipped: the header and
+                   tables fail */
+                memcpy(blob + 72, meta, 8);
+                blob[79] ^= 0x80;
+                key[15] = 'm', key[16] = 'x', key[17] = '6';
+                memcpy(blob + data_off + 4 * 3, orig4, 4);
+                memcpy(blob + ck_off + 8 * idx, orig_ck, 8);
+                rc = sam3_load_from_memory(blob, g_size, &lo, &m);
+                t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, "header and tables"),
+                        "a flipped bit in the header's checksum: verify fails (\"%s\")", err);
                 sam3_free(m);
                 m = NULL;
             }

@@ -1063,6 +1063,15 @@ class SourceTensor:
         return a.reshape(self.shape)
 
 
+def finite(name, src):
+    """src.f32(), refusing a NaN or an infinity: such a weight empties every result silently."""
+    a = src.f32()
+    if a.size and not np.isfinite(a).all():
+        bad = int(np.count_nonzero(~np.isfinite(a)))
+        fail(f"{src.path}: tensor {name}: {bad} of its {a.size} weights are NaN or infinite (a damaged checkpoint)")
+    return a
+
+
 MAX_JSON_DEPTH = 64  # HF's files nest 4 levels; Python's json recurses once per level
 _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
@@ -1090,6 +1099,10 @@ def _no_duplicates(pairs):
     return d
 
 
+MAX_ST_HEADER = 16 << 20  # bytes of a safetensors JSON header (the 840M model's: ~100 KB)
+MAX_ST_DIMS = 8           # dimensions of a tensor's shape (sam3 files hold at most 4)
+
+
 def read_safetensors(path):
     """name -> SourceTensor for one .safetensors file; every header field is checked."""
     label = os.path.basename(path)
@@ -1102,6 +1115,8 @@ def read_safetensors(path):
             (n,) = struct.unpack("<Q", head)
             if 8 + n > size:
                 fail(f"{label}: header length {n} runs past the end of the file ({size} bytes)")
+            if n > MAX_ST_HEADER:
+                fail(f"{label}: header length {n} is over {MAX_ST_HEADER} bytes (a real checkpoint's is well under 1 MB)")
             raw = f.read(n)
     except OSError as e:
         fail(f"{label}: cannot read: {e.strerror}")
@@ -1117,8 +1132,10 @@ def read_safetensors(path):
         if not isinstance(e, dict) or not {"dtype", "shape", "data_offsets"} <= set(e):
             fail(f"{label}: tensor {name}: header entry needs dtype, shape and data_offsets")
         dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        if dt not in ST_DTYPES:
+        if not isinstance(dt, str) or dt not in ST_DTYPES:
             fail(f"{label}: tensor {name}: dtype {dt!r} is not supported (F32, F16, BF16 are)")
+        if isinstance(shape, list) and len(shape) > MAX_ST_DIMS:
+            fail(f"{label}: tensor {name}: shape has {len(shape)} dimensions (at most {MAX_ST_DIMS})")
         if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
             fail(f"{label}: tensor {name}: bad shape {shape!r}")
         if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)):
@@ -1698,7 +1715,7 @@ def main(argv=None):
         n_bf16 = 0
         for name, src in tensors:
             if isinstance(src, SourceTensor) and args.dtype == "bf16" and src.kind in BF16_KINDS:
-                entries.append((name, sam3file.Lazy(src.shape, sam3file.BF16, lambda s=src: sam3file.to_bf16(s.f32()))))
+                entries.append((name, sam3file.Lazy(src.shape, sam3file.BF16, lambda s=src, n=name: sam3file.to_bf16(finite(n, s)))))
                 n_params += int(np.prod(src.shape, dtype=np.int64))
                 n_bf16 += int(np.prod(src.shape, dtype=np.int64))
                 if not args.quiet:
@@ -1706,7 +1723,7 @@ def main(argv=None):
                     err = float(np.max(np.abs(sam3file.bf16_f32(sam3file.to_bf16(a)) - a))) if a.size else 0.0
                     print(f"  {name:<76} {_shape_str(src.shape):<22} {src.dtype.lower():>4} -> bf16 max_err {err:.3g}")
             elif isinstance(src, SourceTensor):
-                entries.append((name, sam3file.Lazy(src.shape, np.float32, src.f32)))
+                entries.append((name, sam3file.Lazy(src.shape, np.float32, lambda s=src, n=name: finite(n, s))))
                 n_params += int(np.prod(src.shape, dtype=np.int64))
                 if not args.quiet:
                     how = "copy" if src.dtype == "F32" else "exact"

@@ -19,7 +19,9 @@ unless it says "string-table relative"):
     48  u64     string_table_offset
     56  u64     string_table_bytes
     64  u64     data_offset      first byte of tensor data (multiple of 64)
-    72  ...     zero up to 128
+    72  u64     tables_checksum  mx64 of bytes [0, data_offset) with these 8 read as zero,
+                                 bits 0 and 63 then set (0: none, an older converter)
+    80  ...     zero up to 128
 
   config table: n_config entries of 64 bytes
      0  char[48] key             dotted lower_snake, NUL-terminated, NUL-padded
@@ -46,7 +48,9 @@ Checksums: config key "file.checksums.mx64" (i64 array, one entry per tensor in 
 the u64 value's bits) holds mx64 of each tensor's data_bytes (see mx64 below; sam3.h verifies
 them when asked: sam3_load_options.verify, `sam3 info --verify`). Files without the key (from
 an older converter) are still valid. It is written last: the writer hashes each tensor as it
-writes it and then patches the array in the string table, so a multi-GB file is read once.
+writes it and then patches the array in the string table, so a multi-GB file is read once; then
+tables_checksum over the header and tables (the array included). With both, and the padding
+zero, every byte of the file is covered.
 """
 import json
 import os
@@ -111,6 +115,17 @@ def mx64(data):
         s += xv ^ (xv >> 32)
     h = (((s & _M64) ^ n) * MX64_K2) & _M64
     return h ^ (h >> 32)
+
+
+TABLES_CHECKSUM_AT = 72
+
+
+def tables_checksum(head):
+    """The header field tables_checksum of a file whose bytes before the data are `head` (its own
+    8 bytes at TABLES_CHECKSUM_AT read as zero), as sam3.h's sam3__file_meta_checksum."""
+    b = bytearray(head)
+    b[TABLES_CHECKSUM_AT:TABLES_CHECKSUM_AT + 8] = bytes(8)
+    return mx64(bytes(b)) | 0x8000000000000001
 
 
 def to_bf16(a):
@@ -255,6 +270,15 @@ def write(path, config, tensors, checksums=True):
             if checksums and sums:
                 f.seek(string_table_offset + checksum_off)
                 f.write(np.asarray(sums, dtype="<i8").tobytes())
+            if checksums:
+                sb = bytearray(strtab)
+                if sums:
+                    sb[checksum_off:checksum_off + 8 * len(sums)] = np.asarray(sums, dtype="<i8").tobytes()
+                tt = b"".join(struct.pack("<IIII", m[0], m[1], m[2], len(m[3])) + struct.pack("<4Q", *(list(m[3]) + [0] * (4 - len(m[3]))))
+                              + struct.pack("<QQ", off, m[4]) for m, off in zip(metas, offs))
+                head = hdr + b"".join(cfg_entries) + tt + bytes(sb)
+                f.seek(TABLES_CHECKSUM_AT)
+                f.write(struct.pack("<Q", tables_checksum(head.ljust(data_offset, b"\0"))))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -326,15 +350,24 @@ class Sam3File:
         """Names of the tensors whose data does not match the recorded checksum ([] when it all
         matches); None when the file has no checksums."""
         sums = self.config.get(CHECKSUM_KEY)
+        data_offset, meta = struct.unpack_from("<QQ", self.buf, 64)
         if sums is None:
-            return None
+            return ["(the header records checksums, the tensors' are missing)"] if meta else None
         if not isinstance(sums, list) or len(sums) != len(self.order):
             return ["(the checksum array does not have one entry per tensor)"]
         bad = []
+        pos = data_offset
         for name, want in zip(self.order, sums):
             dt, shape, off, nbytes = self.tensors[name]
             if _i64(mx64(self.buf[off:off + nbytes])) != want:
                 bad.append(name)
+            if self.buf[pos:off].any():
+                bad.append("(padding before %s)" % name)
+            pos = off + nbytes
+        if self.buf[pos:].any():
+            bad.append("(padding at the end)")
+        if meta and tables_checksum(self.buf[:data_offset]) != meta:
+            bad.append("(the header and tables)")
         return bad
 
     def __contains__(self, name):

@@ -259,7 +259,34 @@ def _check(rc, ctx_ptr=None, what=""):
 
 
 def _text(s):
+    if s is not None and not isinstance(s, str):
+        raise TypeError("sam3: the text must be a str or None, not %s" % type(s).__name__)
     return None if s is None else s.encode("utf-8")
+
+
+# Every argument is checked here, before C sees it: ctypes would wrap an int wider than 32 bits
+# (frame 2**32 would be frame 0) and pass a NaN threshold through (every query kept).
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def _int32(v, name):
+    """v as a C int: TypeError when it is not an integer, OverflowError when it needs more than 32 bits."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError("sam3: %s must be an int, not %s" % (name, type(v).__name__))
+    v = int(v)
+    if not -2**31 <= v < 2**31:
+        raise OverflowError("sam3: %s = %d does not fit a 32-bit int" % (name, v))
+    return v
+
+
+def _real(v, name):
+    """v as a C float: TypeError when it is not a number, ValueError when NaN, infinite or beyond float32."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError("sam3: %s must be a number, not %s" % (name, type(v).__name__))
+    f = float(v)
+    if not abs(f) <= _FLT_MAX:
+        raise ValueError("sam3: %s must be a finite number, got %r" % (name, v))
+    return f
 
 
 class Model:
@@ -320,6 +347,8 @@ class Model:
 
     def config_int(self, key):
         v = ctypes.c_int64()
+        if not isinstance(key, str):
+            raise TypeError("sam3: a config key is a str, not %s" % type(key).__name__)
         if not load_library().sam3_model_config_int(self._live(), key.encode(), ctypes.byref(v)):
             raise KeyError(key)
         return v.value
@@ -377,6 +406,8 @@ class PointsResult:
 
 def _as_image(image):
     """(H, W, 3) RGB, (H, W, 4) RGBA or (H, W) grey uint8 -> contiguous array, format."""
+    if not isinstance(image, np.ndarray):
+        raise TypeError("sam3: the image must be a numpy uint8 array, not %s" % type(image).__name__)
     a = np.ascontiguousarray(image)
     if a.dtype != np.uint8:
         raise Error(ERR_INVALID_ARG, "sam3: the image must be uint8, got %s" % a.dtype)
@@ -388,7 +419,12 @@ def _as_image(image):
 
 
 def _float_rows(x, width, what):
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("sam3: %s must be numbers, shaped (N, %d)" % (what, width)) from None
+    if a.size and not (np.abs(a) <= _FLT_MAX).all():
+        raise ValueError("sam3: %s must be finite numbers (no NaN or infinity)" % what)
     if a.size == 0:
         return a.reshape(0, width)
     a = a.reshape(-1, width) if a.ndim == 1 and a.size == width else a
@@ -407,7 +443,7 @@ def _box_arg(box):
 def _labels(labels, n, what):
     if labels is None:
         return [1] * n
-    lab = [int(v) for v in np.asarray(labels).reshape(-1)]
+    lab = [_int32(v, what + " label") for v in np.asarray(labels).reshape(-1).tolist()]
     if len(lab) != n:
         raise Error(ERR_INVALID_ARG, "sam3: %d %s labels for %d %s" % (len(lab), what, n, what))
     return lab
@@ -419,9 +455,11 @@ class Context:
 
     def __init__(self, model, n_threads=0, blas_threads=0, precision="f32"):
         """precision: "f32" or "bf16" (products with weights in bf16; a --dtype bf16 file's are anyway)."""
+        if not isinstance(model, Model):
+            raise TypeError("sam3: Context wants a Model, not %s" % type(model).__name__)
         self.model = model  # kept alive as long as the context
         opt = _zeroed(_CtxOptions)
-        opt.n_threads, opt.blas_threads = n_threads, blas_threads
+        opt.n_threads, opt.blas_threads = _int32(n_threads, "n_threads"), _int32(blas_threads, "blas_threads")
         if precision not in ("f32", "bf16"):
             raise ValueError("precision must be 'f32' or 'bf16', not %r" % (precision,))
         opt.precision = 1 if precision == "bf16" else 0
@@ -481,6 +519,7 @@ class Context:
         pr.n_boxes = len(b)
         opt = _zeroed(_SegmentOptions)
         # the library reads 0 as "the default"; every probability is above -1
+        score_threshold, mask_threshold = _real(score_threshold, "score_threshold"), _real(mask_threshold, "mask_threshold")
         opt.score_threshold = score_threshold if score_threshold > 0 else -1.0
         opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
         opt.no_masks = 0 if masks else 1
@@ -509,10 +548,13 @@ class Context:
             mk = np.ascontiguousarray(mask_logits, dtype=np.float32)
             if mk.ndim != 2:
                 raise Error(ERR_INVALID_ARG, "sam3: mask_logits must be (h, w), got %s" % (mk.shape,))
+            if not np.isfinite(mk).all():
+                raise ValueError("sam3: mask_logits must be finite (no NaN or infinity)")
             pp.mask_logits = mk.ctypes.data_as(c_float_p)
             pp.mask_height, pp.mask_width = mk.shape
         opt = _zeroed(_PointsOptions)
         opt.single_mask = 1 if single_mask else 0
+        mask_threshold = _real(mask_threshold, "mask_threshold")
         opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0  # 0 is "the default" to the library
         opt.no_masks = 0 if masks else 1
         out = _zeroed(_PointsResult)
@@ -533,10 +575,13 @@ class Tracker:
     threshold, as in Context.segment (0: every pixel)."""
 
     def __init__(self, ctx, masks=True, mask_threshold=0.5):
+        if not isinstance(ctx, Context):
+            raise TypeError("sam3: Tracker wants a Context, not %s" % type(ctx).__name__)
         self.ctx = ctx  # kept alive as long as the tracker
         self.masks = masks
         opt = _zeroed(_TrackerOptions)
         opt.no_masks = 0 if masks else 1
+        mask_threshold = _real(mask_threshold, "mask_threshold")
         opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
         ptr = _vp()
         cp = ctx._live()
@@ -598,12 +643,12 @@ class Tracker:
             tp.mask = mk.ctypes.data_as(c_uint8_p)
             tp.mask_height, tp.mask_width = mk.shape
         t = self._live()
-        _check(load_library().sam3_tracker_add_prompt(t, int(frame), int(object_id), tp), self.ctx._ptr)
+        _check(load_library().sam3_tracker_add_prompt(t, _int32(frame, "frame"), _int32(object_id, "object_id"), tp), self.ctx._ptr)
 
     def remove_object(self, object_id):
         """Forgets an object (and a prompt pending for it); Error for an unknown id."""
         t = self._live()
-        _check(load_library().sam3_tracker_remove_object(t, int(object_id)), self.ctx._ptr)
+        _check(load_library().sam3_tracker_remove_object(t, _int32(object_id, "object_id")), self.ctx._ptr)
 
     def reset(self):
         """Forgets every object and restarts the frame count at 0."""

@@ -1,0 +1,129 @@
+/* Fuzz target for `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.h:
+   cli_ds__coco_parse_text, its JSON checker and field reader): the exact code the merge runs on
+   each file before it copies a line.
+
+   Two builds of this one file, as tests/fuzz_image.c:
+     make fuzz-merge      clang -fsanitize=fuzzer,address,undefined: libFuzzer drives
+                          LLVMFuzzerTestOneInput (seeds: tests/make_merge_seeds.py)
+     make test / asan     cc -DSAM3_FUZZ_REPLAY: a main() that parses each given file (or every
+                          file of a directory) once and checks the invariants; -v prints each
+                          file's verdict ("PATH: ok" or the reason)
+
+   Invariants: a failure has a reason; a success has an image id in 1..n_images, at least one
+   category, and annotations whose lines are each one JSON object. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_OUTDIR_TMP_PREFIX ".sam3-tmp-"
+static void cli_error(const char *fmt, ...) { (void)fmt; } /* the CLI's stderr line: not wanted here */
+#include "../examples/cli_dataset.h"
+
+/* The rest of cli_dataset.h, referred to so that the build stays warning-free; never called. */
+void fz_merge_unused(void);
+void fz_merge_unused(void) {
+    (void)cli_ds_merge_dirs;
+    (void)cli_ds_rle_string;
+    (void)cli_ds_file_has;
+    (void)cli_ds_list_build;
+    (void)cli_ds_list_free;
+    (void)cli_ds_is_dataset;
+    (void)cli_ds_hash_str;
+}
+
+/* 0 when parsing (data, size) keeps every invariant. */
+static int fz_one(const uint8_t *data, size_t size) {
+    cli_ds__coco c;
+    char why[300], *text = (char *)malloc(size + 1);
+    int ok, bad = 0, k;
+    if (!text) return 0;
+    memcpy(text, data, size);
+    text[size] = 0; /* (a NUL inside: the file reader refuses it; here the text ends there) */
+    ok = cli_ds__coco_parse_text(&c, text, "fuzz", why, sizeof(why));
+    if (!ok) bad = !why[0];
+    else {
+        bad = c.id < 1 || c.id > c.n_images || c.n_cats < 1 || !c.generator || !c.settings || !c.image;
+        for (k = 0; k < c.n_ann && !bad; k++) bad = !cli_ds__json_object_line(c.ann[k]);
+    }
+    cli_ds__coco_free(&c);
+    return bad;
+}
+
+#ifndef SAM3_FUZZ_REPLAY
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (fz_one(data, size)) __builtin_trap();
+    return 0;
+}
+#else
+static int g_pass, g_fail, g_verbose;
+
+static void replay_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long n;
+    unsigned char *buf = NULL;
+    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+        !(buf = (unsigned char *)malloc((size_t)n + 1)) || (n && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
+        printf("FAIL cannot read %s\n", path);
+        g_fail++;
+        if (f) fclose(f);
+        free(buf);
+        return;
+    }
+    fclose(f);
+    if (g_verbose) { /* "PATH: ok" or "PATH: the reason" */
+        cli_ds__coco c;
+        char why[300], *text = (char *)malloc((size_t)n + 1);
+        if (text) {
+            memcpy(text, buf, (size_t)n);
+            text[n] = 0;
+            printf("%s: %s\n", path, cli_ds__coco_parse_text(&c, text, path, why, sizeof(why)) ? "ok" : why);
+            cli_ds__coco_free(&c);
+        }
+    }
+    if (fz_one(buf, (size_t)n)) {
+        printf("FAIL %s: an invariant broke\n", path);
+        g_fail++;
+    } else {
+        g_pass++;
+    }
+    free(buf);
+}
+
+static void replay(const char *path) {
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        replay_file(path);
+        return;
+    }
+    if (!(d = opendir(path))) return;
+    while ((e = readdir(d)) != NULL) {
+        char p[4096];
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+        replay(p);
+    }
+    closedir(d);
+}
+
+int main(int argc, char **argv) {
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) g_verbose = 1;
+        else replay(argv[i]);
+    }
+    printf("fuzz_merge_replay: %d inputs replayed, %d failed\n", g_pass + g_fail, g_fail);
+    return g_fail ? 1 : 0;
+}
+#endif
