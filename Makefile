@@ -265,10 +265,10 @@ test: deps
 # gcc's -fsanitize=undefined leaves out), every report fatal, in $(BUILD)/asan; ubsan: UBSan alone.
 SAN_CFLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan: deps
-	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan REF_VIDEO=0 \
+	@UBSAN_OPTIONS=print_stacktrace=1 LIMIT_KB=0 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan REF_VIDEO=0 \
 	    CFLAGS="$(SAN_CFLAGS) -fsanitize=address,undefined,float-cast-overflow" -j$(JOBS) test-c
 ubsan: deps
-	@UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan REF_VIDEO=0 \
+	@UBSAN_OPTIONS=print_stacktrace=1 LIMIT_KB=0 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan REF_VIDEO=0 \
 	    CFLAGS="$(SAN_CFLAGS) -fsanitize=undefined,float-cast-overflow" -j$(JOBS) test-c
 
 # ThreadSanitizer on tests/test_threads.c (contexts on one shared model from several pthreads),
