@@ -174,12 +174,12 @@ $(BUILD)/make_video_frames: tests/make_video_frames.c tests/video_frames.h | $(B
 # The built-in SGEMM against a double reference; and the parity test built without BLAS (the
 # model's products through the built-in SGEMM).
 $(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) -o $@ tests/test_gemm.c $(LIBS)
+	$(CC) $(C_FLAGS) -DSAM3_NO_DISPATCH -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
 # The fast kernels against the reference ones (sam3__ref_*) on ragged and hostile inputs.
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) -o $@ tests/test_kernels.c $(LIBS)
+	$(CC) $(C_FLAGS) -DSAM3_NO_DISPATCH -o $@ tests/test_kernels.c $(LIBS)
 # The parity tests on the reference kernels alone (-DSAM3_REFERENCE_KERNELS: plain C, no SIMD, no BLAS).
 $(BUILD)/test_parity_ref: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_REFERENCE_KERNELS -o $@ tests/test_parity.c -lm
@@ -246,14 +246,13 @@ test-c: deps $(TEST_C_DEPS)
 	@SHARED=$(SHARED) REF_VIDEO=$(REF_VIDEO) sh tests/run.sh $(BUILD) c
 
 # Everything hermetic: no network, no GPU. The suites are listed, one line each, in tests/run.sh;
-# each runs whatever the others did, and the last line counts them. On a CPU with AVX-512 the
-# kernel-sensitive suites (k in tests/run.sh) run again on an AVX2 build of the same programs
-# ($(BUILD)/avx2, -march=x86-64-v3), the path AVX2-only machines take (MATRIX=0: not).
+# each runs whatever the others did, and the last line counts them. The kernel-sensitive suites
+# run again on the lower kernel paths this CPU runs (SAM3_ISA avx2, reference), and on a CPU
+# with AVX-512 test_kernels and test_gemm (built for one path: SAM3_NO_DISPATCH) again as an AVX2
+# build ($(BUILD)/avx2, -march=x86-64-v3; MATRIX=0: not).
 MATRIX    ?= $(if $(and $(filter -march=native,$(ARCH)),$(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo y)),1,0)
 AVX2_DIR  := $(BUILD)/avx2
-AVX2_PROGS := sam3 test_parity test_video test_concept test_gemm test_kernels test_threads test_format test_robust \
-              tiny_a.sam3 tiny_b.sam3 sam1_a.sam3 sam1_b.sam3 tiny_a_bf16.sam3 tiny_b_bf16.sam3 sam1_a_bf16.sam3 sam1_b_bf16.sam3 \
-              video_a.sam3 qgelu/ref_text.sam3 embed_min camera_loop track_loop
+AVX2_PROGS := test_gemm test_kernels tiny_a.sam3
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all lib $(TEST_C_DEPS)
 	@if [ "$(MATRIX)" = 1 ]; then $(MAKE) --no-print-directory -j$(JOBS) BUILD=$(AVX2_DIR) ARCH=-march=x86-64-v3 \

@@ -239,9 +239,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 1
+#define SAM3_VERSION_MINOR 2
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "1.1.0"
+#define SAM3_VERSION_STRING "1.2.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
@@ -348,6 +348,20 @@ typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int
    products in bf16 whatever this says. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
 
+/* Kernel paths (sam3_ctx_options.isa; $SAM3_ISA takes their sam3_isa_name). A build holds the
+   paths of its passes (sam3.h "kernel paths": all of them where paths are chosen at run time,
+   else the one its compiler flags name); the results of two paths differ in the last bits. */
+typedef enum sam3_isa {
+    SAM3_ISA_AUTO = 0,
+    SAM3_ISA_REFERENCE = 1,  /* plain-C reference kernels and products, no BLAS: slow; the tests' yardstick */
+    SAM3_ISA_PORTABLE = 2,   /* plain-C kernels, products through the BLAS (or the built-in SGEMM) */
+    SAM3_ISA_AVX2 = 3,       /* AVX2 + FMA (x86-64-v3) */
+    SAM3_ISA_AVX512 = 4,     /* AVX-512 F/DQ/BW/VL; bf16 products widened to f32 */
+    SAM3_ISA_AVX512BF16 = 5, /* and bf16 products on AVX512-BF16 */
+    SAM3_ISA_AMX = 6,        /* and bf16 products on AMX tiles (Linux) */
+    SAM3_ISA_NEON = 7        /* aarch64 */
+} sam3_isa;
+
 typedef struct sam3_ctx_options {
     sam3_allocator allocator;
     int n_threads;    /* our own loops; 0 = all cores (OpenMP default) */
@@ -360,6 +374,7 @@ typedef struct sam3_ctx_options {
     sam3_tap_fn tap; /* debugging: see sam3_tap_fn */
     void *tap_user;
     int precision; /* sam3_precision: SAM3_PRECISION_F32 (0, default) or SAM3_PRECISION_BF16 */
+    int isa;       /* sam3_isa: the kernel path; SAM3_ISA_AUTO (0, default): $SAM3_ISA, else the best the CPU runs */
 } sam3_ctx_options;
 
 /* Milliseconds spent in each stage by the last calls on a context. */
@@ -430,6 +445,12 @@ SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the c
 SAM3DEF int sam3_ctx_n_threads(const sam3_ctx *ctx);       /* threads the context's loops use (n_threads resolved); 0 for NULL */
 SAM3DEF int sam3_ctx_splits_products(const sam3_ctx *ctx); /* 1: the BLAS runs single-threaded and sam3 splits every
                                                               product over the context's threads */
+SAM3DEF const char *sam3_isa_name(int isa); /* "auto", "reference", "portable", "avx2", ...; NULL past SAM3_ISA_NEON */
+SAM3DEF unsigned sam3_isa_mask(void);        /* bit (1u << SAM3_ISA_x) for each path this build holds and this CPU runs */
+SAM3DEF int sam3_isa_default(void);          /* the path sam3_ctx_new gives isa AUTO: $SAM3_ISA where set, else the best of
+                                                sam3_isa_mask; SAM3_ERR_INVALID_ARG for an unknown name, SAM3_ERR_UNSUPPORTED
+                                                for a path not in the mask */
+SAM3DEF int sam3_ctx_isa(const sam3_ctx *ctx); /* the path the context runs (SAM3_ISA_*); 0 for NULL */
 SAM3DEF double sam3_time_ms(void); /* wall clock in milliseconds, arbitrary origin: only differences mean something */
 
 /* The matrix products sam3_bench_gemm can time. */
@@ -4381,7 +4402,9 @@ struct sam3_ctx {
     int split; /* BLAS is single-threaded: we split products over our threads (sam3__gemm) */
     int omp_blas; /* OpenBLAS's OpenMP build: each call is sized by the calling thread's OpenMP setting */
     int bf16;     /* products with f32 weights in bf16 too (SAM3_PRECISION_BF16) */
-    int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect) */
+    const struct sam3__ktab *k; /* the kernel path's entry points (sam3__ktab_of(isa)) */
+    int isa;                    /* SAM3_ISA_*, never AUTO */
+    int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect, within what isa allows) */
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
     int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
     int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (SAM3__WINO_TILES; tests lower it) */
@@ -4634,6 +4657,401 @@ static void sam3__fourier_pe(const float *G, int D, float u, float v, float *out
 
 static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+/* ==== sam3: kernel paths ==== */
+/* The kernel section (from "built-in SGEMM" to the end of "kernels") is compiled once for each
+   kernel path this build holds, each time by including this file again with SAM3__KPASS set
+   (then only that section is read) and the path's macro: SAM3__KREF (plain C), SAM3__KAVX2,
+   SAM3__KAVX512 (with the AVX512-BF16 and AMX kernels where SAM3__KBF16), SAM3__KNEON, or none
+   (the portable vector-extension code). Every name the section defines is renamed per pass
+   (SAM3__KN: sam3__gemm is sam3__gemm_avx2 in the avx2 pass), and each pass ends in a table of
+   its entry points (sam3__ktab). A context picks one table at creation (sam3_ctx_options.isa,
+   else $SAM3_ISA, else the best path the CPU runs) and the model calls the kernels through it.
+   Paths chosen at run time (SAM3__DISPATCH): GCC, and clang without OpenMP (clang's outlined
+   parallel regions do not take their function's target), on x86-64 (passes reference, avx2 and
+   avx512, each under its target pragma, so no -march is needed) and aarch64 (reference, neon).
+   Otherwise, or with SAM3_NO_DISPATCH or SAM3_REFERENCE_KERNELS: one pass, the path the
+   compiler's flags name, called directly. */
+#ifndef SAM3_HEADER_NAME
+#define SAM3_HEADER_NAME "sam3.h" /* this file, for the passes' #include (its own folder is searched first) */
+#endif
+#if !defined(SAM3_NO_DISPATCH) && !defined(SAM3_REFERENCE_KERNELS) && defined(__GNUC__) && (!defined(__clang__) || !defined(_OPENMP)) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#define SAM3__DISPATCH 1
+#endif
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#elif defined(__GNUC__) && defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+#if defined(__SSE__)
+#include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
+#endif
+/* the AVX512-BF16 and AMX kernels need GCC 11 or clang 12 */
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define SAM3__CC_BF16 1
+#endif
+#define SAM3__KN(n) SAM3__KN_(n, SAM3__KSFX)
+#define SAM3__KN_(n, s) SAM3__KN__(n, s)
+#define SAM3__KN__(n, s) n##s
+#if defined(__GNUC__) && defined(__aarch64__) && !defined(__SSE__)
+/* FPCR, whose FZ bit (24) is aarch64's flush-to-zero (denormal inputs too), for the attention
+   tasks as MXCSR's FTZ/DAZ on x86 */
+#define SAM3__FPCR_FZ ((uint64_t)1 << 24)
+static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
+#endif
+
+/* A kernel path's entry points: one table per pass of the kernel section (c->k). */
+typedef struct sam3__ktab {
+    const char *name; /* the pass: "reference", "portable", "avx2", "avx512", "neon" */
+    int (*att_bf16_mode)(const sam3_ctx *c, int hd);
+    sam3_result (*attention_rel)(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw, int rel_s);
+    sam3_result (*attention_rope)(sam3_ctx *c, int abf, float *q, int ld, const float *k, const float *v, const float *bq, const float *bk, const float *bv, int nb, int nk, int nh, int hd, const float *tab, float *kbuf, float *vbuf);
+    int (*bf16_detect)(void);
+    sam3_result (*box_rpb)(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw);
+    void (*conv1x1)(sam3_ctx *c, const float *x, int x_tokens, int cin, int hw, const sam3__lin *l, int cout, float *y);
+    sam3_result (*conv3x3)(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l, int cout, float *y, double *st);
+    sam3_result (*convt2x2)(sam3_ctx *c, const float *x, int x_tokens, int cin, int H, int W, const sam3__lin *l, int cout, const float *add, int gelu, float *y);
+    sam3_result (*ffn)(sam3_ctx *c, const sam3__ffn_w *f, const float *x, int n, int in, int hidden, int out, float *y);
+    void (*gelu_bias)(sam3_ctx *c, float *x, size_t rows, int d, const float *b);
+    void (*gemm)(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    int (*gemm_bf16_gelu)(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw, const float *b, uint16_t *Ch, int ldch);
+    void (*gemm_mixed)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc);
+    void (*gemm_wx)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const sam3__lin *l, size_t off, int ldw, const float *x, int ldx, float beta, float *C, int ldc);
+    void (*gemm_xw)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off, int ldw, float beta, float *C, int ldc);
+    sam3_result (*groupnorm)(sam3_ctx *c, float *x, int C, size_t hw, int groups, const double *st, int np, const sam3__norm *w, float eps, int relu);
+    void (*layernorm)(sam3_ctx *c, const float *x, float *y, int n, int d, const sam3__norm *w, float eps);
+    void (*layernorm2d)(sam3_ctx *c, float *x, int C, size_t hw, const sam3__norm *w, float eps, int gelu);
+    void (*layernorm_pos)(sam3_ctx *c, const float *x, float *y, const float *pos, float *yp, int n, int d, const sam3__norm *w, float eps);
+    sam3_result (*lerp_x_plan)(sam3_ctx *c, const sam3__lerp *tx, int ow, sam3__lerp_x *px);
+    void (*lerp_x_row)(const sam3__lerp_x *px, const sam3__lerp *tx, const float *a, int iw, int ow, float *h);
+    long (*lerp_y_threshold_row)(const float *a, const float *b, float l0, float l1, float thr, uint8_t *o, int ow, int stream);
+    void (*linear)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y);
+    void (*linear_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y, float *res);
+    void (*ln_row)(const float *r, float *o, int d, const sam3__norm *w, float eps);
+    sam3_result (*mha)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int nh, int causal, float *out);
+    sam3_result (*mha_core)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out, float *res);
+    sam3_result (*mha_ex)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out);
+    sam3_result (*mha_res)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int nh, float *tmp, float *res);
+    sam3_result (*mlp2)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y);
+    sam3_result (*mlp2_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y, float *res);
+    sam3_result (*mlp3)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int hidden, int out, float *y);
+    void (*sgemm_builtin)(int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    void (*sigmoid_row)(const float *x, float *y, size_t n);
+    void (*stream_fence)(int stream);
+    void (*vadd)(sam3_ctx *c, float *y, const float *x, size_t n);
+    void (*vadd_bias)(sam3_ctx *c, float *y, const float *x, const float *b, int rows, int d);
+    int (*wino_rows)(const sam3_ctx *c, int nty, int ntx);
+} sam3__ktab;
+
+/* the kernel section's names, renamed per pass */
+#define sam3__amx_begin SAM3__KN(sam3__amx_begin)
+#define sam3__amx_cfg SAM3__KN(sam3__amx_cfg)
+#define sam3__amx_end SAM3__KN(sam3__amx_end)
+#define sam3__att_bf16_mode SAM3__KN(sam3__att_bf16_mode)
+#define sam3__att_kb SAM3__KN(sam3__att_kb)
+#define sam3__attention_fast SAM3__KN(sam3__attention_fast)
+#define sam3__attention_packed SAM3__KN(sam3__attention_packed)
+#define sam3__attention_packed_bf16 SAM3__KN(sam3__attention_packed_bf16)
+#define sam3__attention_packed_fast SAM3__KN(sam3__attention_packed_fast)
+#define sam3__attention_rel SAM3__KN(sam3__attention_rel)
+#define sam3__attention_rope SAM3__KN(sam3__attention_rope)
+#define sam3__attn_rows SAM3__KN(sam3__attn_rows)
+#define sam3__attn_rows_bf16 SAM3__KN(sam3__attn_rows_bf16)
+#define sam3__bf16_detect SAM3__KN(sam3__bf16_detect)
+#define sam3__bf16_load32 SAM3__KN(sam3__bf16_load32)
+#define sam3__bf16_row_avx512 SAM3__KN(sam3__bf16_row_avx512)
+#define sam3__bgemm_blocks SAM3__KN(sam3__bgemm_blocks)
+#define sam3__bgemm_kcb SAM3__KN(sam3__bgemm_kcb)
+#define sam3__bgemm_kern SAM3__KN(sam3__bgemm_kern)
+#define sam3__bgemm_kstep SAM3__KN(sam3__bgemm_kstep)
+#define sam3__bgemm_mcb SAM3__KN(sam3__bgemm_mcb)
+#define sam3__bgemm_ncb SAM3__KN(sam3__bgemm_ncb)
+#define sam3__bgemm_pack_a SAM3__KN(sam3__bgemm_pack_a)
+#define sam3__bgemm_pack_b SAM3__KN(sam3__bgemm_pack_b)
+#define sam3__bgemm_pack_b_cols SAM3__KN(sam3__bgemm_pack_b_cols)
+#define sam3__bgemm_pack_b_rows SAM3__KN(sam3__bgemm_pack_b_rows)
+#define sam3__bgemm_ref SAM3__KN(sam3__bgemm_ref)
+#define sam3__bgemm_run SAM3__KN(sam3__bgemm_run)
+#define sam3__bgemm_small SAM3__KN(sam3__bgemm_small)
+#define sam3__bgemm_small_cols SAM3__KN(sam3__bgemm_small_cols)
+#define sam3__bgemm_store SAM3__KN(sam3__bgemm_store)
+#define sam3__bop SAM3__KN(sam3__bop)
+#define sam3__box_rpb SAM3__KN(sam3__box_rpb)
+#define sam3__btile SAM3__KN(sam3__btile)
+#define sam3__btile8_avx512 SAM3__KN(sam3__btile8_avx512)
+#define sam3__btile_amx SAM3__KN(sam3__btile_amx)
+#define sam3__btile_avx512 SAM3__KN(sam3__btile_avx512)
+#define sam3__conv1x1 SAM3__KN(sam3__conv1x1)
+#define sam3__conv3x3 SAM3__KN(sam3__conv3x3)
+#define sam3__conv3x3_wino SAM3__KN(sam3__conv3x3_wino)
+#define sam3__convt2x2 SAM3__KN(sam3__convt2x2)
+#define sam3__exp_sum SAM3__KN(sam3__exp_sum)
+#define sam3__ferf SAM3__KN(sam3__ferf)
+#define sam3__fexp SAM3__KN(sam3__fexp)
+#define sam3__ffn SAM3__KN(sam3__ffn)
+#define sam3__gelu_bias SAM3__KN(sam3__gelu_bias)
+#define sam3__gelu_bias_row SAM3__KN(sam3__gelu_bias_row)
+#define sam3__gemm SAM3__KN(sam3__gemm)
+#define sam3__gemm_bf16 SAM3__KN(sam3__gemm_bf16)
+#define sam3__gemm_bf16_gelu SAM3__KN(sam3__gemm_bf16_gelu)
+#define sam3__gemm_blocks SAM3__KN(sam3__gemm_blocks)
+#define sam3__gemm_mixed SAM3__KN(sam3__gemm_mixed)
+#define sam3__gemm_pack_a SAM3__KN(sam3__gemm_pack_a)
+#define sam3__gemm_pack_b SAM3__KN(sam3__gemm_pack_b)
+#define sam3__gemm_small SAM3__KN(sam3__gemm_small)
+#define sam3__gemm_small_rows SAM3__KN(sam3__gemm_small_rows)
+#define sam3__gemm_tile SAM3__KN(sam3__gemm_tile)
+#define sam3__gemm_wx SAM3__KN(sam3__gemm_wx)
+#define sam3__gemm_xw SAM3__KN(sam3__gemm_xw)
+#define sam3__groupnorm SAM3__KN(sam3__groupnorm)
+#define sam3__gv SAM3__KN(sam3__gv)
+#define sam3__gv_zero SAM3__KN(sam3__gv_zero)
+#define sam3__layernorm SAM3__KN(sam3__layernorm)
+#define sam3__layernorm2d SAM3__KN(sam3__layernorm2d)
+#define sam3__layernorm_pos SAM3__KN(sam3__layernorm_pos)
+#define sam3__lerp_x_plan SAM3__KN(sam3__lerp_x_plan)
+#define sam3__lerp_x_row SAM3__KN(sam3__lerp_x_row)
+#define sam3__lerp_y_threshold_row SAM3__KN(sam3__lerp_y_threshold_row)
+#define sam3__linear SAM3__KN(sam3__linear)
+#define sam3__linear_relu SAM3__KN(sam3__linear_relu)
+#define sam3__linear_res SAM3__KN(sam3__linear_res)
+#define sam3__ln_row SAM3__KN(sam3__ln_row)
+#define sam3__mha SAM3__KN(sam3__mha)
+#define sam3__mha_core SAM3__KN(sam3__mha_core)
+#define sam3__mha_ex SAM3__KN(sam3__mha_ex)
+#define sam3__mha_few_keys SAM3__KN(sam3__mha_few_keys)
+#define sam3__mha_res SAM3__KN(sam3__mha_res)
+#define sam3__mlp2 SAM3__KN(sam3__mlp2)
+#define sam3__mlp2_res SAM3__KN(sam3__mlp2_res)
+#define sam3__mlp3 SAM3__KN(sam3__mlp3)
+#define sam3__pv_acc SAM3__KN(sam3__pv_acc)
+#define sam3__pv_acc_bf16 SAM3__KN(sam3__pv_acc_bf16)
+#define sam3__pv_tiles SAM3__KN(sam3__pv_tiles)
+#define sam3__qk_exp_panel SAM3__KN(sam3__qk_exp_panel)
+#define sam3__qk_panel SAM3__KN(sam3__qk_panel)
+#define sam3__ref_attention SAM3__KN(sam3__ref_attention)
+#define sam3__ref_attention_packed SAM3__KN(sam3__ref_attention_packed)
+#define sam3__ref_conv3x3 SAM3__KN(sam3__ref_conv3x3)
+#define sam3__ref_gelu_bias SAM3__KN(sam3__ref_gelu_bias)
+#define sam3__ref_ln_row SAM3__KN(sam3__ref_ln_row)
+#define sam3__ref_resize_threshold SAM3__KN(sam3__ref_resize_threshold)
+#define sam3__ref_sgemm SAM3__KN(sam3__ref_sgemm)
+#define sam3__ref_sigmoid_row SAM3__KN(sam3__ref_sigmoid_row)
+#define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
+#define sam3__rope_pack SAM3__KN(sam3__rope_pack)
+#define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
+#define sam3__rope_row SAM3__KN(sam3__rope_row)
+#define sam3__row_max SAM3__KN(sam3__row_max)
+#define sam3__rpb_log SAM3__KN(sam3__rpb_log)
+#define sam3__self_attention_bf16 SAM3__KN(sam3__self_attention_bf16)
+#define sam3__sgemm SAM3__KN(sam3__sgemm)
+#define sam3__sgemm_builtin SAM3__KN(sam3__sgemm_builtin)
+#define sam3__sigmoid_row SAM3__KN(sam3__sigmoid_row)
+#define sam3__softmax_rows SAM3__KN(sam3__softmax_rows)
+#define sam3__stream_fence SAM3__KN(sam3__stream_fence)
+#define sam3__v_pack SAM3__KN(sam3__v_pack)
+#define sam3__v_pack_bf16 SAM3__KN(sam3__v_pack_bf16)
+#define sam3__v_pair_bf16 SAM3__KN(sam3__v_pair_bf16)
+#define sam3__vadd SAM3__KN(sam3__vadd)
+#define sam3__vadd_bias SAM3__KN(sam3__vadd_bias)
+#define sam3__vf SAM3__KN(sam3__vf)
+#define sam3__vf_zero SAM3__KN(sam3__vf_zero)
+#define sam3__vfu SAM3__KN(sam3__vfu)
+#define sam3__vx SAM3__KN(sam3__vx)
+#define sam3__vx_copysign SAM3__KN(sam3__vx_copysign)
+#define sam3__vx_exp SAM3__KN(sam3__vx_exp)
+#define sam3__vx_exp2_row SAM3__KN(sam3__vx_exp2_row)
+#define sam3__vx_exp_reduced SAM3__KN(sam3__vx_exp_reduced)
+#define sam3__vx_gelu SAM3__KN(sam3__vx_gelu)
+#define sam3__vx_hmax SAM3__KN(sam3__vx_hmax)
+#define sam3__vx_hsum SAM3__KN(sam3__vx_hsum)
+#define sam3__vx_max SAM3__KN(sam3__vx_max)
+#define sam3__vx_min SAM3__KN(sam3__vx_min)
+#define sam3__vx_pow2n SAM3__KN(sam3__vx_pow2n)
+#define sam3__wino_block SAM3__KN(sam3__wino_block)
+#define sam3__wino_in SAM3__KN(sam3__wino_in)
+#define sam3__wino_out SAM3__KN(sam3__wino_out)
+#define sam3__wino_rows SAM3__KN(sam3__wino_rows)
+#define sam3__wino_weights SAM3__KN(sam3__wino_weights)
+
+#if defined(SAM3__DISPATCH)
+#define SAM3__KTARGET(t) /* the pass's pragma gives the whole pass its target */
+#define SAM3__KPASS 1
+#define SAM3__KSFX __ref
+#define SAM3__KNAME "reference"
+#define SAM3__KREF 1
+#include SAM3_HEADER_NAME
+#undef SAM3__KREF
+#undef SAM3__KNAME
+#undef SAM3__KSFX
+#if defined(__x86_64__)
+#define SAM3__KSFX __avx2
+#define SAM3__KNAME "avx2"
+#define SAM3__KAVX2 1
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx,avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx,avx2,fma,f16c")
+#endif
+#include SAM3_HEADER_NAME
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#undef SAM3__KAVX2
+#undef SAM3__KNAME
+#undef SAM3__KSFX
+#define SAM3__KSFX __avx512
+#define SAM3__KNAME "avx512"
+#define SAM3__KAVX512 1
+#if defined(SAM3__CC_BF16)
+#define SAM3__KBF16 1
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")
+#endif
+#else
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl")
+#endif
+#endif
+#include SAM3_HEADER_NAME
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#undef SAM3__KBF16
+#undef SAM3__KAVX512
+#undef SAM3__KNAME
+#undef SAM3__KSFX
+#elif defined(__aarch64__)
+#define SAM3__KSFX __neon
+#define SAM3__KNAME "neon"
+#define SAM3__KNEON 1
+#include SAM3_HEADER_NAME
+#undef SAM3__KNEON
+#undef SAM3__KNAME
+#undef SAM3__KSFX
+#endif
+#undef SAM3__KPASS
+/* outside the kernel section only the entry points, through the context's table */
+#define SAM3__KSFX __is_internal_to_the_kernels
+#undef sam3__bf16_detect
+#undef sam3__lerp_x_row
+#undef sam3__lerp_y_threshold_row
+#undef sam3__ln_row
+#undef sam3__sgemm_builtin
+#undef sam3__sigmoid_row
+#undef sam3__stream_fence
+#undef sam3__att_bf16_mode
+#define sam3__att_bf16_mode(c, ...) ((c)->k->att_bf16_mode((c), __VA_ARGS__))
+#undef sam3__attention_rel
+#define sam3__attention_rel(c, ...) ((c)->k->attention_rel((c), __VA_ARGS__))
+#undef sam3__attention_rope
+#define sam3__attention_rope(c, ...) ((c)->k->attention_rope((c), __VA_ARGS__))
+#undef sam3__box_rpb
+#define sam3__box_rpb(c, ...) ((c)->k->box_rpb((c), __VA_ARGS__))
+#undef sam3__conv1x1
+#define sam3__conv1x1(c, ...) ((c)->k->conv1x1((c), __VA_ARGS__))
+#undef sam3__conv3x3
+#define sam3__conv3x3(c, ...) ((c)->k->conv3x3((c), __VA_ARGS__))
+#undef sam3__convt2x2
+#define sam3__convt2x2(c, ...) ((c)->k->convt2x2((c), __VA_ARGS__))
+#undef sam3__ffn
+#define sam3__ffn(c, ...) ((c)->k->ffn((c), __VA_ARGS__))
+#undef sam3__gelu_bias
+#define sam3__gelu_bias(c, ...) ((c)->k->gelu_bias((c), __VA_ARGS__))
+#undef sam3__gemm
+#define sam3__gemm(c, ...) ((c)->k->gemm((c), __VA_ARGS__))
+#undef sam3__gemm_bf16_gelu
+#define sam3__gemm_bf16_gelu(c, ...) ((c)->k->gemm_bf16_gelu((c), __VA_ARGS__))
+#undef sam3__gemm_mixed
+#define sam3__gemm_mixed(c, ...) ((c)->k->gemm_mixed((c), __VA_ARGS__))
+#undef sam3__gemm_wx
+#define sam3__gemm_wx(c, ...) ((c)->k->gemm_wx((c), __VA_ARGS__))
+#undef sam3__gemm_xw
+#define sam3__gemm_xw(c, ...) ((c)->k->gemm_xw((c), __VA_ARGS__))
+#undef sam3__groupnorm
+#define sam3__groupnorm(c, ...) ((c)->k->groupnorm((c), __VA_ARGS__))
+#undef sam3__layernorm
+#define sam3__layernorm(c, ...) ((c)->k->layernorm((c), __VA_ARGS__))
+#undef sam3__layernorm2d
+#define sam3__layernorm2d(c, ...) ((c)->k->layernorm2d((c), __VA_ARGS__))
+#undef sam3__layernorm_pos
+#define sam3__layernorm_pos(c, ...) ((c)->k->layernorm_pos((c), __VA_ARGS__))
+#undef sam3__lerp_x_plan
+#define sam3__lerp_x_plan(c, ...) ((c)->k->lerp_x_plan((c), __VA_ARGS__))
+#undef sam3__linear
+#define sam3__linear(c, ...) ((c)->k->linear((c), __VA_ARGS__))
+#undef sam3__linear_res
+#define sam3__linear_res(c, ...) ((c)->k->linear_res((c), __VA_ARGS__))
+#undef sam3__mha
+#define sam3__mha(c, ...) ((c)->k->mha((c), __VA_ARGS__))
+#undef sam3__mha_core
+#define sam3__mha_core(c, ...) ((c)->k->mha_core((c), __VA_ARGS__))
+#undef sam3__mha_ex
+#define sam3__mha_ex(c, ...) ((c)->k->mha_ex((c), __VA_ARGS__))
+#undef sam3__mha_res
+#define sam3__mha_res(c, ...) ((c)->k->mha_res((c), __VA_ARGS__))
+#undef sam3__mlp2
+#define sam3__mlp2(c, ...) ((c)->k->mlp2((c), __VA_ARGS__))
+#undef sam3__mlp2_res
+#define sam3__mlp2_res(c, ...) ((c)->k->mlp2_res((c), __VA_ARGS__))
+#undef sam3__mlp3
+#define sam3__mlp3(c, ...) ((c)->k->mlp3((c), __VA_ARGS__))
+#undef sam3__vadd
+#define sam3__vadd(c, ...) ((c)->k->vadd((c), __VA_ARGS__))
+#undef sam3__vadd_bias
+#define sam3__vadd_bias(c, ...) ((c)->k->vadd_bias((c), __VA_ARGS__))
+#undef sam3__wino_rows
+#define sam3__wino_rows(c, ...) ((c)->k->wino_rows((c), __VA_ARGS__))
+#else
+#if defined(__GNUC__)
+#define SAM3__KTARGET(t) __attribute__((target(t)))
+#else
+#define SAM3__KTARGET(t)
+#endif
+#define SAM3__KPASS 1
+#define SAM3__KSFX __k
+#if defined(SAM3_REFERENCE_KERNELS)
+#define SAM3__KREF 1
+#define SAM3__KNAME "reference"
+#elif defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define SAM3__KAVX512 1
+#define SAM3__KNAME "avx512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define SAM3__KAVX2 1
+#define SAM3__KNAME "avx2"
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define SAM3__KNEON 1
+#define SAM3__KNAME "neon"
+#else
+#define SAM3__KNAME "portable"
+#endif
+#if defined(SAM3__CC_BF16)
+#define SAM3__KBF16 1 /* the bf16 kernels carry their own target attributes (SAM3__KTARGET) */
+#endif
+#include SAM3_HEADER_NAME
+#undef SAM3__KPASS
+#endif
+#endif /* SAM3_IMPLEMENTATION_INCLUDED */
+#endif /* SAM3_IMPLEMENTATION */
+
+#if defined(SAM3__KPASS)
 /* ==== sam3: built-in SGEMM ==== */
 /* Row-major C = alpha op(A) op(B) + beta C without a BLAS (SAM3_NO_BLAS), as GotoBLAS/BLIS do it:
    op(B) in blocks of KC x NC packed into panels of NR columns (k-major: NR floats per k), op(A) in
@@ -4646,14 +5064,14 @@ static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
    allocates them too); if that fails the product is computed unblocked. */
 #define SAM3__GKC 256 /* k per block */
 #define SAM3__UNROLL_G _Pragma("GCC unroll 16")
-#if defined(__GNUC__) && !defined(SAM3_REFERENCE_KERNELS)
-#if defined(__AVX512F__)
+#if defined(__GNUC__) && !defined(SAM3__KREF)
+#if defined(SAM3__KAVX512)
 #define SAM3__GW 16
 #define SAM3__GMR 8
-#elif defined(__AVX__)
+#elif defined(SAM3__KAVX2)
 #define SAM3__GW 8
 #define SAM3__GMR 6
-#elif defined(__aarch64__)
+#elif defined(SAM3__KNEON)
 #define SAM3__GW 4
 #define SAM3__GMR 8
 #else
@@ -4717,7 +5135,7 @@ static SAM3__CONTRACT void sam3__gemm_tile(int kc, const float *pa, const float 
                                            float beta, int first) {
     float t[SAM3__GMR][SAM3__GNR];
     int r, q, k;
-#if defined(__GNUC__) && !defined(SAM3_REFERENCE_KERNELS)
+#if defined(__GNUC__) && !defined(SAM3__KREF)
     sam3__gv acc[SAM3__GMR][2];
     SAM3__UNROLL_G
     for (r = 0; r < SAM3__GMR; r++) acc[r][0] = acc[r][1] = sam3__gv_zero;
@@ -4917,10 +5335,8 @@ static int sam3__bgemm_ncb(int kern, int kcp) {
     return SAM3__MAX(base, wide);
 }
 
-#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#if defined(SAM3__KBF16)
 #define SAM3__BF16_X86 1
-#include <cpuid.h>
-#include <immintrin.h>
 #if defined(__linux__)
 #define SAM3__BF16_AMX 1
 #endif
@@ -4966,7 +5382,7 @@ static SAM3__INLINE uint16_t sam3__bop(int t, const float *x, const uint16_t *xh
 
 #if defined(SAM3__BF16_X86)
 /* n f32 -> bf16 (round to nearest even), 32 at a time */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bf16_row_avx512(const float *s, uint16_t *d, int n) {
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bf16_row_avx512(const float *s, uint16_t *d, int n) {
     int i = 0;
     for (; i + 32 <= n; i += 32) {
         const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + i + 16), _mm512_loadu_ps(s + i));
@@ -5013,7 +5429,7 @@ static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t 
    (kcp / 2, NR, 2): the pair (k, k + 1) of column q at pb[(k / 2) NR 2 + 2 q], zero past kc and nc. */
 #if defined(SAM3__BF16_X86)
 /* 32 k of row w (f32 or bf16) from k on, zero past n, as bf16 pairs */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static SAM3__INLINE __m512bh sam3__bf16_load32(const float *w, const uint16_t *wh,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static SAM3__INLINE __m512bh sam3__bf16_load32(const float *w, const uint16_t *wh,
                                                                                                         int k, int n) {
     if (wh) {
         if (k + 32 <= n) return (__m512bh)_mm512_loadu_si512((const void *)(wh + k));
@@ -5029,7 +5445,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static SAM3__INLINE __m51
 }
 /* Panel columns from rows of B (op(B) = B^T: a Linear weight, or activations token-major): 32 k of
    a row rounded at a time, the pairs stored column by column; columns nr .. NR zero. */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_cols(const float *B, const uint16_t *Bh, int ldb,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_pack_b_cols(const float *B, const uint16_t *Bh, int ldb,
                                                                                              int p0, int row0, int nr, int kc, int kcp,
                                                                                              uint16_t *pb) {
     int q, k, u;
@@ -5045,7 +5461,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_p
 }
 /* A whole panel of row-major f32 B (op(B) = B: activations, as in a 1x1 convolution): rows k and
    k + 1, 16 columns at a time, rounded and interleaved into pairs. */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_pack_b_rows(const float *B, int ldb, int p0, int col0, int kc,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_pack_b_rows(const float *B, int ldb, int p0, int col0, int kc,
                                                                                              int kcp, uint16_t *pb) {
     int k, h;
     for (k = 0; k < kcp; k += 2)
@@ -5124,7 +5540,7 @@ static void sam3__bgemm_store(const float *t, float *C, int ldc, int mr, int nr,
    vector on the stack (a store and a load every k pair), 152 instead of ~215 GFLOP/s a core. The
    sums go to C (C += on a later k block, C = sums + beta C on the first; beta 0: C not read). */
 #define SAM3__BROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile8_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile8_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
                                                                                          float *C, int ldc, float beta, int first) {
     const uint16_t *b = pb;
     int k;
@@ -5163,7 +5579,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile8_
 }
 #undef SAM3__BROWS
 /* BMR x BNR tile: a whole one straight into C, 8 rows at a time; a ragged one into t first. */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__btile_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
                                                                                         float *C, int ldc, int mr, int nr, float beta,
                                                                                         int first) {
     float t[SAM3__BMR * SAM3__BNR];
@@ -5190,7 +5606,7 @@ typedef struct sam3__amx_cfg {
     uint16_t colsb[16];
     uint8_t rows[16];
 } sam3__amx_cfg;
-__attribute__((target("amx-tile"))) static void sam3__amx_begin(void) {
+SAM3__KTARGET("amx-tile") static void sam3__amx_begin(void) {
     sam3__amx_cfg cfg;
     int i;
     memset(&cfg, 0, sizeof(cfg));
@@ -5201,12 +5617,12 @@ __attribute__((target("amx-tile"))) static void sam3__amx_begin(void) {
     }
     _tile_loadconfig(&cfg);
 }
-__attribute__((target("amx-tile"))) static void sam3__amx_end(void) { _tile_release(); }
+SAM3__KTARGET("amx-tile") static void sam3__amx_end(void) { _tile_release(); }
 /* BMR x BNR tile: C tiles 0..3 (rows 0-15 / 16-31 x columns 0-15 / 16-31), A tiles 4, 5 (16
    rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. A whole tile sums in the
    tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
    and is stored once; a ragged one, or another beta, goes through t. */
-__attribute__((target("amx-tile,amx-bf16"))) static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
+SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
                                                                           float *C, int ldc, int mr, int nr, float beta, int first) {
     float t[SAM3__BMR * SAM3__BNR];
     const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
@@ -5378,7 +5794,7 @@ static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
    L1 while every row of A passes over them, 4 x 4 sums of 32-wide vdpbf16ps reduced at the end.
    For the text encoder's 32 tokens, the prompt's and the tracker's few: packing the whole weight
    for them would cost as much as the product. */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__bgemm_small_cols(int M, int K, int kp, const uint16_t *a,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_small_cols(int M, int K, int kp, const uint16_t *a,
                                                                                             const float *B, const uint16_t *Bh, int ldb,
                                                                                             int j0, int nb, float beta, float *C, int ldc) {
     int m0, q, k, r;
@@ -5544,8 +5960,7 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
      "preprocessing" on) has no intrinsics and no #if on the instruction set.
    Kernels with one plain-C version only (group norm, layer norm 2d, the transposed 2x2 conv, the
    uint8 antialiased resize of the preprocessing) are their own reference. */
-#if !defined(SAM3_REFERENCE_KERNELS) && \
-    (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || (defined(__aarch64__) && defined(__ARM_NEON)))
+#if !defined(SAM3__KREF) && (defined(SAM3__KAVX512) || defined(SAM3__KAVX2) || defined(SAM3__KNEON))
 #define SAM3__SIMD 1 /* the helper layer has vector registers (else the scalar mapping, SAM3__VX 1) */
 #endif
 
@@ -5732,9 +6147,13 @@ static void sam3__sgemm(const sam3_ctx *c, int ta, int tb, int M, int N, int K, 
     (void)sam3__ref_resize_threshold, (void)sam3__ref_attention, (void)sam3__ref_attention_packed, (void)sam3__ref_conv3x3;
     (void)sam3__ref_gelu_bias, (void)sam3__ref_ln_row, (void)sam3__ref_sigmoid_row, (void)sam3__ref_sgemm;
     if (M <= 0 || N <= 0) return;
-#if defined(SAM3_REFERENCE_KERNELS)
-    sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#elif defined(SAM3_SGEMM)
+#if defined(SAM3__KREF)
+    if (c->isa == SAM3_ISA_REFERENCE) { /* the plain-C path has no BLAS either */
+        sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
+#if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(SAM3_NO_BLAS)
     sam3__sgemm_builtin(c->nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -5852,7 +6271,7 @@ static void sam3__linear(sam3_ctx *c, const float *x, int n, int in, const sam3_
 /* LayerNorm of one row over d (biased variance, as PyTorch); y may alias x. sam3__ref_ln_row
    with its sums marked simd. */
 static void sam3__ln_row(const float *r, float *o, int d, const sam3__norm *w, float eps) {
-#if defined(SAM3_REFERENCE_KERNELS)
+#if defined(SAM3__KREF)
     sam3__ref_ln_row(r, o, d, w, eps);
 #else
     double mu = 0, var = 0;
@@ -5924,17 +6343,12 @@ static SAM3__INLINE float sam3__ferf(float x) {
 }
 
 /* ---- the SIMD helper layer: sam3__vx, SAM3__VX floats, and its operations ---- */
-#if defined(SAM3__SIMD) && defined(__aarch64__) && !defined(__AVX2__)
-#include <arm_neon.h>
-#elif defined(SAM3__SIMD)
-#include <immintrin.h>
-#endif
 /* sam3__fexp and the GELU on whole vectors, in intrinsics. The compiler's vectorisation of the
    scalar loops is not to be relied on: GCC 12 vectorises them 8 wide at most (its tuning for
    AVX-512 machines prefers 256-bit vectors), GCC 13 not at all. A scalar GELU is about ten
    times the cost of this one and a large share of a ViT block, and scalar exponentials make the
    softmax a large share of the attention. */
-#if defined(SAM3__SIMD) && defined(__AVX512F__)
+#if defined(SAM3__SIMD) && defined(SAM3__KAVX512)
 typedef __m512 sam3__vx;
 #define SAM3__VX 16
 #define sam3__vx_set1 _mm512_set1_ps
@@ -5959,7 +6373,7 @@ static SAM3__INLINE __m512 sam3__vx_pow2n(__m512 n) {
     const __m512i z = _mm512_setzero_si512(), e = _mm512_add_epi32(_mm512_mask_cvtps_epi32(z, (__mmask16)0xFFFF, n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_mask_slli_epi32(z, (__mmask16)0xFFFF, e, 23));
 }
-#elif defined(SAM3__SIMD) && defined(__aarch64__) && !defined(__AVX2__)
+#elif defined(SAM3__SIMD) && defined(SAM3__KNEON)
 /* NEON (aarch64): 4 floats, 32 registers, FMA in every core; the same operations as the x86
    helpers (fmadd(a, b, c) = a b + c, fnmadd(a, b, c) = c - a b). */
 typedef float32x4_t sam3__vx;
@@ -5969,13 +6383,16 @@ typedef float32x4_t sam3__vx;
 #define sam3__vx_store vst1q_f32
 #define sam3__vx_add vaddq_f32
 #define sam3__vx_sub vsubq_f32
+#undef sam3__vx_max
 #define sam3__vx_max vmaxq_f32
+#undef sam3__vx_min
 #define sam3__vx_min vminq_f32
 #define sam3__vx_fmadd(a, b, c) vfmaq_f32((c), (a), (b))
 #define sam3__vx_fnmadd(a, b, c) vfmsq_f32((c), (a), (b))
 #define sam3__vx_mul vmulq_f32
 #define sam3__vx_div vdivq_f32
 #define sam3__vx_abs vabsq_f32
+#undef sam3__vx_copysign
 #define sam3__vx_copysign(a, s) vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a), vandq_u32(vreinterpretq_u32_f32(s), vdupq_n_u32(0x80000000u)))) /* a >= 0 */
 static SAM3__INLINE float32x4_t sam3__vx_pow2n(float32x4_t n) {
     return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23));
@@ -5988,13 +6405,16 @@ typedef __m256 sam3__vx;
 #define sam3__vx_store _mm256_storeu_ps
 #define sam3__vx_add _mm256_add_ps
 #define sam3__vx_sub _mm256_sub_ps
+#undef sam3__vx_max
 #define sam3__vx_max _mm256_max_ps
+#undef sam3__vx_min
 #define sam3__vx_min _mm256_min_ps
 #define sam3__vx_fmadd _mm256_fmadd_ps
 #define sam3__vx_fnmadd _mm256_fnmadd_ps
 #define sam3__vx_mul _mm256_mul_ps
 #define sam3__vx_div _mm256_div_ps
 #define sam3__vx_abs(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (a))
+#undef sam3__vx_copysign
 #define sam3__vx_copysign(a, s) _mm256_or_ps((a), _mm256_and_ps(_mm256_set1_ps(-0.0f), (s))) /* a >= 0 */
 static SAM3__INLINE __m256 sam3__vx_pow2n(__m256 n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
@@ -6055,7 +6475,7 @@ static SAM3__INLINE sam3__vx sam3__vx_exp(sam3__vx x) {
     n = sam3__vx_sub(sam3__vx_fmadd(x, sam3__vx_set1(1.44269504088896341f), sam3__vx_set1(12582912.0f)), sam3__vx_set1(12582912.0f));
     return sam3__vx_fmadd(sam3__vx_exp_reduced(x, n), sam3__vx_pow2n(n), z);
 }
-#if defined(SAM3__SIMD) && defined(__AVX512F__) && defined(__AVX512DQ__)
+#if defined(SAM3__SIMD) && defined(SAM3__KAVX512)
 /* exp(s - m) for the softmax as 2^t, t = s log2(e) - m log2(e) by one fma: its rounding is that
    of s - m, and the constant's scales the whole row, which the normalisation cancels. 2^t =
    2^floor(t) 2^f: f = t - floor(t) in [0, 1) by one vreduce, 2^f by a degree-5 minimax polynomial
@@ -6102,7 +6522,7 @@ static SAM3__INLINE sam3__vx sam3__vx_gelu(sam3__vx v) {
 /* ---- the mask resize's rows (sam3__resize_threshold_n), the spec sam3__ref_resize_threshold ---- */
 static sam3_result sam3__lerp_x_plan(sam3_ctx *c, const sam3__lerp *tx, int ow, sam3__lerp_x *px) {
     memset(px, 0, sizeof(*px));
-#if defined(SAM3__SIMD) && defined(__AVX512F__)
+#if defined(SAM3__SIMD) && defined(SAM3__KAVX512)
     {
         const int nbq = ow / 16;
         int bd, u;
@@ -6130,7 +6550,7 @@ static sam3_result sam3__lerp_x_plan(sam3_ctx *c, const sam3__lerp *tx, int ow, 
 /* h (ow) = the row a (iw) resized along x: h[q] = l0 a[i0] + l1 a[i1] (products, then the sum). */
 static void sam3__lerp_x_row(const sam3__lerp_x *px, const sam3__lerp *tx, const float *a, int iw, int ow, float *h) {
     int q = 0;
-#if defined(SAM3__SIMD) && defined(__AVX512F__)
+#if defined(SAM3__SIMD) && defined(SAM3__KAVX512)
     int bq;
     for (bq = 0; bq < px->nbq; bq++, q += 16) {
         if (px->bx[bq] >= 0) {
@@ -6156,7 +6576,7 @@ static void sam3__lerp_x_row(const sam3__lerp_x *px, const sam3__lerp *tx, const
 static long sam3__lerp_y_threshold_row(const float *a, const float *b, float l0, float l1, float thr, uint8_t *o, int ow, int stream) {
     long ar = 0;
     int q = 0;
-#if defined(SAM3__SIMD) && defined(__AVX512F__)
+#if defined(SAM3__SIMD) && defined(SAM3__KAVX512)
     const __m512 v0 = _mm512_set1_ps(l0), v1 = _mm512_set1_ps(l1), vt = _mm512_set1_ps(thr);
     __m512i cnt = _mm512_setzero_si512();
     for (; q + 16 <= ow; q += 16) {
@@ -6188,7 +6608,7 @@ static long sam3__lerp_y_threshold_row(const float *a, const float *b, float l0,
 }
 /* Orders a task's streaming stores before the join. */
 static void sam3__stream_fence(int stream) {
-#if defined(SAM3__SIMD) && defined(__AVX512F__)
+#if defined(SAM3__SIMD) && defined(SAM3__KAVX512)
     if (stream) _mm_sfence();
 #else
     (void)stream;
@@ -6289,7 +6709,7 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
     const size_t n = rows * (size_t)d, nb = (n + 255) / 256;
     ptrdiff_t blk;
     (void)c; /* only in OpenMP clauses */
-#if defined(SAM3_REFERENCE_KERNELS)
+#if defined(SAM3__KREF)
     (void)nb;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)(n) >= SAM3__PAR_MIN))
     for (blk = 0; blk < (ptrdiff_t)rows; blk++) sam3__ref_gelu_bias(x + (size_t)blk * d, 1, d, b);
@@ -6321,7 +6741,7 @@ static void sam3__gelu_bias(sam3_ctx *c, float *x, size_t rows, int d, const flo
 /* GELU(x + b) over one row of n values in place (b NULL: none), on the calling thread, with
    sam3__gelu_bias's arithmetic: for sam3__gemm_bf16_gelu's tiles. */
 static void sam3__gelu_bias_row(float *x, int n, const float *b) {
-#if defined(SAM3_REFERENCE_KERNELS)
+#if defined(SAM3__KREF)
     sam3__ref_gelu_bias(x, 1, n, b);
 #else
     int j = 0;
@@ -6340,7 +6760,7 @@ static void sam3__gelu_bias_row(float *x, int n, const float *b) {
 /* y = 1 / (1 + exp(-x)) over n values, on the calling thread. */
 static void sam3__sigmoid_row(const float *x, float *y, size_t n) {
     size_t j = 0;
-#if defined(SAM3_REFERENCE_KERNELS)
+#if defined(SAM3__KREF)
     (void)j;
     sam3__ref_sigmoid_row(x, y, n);
 #else
@@ -6409,7 +6829,7 @@ static void sam3__linear_res(sam3_ctx *c, const float *x, int n, int in, const s
    image-to-token attentions: 8 heads of 8) rarely fill a vector on their own. */
 static void sam3__softmax_rows(float *r, int nh, int n) {
     int h, j;
-#if defined(SAM3_REFERENCE_KERNELS)
+#if defined(SAM3__KREF)
     (void)j;
     for (h = 0; h < nh; h++) sam3__ref_softmax_row(r + (size_t)h * n, n);
 #else
@@ -6433,21 +6853,7 @@ static void sam3__softmax_rows(float *r, int nh, int n) {
 }
 
 /* ---- attention: the fast kernel (GCC and clang; SAM3_NO_FAST_ATTENTION or SAM3_REFERENCE_KERNELS: the reference) ---- */
-#if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION) && !defined(SAM3_REFERENCE_KERNELS)
-#if defined(__SSE__)
-#include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
-#endif
-#if defined(__aarch64__) && !defined(__SSE__)
-/* FPCR, whose FZ bit (24) is aarch64's flush-to-zero (denormal inputs too), for the attention
-   tasks as MXCSR's FTZ/DAZ on x86 */
-#define SAM3__FPCR_FZ ((uint64_t)1 << 24)
-static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
-    uint64_t v;
-    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
-    return v;
-}
-static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
-#endif
+#if defined(__GNUC__) && !defined(SAM3_NO_FAST_ATTENTION) && !defined(SAM3__KREF)
 /* Attention without BLAS. Per (head, block of 4 MR query rows) task, by blocks of keys: scores
    from K packed once into zero-padded panels of 2 VW keys (register tiles of MR rows x 2 vectors
    of keys, one pass over the head dim), an online softmax without the normalising pass, then P.V
@@ -6456,7 +6862,7 @@ static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr 
    L1/L2. Per-block BLAS calls spend most of their time packing K and V for head dims of 16..64,
    so this runs at more than twice their rate. */
 #define SAM3__FAST_ATTENTION 1
-#if defined(__AVX512F__)
+#if defined(SAM3__KAVX512)
 #define SAM3__VW 16 /* floats per vector */
 #define SAM3__MR 8  /* query rows per register tile: MR x 2 accumulators + 3 live = 19 of 32 registers */
 #else
@@ -7107,7 +7513,7 @@ static void sam3__conv1x1(sam3_ctx *c, const float *x, int x_tokens, int cin, in
    channel, the taps go to g9 (9, cin) and G g to t (6, 3, cin), so every loop runs along the input
    channels: U written in runs of cin floats (written directly, each step would scatter 36 values
    256 KB apart), and the products vectorise. ut: per thread, 27 cin doubles. */
-#if !defined(SAM3_REFERENCE_KERNELS)
+#if !defined(SAM3__KREF)
 static void sam3__wino_weights(sam3_ctx *c, const sam3__lin *w, int cout, int cin, float *u, double *ut) {
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -7369,7 +7775,7 @@ static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
 /* The dispatch: Winograd, or the direct sam3__ref_conv3x3 (the spec) in a reference build. */
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                  int cout, float *y, double *st) {
-#if defined(SAM3_REFERENCE_KERNELS)
+#if defined(SAM3__KREF)
     (void)sam3__wino_rows; /* the Winograd conv's, not built here */
     return sam3__ref_conv3x3(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
 #else
@@ -7664,7 +8070,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
 }
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
    panel row: (32, 2), rounded as sam3__bf16_row_avx512 rounds. */
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
                                                                                        uint16_t *dst) {
     __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16), b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
     __m512i ka, kb, lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3,
@@ -7925,14 +8331,7 @@ static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, float *q, int ld, 
     return sam3__attention_packed(c, nb, nk, nh, hd, q, ld, kbuf, vbuf, q, ld);
 }
 
-/* ==== sam3: DETR decoder (Sam3DetrDecoder) ==== */
-static float sam3__inverse_sigmoid(float x) {
-    float x1, x2;
-    x = x < 0 ? 0 : x > 1 ? 1 : x;
-    x1 = x > 1e-3f ? x : 1e-3f;
-    x2 = (1 - x) > 1e-3f ? (1 - x) : 1e-3f;
-    return logf(x1 / x2);
-}
+/* The DETR decoder's box relative position bias (Sam3DetrDecoder's boxRPB): */
 static float sam3__rpb_log(float d) {
     /* sign(8d) log2(|8d| + 1) / log2(8) */
     float v = d * 8.0f, s = v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f;
@@ -8014,6 +8413,120 @@ static sam3_result sam3__box_rpb(sam3_ctx *c, const float *ref, int Q, int S, fl
     return SAM3_OK;
 }
 
+/* ---- this pass's kernel table (sam3__ktab) ---- */
+static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
+    sam3__att_bf16_mode,
+    sam3__attention_rel,
+    sam3__attention_rope,
+    sam3__bf16_detect,
+    sam3__box_rpb,
+    sam3__conv1x1,
+    sam3__conv3x3,
+    sam3__convt2x2,
+    sam3__ffn,
+    sam3__gelu_bias,
+    sam3__gemm,
+    sam3__gemm_bf16_gelu,
+    sam3__gemm_mixed,
+    sam3__gemm_wx,
+    sam3__gemm_xw,
+    sam3__groupnorm,
+    sam3__layernorm,
+    sam3__layernorm2d,
+    sam3__layernorm_pos,
+    sam3__lerp_x_plan,
+    sam3__lerp_x_row,
+    sam3__lerp_y_threshold_row,
+    sam3__linear,
+    sam3__linear_res,
+    sam3__ln_row,
+    sam3__mha,
+    sam3__mha_core,
+    sam3__mha_ex,
+    sam3__mha_res,
+    sam3__mlp2,
+    sam3__mlp2_res,
+    sam3__mlp3,
+    sam3__sgemm_builtin,
+    sam3__sigmoid_row,
+    sam3__stream_fence,
+    sam3__vadd,
+    sam3__vadd_bias,
+    sam3__wino_rows,
+};
+#if defined(SAM3__DISPATCH) /* the next pass defines these again */
+#undef SAM3__GKC
+#undef SAM3__UNROLL_G
+#undef SAM3__GW
+#undef SAM3__GMR
+#undef SAM3__GNR
+#undef SAM3__GMC
+#undef SAM3__GNC
+#undef SAM3__BKC
+#undef SAM3__BMR
+#undef SAM3__BMC
+#undef SAM3__BNC
+#undef SAM3__BKC_AMX
+#undef SAM3__BMC_AMX
+#undef SAM3__BNC_AMX
+#undef SAM3__BKC_MAX
+#undef SAM3__BMC_MAX
+#undef SAM3__BNB
+#undef SAM3__BNC_MAX
+#undef SAM3__BF16_X86
+#undef SAM3__BF16_AMX
+#undef SAM3__BROWS
+#undef SAM3__BDECL
+#undef SAM3__BSTEP
+#undef SAM3__BSTORE
+#undef SAM3__BREF
+#undef SAM3__BSMALL_M
+#undef SAM3__BPAR_MIN
+#undef SAM3__SIMD
+#undef SAM3__GEMM_TILE_MIN
+#undef SAM3__GEMM_TILES
+#undef SAM3__VX
+#undef sam3__vx_set1
+#undef sam3__vx_load
+#undef sam3__vx_store
+#undef sam3__vx_add
+#undef sam3__vx_sub
+#undef sam3__vx_fmadd
+#undef sam3__vx_fnmadd
+#undef sam3__vx_mul
+#undef sam3__vx_div
+#undef sam3__vx_abs
+#undef sam3__vx_max
+#define sam3__vx_max SAM3__KN(sam3__vx_max)
+#undef sam3__vx_min
+#define sam3__vx_min SAM3__KN(sam3__vx_min)
+#undef sam3__vx_copysign
+#define sam3__vx_copysign SAM3__KN(sam3__vx_copysign)
+#undef SAM3__EXP2_ROW
+#undef SAM3__EXP_ROW_ARG
+#undef sam3__vx_exp_row
+#undef SAM3__SMALL_M
+#undef SAM3__PREFETCH_L2
+#undef SAM3__SMALL_G
+#undef SAM3__VW
+#undef SAM3__MR
+#undef SAM3__UNROLL_MR
+#undef SAM3__VF_LOAD
+#undef SAM3__VF_STORE
+#undef SAM3__QK_TILE
+#undef SAM3__FUSED_EXP
+#undef SAM3__ATT_PW
+#undef SAM3__ATT_ROWS
+#undef SAM3__ATT_KB
+#undef SAM3__EXP_SUM_MAX
+#undef SAM3__ATT_PV_BF16
+#undef SAM3__ATT_BF16
+#undef SAM3__LN2D_P
+#endif
+#endif /* SAM3__KPASS */
+
+#if defined(SAM3_IMPLEMENTATION) && !defined(SAM3__KPASS) && !defined(SAM3__IMPL2_INCLUDED)
+#define SAM3__IMPL2_INCLUDED
 /* ==== sam3: preprocessing (Sam3ImageProcessor) ==== */
 /* Antialiased bilinear resize on uint8, bit-exact with torchvision's uint8 CPU kernel (the one
    the reference runs on x86 with AVX2): per axis, triangle-filter weights computed in double,
@@ -8246,7 +8759,7 @@ static void sam3__window_layernorm(sam3_ctx *c, const float *x, int g, int ws, i
     for (u = 0; u < n; u++) {
         int win = u / wt, t = u % wt;
         int gy = (win / nwy) * ws + t / ws, gx = (win % nwy) * ws + t % ws;
-        if (gy < g && gx < g) sam3__ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, ln, eps);
+        if (gy < g && gx < g) c->k->ln_row(x + ((size_t)gy * g + gx) * C, h + (size_t)u * C, C, ln, eps);
         else memset(h + (size_t)u * C, 0, (size_t)C * sizeof(float));
     }
 }
@@ -8838,6 +9351,15 @@ static sam3_result sam3__detr_encoder(sam3_ctx *c, float *mem, const float *prom
 }
 
 
+/* ==== sam3: DETR decoder (Sam3DetrDecoder) ==== */
+static float sam3__inverse_sigmoid(float x) {
+    float x1, x2;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    x1 = x > 1e-3f ? x : 1e-3f;
+    x2 = (1 - x) > 1e-3f ? (1 - x) : 1e-3f;
+    return logf(x1 / x2);
+}
+
 /* Output of the decoder that the heads need. */
 typedef struct sam3__dec_out {
     float *queries;  /* (Q, D) last layer, output_layer_norm applied */
@@ -9096,16 +9618,16 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
             const float *a = src[i] + (size_t)y * iw;
             float *h = hz + (size_t)(y - y0) * ow;
             if (sig) {
-                sam3__sigmoid_row(a, srow, (size_t)iw);
+                c->k->sigmoid_row(a, srow, (size_t)iw);
                 a = srow;
             }
-            sam3__lerp_x_row(&px, tx, a, iw, ow, h);
+            c->k->lerp_x_row(&px, tx, a, iw, ow, h);
         }
         for (r = r0; r < r1; r++)
-            ar += sam3__lerp_y_threshold_row(hz + (size_t)(ty[r].i0 - y0) * ow, hz + (size_t)(ty[r].i1 - y0) * ow, ty[r].l0, ty[r].l1, thr,
+            ar += c->k->lerp_y_threshold_row(hz + (size_t)(ty[r].i0 - y0) * ow, hz + (size_t)(ty[r].i1 - y0) * ow, ty[r].l0, ty[r].l1, thr,
                                              mask + (size_t)r * ow, ow, stream);
         barea[task] = ar;
-        sam3__stream_fence(stream);
+        c->k->stream_fence(stream);
     }
     for (task = 0; task < n; task++) {
         long s = 0;
@@ -9690,16 +10212,100 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
     sam3__afree(&c->a, c);
 }
 
+/* ---- kernel path choice (sam3.h "kernel paths") ---- */
+static const char *const sam3__isa_names[] = {"auto", "reference", "portable", "avx2", "avx512", "avx512bf16", "amx", "neon"};
+SAM3DEF const char *sam3_isa_name(int isa) { return isa >= 0 && isa <= SAM3_ISA_NEON ? sam3__isa_names[isa] : NULL; }
+
+#if defined(SAM3__DISPATCH) && defined(__x86_64__)
+/* 1: AVX2, FMA and F16C with the YMM state saved by the OS; 2: and AVX-512 F, DQ, BW and VL with
+   the opmask and ZMM state; 0: neither */
+static int sam3__cpu_x86(void) {
+    unsigned a, b, c, d, xlo, xhi, avx;
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return 0; /* OSXSAVE */
+    avx = (c >> 28 & 1u) && (c >> 12 & 1u) && (c >> 29 & 1u); /* AVX, FMA, F16C */
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if (!avx || (xlo & 6u) != 6u || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 5))) return 0; /* AVX2 */
+    if ((xlo & 0xe6u) != 0xe6u || !(b >> 16 & 1u) || !(b >> 17 & 1u) || !(b >> 30 & 1u) || !(b >> 31 & 1u)) return 1;
+    return 2;
+}
+#endif
+
+/* The table of the pass that runs path isa. */
+static const sam3__ktab *sam3__ktab_of(int isa) {
+#if defined(SAM3__DISPATCH) && defined(__x86_64__)
+    return isa == SAM3_ISA_AVX2 ? &sam3__kt__avx2 : isa >= SAM3_ISA_AVX512 ? &sam3__kt__avx512 : &sam3__kt__ref;
+#elif defined(SAM3__DISPATCH)
+    return isa == SAM3_ISA_NEON ? &sam3__kt__neon : &sam3__kt__ref;
+#else
+    (void)isa;
+    return &sam3__kt__k;
+#endif
+}
+
+SAM3DEF unsigned sam3_isa_mask(void) {
+    unsigned m;
+    int wide = 0; /* the AVX-512 pass runs here: its bf16 kernels are asked what the CPU has */
+#if defined(SAM3__DISPATCH) && defined(__x86_64__)
+    const int x = sam3__cpu_x86();
+    m = 1u << SAM3_ISA_REFERENCE | 1u << SAM3_ISA_PORTABLE | (x >= 1 ? 1u << SAM3_ISA_AVX2 : 0);
+    wide = x >= 2;
+#elif defined(SAM3__DISPATCH)
+    m = 1u << SAM3_ISA_REFERENCE | 1u << SAM3_ISA_PORTABLE | 1u << SAM3_ISA_NEON;
+#elif defined(SAM3__KREF)
+    m = 1u << SAM3_ISA_REFERENCE;
+#elif defined(SAM3__KAVX512)
+    m = 1u << SAM3_ISA_AVX512; /* the compiler's flags promise it */
+    wide = 1;
+#elif defined(SAM3__KAVX2)
+    m = 1u << SAM3_ISA_AVX2;
+#elif defined(SAM3__KNEON)
+    m = 1u << SAM3_ISA_NEON;
+#else
+    m = 1u << SAM3_ISA_PORTABLE;
+#endif
+    if (wide) {
+        const int bk = sam3__ktab_of(SAM3_ISA_AVX512)->bf16_detect();
+        m |= 1u << SAM3_ISA_AVX512 | (bk >= SAM3__BK_AVX512 ? 1u << SAM3_ISA_AVX512BF16 : 0) | (bk >= SAM3__BK_AMX ? 1u << SAM3_ISA_AMX : 0);
+    }
+    return m;
+}
+
+/* The best path of mask m. */
+static int sam3__isa_best(unsigned m) {
+    static const int order[] = {SAM3_ISA_AMX, SAM3_ISA_AVX512BF16, SAM3_ISA_AVX512, SAM3_ISA_AVX2, SAM3_ISA_NEON, SAM3_ISA_PORTABLE};
+    int i;
+    for (i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
+        if (m >> order[i] & 1u) return order[i];
+    return SAM3_ISA_REFERENCE;
+}
+
+SAM3DEF int sam3_isa_default(void) {
+    const unsigned m = sam3_isa_mask();
+    const char *e = getenv("SAM3_ISA");
+    int i;
+    if (!e || !*e || !strcmp(e, "auto")) return sam3__isa_best(m);
+    for (i = SAM3_ISA_REFERENCE; i <= SAM3_ISA_NEON; i++)
+        if (!strcmp(e, sam3__isa_names[i])) return m >> i & 1u ? i : SAM3_ERR_UNSUPPORTED;
+    return SAM3_ERR_INVALID_ARG;
+}
+
+SAM3DEF int sam3_ctx_isa(const sam3_ctx *c) { return c ? c->isa : 0; }
+
 SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *opt, sam3_ctx **out) {
     sam3_allocator a;
     sam3_ctx *c;
     int ok = 1, j;
     const sam3__vit_cfg *v;
+    int isa;
     if (!out) return SAM3_ERR_INVALID_ARG;
     *out = NULL;
     if (!m || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) return SAM3_ERR_INVALID_ARG;
     if (opt && (opt->n_threads < 0 || opt->blas_threads < 0)) return SAM3_ERR_INVALID_ARG;
     if (opt && opt->precision != SAM3_PRECISION_F32 && opt->precision != SAM3_PRECISION_BF16) return SAM3_ERR_INVALID_ARG;
+    if (opt && (opt->isa < SAM3_ISA_AUTO || opt->isa > SAM3_ISA_NEON)) return SAM3_ERR_INVALID_ARG;
+    isa = opt && opt->isa ? (sam3_isa_mask() >> opt->isa & 1u ? opt->isa : SAM3_ERR_UNSUPPORTED) : sam3_isa_default();
+    if (isa < 0) return (sam3_result)isa;
     c = (sam3_ctx *)sam3__acalloc(&a, 1, sizeof(sam3_ctx));
     if (!c) return SAM3_ERR_OUT_OF_MEMORY;
     c->m = m;
@@ -9726,11 +10332,13 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     c->split = c->opt.blas_threads == 1;
 #endif
     c->bf16 = c->opt.precision == SAM3_PRECISION_BF16;
-    c->bk = SAM3__MIN(sam3__bf16_detect(), SAM3_BF16_KERNEL);
+    c->isa = isa;
+    c->k = sam3__ktab_of(isa);
+    /* bf16 products on bf16 hardware only where the path names it */
+    c->bk = isa == SAM3_ISA_AMX ? SAM3__MIN(c->k->bf16_detect(), SAM3_BF16_KERNEL)
+            : isa == SAM3_ISA_AVX512BF16 ? SAM3__MIN(SAM3__MIN(c->k->bf16_detect(), SAM3__BK_AVX512), SAM3_BF16_KERNEL) : SAM3__BK_REF;
     c->bka = SAM3_BF16_ATTENTION_KERNEL;
-#if defined(SAM3__ATT_BF16)
     c->att_min = SAM3__ATT_BF16_MIN;
-#endif
     c->wino_tiles = SAM3__WINO_TILES;
     v = &m->vit;
     if (m->arch == SAM3__ARCH_SAM1) {
@@ -9875,7 +10483,7 @@ SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, in
     for (r = -1; r < reps; r++) { /* the first run warms caches and thread pools */
         t0 = sam3__now_ms();
         if (path == SAM3_GEMM_BUILTIN) {
-            sam3__sgemm_builtin(threads, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+            sam3__ktab_of(sam3__isa_best(sam3_isa_mask()))->sgemm_builtin(threads, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
         } else {
 #if defined(SAM3_SGEMM)
             SAM3_SGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
@@ -12361,8 +12969,7 @@ SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *ct, co
     return rc;
 }
 
-#endif /* SAM3_IMPLEMENTATION_INCLUDED */
-#endif /* SAM3_IMPLEMENTATION */
+#endif /* SAM3__IMPL2_INCLUDED */
 
 /*
 ------------------------------------------------------------------------------

@@ -725,6 +725,8 @@ int bench_main(int argc, char **argv) {
         fprintf(stderr, "sam3 bench: cannot create a context: %s\n", sam3_result_string(rc));
         goto done;
     }
+    /* the kernel path, on its own line (on stderr when paired: stdout then speaks the protocol) */
+    fprintf(paired ? stderr : stdout, "kernels: %s\n", sam3_isa_name(sam3_ctx_isa(c)));
     if (a.load) {
         rc_cli = bench_load(c, img, W, H, sam1, runs, a.load);
         goto done;

@@ -1767,6 +1767,21 @@ static void cli_passive_waits(char **argv) {
 #endif
 }
 
+/* $SAM3_ISA names a kernel path this build holds and this CPU runs, or is unset: else one line
+   saying what runs here, and 0 */
+static int check_isa(void) {
+    const int isa = sam3_isa_default();
+    const unsigned mask = sam3_isa_mask();
+    int i;
+    if (isa >= 0) return 1;
+    fprintf(stderr, "sam3: SAM3_ISA=%s: %s; kernel paths here:", getenv("SAM3_ISA"),
+            isa == SAM3_ERR_INVALID_ARG ? "no such kernel path" : "not in this build or not on this CPU");
+    for (i = SAM3_ISA_REFERENCE; sam3_isa_name(i); i++)
+        if (mask >> i & 1u) fprintf(stderr, " %s", sam3_isa_name(i));
+    fputc('\n', stderr);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     cli_passive_waits(argv);
     if (argc < 2) {
@@ -1777,8 +1792,9 @@ int main(int argc, char **argv) {
         fputs(MAIN_HELP, stdout);
         return CLI_OK;
     }
+    if (!check_isa()) return CLI_FAIL;
     if (!strcmp(argv[1], "--version")) {
-        printf("sam3 %s (file format %d)\n", sam3_version_string(), SAM3_FILE_FORMAT_VERSION);
+        printf("sam3 %s (file format %d)\nkernels: %s\n", sam3_version_string(), SAM3_FILE_FORMAT_VERSION, sam3_isa_name(sam3_isa_default()));
         return CLI_OK;
     }
     if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);

@@ -5,8 +5,10 @@
 # N skipped" (suites). Exits 1 if any suite failed.
 #   sh tests/run.sh BUILD [c|all]     (c: the C suites alone, as make asan / ubsan run them)
 # Environment: PYTHON, SHARED (../shared), REF_VIDEO=0 (no video test on the reference kernels),
-# MATRIX="DIR..." (builds of the same programs for other kernel paths: the suites marked k run
-# again on each, e.g. build/avx2 made with ARCH=-march=x86-64-v3).
+# ISAS="PATH..." (kernel paths, SAM3_ISA: the suites marked k run again on each; default: avx2
+# and reference, those of them this CPU runs besides the one it picks), MATRIX="DIR..." (builds
+# of the kernel tests for other paths, e.g. BUILD/avx2 made with ARCH=-march=x86-64-v3: the
+# suites marked b run again on each).
 B=${1:-build}
 SET=${2:-all}
 PY=${PYTHON:-/usr/bin/python3}
@@ -14,19 +16,29 @@ SH=${SHARED:-../shared}
 export PYTHON="$PY" OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 pass=0 fail=0 skip=0
 failed=
+if [ -z "${ISAS+x}" ]; then
+    ISAS=
+    native=$("$B/sam3" --version 2>/dev/null | sed -n 's/^kernels: //p')
+    for p in avx2 reference; do
+        [ "$p" != "$native" ] && SAM3_ISA=$p "$B/sam3" --version >/dev/null 2>&1 && ISAS="$ISAS $p"
+    done
+fi
 
 # suite NAME TAGS DESCRIPTION COMMAND: TAGS c (a C suite: test-c, asan, ubsan), a (make test only),
-# k (again on each MATRIX build). COMMAND runs in sh with $B the build; exit 77 means skipped.
+# k (again on each path of ISAS), b (again on each MATRIX build). COMMAND runs in sh with $B the
+# build; exit 77 means skipped.
 suite() {
     name=$1 tags=$2 what=$3 cmd=$4
     case "$SET:$tags" in c:*c*|all:*) ;; *) return 0 ;; esac
-    for d in "$B" $MATRIX; do
-        [ "$d" = "$B" ] || case $tags in *k*) ;; *) continue ;; esac
+    for run in "-" $(case $tags in *k*) echo "$ISAS" ;; esac) $(case $tags in *b*) echo "$MATRIX" ;; esac); do
+        d=$B isa=
+        case $run in -) ;; */*) d=$run ;; *) isa=$run ;; esac
         tag=$name
+        [ -z "$isa" ] || tag="$name@$isa"
         [ "$d" = "$B" ] || tag="$name@$(basename "$d")"
         mkdir -p "$d/logs"
-        log=$d/logs/$name.log
-        (B=$d; eval "$cmd") >"$log" 2>&1
+        log=$d/logs/$(echo "$tag" | tr @ _).log
+        if [ -n "$isa" ]; then (B=$d; export SAM3_ISA=$isa; eval "$cmd") >"$log" 2>&1; else (B=$d; eval "$cmd") >"$log" 2>&1; fi
         rc=$?
         if [ $rc -eq 0 ]; then
             pass=$((pass + 1))
@@ -49,7 +61,7 @@ tail1() { out=$("$@") || { echo "$out"; return 1; }; echo "$out" | tail -n 1; }
 suite convert a "tools/convert.py on the tiny checkpoints, dtypes, layouts" '"$PY" tests/test_convert.py'
 suite convert_robust a "the converter on hostile inputs" '"$PY" tests/test_convert_robust.py'
 suite compile c "C and C++ builds, several translation units, SAM3_STATIC" '$B/test_compile_c && $B/test_compile_cpp'
-suite format ck "the .sam3 reader on ~60 corrupt files" '$B/test_format $B/tiny_a.sam3 $B/tiny_b.sam3 $B/tiny_a_bf16.sam3'
+suite format c "the .sam3 reader on ~60 corrupt files" '$B/test_format $B/tiny_a.sam3 $B/tiny_b.sam3 $B/tiny_a_bf16.sam3'
 suite tokenizer c "CLIP BPE against the reference ids" '"$PY" tests/make_tokenizer_file.py "$SH/clip" $B/tok_clip.sam3 &&
     $B/test_tokenizer tests/data/tokenizer_golden_synth.txt $B/tok_synth.sam3 tests/data/tokenizer_golden_clip.txt $B/tok_clip.sam3 --model $B/tiny_a.sam3'
 suite parity ck "every stage against HF on the tiny SAM 3 and SAM 1 models, quick_gelu" '
@@ -64,10 +76,10 @@ suite video ck "the clicked-object tracker against HF, 10 frames" 'need_shared; 
 suite concept ck "the concept tracker: mask ops, HF streams in both modes" 'need_shared; "$PY" tests/concept_ops.py $B/concept_ops.sam3 &&
     $B/test_concept --ops $B/concept_ops.sam3 --model $B/video_a.sam3 --ref tests/data/concept_a/ref_concept.sam3 --photo "$SH/images/test_image.jpg"'
 suite concept_refs c "the concept tracker on four more seeds, photos and prompts (native path)" 'need_shared; sh tests/test_concept_refs.sh $B "$SH"'
-suite gemm ck "the built-in SGEMM and the bf16 GEMMs against double sums" '$B/test_gemm'
+suite gemm cb "the built-in SGEMM and the bf16 GEMMs against double sums" '$B/test_gemm'
 suite noblas c "parity without BLAS (the built-in SGEMM)" 'for n in tiny_a tiny_b sam1_a sam1_b; do
     tail1 $B/test_parity_noblas --model $B/$n.sam3 --data tests/data/$n || exit 1; done'
-suite kernels ck "fast kernels against the sam3__ref_ ones, ragged and hostile" '$B/test_kernels $B/tiny_a.sam3'
+suite kernels cb "fast kernels against the sam3__ref_ ones, ragged and hostile" '$B/test_kernels $B/tiny_a.sam3'
 suite reference c "parity and video on the reference kernels (plain C)" 'for n in tiny_a tiny_b sam1_a sam1_b; do
     tail1 $B/test_parity_ref --model $B/$n.sam3 --data tests/data/$n || exit 1; done
     [ "${REF_VIDEO:-1}" = 0 ] || ! [ -f "$SH/images/test_image.jpg" ] || tail1 $B/test_video_ref --model $B/video_a.sam3 \
@@ -76,7 +88,7 @@ suite robust ck "the API under abuse: bad arguments, failing allocators, aborts"
 suite threads ck "contexts on one model from threads; 1, 2, 3 threads give the same bits" '$B/test_threads $B/tiny_a.sam3 &&
     $B/test_threads $B/tiny_a.sam3 3 1 2'
 suite fuzz_replay c "the fuzz seeds and the kept corpus, replayed" '$B/fuzz_replay $B/fuzz_seeds $B/fuzz_kept'
-suite examples ck "embed_min, camera_loop, track_loop" 'sh tests/test_examples.sh $B'
+suite examples c "embed_min, camera_loop, track_loop" 'sh tests/test_examples.sh $B'
 suite cli ck "sam3 segment / points / info / bench on the tiny models; --threads 1, 2, 4 the same bytes" 'sh tests/test_cli.sh $B'
 suite track ck "sam3 track: frames, Y4M, prompts, --threads 1 and 2 the same bytes" 'sh tests/test_track.sh $B'
 suite cli_robust c "the CLI on hostile command lines and files" 'sh tests/test_cli_robust.sh $B'
@@ -91,5 +103,6 @@ suite install a "make lib install, pkg-config, a fresh program" 'CC="${CC:-cc}" 
 suite python a "the Python binding" 'CC="${CC:-cc}" "$PY" tests/test_python.py $B'
 
 [ -z "$failed" ] || echo "failed:$failed"
+echo "kernel paths: $("$B/sam3" --version 2>/dev/null | sed -n 's/^kernels: //p') (native)${ISAS:+, again on$ISAS}${MATRIX:+, builds $MATRIX}"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -83,7 +83,7 @@ class _CtxOptions(ctypes.Structure):
     _fields_ = [("allocator", _Allocator), ("n_threads", ctypes.c_int), ("blas_threads", ctypes.c_int),
                 ("abort_fn", ctypes.c_void_p), ("abort_user", ctypes.c_void_p), ("progress_fn", ctypes.c_void_p),
                 ("progress_user", ctypes.c_void_p), ("tap", ctypes.c_void_p), ("tap_user", ctypes.c_void_p),
-                ("precision", ctypes.c_int)]
+                ("precision", ctypes.c_int), ("isa", ctypes.c_int)]
 
 
 class _Timings(ctypes.Structure):
