@@ -3,14 +3,17 @@
 
 CC       ?= cc
 CXX      ?= c++
-# Cross builds: `make CROSS=aarch64-linux-gnu- ...` uses that prefix's gcc/g++, no -march=native,
-# and the target's OpenBLAS (see test-cross).
+# Cross builds: `make CROSS=aarch64-linux-gnu- ...` uses that prefix's gcc/g++ and the target's
+# OpenBLAS (see test-cross). ARCH: no -march by default: the kernels are chosen at run time (sam3.h
+# "kernel paths"), so one build runs on any x86-64 or aarch64 machine at its best path; ARCH=-march=native
+# also compiles the code around the kernels for this CPU. KARCH: the one-path kernel tests' target.
 CROSS    ?=
 ifneq ($(CROSS),)
 CC       := $(CROSS)gcc
 CXX      := $(CROSS)g++
 endif
-ARCH     ?= $(if $(CROSS),,-march=native)
+ARCH     ?=
+KARCH    ?= $(if $(CROSS),,-march=native)
 CFLAGS   ?= -O3 $(ARCH) -g
 WARN     := -Wall -Wextra -pedantic
 OPENMP   ?= 1
@@ -106,8 +109,8 @@ $(BUILD)/track_loop: examples/track_loop.c sam3.h | $(BUILD)
 # into build/libsam3.a and build/libsam3.so (exports the public sam3_* functions only). `make install`
 # copies sam3.h, a generated sam3.pc (cflags and libs: OpenMP and the OpenBLAS build chosen above)
 # and the CLI under $(DESTDIR)$(PREFIX), and the libraries too when built (`make lib install`);
-# `make uninstall` removes them. The library is built with $(ARCH) (-march=native): give ARCH= (or
-# another -march) for a library that other machines run.
+# `make uninstall` removes them. The library chooses its kernels at run time: it runs on any machine
+# of its architecture.
 .PHONY: lib install uninstall
 PREFIX       ?= /usr/local
 BINDIR       ?= $(PREFIX)/bin
@@ -174,12 +177,12 @@ $(BUILD)/make_video_frames: tests/make_video_frames.c tests/video_frames.h | $(B
 # The built-in SGEMM against a double reference; and the parity test built without BLAS (the
 # model's products through the built-in SGEMM).
 $(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) -DSAM3_NO_DISPATCH -o $@ tests/test_gemm.c $(LIBS)
+	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
 # The fast kernels against the reference ones (sam3__ref_*) on ragged and hostile inputs.
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) -DSAM3_NO_DISPATCH -o $@ tests/test_kernels.c $(LIBS)
+	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -o $@ tests/test_kernels.c $(LIBS)
 # The parity tests on the reference kernels alone (-DSAM3_REFERENCE_KERNELS: plain C, no SIMD, no BLAS).
 $(BUILD)/test_parity_ref: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_REFERENCE_KERNELS -o $@ tests/test_parity.c -lm
@@ -250,12 +253,12 @@ test-c: deps $(TEST_C_DEPS)
 # run again on the lower kernel paths this CPU runs (SAM3_ISA avx2, reference), and on a CPU
 # with AVX-512 test_kernels and test_gemm (built for one path: SAM3_NO_DISPATCH) again as an AVX2
 # build ($(BUILD)/avx2, -march=x86-64-v3; MATRIX=0: not).
-MATRIX    ?= $(if $(and $(filter -march=native,$(ARCH)),$(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo y)),1,0)
+MATRIX    ?= $(if $(and $(if $(CROSS),,y),$(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo y)),1,0)
 AVX2_DIR  := $(BUILD)/avx2
 AVX2_PROGS := test_gemm test_kernels tiny_a.sam3
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all lib $(TEST_C_DEPS)
-	@if [ "$(MATRIX)" = 1 ]; then $(MAKE) --no-print-directory -j$(JOBS) BUILD=$(AVX2_DIR) ARCH=-march=x86-64-v3 \
+	@if [ "$(MATRIX)" = 1 ]; then $(MAKE) --no-print-directory -j$(JOBS) BUILD=$(AVX2_DIR) KARCH=-march=x86-64-v3 \
 	    $(addprefix $(AVX2_DIR)/,$(AVX2_PROGS)); fi
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" MAKE="$(MAKE)" SHARED=$(SHARED) REF_VIDEO=$(REF_VIDEO) \
 	    MATRIX="$(if $(filter 1,$(MATRIX)),$(AVX2_DIR))" sh tests/run.sh $(BUILD) all
@@ -288,7 +291,8 @@ tsan: deps $(FUZZ_SEEDS) $(BUILD)/tiny_b.sam3
 # reader on every fuzz seed (valid and hostile JPEG/PNG, other formats).
 # OMP_WAIT_POLICY set, so the CLI does not run itself again (outside valgrind) to set it.
 # Passes with zero errors and zero definitely/indirectly lost bytes. Built in $(BUILD)/valgrind
-# without -march=native: valgrind 3.19 does not decode AVX-512 (SIGILL).
+# without -march: valgrind 3.19 does not decode AVX-512, and its CPU has none, so the kernels run
+# their AVX2 path there.
 VALGRIND := env OMP_WAIT_POLICY=passive valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect
 VG_BUILD := $(BUILD)/valgrind
@@ -402,12 +406,13 @@ warnings:
 # no OpenMP: one thread), the tests run under wine on the tiny models. WINEPREFIX in $(BUILD).
 MINGW_CC     ?= x86_64-w64-mingw32-gcc
 MINGW_CFLAGS ?= -O2 $(ARCH)
+MINGW_KTESTS := test_kernels test_gemm # one-path builds (SAM3_NO_DISPATCH) for this CPU
 MINGW_DIR    := $(BUILD)/mingw
 MINGW_FLAGS   = -std=c99 $(WARN) -Werror $(MINGW_CFLAGS) -DSAM3_NO_BLAS
 WINE_RUN     := WINEDEBUG=-all WINEPREFIX=$(abspath $(BUILD))/wineprefix wine
 $(MINGW_DIR)/%.exe: tests/%.c tests/test_util.h tests/test_dump.h sam3.h
 	@mkdir -p $(MINGW_DIR)
-	$(MINGW_CC) $(MINGW_FLAGS) -o $@ $< -lm
+	$(MINGW_CC) $(MINGW_FLAGS) $(if $(filter $(MINGW_KTESTS),$*),$(KARCH) -DSAM3_NO_DISPATCH) -o $@ $< -lm
 # and with OpenMP (libgomp-1.dll from the compiler's directory, through WINEPATH)
 $(MINGW_DIR)/test_parity_omp.exe: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h
 	@mkdir -p $(MINGW_DIR)
@@ -459,6 +464,9 @@ test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	    out=$$($(CROSS_RUN) $(CROSS_DIR)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done
 	@$(CROSS_RUN) $(CROSS_DIR)/test_robust $(BUILD)/tiny_a.sam3 -q
+	@$(CROSS_RUN) $(CROSS_DIR)/sam3 --version | grep -qx 'kernels: neon' || { echo "test-cross: sam3 did not pick the NEON path"; exit 1; }
+	@out=$$(SAM3_ISA=reference $(CROSS_RUN) $(CROSS_DIR)/test_parity --model $(BUILD)/tiny_a.sam3 --data tests/data/tiny_a) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/SAM3_ISA=reference: /'
 	@rm -rf $(CROSS_DIR)/out && $(CROSS_RUN) $(CROSS_DIR)/sam3 segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" --threshold 0 -q -o $(CROSS_DIR)/out && test -s $(CROSS_DIR)/out/results.json
 	@echo "test-cross: $(CROSS_TRIPLET) tests passed under $(QEMU)"

@@ -113,11 +113,13 @@ DOCUMENTATION
    that build sam3 sets the calling thread's omp_set_num_threads() to the context's count
    (blas_threads, else n_threads) around each BLAS call made outside its own parallel regions and
    restores it after. A context thus uses the threads it was given, and computes the same bits, on
-   whatever thread runs it. On a CPU shared with other busy programs, run with
-   OMP_WAIT_POLICY=passive (read by the OpenMP runtime when it loads, so set it before your program
-   starts; the sam3 CLI does): a thread spinning at a barrier takes the share of a core that the
-   thread it waits for needs, and small steps (a click, a prompt's decoder) then take 2-2.5x their
-   quiet time beside one busy process on 2 cores, against ~1.6-1.7x with passive waits.
+   whatever thread runs it, and for any n_threads where the BLAS runs single-threaded inside sam3's
+   loops (OpenBLAS's OpenMP build, blas_threads = 1, SAM3_NO_BLAS): products are cut by their
+   shape, never by the thread count. A BLAS running threads of its own may differ in the last bits.
+   On a CPU shared with other busy programs, run with OMP_WAIT_POLICY=passive (read by the OpenMP
+   runtime when it loads, so set it before your program starts; the sam3 CLI does): a thread
+   spinning at a barrier takes the share of a core that the thread it waits for needs, and small
+   steps (a click, a prompt's decoder) then wait much longer beside one busy process.
 
 4. Errors
    Every call returns a sam3_result: SAM3_OK (0), a positive note (success with a remark, e.g.
@@ -145,7 +147,13 @@ DOCUMENTATION
                            Zen 4 with GCC/clang; a plain-C tile with other compilers)
    SAM3_REFERENCE_KERNELS  only the plain-C reference kernels (GEMM, attention, softmax, GELU, layer
                            norm, direct conv, resizes): no intrinsics, no vector types, no BLAS (slow;
-                           for testing, odd compilers and checking a port)
+                           for testing, odd compilers and checking a port); SAM3_ISA=reference is
+                           the same path in any build
+   SAM3_NO_DISPATCH        one kernel path, the one the compiler's flags name (-march), called
+                           directly, instead of every path with the choice at run time (see
+                           "kernel paths" in the implementation); a context then offers that path alone
+   SAM3_HEADER_NAME        this file's name as #include finds it from its own folder (default
+                           "sam3.h"): the implementation includes itself once per kernel path
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
    SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
                            (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
@@ -159,7 +167,7 @@ DOCUMENTATION
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
-   SAM3_NO_FAST_ATTENTION  attention through BLAS products instead of sam3's fused kernel (GCC/clang)
+   SAM3_NO_FAST_ATTENTION  the reference attention kernel instead of sam3's fused one (GCC/clang)
 
 6. Weight file format (.sam3)
    One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
@@ -215,6 +223,12 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.2.0  kernels chosen at run time (sam3_isa, sam3_ctx_options.isa, $SAM3_ISA, sam3_isa_name,
+          sam3_isa_mask, sam3_isa_default, sam3_ctx_isa; SAM3_NO_DISPATCH, SAM3_HEADER_NAME):
+          one build runs AVX2, AVX-512, AVX512-BF16, AMX or NEON where the CPU has them; the
+          same bits for any thread count (the f32 products' tiles from their shape alone); the
+          concept tracker's pointer window grows with the stream, as the reference's; --verify
+          covers every byte of a file; non-finite caller floats refused.
    1.1.0  sam3_tracker_push_encoded (a frame encoded once for a click tracker and a concept
           tracker); concept tracker box exemplars (sam3_concept_tracker_add_prompt, experimental);
           bf16: the ViT's and the DETR encoder's self-attention in bf16 with AMX
