@@ -45,91 +45,15 @@ static int fz_one(const uint8_t *data, size_t size) {
     return img.channels == 1 ? 0 : 1;
 }
 
-#ifndef SAM3_FUZZ_REPLAY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (fz_one(data, size)) __builtin_trap();
-    return 0;
+#include "fuzz_replay.h"
+#ifdef SAM3_FUZZ_REPLAY
+static void fz_verbose(const char *path, const unsigned char *buf, size_t n) {
+    cli_img img;
+    char err[512];
+    if (cli_img_decode(buf, n, FZ_BUDGET, &img, err, sizeof(err))) printf("%s: %s %dx%dx%d\n", path, img.format, img.w, img.h, img.channels);
+    else printf("%s: %s\n", path, err);
+    free(img.pixels);
 }
-#else
-#include <dirent.h>
-#include <sys/stat.h>
-
-static int g_pass, g_fail, g_verbose;
-
-static void replay_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    long n;
-    unsigned char *buf = NULL;
-    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-        !(buf = (unsigned char *)malloc((size_t)n + 1)) || (n && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-        printf("FAIL cannot read %s\n", path);
-        g_fail++;
-        if (f) fclose(f);
-        free(buf);
-        return;
-    }
-    fclose(f);
-    if (g_verbose) {
-        cli_img img;
-        char err[512];
-        if (cli_img_decode(buf, (size_t)n, FZ_BUDGET, &img, err, sizeof(err))) printf("%s: %s %dx%dx%d\n", path, img.format, img.w, img.h, img.channels);
-        else printf("%s: %s\n", path, err);
-        free(img.pixels);
-    }
-    if (fz_one(buf, (size_t)n)) {
-        printf("FAIL %s: inconsistent decode result\n", path);
-        g_fail++;
-    } else {
-        g_pass++;
-    }
-    free(buf);
-}
-
-static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static void replay(const char *path) {
-    struct stat st;
-    DIR *d;
-    struct dirent *e;
-    char **names = NULL;
-    size_t n = 0, cap = 0, i;
-    if (stat(path, &st) != 0) {
-        printf("FAIL %s: no such file or directory\n", path);
-        g_fail++;
-        return;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        replay_file(path);
-        return;
-    }
-    if (!(d = opendir(path))) {
-        printf("FAIL cannot open directory %s\n", path);
-        g_fail++;
-        return;
-    }
-    while ((e = readdir(d)) != NULL) {
-        char *full;
-        if (e->d_name[0] == '.') continue;
-        if (n == cap) {
-            char **nn = (char **)realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(char *));
-            if (!nn) break;
-            names = nn;
-        }
-        full = (char *)malloc(strlen(path) + strlen(e->d_name) + 2);
-        if (!full) break;
-        sprintf(full, "%s/%s", path, e->d_name);
-        names[n++] = full;
-    }
-    closedir(d);
-    if (n) qsort(names, n, sizeof(char *), name_cmp);
-    for (i = 0; i < n; i++) {
-        replay(names[i]);
-        free(names[i]);
-    }
-    free(names);
-}
-
 /* --dump FILE OUT: the decoded pixels as binary PGM (grey) or PPM (RGB), what djpeg writes. */
 static int dump(const char *in, const char *out) {
     cli_img img;
@@ -150,17 +74,7 @@ static int dump(const char *in, const char *out) {
 }
 
 int main(int argc, char **argv) {
-    int i;
     if (argc == 4 && !strcmp(argv[1], "--dump")) return dump(argv[2], argv[3]);
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) g_verbose = 1;
-        else replay(argv[i]);
-    }
-    if (g_pass + g_fail == 0) {
-        printf("fuzz_image_replay: no inputs (usage: fuzz_image_replay [-v] FILE_OR_DIR... | --dump FILE OUT.pnm)\n");
-        g_fail = 1;
-    }
-    printf("fuzz_image_replay: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return fzr_main(argc, argv, "fuzz_image_replay"); /* or --dump FILE OUT.pnm */
 }
 #endif

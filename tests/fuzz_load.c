@@ -200,95 +200,15 @@ static int fz_one(const uint8_t *data, size_t size) {
     return bad;
 }
 
-#ifndef SAM3_FUZZ_REPLAY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (fz_one(data, size)) __builtin_trap(); /* an inconsistent result is a finding too */
-    return 0;
+#include "fuzz_replay.h"
+#ifdef SAM3_FUZZ_REPLAY
+static void fz_verbose(const char *path, const unsigned char *buf, size_t n) {
+    (void)buf;
+    printf("%s (%lu bytes)\n", path, (unsigned long)n);
 }
-#else
-#include <dirent.h>
-#include <sys/stat.h>
-
-static int g_pass, g_fail;
-
-static void replay_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    long n;
-    unsigned char *buf = NULL;
-    int bad;
-    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-        !(buf = (unsigned char *)malloc((size_t)n + 1)) || (n && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-        printf("FAIL cannot read %s\n", path);
-        g_fail++;
-        if (f) fclose(f);
-        free(buf);
-        return;
-    }
-    fclose(f);
-    if (g_verbose) printf("%s (%ld bytes)\n", path, n);
-    bad = fz_one(buf, (size_t)n);
-    if (bad) printf("FAIL %s: inconsistent load result\n", path);
-    if (bad) g_fail++;
-    else g_pass++;
-    free(buf);
-}
-
-static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static void replay(const char *path) {
-    struct stat st;
-    DIR *d;
-    struct dirent *e;
-    char **names = NULL;
-    size_t n = 0, cap = 0, i;
-    if (stat(path, &st) != 0) {
-        printf("FAIL %s: no such file or directory\n", path);
-        g_fail++;
-        return;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        replay_file(path);
-        return;
-    }
-    if (!(d = opendir(path))) {
-        printf("FAIL cannot open directory %s\n", path);
-        g_fail++;
-        return;
-    }
-    while ((e = readdir(d)) != NULL) {
-        char *full;
-        if (e->d_name[0] == '.') continue;
-        if (n == cap) {
-            char **nn = (char **)realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(char *));
-            if (!nn) break;
-            names = nn;
-        }
-        full = (char *)malloc(strlen(path) + strlen(e->d_name) + 2);
-        if (!full) break;
-        sprintf(full, "%s/%s", path, e->d_name);
-        names[n++] = full;
-    }
-    closedir(d);
-    if (n) qsort(names, n, sizeof(char *), name_cmp); /* same order every run */
-    for (i = 0; i < n; i++) {
-        replay(names[i]);
-        free(names[i]);
-    }
-    free(names);
-}
-
 int main(int argc, char **argv) {
     int i;
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) g_verbose = 1;
-        else replay(argv[i]);
-    }
-    if (g_pass + g_fail == 0) {
-        printf("fuzz_replay: no inputs (usage: fuzz_replay [-v] FILE_OR_DIR...)\n");
-        g_fail = 1;
-    }
-    printf("fuzz_replay: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    for (i = 1; i < argc; i++) g_verbose |= !strcmp(argv[i], "-v"); /* fz_note's lines too */
+    return fzr_main(argc, argv, "fuzz_replay");
 }
 #endif

@@ -58,72 +58,16 @@ static int fz_one(const uint8_t *data, size_t size) {
     return bad;
 }
 
-#ifndef SAM3_FUZZ_REPLAY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (fz_one(data, size)) __builtin_trap();
-    return 0;
+#include "fuzz_replay.h"
+#ifdef SAM3_FUZZ_REPLAY
+static void fz_verbose(const char *path, const unsigned char *buf, size_t n) { /* "PATH: ok" or "PATH: the reason" */
+    cli_ds__coco c;
+    char why[300], *text = (char *)malloc(n + 1);
+    if (!text) return;
+    memcpy(text, buf, n);
+    text[n] = 0;
+    printf("%s: %s\n", path, cli_ds__coco_parse_text(&c, text, path, why, sizeof(why)) ? "ok" : why);
+    cli_ds__coco_free(&c);
 }
-#else
-static int g_pass, g_fail, g_verbose;
-
-static void replay_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    long n;
-    unsigned char *buf = NULL;
-    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-        !(buf = (unsigned char *)malloc((size_t)n + 1)) || (n && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-        printf("FAIL cannot read %s\n", path);
-        g_fail++;
-        if (f) fclose(f);
-        free(buf);
-        return;
-    }
-    fclose(f);
-    if (g_verbose) { /* "PATH: ok" or "PATH: the reason" */
-        cli_ds__coco c;
-        char why[300], *text = (char *)malloc((size_t)n + 1);
-        if (text) {
-            memcpy(text, buf, (size_t)n);
-            text[n] = 0;
-            printf("%s: %s\n", path, cli_ds__coco_parse_text(&c, text, path, why, sizeof(why)) ? "ok" : why);
-            cli_ds__coco_free(&c);
-        }
-    }
-    if (fz_one(buf, (size_t)n)) {
-        printf("FAIL %s: an invariant broke\n", path);
-        g_fail++;
-    } else {
-        g_pass++;
-    }
-    free(buf);
-}
-
-static void replay(const char *path) {
-    struct stat st;
-    DIR *d;
-    struct dirent *e;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        replay_file(path);
-        return;
-    }
-    if (!(d = opendir(path))) return;
-    while ((e = readdir(d)) != NULL) {
-        char p[4096];
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
-        replay(p);
-    }
-    closedir(d);
-}
-
-int main(int argc, char **argv) {
-    int i;
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) g_verbose = 1;
-        else replay(argv[i]);
-    }
-    printf("fuzz_merge_replay: %d inputs replayed, %d failed\n", g_pass + g_fail, g_fail);
-    return g_fail ? 1 : 0;
-}
+int main(int argc, char **argv) { return fzr_main(argc, argv, "fuzz_merge_replay"); }
 #endif

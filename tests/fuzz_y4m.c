@@ -52,60 +52,13 @@ static int fz_one(const uint8_t *data, size_t size) {
     return bad;
 }
 
-#ifndef SAM3_FUZZ_REPLAY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (fz_one(data, size)) __builtin_trap();
-    return 0;
+#include "fuzz_replay.h"
+#ifdef SAM3_FUZZ_REPLAY
+static void fz_verbose(const char *path, const unsigned char *buf, size_t n) {
+    (void)buf;
+    printf("%s (%lu bytes)\n", path, (unsigned long)n);
 }
-#else
-#include <dirent.h>
-#include <sys/stat.h>
-
-static int g_pass, g_fail;
-
-static void replay_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    long n;
-    unsigned char *buf = NULL;
-    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-        !(buf = (unsigned char *)malloc((size_t)n + 1)) || (n && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-        printf("FAIL cannot read %s\n", path);
-        g_fail++;
-        if (f) fclose(f);
-        free(buf);
-        return;
-    }
-    fclose(f);
-    if (fz_one(buf, (size_t)n)) {
-        printf("FAIL %s: an invariant broke\n", path);
-        g_fail++;
-    } else {
-        g_pass++;
-    }
-    free(buf);
-}
-
-static void replay(const char *path) {
-    struct stat st;
-    DIR *d;
-    struct dirent *e;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        replay_file(path);
-        return;
-    }
-    if (!(d = opendir(path))) return;
-    while ((e = readdir(d)) != NULL) {
-        char p[4096];
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
-        replay(p);
-    }
-    closedir(d);
-}
-
 int main(int argc, char **argv) {
-    int i;
     if (argc == 3 && !strcmp(argv[1], "--dump")) {
         cli_y4m y;
         unsigned char *rgb = NULL;
@@ -124,8 +77,6 @@ int main(int argc, char **argv) {
         fclose(f);
         return 0;
     }
-    for (i = 1; i < argc; i++) replay(argv[i]);
-    printf("fuzz_y4m_replay: %d inputs replayed, %d failed\n", g_pass + g_fail, g_fail);
-    return g_fail ? 1 : 0;
+    return fzr_main(argc, argv, "fuzz_y4m_replay"); /* or --dump FILE */
 }
 #endif
