@@ -29,6 +29,7 @@
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
+#define TEST_DUMP_TAPS
 #include "test_dump.h"
 #define STB_IMAGE_IMPLEMENTATION
 #include "stb_image.h"
@@ -230,29 +231,6 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
    attention output (the last one of the frame), and the memory and object pointer stored for the
    frame, against sam3.h's (taps and the tracker's entries). The memory is bf16 in both: a value on
    a rounding boundary may land one bf16 step away. */
-#define MAX_TAPS 256
-typedef struct taps {
-    char name[MAX_TAPS][48];
-    float *data[MAX_TAPS];
-    size_t n[MAX_TAPS];
-    int count;
-} taps;
-static void tap_fn(void *user, const char *name, const float *data, int nd, const int64_t *shape) {
-    taps *tp = (taps *)user;
-    size_t n = 1;
-    int i;
-    if (strncmp(name, "dbg.", 4) || tp->count >= MAX_TAPS) return;
-    for (i = 0; i < nd; i++) n *= (size_t)shape[i];
-    snprintf(tp->name[tp->count], sizeof(tp->name[0]), "%s", name);
-    tp->data[tp->count] = (float *)malloc(n * sizeof(float));
-    if (tp->data[tp->count]) memcpy(tp->data[tp->count], data, n * sizeof(float));
-    tp->n[tp->count++] = n;
-}
-static void taps_clear(taps *tp) {
-    int i;
-    for (i = 0; i < tp->count; i++) free(tp->data[i]);
-    tp->count = 0;
-}
 static void compare_internals(const dump *d, const sam3_concept_tracker *ct, const taps *tp, int f) {
     const sam3_tracker *t = ct->t;
     const sam3_model *m = t->c->m;

@@ -37,4 +37,32 @@ static T_UNUSED const sam3__tensor *dump_get(const dump *d, const char *name, ui
     if (t && t->dtype != dtype) return NULL;
     return t;
 }
+#if defined(TEST_DUMP_TAPS)
+/* The "dbg.*" taps of one frame (sam3_ctx_options.tap = tap_fn, user a taps), kept by name for the
+   debug comparisons; taps_clear frees them for the next frame. */
+#define MAX_TAPS 256
+typedef struct taps {
+    char name[MAX_TAPS][64];
+    float *data[MAX_TAPS];
+    size_t n[MAX_TAPS];
+    int count;
+} taps;
+static void tap_fn(void *user, const char *name, const float *data, int nd, const int64_t *shape) {
+    taps *tp = (taps *)user;
+    size_t n = 1;
+    int i;
+    if (strncmp(name, "dbg.", 4) || tp->count >= MAX_TAPS) return;
+    for (i = 0; i < nd; i++) n *= (size_t)shape[i];
+    snprintf(tp->name[tp->count], sizeof(tp->name[0]), "%s", name);
+    tp->data[tp->count] = (float *)malloc(n * sizeof(float));
+    if (tp->data[tp->count]) memcpy(tp->data[tp->count], data, n * sizeof(float));
+    tp->n[tp->count++] = n;
+}
+static void taps_clear(taps *tp) {
+    int i;
+    if (!tp) return;
+    for (i = 0; i < tp->count; i++) free(tp->data[i]);
+    tp->count = 0;
+}
+#endif
 #endif

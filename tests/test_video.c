@@ -15,6 +15,7 @@
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
+#define TEST_DUMP_TAPS
 #include "test_dump.h"
 #define STB_IMAGE_IMPLEMENTATION
 #include "stb_image.h"
@@ -41,31 +42,6 @@ static int64_t dnum(const dump *d, const char *fmt, int f) {
     return e ? (e->type == SAM3__T_F64 ? (int64_t)e->f : e->i) : -1;
 }
 
-/* Taps kept by name for the debug comparisons of one frame. */
-#define MAX_TAPS 64
-typedef struct taps {
-    char name[MAX_TAPS][64];
-    float *data[MAX_TAPS];
-    size_t n[MAX_TAPS];
-    int count;
-} taps;
-static void tap_fn(void *user, const char *name, const float *data, int nd, const int64_t *shape) {
-    taps *tp = (taps *)user;
-    size_t n = 1;
-    int i;
-    if (strncmp(name, "dbg.", 4) || tp->count >= MAX_TAPS) return;
-    for (i = 0; i < nd; i++) n *= (size_t)shape[i];
-    snprintf(tp->name[tp->count], 64, "%s", name);
-    tp->data[tp->count] = (float *)malloc(n * sizeof(float));
-    memcpy(tp->data[tp->count], data, n * sizeof(float));
-    tp->n[tp->count++] = n;
-}
-static void taps_clear(taps *tp) {
-    int i;
-    if (!tp) return;
-    for (i = 0; i < tp->count; i++) free(tp->data[i]);
-    tp->count = 0;
-}
 
 static int g_abort_after = -1; /* abort at the n-th poll (-1: never) */
 static int g_polls;             /* polls so far */

@@ -384,14 +384,22 @@ def apply_thresholds(model, cfg, ov):
         cfg[f"concept.{short}"] = float(v) if isinstance(v, float) else int(v)
 
 
-def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
-    """--fullsize: thresholds from frame 0's probabilities p0 (ascending), one streaming run."""
+def thresholds_from_frame0(model, cfg, p0):
+    """Thresholds between frame 0's best probabilities p0 (ascending), so that objects start on
+    frame 0 and later: detection between the 3rd and 4th best, high confidence between the 1st
+    and 2nd; applied to the model and recorded in cfg."""
     d = p0[::-1]
     det = float(round((d[2] + d[3]) / 2, 6))
     ov = dict(score_threshold_detection=det, new_det_thresh=det, high_conf_thresh=float(round((d[0] + d[1]) / 2, 6)),
               high_iou_thresh=0.5, trk_assoc_iou_thresh=0.5)
     log(f"frame 0's best probabilities {[round(x, 6) for x in d[:6]]}: {ov}")
     apply_thresholds(model, cfg, ov)
+    return ov
+
+
+def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
+    """--fullsize: thresholds from frame 0's probabilities p0 (ascending), one streaming run."""
+    ov = thresholds_from_frame0(model, cfg, p0)
     probs = []
     t0 = time.time()
     ts, ss = run_mode("s", model, rec, proc, frames, prompts, False, g, probs)
@@ -406,12 +414,7 @@ def full_size(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
 
 def frame0(args, model, rec, proc, frames, prompts, g, cfg, tok_ids, p0):
     """--frame0: --fullsize's thresholds at the tiny config, both modes, no dbg.* search tensors."""
-    d = p0[::-1]
-    det = float(round((d[2] + d[3]) / 2, 6))
-    ov = dict(score_threshold_detection=det, new_det_thresh=det, high_conf_thresh=float(round((d[0] + d[1]) / 2, 6)),
-              high_iou_thresh=0.5, trk_assoc_iou_thresh=0.5)
-    log(f"frame 0's best probabilities {[round(x, 6) for x in d[:6]]}: {ov}")
-    apply_thresholds(model, cfg, ov)
+    ov = thresholds_from_frame0(model, cfg, p0)
     internals = Internals(model, args.internals) if args.internals else None
     probs = []
     t0 = time.time()
