@@ -4895,6 +4895,15 @@ typedef struct sam3__ktab {
 #define sam3__wino_weights SAM3__KN(sam3__wino_weights)
 
 #if defined(SAM3__DISPATCH)
+/* a pass's target for every function it defines, and back */
+#define SAM3__KSTR(x) #x
+#if defined(__clang__)
+#define SAM3__KPUSH(t) _Pragma(SAM3__KSTR(clang attribute push(__attribute__((target(t))), apply_to = function)))
+#define SAM3__KPOP _Pragma("clang attribute pop")
+#else
+#define SAM3__KPUSH(t) _Pragma("GCC push_options") _Pragma(SAM3__KSTR(GCC target(t)))
+#define SAM3__KPOP _Pragma("GCC pop_options")
+#endif
 #define SAM3__KTARGET(t) /* the pass's pragma gives the whole pass its target */
 #define SAM3__KPASS 1
 #define SAM3__KSFX __ref
@@ -4908,18 +4917,9 @@ typedef struct sam3__ktab {
 #define SAM3__KSFX __avx2
 #define SAM3__KNAME "avx2"
 #define SAM3__KAVX2 1
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx,avx2,fma,f16c")
-#endif
+SAM3__KPUSH("avx,avx2,fma,f16c")
 #include SAM3_HEADER_NAME
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+SAM3__KPOP
 #undef SAM3__KAVX2
 #undef SAM3__KNAME
 #undef SAM3__KSFX
@@ -4928,26 +4928,12 @@ typedef struct sam3__ktab {
 #define SAM3__KAVX512 1
 #if defined(SAM3__CC_BF16)
 #define SAM3__KBF16 1
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16"))), apply_to = function)
+SAM3__KPUSH("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")
 #else
-#pragma GCC push_options
-#pragma GCC target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")
-#endif
-#else
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl")
-#endif
+SAM3__KPUSH("avx,avx2,fma,f16c,avx512f,avx512dq,avx512bw,avx512vl")
 #endif
 #include SAM3_HEADER_NAME
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+SAM3__KPOP
 #undef SAM3__KBF16
 #undef SAM3__KAVX512
 #undef SAM3__KNAME
