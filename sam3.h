@@ -5761,30 +5761,33 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc);
 
-/* The reference: rows of op(A) and columns of op(B) rounded to bf16 and widened to f32, SAM3__BREF
-   rows (columns) at a time, then the f32 product. Returns 0 when its buffers cannot be had. */
-#define SAM3__BREF 256
+/* The reference, and the bf16 path of CPUs without bf16 products: op(B) rounded to bf16 and widened
+   to f32 once, rows of op(A) likewise SAM3__BREF at a time, then the f32 product of each row block
+   (sam3__gemm: the BLAS's rate). Returns 0 when its buffers cannot be had. */
+#define SAM3__BREF 2048
 static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                            const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    const int kk = K > 0 ? K : 1;
-    float *a = (float *)SAM3_MALLOC((size_t)2 * SAM3__BREF * kk * sizeof(float)), *b;
-    int i0, j0;
-    if (!a) return 0;
-    b = a + (size_t)SAM3__BREF * kk;
+    const int kk = K > 0 ? K : 1, mbmax = SAM3__MIN(SAM3__BREF, M);
+    float *b = (float *)SAM3_MALLOC(((size_t)N + mbmax) * kk * sizeof(float)), *a; /* b (N, K) = op(B)^T, a (mbmax, K) */
+    int i0, j;
+    if (!b) return 0;
+    a = b + (size_t)N * kk;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 16) if((double)N * K >= SAM3__PAR_MIN))
+    for (j = 0; j < N; j++) {
+        int k;
+        for (k = 0; k < K; k++) b[(size_t)j * kk + k] = sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j, k));
+    }
     for (i0 = 0; i0 < M; i0 += SAM3__BREF) {
         const int mb = SAM3__MIN(SAM3__BREF, M - i0);
-        int i, k;
-        for (i = 0; i < mb; i++) /* (mb, K) */
+        int i;
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 16) if((double)mb * K >= SAM3__PAR_MIN))
+        for (i = 0; i < mb; i++) {
+            int k;
             for (k = 0; k < K; k++) a[(size_t)i * kk + k] = sam3__bf16_f32(sam3__bop(ta, A, Ah, lda, i0 + i, k));
-        for (j0 = 0; j0 < N; j0 += SAM3__BREF) {
-            const int nb = SAM3__MIN(SAM3__BREF, N - j0);
-            int j;
-            for (j = 0; j < nb; j++) /* (nb, K) */
-                for (k = 0; k < K; k++) b[(size_t)j * kk + k] = sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j0 + j, k));
-            sam3__gemm(c, 0, 1, mb, nb, K, 1.0f, a, kk, b, kk, beta, C + (size_t)i0 * ldc + j0, ldc);
         }
+        sam3__gemm(c, 0, 1, mb, N, K, 1.0f, a, kk, b, kk, beta, C + (size_t)i0 * ldc, ldc);
     }
-    SAM3_FREE(a);
+    SAM3_FREE(b);
     return 1;
 }
 
