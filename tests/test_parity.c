@@ -804,7 +804,7 @@ static void test_conv3x3(const char *cfg, sam3_model *m) {
             }
             c->wino_tiles = 16; /* the model's maps at the test's scale */
         }
-        if (t >= 4 && nth == 2 && c->split)
+        if (t >= 4 && c->nt == 2 && c->split) /* (a build without OpenMP runs one thread) */
             t_check(sam3__wino_rows(c, (H + 3) / 4, (W + 3) / 4) > 0, "%s: conv3x3 %dx%d takes the pipelined form on 2 threads", cfg, H, W);
         for (i = 0; i < cin * h * w; i++) x[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
         for (i = 0; i < cin * H * W; i++) sk[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
