@@ -4763,7 +4763,8 @@ typedef struct sam3__ktab {
     int (*wino_rows)(const sam3_ctx *c, int nty, int ntx);
 } sam3__ktab;
 
-/* the kernel section's names, renamed per pass */
+/* The kernel section's names, renamed per pass: every function, type and table the section
+   defines has its line here (a name without one is defined twice, a compile error). */
 #define sam3__amx_begin SAM3__KN(sam3__amx_begin)
 #define sam3__amx_cfg SAM3__KN(sam3__amx_cfg)
 #define sam3__amx_end SAM3__KN(sam3__amx_end)
@@ -4778,6 +4779,8 @@ typedef struct sam3__ktab {
 #define sam3__attn_rows SAM3__KN(sam3__attn_rows)
 #define sam3__attn_rows_bf16 SAM3__KN(sam3__attn_rows_bf16)
 #define sam3__bf16_detect SAM3__KN(sam3__bf16_detect)
+#define sam3__bf16_round_rows SAM3__KN(sam3__bf16_round_rows)
+#define sam3__bf16_round_run SAM3__KN(sam3__bf16_round_run)
 #define sam3__bf16_load32 SAM3__KN(sam3__bf16_load32)
 #define sam3__bf16_row_avx512 SAM3__KN(sam3__bf16_row_avx512)
 #define sam3__bgemm_blocks SAM3__KN(sam3__bgemm_blocks)
@@ -5761,31 +5764,51 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc);
 
-/* The reference, and the bf16 path of CPUs without bf16 products: op(B) rounded to bf16 and widened
-   to f32 once, rows of op(A) likewise SAM3__BREF at a time, then the f32 product of each row block
-   (sam3__gemm: the BLAS's rate). Returns 0 when its buffers cannot be had. */
-#define SAM3__BREF 2048
+/* n values of X from element off, X f32 (x) or bf16 (xh), rounded to bf16 and widened back into d
+   (sam3__f32_bf16's rounding, NaN to the quiet NaN); plain loops the compiler vectorises. */
+static void sam3__bf16_round_run(const float *x, const uint16_t *xh, size_t off, int n, float *d) {
+    int k;
+    if (xh)
+        for (k = 0; k < n; k++) {
+            const uint32_t u = (uint32_t)xh[off + k] << 16;
+            memcpy(d + k, &u, sizeof(u));
+        }
+    else
+        for (k = 0; k < n; k++) {
+            uint32_t u;
+            memcpy(&u, x + off + k, sizeof(u));
+            u = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+            memcpy(d + k, &u, sizeof(u));
+        }
+}
+/* rows r0..r1 of X (rows of n values, ld apart) through sam3__bf16_round_run into d (n apart) */
+static void sam3__bf16_round_rows(sam3_ctx *c, const float *x, const uint16_t *xh, int ld, int r0, int r1, int n, float *d) {
+    int r;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 16) if((double)(r1 - r0) * n >= SAM3__PAR_MIN))
+    for (r = r0; r < r1; r++) sam3__bf16_round_run(x, xh, (size_t)r * ld, n, d + (size_t)(r - r0) * n);
+}
+/* The reference, and the bf16 path of CPUs without bf16 products: A and B rounded to bf16 and
+   widened to f32 as they lie in memory (B whole; A whole where transposed, else in blocks of rows of
+   up to SAM3__BREF_BYTES), then the f32 product of each block (sam3__gemm). Few blocks, so that
+   the products' tiles are the f32 path's: more and smaller BLAS calls pack their panels more
+   often. Returns 0 when its buffers cannot be had. */
+#define SAM3__BREF_BYTES ((size_t)64 << 20)
 static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
                            const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    const int kk = K > 0 ? K : 1, mbmax = SAM3__MIN(SAM3__BREF, M);
-    float *b = (float *)SAM3_MALLOC(((size_t)N + mbmax) * kk * sizeof(float)), *a; /* b (N, K) = op(B)^T, a (mbmax, K) */
-    int i0, j;
+    const int kk = K > 0 ? K : 1;
+    const int mbmax = ta ? M : (int)SAM3__MAX(1, SAM3__MIN((size_t)M, SAM3__BREF_BYTES / ((size_t)kk * sizeof(float))));
+    const int lb = tb ? kk : N, la = ta ? M : kk; /* the widened copies' leading dimensions */
+    float *b = (float *)SAM3_MALLOC(((size_t)N + mbmax) * kk * sizeof(float)), *a; /* b as op(B) lies (N K floats), a (mbmax K) */
+    int i0;
     if (!b) return 0;
     a = b + (size_t)N * kk;
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 16) if((double)N * K >= SAM3__PAR_MIN))
-    for (j = 0; j < N; j++) {
-        int k;
-        for (k = 0; k < K; k++) b[(size_t)j * kk + k] = sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j, k));
-    }
-    for (i0 = 0; i0 < M; i0 += SAM3__BREF) {
-        const int mb = SAM3__MIN(SAM3__BREF, M - i0);
-        int i;
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 16) if((double)mb * K >= SAM3__PAR_MIN))
-        for (i = 0; i < mb; i++) {
-            int k;
-            for (k = 0; k < K; k++) a[(size_t)i * kk + k] = sam3__bf16_f32(sam3__bop(ta, A, Ah, lda, i0 + i, k));
-        }
-        sam3__gemm(c, 0, 1, mb, N, K, 1.0f, a, kk, b, kk, beta, C + (size_t)i0 * ldc, ldc);
+    sam3__bf16_round_rows(c, B, Bh, ldb, 0, tb ? N : K, tb ? K : N, b);
+    if (ta) sam3__bf16_round_rows(c, A, Ah, lda, 0, K, M, a);
+    for (i0 = 0; i0 < M; i0 += mbmax) {
+        const int mb = SAM3__MIN(mbmax, M - i0);
+        if (!ta) sam3__bf16_round_rows(c, A, Ah, lda, i0, i0 + mb, K, a);
+        sam3__gemm(c, ta, tb, mb, N, K, 1.0f, a, la, b, lb, beta, C + (size_t)i0 * ldc, ldc);
     }
     SAM3_FREE(b);
     return 1;
