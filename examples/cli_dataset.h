@@ -242,9 +242,7 @@ static int cli_ds_is_dataset(const char *arg) {
     return arg[0] == '@' || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode));
 }
 
-/* Builds the image list of -i (a folder or @LIST) and checks the STEMs. CLI_OK or CLI_FAIL after
-   one line on stderr. */
-static int cli_ds_list_build(cli_ds_list *l, const char *arg) {
+static int cli_ds__list_build(cli_ds_list *l, const char *arg) {
     char **sorted;
     int k, rc;
     memset(l, 0, sizeof(*l));
@@ -284,6 +282,14 @@ static int cli_ds_list_build(cli_ds_list *l, const char *arg) {
         }
     free(sorted);
     return CLI_OK;
+}
+
+/* Builds the image list of -i (a folder or @LIST) and checks the STEMs. CLI_OK, or CLI_FAIL after
+   one line on stderr with the list empty (nothing to free). */
+static int cli_ds_list_build(cli_ds_list *l, const char *arg) {
+    const int rc = cli_ds__list_build(l, arg);
+    if (rc != CLI_OK) cli_ds_list_free(l);
+    return rc;
 }
 
 /* "I/N" with 0 <= I < N <= 1000000. */

@@ -121,6 +121,10 @@ bounded 1 "Y4M over --max-pixels" "$T/head.y4m" track -m "$VIDEO" -i - -o "$T/o2
 head -c 100000 /dev/zero | tr '\0' 'a' >"$T/longline.txt"
 bounded 1 "list line of 100000 bytes" /dev/null $SEG -i "@$T/longline.txt" -t x -o "$T/o2"
 has "list line of 100000 bytes" "longer than"
+# paths, then a NUL: refused after some were read (the list read so far is freed: make asan)
+printf 'a.png\nb.png\n\000\n' >"$T/nul.txt"
+bounded 1 "list with a NUL after paths" /dev/null $SEG -i "@$T/nul.txt" -t x -o "$T/o2"
+has "list with a NUL after paths" "NUL byte"
 run 1 "-i @FOLDER" $SEG -i "@$T/imgs" -t x -o "$T/o2"
 has "-i @FOLDER" "without @"
 
