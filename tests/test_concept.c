@@ -11,17 +11,18 @@
    --fullsize holds the streaming mode alone, 10 frames, and the max_num_objects HF ran with).
    tests/test_concept_refs.sh runs the --parity-only form on tests/data/concept_b..e (other seeds,
    photos and prompts; dumps from --frame0 --internals 3, whose dbg.s.f*.o* tensors are compared
-   too: memory attention output and object pointer within 1e-4, memory within 1e-2 (bf16)).
+   too: memory attention output and object pointer within TOL_TRACK, memory within 1e-2 (bf16)).
 
    The reference dump (tools/make_reference_concept.py) holds the config HF ran under, each frame's
    size and CRC-32, and per frame the objects HF's processor returns; the frames are cut here from
    PHOTO (../shared/images/test_image.jpg; without it the parity part is skipped with a message).
-   Per frame: the same object ids with the same prompt indices, scores and tracker probabilities
-   within 1e-4, low-resolution logits within 1e-3 relative (see TOL_LOGITS), frame-size masks at
-   IoU >= 0.99, boxes within a pixel. Then misuse of the API, a frame where nothing matches, and
-   aborts inside frames; box exemplars against sam3_segment (HF has no box prompts for concepts).
-   Both of the dump's modes are compared: streaming ("s.") and clip ("c.": HF's
-   hotstart removals, outputs held back by hotstart_delay frames).
+   Per frame: the same object ids with the same prompt indices, detection scores within 1e-4,
+   tracker probabilities within TOL_TRACK, low-resolution logits within TOL_LOGITS relative,
+   frame-size masks differing only where the logits allow (MASK_EPS), boxes within a pixel. Then
+   misuse of the API, a frame where nothing matches, and aborts inside frames; box exemplars
+   against sam3_segment (HF has no box prompts for concepts). Both of the dump's modes are
+   compared: streaming ("s.") and clip ("c.": HF's hotstart removals, outputs held back by
+   hotstart_delay frames).
 
    HF 5.17 runs NMS and hole filling only with the optional `kernels` package (absent on the
    reference machine), so these two steps have no HF dump to compare with; tests/concept_ops.py
@@ -36,16 +37,25 @@
 #include "video_frames.h"
 
 #define TOL 1e-4
-#define MIN_IOU 0.99
-/* A mask of a few pixels fails IoU 0.99 on one pixel: at the 840M config (tools/check_fullsize.sh
-   concept) an object's whole mask can be a 4-pixel spot where the upsampled logit barely clears 0,
-   so one pixel flips with a 6e-6 relative logit difference (IoU 0.8). A mask passes at IoU >= 0.99
-   or with at most MASK_PX_SLACK pixels different. */
-#define MASK_PX_SLACK 2
-/* Low-resolution logits, relative: 1e-5 or better on 12 of the 14 frames; one object on frame 12
-   is 4.7e-4 off (its tracker probability 1e-4), which fits a one-ulp difference in a memory the
-   reference stores in bf16 (sam3.h rounds where it does) feeding a near-zero object score. */
-#define TOL_LOGITS 1e-3
+/* Downstream of a memory: the reference stores each frame's memory in bf16 (sam3.h rounds where it
+   does), so an f32 value within float noise of a rounding boundary lands one bf16 step (2^-8
+   relative) away on one side or the other, and BLAS kernels with other summation orders move which
+   elements do (compare_internals counts them). What the memory feeds (the memory attention's output,
+   the object pointer, the tracker probability, the logits) is then bounded by those steps, not by
+   float noise: TOL_TRACK for the tracker's internals and probabilities, TOL_LOGITS for the
+   low-resolution logits (relative). */
+#ifndef TOL_TRACK
+#define TOL_TRACK 2e-3
+#endif
+#ifndef TOL_LOGITS
+#define TOL_LOGITS 1e-2
+#endif
+/* A frame-size mask is the bilinear upsampling of its low-resolution logits, thresholded at 0; the
+   upsampling is a convex combination, so a pixel can come out differently from HF's only where HF's
+   upsampled logit is within the largest low-resolution difference (plus float noise of the resize)
+   of 0. Every differing pixel must be such a pixel: a tiny mask may differ by a pixel, a large one
+   by its boundary, never by a region. */
+#define MASK_EPS 1e-5
 
 static const sam3__tensor *get(const dump *d, uint32_t dtype, const char *fmt, int i) {
     char name[64];
@@ -154,17 +164,46 @@ static int int_list(const sam3__tensor *t, const int32_t **v) {
     return t ? (int)t->shape[0] : -1;
 }
 
+/* HF's upsampled logit of object i at the pixel with taps a (row) and b (column). */
+static double hf_logit(const dump *d, const char *mode, int f, int L, const sam3__lerp *a, const sam3__lerp *b, int i) {
+    const sam3__tensor *t = fget(d, SAM3__DT_F32, mode, f, "low_res");
+    const float *lo = (const float *)t->data + (size_t)i * L * L;
+    return a->l0 * (b->l0 * lo[a->i0 * L + b->i0] + b->l1 * lo[a->i0 * L + b->i1]) + a->l1 * (b->l0 * lo[a->i1 * L + b->i0] + b->l1 * lo[a->i1 * L + b->i1]);
+}
+
+/* Whether object i's mask may come out differently from HF's at a pixel: its own logit there is
+   within band[i] of 0 (MASK_EPS), or the pixel's owner may change: another object of its prompt
+   (each pixel goes to the one with the highest tracker probability) whose logit there is within its
+   band of 0 and whose probability is not clearly below i's, or whose mask is on there and whose
+   probability is within twice TOL_TRACK of i's. */
+static int pixel_may_differ(const dump *d, const char *mode, int f, int L, const sam3__lerp *a, const sam3__lerp *b, const double *band, int i,
+                            int n, const int32_t *prompt) {
+    const float *ts = (const float *)fget(d, SAM3__DT_F32, mode, f, "tscore")->data;
+    int k;
+    if (fabs(hf_logit(d, mode, f, L, a, b, i)) <= band[i]) return 1;
+    for (k = 0; k < n; k++) {
+        double v;
+        if (k == i || prompt[k] != prompt[i]) continue;
+        v = hf_logit(d, mode, f, L, a, b, k);
+        if (fabs(v) <= band[k] && ts[k] >= ts[i] - 2 * TOL_TRACK) return 1;
+        if (v > -band[k] && fabs(ts[k] - ts[i]) <= 2 * TOL_TRACK) return 1;
+    }
+    return 0;
+}
+
 /* One frame's output against the dump's frame res->frame of mode ("s" streaming, "c" clip). */
 static void compare(const dump *dp, const char *mode, const sam3_concept_tracker_result *res) {
     const dump d = *dp;
     const sam3_concept_tracker_result fr = *res;
     const int f = fr.frame, w = fr.width, h = fr.height;
-    int n_ref, ok_ids, worst_box = 0, i;
+    int n_ref, ok_ids, worst_box = 0, i, L;
+    sam3__lerp *ty = NULL, *tx = NULL;
+    double band[SAM3_MAX_TRACKED_OBJECTS];
     const int32_t *rid, *rpr, *rn, *rl;
     const sam3__tensor *tsc = fget(&d, SAM3__DT_F32, mode, f, "score"), *tts = fget(&d, SAM3__DT_F32, mode, f, "tscore"),
                        *tlo = fget(&d, SAM3__DT_F32, mode, f, "low_res"), *tbx = fget(&d, SAM3__DT_F32, mode, f, "box");
     double e_sc = 0, e_ts = 0, e_lo = 0, min_iou = 1;
-    long n_bad_mask = 0, worst_px = 0, worst_px_area = 0;
+    long n_bad_mask = 0, worst_px = 0, worst_px_area = 0, worst_unexpl = 0;
     int worst_lo = -1;
     long off = 0;
     n_ref = int_list(fget(&d, SAM3__DT_I32, mode, f, "ids"), &rid);
@@ -185,13 +224,35 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
         t_check(ok_ids, "frame %d (%dx%d): objects (id/prompt)%s, HF%s", f, w, h, got, want);
     }
     if (!ok_ids) return;
+    L = fr.low_res_width;
+    ty = (sam3__lerp *)malloc((size_t)h * sizeof(*ty));
+    tx = (sam3__lerp *)malloc((size_t)w * sizeof(*tx));
+    if (!ty || !tx || fr.low_res_height != L) {
+        t_check(0, "frame %d: out of memory or low-resolution logits not square", f);
+        free(ty);
+        free(tx);
+        return;
+    }
+    sam3__lerp_table(L, h, ty);
+    sam3__lerp_table(L, w, tx);
+    for (i = 0; i < n_ref && i < SAM3_MAX_TRACKED_OBJECTS; i++) {
+        const float *mine = fr.objects[i].low_res_logits, *hf = (const float *)tlo->data + (size_t)i * L * L;
+        double big = 0;
+        size_t q;
+        band[i] = 0;
+        for (q = 0; q < (size_t)L * L; q++) {
+            if (fabs((double)mine[q] - hf[q]) > band[i]) band[i] = fabs((double)mine[q] - hf[q]);
+            if (fabs(hf[q]) > big) big = fabs(hf[q]);
+        }
+        band[i] += MASK_EPS * big;
+    }
     for (i = 0; i < n_ref; i++) {
         const sam3_concept_tracker_object *ob = &fr.objects[i];
         const float *hb = (const float *)tbx->data + 4 * i;
         const size_t lp = (size_t)fr.low_res_width * fr.low_res_height;
         double de = fabs(ob->score - ((const float *)tsc->data)[i]), dt = fabs(ob->tracker_score - ((const float *)tts->data)[i]);
         double dl = t_relerr(ob->low_res_logits, (const float *)tlo->data + i * lp, lp);
-        long inter = 0, uni = 0, px = 0;
+        long inter = 0, uni = 0, px = 0, unexplained = 0;
         int r, k2;
         if (de > e_sc) e_sc = de;
         if (dt > e_ts) e_ts = dt;
@@ -206,13 +267,15 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
                 const int mine = ob->mask[px] != 0;
                 inter += mine && on;
                 uni += mine || on;
+                if (mine != on && px < (long)w * h) unexplained += !pixel_may_differ(&d, mode, f, L, ty + px / w, tx + px % w, band, i, n_ref, rpr);
             }
         }
         off += rn[i];
         if (px != (long)w * h) uni = -1;
         if (uni > 0 && (double)inter / uni < min_iou) min_iou = (double)inter / uni;
         if (uni < 0) min_iou = -1;
-        if (uni < 0 || (uni > 0 && (double)inter / uni < MIN_IOU && uni - inter > MASK_PX_SLACK)) n_bad_mask++;
+        if (uni < 0 || unexplained > 0) n_bad_mask++;
+        if (unexplained > worst_unexpl) worst_unexpl = unexplained;
         if (uni - inter > worst_px) worst_px = uni - inter, worst_px_area = uni;
         {
             const int db = (int)SAM3__MAX(SAM3__MAX(fabsf(ob->box.x0 - hb[0]), fabsf(ob->box.y0 - hb[1])),
@@ -220,11 +283,13 @@ static void compare(const dump *dp, const char *mode, const sam3_concept_tracker
             if (db > worst_box) worst_box = db;
         }
     }
-    t_check(e_sc <= TOL && e_ts <= TOL, "frame %d: scores max err %.2e, tracker probabilities %.2e", f, e_sc, e_ts);
+    t_check(e_sc <= TOL && e_ts <= TOL_TRACK, "frame %d: scores max err %.2e, tracker probabilities %.2e", f, e_sc, e_ts);
     t_check(e_lo <= TOL_LOGITS, "frame %d: low-res logits max rel err %.2e (object %d)", f, e_lo, worst_lo);
-    t_check(n_bad_mask == 0, "frame %d: masks min IoU %.4f over %d objects, at most %ld pixels differ (of %ld in the union)", f, min_iou,
-            n_ref, worst_px, worst_px_area);
+    t_check(n_bad_mask == 0, "frame %d: masks min IoU %.4f over %d objects, at most %ld pixels differ (of %ld in the union), %ld where HF's logit is clear of 0",
+            f, min_iou, n_ref, worst_px, worst_px_area, worst_unexpl);
     t_check(worst_box <= 1, "frame %d: boxes within %d px of HF's", f, worst_box);
+    free(ty);
+    free(tx);
 }
 
 /* The tracker's internals of a --internals dump (streaming frames 0..K-1): each object's memory
@@ -254,7 +319,7 @@ static void compare_internals(const dump *d, const sam3_concept_tracker *ct, con
             t_check(last >= 0 && tp->data[last] && tp->n[last] == rt->nbytes / 4, "frame %d object %d: memory attention output missing", f, o->id);
             if (last >= 0 && tp->data[last] && tp->n[last] == rt->nbytes / 4) {
                 const double e = t_relerr(tp->data[last], (const float *)rt->data, tp->n[last]);
-                t_check(e <= TOL, "frame %d object %d: memory attention output rel err %.2e", f, o->id, e);
+                t_check(e <= TOL_TRACK, "frame %d object %d: memory attention output rel err %.2e", f, o->id, e);
             }
         }
         snprintf(nm_, sizeof(nm_), "dbg.s.f%d.o%d.maskmem", f, o->id);
@@ -265,9 +330,18 @@ static void compare_internals(const dump *d, const sam3_concept_tracker *ct, con
                 size_t j;
                 double e;
                 if (!x) continue;
-                for (j = 0; j < nm; j++) x[j] = sam3__from_bf16(me->mem[j]);
+                size_t n_step = 0, n_far = 0;
+                for (j = 0; j < nm; j++) {
+                    /* the reference's value, already a bf16 number, against sam3.h's in bf16 steps */
+                    const uint16_t hr = sam3__to_bf16(((const float *)rt->data)[j]);
+                    const long dd = (long)(me->mem[j] & 0x7fff) * ((me->mem[j] >> 15) ? -1 : 1) - (long)(hr & 0x7fff) * ((hr >> 15) ? -1 : 1);
+                    x[j] = sam3__from_bf16(me->mem[j]);
+                    n_step += dd == 1 || dd == -1;
+                    n_far += dd > 1 || dd < -1;
+                }
                 e = t_relerr(x, (const float *)rt->data, nm);
-                t_check(e <= 1e-2, "frame %d object %d: memory rel err %.2e", f, o->id, e);
+                t_check(e <= 1e-2, "frame %d object %d: memory rel err %.2e (%zu of %zu values one bf16 step from HF's, %zu further)", f, o->id,
+                        e, n_step, nm, n_far);
                 free(x);
             }
         }
@@ -276,7 +350,7 @@ static void compare_internals(const dump *d, const sam3_concept_tracker *ct, con
             t_check(pe && pe->ptr && rt->nbytes / 4 == (size_t)m->trk.D, "frame %d object %d: no object pointer stored", f, o->id);
             if (pe && pe->ptr && rt->nbytes / 4 == (size_t)m->trk.D) {
                 const double e = t_relerr(pe->ptr, (const float *)rt->data, (size_t)m->trk.D);
-                t_check(e <= TOL, "frame %d object %d: object pointer rel err %.2e", f, o->id, e);
+                t_check(e <= TOL_TRACK, "frame %d object %d: object pointer rel err %.2e", f, o->id, e);
             }
         }
     }
