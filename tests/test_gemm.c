@@ -37,7 +37,7 @@ static int check_one(int nt, int ta, int tb, int M, int N, int K, float alpha, f
     for (i = 0; i < na; i++) A[i] = frand();
     for (i = 0; i < nb; i++) B[i] = frand();
     for (i = 0; i < nc; i++) C0[i] = C[i] = beta == 0 ? NAN : frand();
-    sam3__sgemm_builtin(nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    sam3__sgemm_builtin(NULL, nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     for (r = 0; r < M && ok; r++)
         for (q = 0; q < ldc && ok; q++) {
             const float got = C[(size_t)r * ldc + q];
@@ -85,6 +85,8 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
     int r, q, k, ok = 1;
     memset(&c, 0, sizeof(c));
     c.nt = nt;
+    c.a.alloc = sam3__default_alloc; /* kernel scratch comes from the context */
+    c.a.free = sam3__default_free;
     for (i = 0; i < na; i++) Ah[i] = sam3__f32_bf16(A[i] = frand());
     for (i = 0; i < nb; i++) Bh[i] = sam3__f32_bf16(B[i] = frand() * 3);
     for (i = 0; i < nc; i++) C0[i] = C[i] = R[i] = beta == 0 ? NAN : frand();
@@ -136,6 +138,8 @@ static int check_bf16_gelu(int kern, int nt, int M, int N, int K, int bias, int 
     int r, q, ran, ok = 1;
     memset(&c, 0, sizeof(c));
     c.nt = nt;
+    c.a.alloc = sam3__default_alloc; /* kernel scratch comes from the context */
+    c.a.free = sam3__default_free;
     c.bk = kern;
     for (i = 0; i < (size_t)M * lda; i++) A[i] = frand();
     for (i = 0; i < (size_t)N * K; i++) Wh[i] = sam3__f32_bf16(W[i] = frand() * 0.2f);
@@ -247,6 +251,8 @@ static int bench_bf16(int M, int N, int K, int nt, int runs) {
     double flop = 2.0 * M * N * K;
     memset(&c, 0, sizeof(c));
     c.nt = nt;
+    c.a.alloc = sam3__default_alloc; /* kernel scratch comes from the context */
+    c.a.free = sam3__default_free;
 #ifdef _OPENMP
     omp_set_num_threads(nt);
 #endif
@@ -281,7 +287,7 @@ static int bench(int M, int N, int K, int nt, int runs) {
     for (i = 0; i < (size_t)N * K; i++) B[i] = frand();
     for (r = 0; r < runs; r++) {
         double t0 = now_ms(), t;
-        sam3__sgemm_builtin(nt, 0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+        sam3__sgemm_builtin(NULL, nt, 0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
         t = now_ms() - t0;
         if (t < best) best = t;
     }
