@@ -357,9 +357,11 @@ typedef enum sam3_pixel_format { SAM3_RGB8 = 0, SAM3_RGBA8 = 1, SAM3_GRAY8 = 2 }
 typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int ndim, const int64_t *shape);
 
 /* Precision of the matrix products with weights (sam3_ctx_options.precision). BF16 rounds both
-   inputs of each such product to bf16 and sums in f32 (AVX512-BF16 or AMX where the CPU has them);
-   norms, softmax, residual sums stay f32. A file converted with --dtype bf16 runs its bf16 weights'
-   products in bf16 whatever this says. */
+   inputs of each such product to bf16 and sums in f32 on CPUs with bf16 products (AVX512-BF16,
+   AMX) and on the reference path; norms, softmax, residual sums stay f32. A file converted with
+   --dtype bf16 runs its bf16 weights' products in bf16 whatever this says. On the other paths
+   (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32 (exactly) for
+   an f32 product: there rounding the activations would only cost time. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
 
 /* Kernel paths (sam3_ctx_options.isa; $SAM3_ISA takes their sam3_isa_name). A build holds the
@@ -4575,9 +4577,11 @@ static float *sam3__sallocf(sam3_ctx *c, size_t n) {
 /* A kernel's scratch (packing panels, widened operands), 64-byte aligned: from the context's arena
    where the kernel runs on the context's own thread (c set, outside any parallel region: the arena
    is not shared between threads), so that sam3_ctx_memory_used counts it and it is reused from
-   call to call; else (a product inside a caller's parallel region, or no context) from SAM3_MALLOC.
-   NULL when memory runs out, the context's error untouched: the kernels then take a path that
-   needs no scratch. Give back with sam3__kbuf_put, last taken first. */
+   call to call; else (a product inside a caller's parallel region, no context, or an arena that
+   cannot grow: a kernel's fallback sums in another order, so a failing context allocator must not
+   change the results) from SAM3_MALLOC. NULL when memory runs out, the context's error untouched:
+   the kernels then take a path that needs no scratch. Give back with sam3__kbuf_put, last taken
+   first. */
 typedef struct sam3__kbuf {
     void *raw;      /* SAM3_MALLOC's block, or NULL */
     sam3__mark mk;  /* the arena as it was, where arena */
@@ -4590,9 +4594,12 @@ static void *sam3__kbuf_get(sam3_ctx *c, size_t bytes, sam3__kbuf *b) {
 #endif
     memset(b, 0, sizeof(*b));
     if (c && !nested) {
-        b->arena = 1;
+        void *p;
         b->mk = sam3__mark_get(c);
-        return sam3__salloc_ex(c, bytes, 1);
+        if ((p = sam3__salloc_ex(c, bytes, 1)) != NULL) {
+            b->arena = 1;
+            return p;
+        }
     }
     if (!sam3__add(bytes, SAM3__ALIGN, &bytes) || !(b->raw = SAM3_MALLOC(bytes))) return NULL;
     return (unsigned char *)b->raw + ((SAM3__ALIGN - ((uintptr_t)b->raw & (SAM3__ALIGN - 1))) & (SAM3__ALIGN - 1));
@@ -4866,6 +4873,7 @@ typedef struct sam3__ktab {
 #define sam3__bgemm_pack_b_cols SAM3__KN(sam3__bgemm_pack_b_cols)
 #define sam3__bgemm_pack_b_rows SAM3__KN(sam3__bgemm_pack_b_rows)
 #define sam3__bgemm_ref SAM3__KN(sam3__bgemm_ref)
+#define sam3__gemm_wide SAM3__KN(sam3__gemm_wide)
 #define sam3__bgemm_run SAM3__KN(sam3__bgemm_run)
 #define sam3__bgemm_small SAM3__KN(sam3__bgemm_small)
 #define sam3__bgemm_small_cols SAM3__KN(sam3__bgemm_small_cols)
@@ -6331,13 +6339,40 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     }
 }
 
+/* A CPU without bf16 products (a fast path below avx512bf16): C = op(A) op(B) + beta C with the
+   bf16 operand(s) widened to f32, which is exact, the f32 ones as they are, then the f32 product
+   (sam3__gemm): the f32 path's tiles and sums on the file's bf16 weights, at the f32 file's speed
+   (rounding the activations too, as bf16 hardware does, would cost a pass over them per product
+   and buy nothing). Returns 0, having done nothing, when its buffers cannot be had. */
+static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
+                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N; /* the operands as they lie */
+    sam3__kbuf ka, kb;
+    float *a = NULL, *b = NULL;
+    if (Ah && !(a = (float *)sam3__kbuf_get(c, (size_t)ar * ac * sizeof(float), &ka))) return 0;
+    if (Bh && !(b = (float *)sam3__kbuf_get(c, (size_t)br * bc * sizeof(float), &kb))) {
+        if (a) sam3__kbuf_put(c, &ka);
+        return 0;
+    }
+    if (a) sam3__bf16_round_rows(c, NULL, Ah, lda, 0, ar, ac, a); /* (ar, ac) */
+    if (b) sam3__bf16_round_rows(c, NULL, Bh, ldb, 0, br, bc, b); /* (br, bc) */
+    sam3__gemm(c, ta, tb, M, N, K, 1.0f, a ? a : A, a ? ac : lda, b ? b : B, b ? bc : ldb, beta, C, ldc);
+    if (b) sam3__kbuf_put(c, &kb);
+    if (a) sam3__kbuf_put(c, &ka);
+    return 1;
+}
+
 /* The products with a weight, all through here: C (M, N) = op(A) op(B) + beta C where A or B is
    a weight (f32 A/B or bf16 Ah/Bh). In bf16 (sam3__gemm_bf16) when a weight is bf16 or the
-   context runs bf16 products (SAM3_PRECISION_BF16), else the f32 path. */
+   context runs bf16 products (SAM3_PRECISION_BF16) and the CPU has bf16 products; on the other
+   fast paths a bf16 weight is widened (sam3__gemm_wide) and SAM3_PRECISION_BF16 is the f32 path;
+   the reference path rounds both operands as bf16 hardware does (sam3__bgemm_ref). */
 static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
                              const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    if (Ah || Bh || c->bf16) sam3__gemm_bf16(c, c->bk, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc);
-    else sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    const int wide = c->bk == SAM3__BK_REF && c->isa != SAM3_ISA_REFERENCE;
+    if (!(Ah || Bh || c->bf16) || (wide && !Ah && !Bh)) sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    else if (!wide || !sam3__gemm_wide(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc))
+        sam3__gemm_bf16(c, c->bk, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc);
 }
 /* C = op(X) op(W) + beta C, W = l's weight from element off on (leading dimension ldw). */
 static void sam3__gemm_xw(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off,

@@ -125,6 +125,57 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
     free(R);
     return ok;
 }
+/* sam3__gemm_wide (CPUs without bf16 products: a bf16 operand widened, exactly, an f32 one as it
+   is, then the f32 product) against a double-precision sum of the same values. */
+static int check_wide(int nt, int ta, int tb, int M, int N, int K, float beta, int pad, int ah, int bh) {
+    const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = (float *)malloc(na * sizeof(float) + 4), *B = (float *)malloc(nb * sizeof(float) + 4);
+    uint16_t *Ah = (uint16_t *)malloc(na * sizeof(uint16_t) + 4), *Bh = (uint16_t *)malloc(nb * sizeof(uint16_t) + 4);
+    float *C = (float *)malloc(nc * sizeof(float) + 4), *C0 = (float *)malloc(nc * sizeof(float) + 4);
+    sam3_ctx c;
+    size_t i;
+    int r = 0, q = 0, k, ok = 1;
+    memset(&c, 0, sizeof(c));
+    c.nt = nt;
+    c.a.alloc = sam3__default_alloc; /* kernel scratch comes from the context */
+    c.a.free = sam3__default_free;
+    for (i = 0; i < na; i++) Ah[i] = sam3__f32_bf16(A[i] = frand());
+    for (i = 0; i < nb; i++) Bh[i] = sam3__f32_bf16(B[i] = frand() * 3);
+    for (i = 0; i < nc; i++) C0[i] = C[i] = beta == 0 ? NAN : frand();
+    ok = sam3__gemm_wide(&c, ta, tb, M, N, K, A, ah ? Ah : NULL, lda, B, bh ? Bh : NULL, ldb, beta, C, ldc);
+    for (r = 0; r < M && ok; r++)
+        for (q = 0; q < ldc && ok; q++) {
+            const float got = C[(size_t)r * ldc + q];
+            if (q >= N) { /* padding untouched */
+                const float was = C0[(size_t)r * ldc + q];
+                if (!(got == was || (got != got && was != was))) ok = 0;
+            } else {
+                double ref = 0, mag = 0;
+                for (k = 0; k < K; k++) {
+                    const size_t ia = ta ? (size_t)k * lda + r : (size_t)r * lda + k, ib = tb ? (size_t)q * ldb + k : (size_t)k * ldb + q;
+                    const double p = (double)(ah ? sam3__bf16_f32(Ah[ia]) : A[ia]) * (bh ? sam3__bf16_f32(Bh[ib]) : B[ib]);
+                    ref += p;
+                    mag += fabs(p);
+                }
+                ref += beta == 0 ? 0 : beta * (double)C0[(size_t)r * ldc + q];
+                mag += beta == 0 ? 0 : fabs(beta * (double)C0[(size_t)r * ldc + q]);
+                if (!(fabs((double)got - ref) <= 1e-6 * (K + 4) * (mag + 1e-30) + 1e-30)) ok = 0;
+            }
+        }
+    if (!ok)
+        t_note("  wide: nt %d ta %d tb %d M %d N %d K %d beta %g pad %d A %s B %s: wrong at (%d, %d)", nt, ta, tb, M, N, K, beta, pad,
+               ah ? "bf16" : "f32", bh ? "bf16" : "f32", r - 1, q - 1);
+    sam3__release_all(&c);
+    free(A);
+    free(B);
+    free(Ah);
+    free(Bh);
+    free(C);
+    free(C0);
+    return ok;
+}
+
 /* sam3__gemm_bf16_gelu (fc1 with its bias and GELU on the tiles, output bf16) against its
    unfused form with the same kernel: the product, GELU(x + b) row by row, rounding; equal bit for
    bit, Ch's padding untouched. Returns -1 where the fused path declined (then Ch untouched). */
@@ -199,6 +250,13 @@ static void test_bf16(void) {
         free(rows);
         free(tiles);
     }
+    for (nt = 1; nt <= 2; nt++)
+        for (ta = 0; ta < 2; ta++)
+            for (tb = 0; tb < 2; tb++)
+                for (s = 1; s <= 24; s++) {
+                    t_check(check_wide(nt, ta, tb, s, 13, 11, 0.0f, 0, s % 3 == 0, s % 3 != 0), "bf16 widened, M sweep");
+                    t_check(check_wide(nt, ta, tb, 7, 5 * s, 300 + s, 1.0f, 2, s % 2, !(s % 2)), "bf16 widened, N and K sweep");
+                }
     for (kern = SAM3__BK_REF; kern <= SAM3__BK_AMX; kern++) {
         int before = t_fail;
         if (kern > have) {
