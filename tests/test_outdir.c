@@ -11,7 +11,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/cli_outdir.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int g_pass, g_fail;
 #define CHECK(cond, ...)                                                                                                    \
@@ -92,7 +99,7 @@ static int no_tmp(const char *rel) {
     int clean = 1;
     if (!d) return 1;
     while ((e = readdir(d)) != NULL)
-        if (cli_outdir__is_tmp(e->d_name)) clean = 0;
+        if (!strncmp(e->d_name, CLI_OUTDIR_TMP_PREFIX, strlen(CLI_OUTDIR_TMP_PREFIX))) clean = 0;
     closedir(d);
     return clean;
 }

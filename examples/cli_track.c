@@ -1,7 +1,24 @@
-/* sam3 track: follow prompted objects through frames (sam3.h's video tracker). Included by
-   sam3_cli.c, whose helpers it uses (options, messages, files, images). */
+/* cli_track.c - `sam3 track`: follow prompted objects through frames (sam3.h's video tracker and
+   concept tracker) from a folder of images or a YUV4MPEG2 stream (examples/cli_y4m.h). Its entry
+   point, cmd_track, is declared in examples/cli_common.h with the helpers it uses (options,
+   messages, JSON, PNG out, overlays). */
+#define _POSIX_C_SOURCE 200809L /* fileno, lstat under -std=c99 */
+#include "cli_common.h"
+#include "cli_outdir.h"
+#include "cli_y4m.h"
+#include "image_io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #if defined(_WIN32)
 #include <fcntl.h> /* _O_BINARY */
+#include <io.h>
+#include <windows.h> /* FindFirstFileA */
+#else
+#include <dirent.h>
 #endif
 
 static const char *TRACK_HELP =
@@ -702,7 +719,7 @@ done:
     return rc;
 }
 
-static int cmd_track(int argc, char **argv) {
+int cmd_track(int argc, char **argv) {
     static track_prompt prompts[TRACK_MAX_PROMPTS];
     track_args a;
     int help, rc;
