@@ -402,7 +402,7 @@ fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	$(PYTHON) tests/fuzz_corpus.py pack $(BUILD)/fuzz/min tests/fuzz/corpus.tar.xz
 
 # -Wall -Wextra -pedantic -Werror across gcc/clang, C99/C++11/C++17, NDEBUG, OpenMP, GEMM choices,
-# instruction sets and -O0..-O3 (tests/test_warnings.sh; ~1-2 minutes on 2 cores).
+# instruction sets and -O0..-O3, and the CLI's units (tests/test_warnings.sh; ~1-2 minutes on 2 cores).
 warnings:
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory deps DEB_PKGS="gcc g++ clang mingw-w64 gcc-aarch64-linux-gnu g++-aarch64-linux-gnu"; fi
 	@sh tests/test_warnings.sh $(BUILD)

@@ -1,7 +1,7 @@
 /* sam3 bench - per-stage timings of sam3.h (medians), peak memory, and the image encoder's
    GFLOP/s next to a large sgemm's, measured in the same run. Part of the `sam3` CLI
-   (examples/sam3_cli.c calls bench_main for `sam3 bench`), in its own translation unit: it sees
-   only sam3.h's public API. `make bench` and tools/bench_vs_pytorch.sh (--paired) run it.
+   (examples/sam3_cli.c calls bench_main, declared in cli_common.h, for `sam3 bench`), in its own
+   translation unit: it sees only sam3.h's public API. `make bench` and tools/bench_vs_pytorch.sh (--paired) run it.
 
    build/sam3 bench -m FILE [--threads N] [--blas-threads B] [--runs R] [--size WxH] [--paired] */
 #define _POSIX_C_SOURCE 200809L /* getrusage under -std=c99 */

@@ -786,7 +786,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         *t_write += sam3_time_ms() - t0;
         *n_last = seg.n_instances;
     }
-    if (a->coco) { /* one line per item: cli_dataset.h's merge reads this layout */
+    if (a->coco) { /* one line per item: cli_dataset.c's merge reads this layout */
         tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"run\": {\"images\": %ld", SAM3_VERSION_STRING, io->settings,
                   io->n_images);
         if (a->shard_n) tb_printf(&cj, ", \"shard\": \"%d/%d\"", a->shard_i, a->shard_n);

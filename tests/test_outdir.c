@@ -1,4 +1,4 @@
-/* examples/cli_outdir.h on its own, in the layout a subcommand writing OUTDIR/tracks.jsonl and
+/* examples/cli_outdir.c on its own, in the layout a subcommand writing OUTDIR/tracks.jsonl and
    OUTDIR/masks/NNNNNN_NNN.png would use (a manifest at the top that lists files in a subfolder
    without a manifest of its own): first run, rerun with fewer files (stale ones in the subfolder
    removed, a user's own file kept), a foreign file (refused, then --force), a link planted as the
