@@ -68,7 +68,11 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-y4m fuzz-merge fuzz-corpus clean debug test-mingw warnings test-cross
 
-# The command-line tool.
+# The command-line tool. Its translation units (examples/cli_common.h says what each holds; sam3.h's
+# implementation is compiled in sam3_cli.c alone, stb_image_write's in cli_common.c) and headers:
+CLI_SRCS := examples/sam3_cli.c examples/cli_common.c examples/cli_track.c examples/cli_dataset.c examples/cli_outdir.c \
+            examples/image_io.c examples/sam3_bench.c
+CLI_HDRS := examples/cli_common.h examples/cli_dataset.h examples/cli_outdir.h examples/cli_y4m.h examples/image_io.h sam3.h
 all: $(BUILD)/sam3
 
 # Install the Debian packages we build against that are missing, naming them (needs root and
@@ -90,9 +94,8 @@ deps:
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/sam3: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h examples/cli_outdir.h \
-               examples/cli_y4m.h sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c $(LIBS) $(IMG_LIBS)
+$(BUILD)/sam3: $(CLI_SRCS) $(CLI_HDRS) | $(BUILD)
+	$(CC) $(C_FLAGS) $(STB_INC) -o $@ $(CLI_SRCS) $(LIBS) $(IMG_LIBS)
 
 # The embedding examples (built warning-free: -Werror): embed_min.c is the QUICK START of sam3.h;
 # camera_loop.c runs one context per thread on RGBA frames with deadlines.
@@ -214,19 +217,21 @@ $(BUILD)/test_threads: tests/test_threads.c tests/test_util.h sam3.h | $(BUILD)
 # The fuzz target with a main() that runs each given file (or directory of files) once: any compiler.
 $(BUILD)/fuzz_replay: tests/fuzz_load.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_load.c $(LIBS)
-# The CLI's image reader (examples/image_io.h) under the same kind of replay main(); its --dump
+# The CLI's image reader (examples/image_io.c) under the same kind of replay main(); its --dump
 # mode writes the decoded pixels (tests/test_image_io.sh compares JPEGs with djpeg's decode).
-$(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.h | $(BUILD)
-	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_image.c $(IMG_LIBS)
+$(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.c examples/image_io.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_image.c examples/image_io.c $(IMG_LIBS)
 # The CLI's YUV4MPEG2 reader (examples/cli_y4m.h) under the same replay main(); --dump prints a frame.
 $(BUILD)/fuzz_y4m_replay: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_y4m.c
-# `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.h) under the replay main().
-$(BUILD)/fuzz_merge_replay: tests/fuzz_merge.c examples/cli_dataset.h | $(BUILD)
-	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_merge.c
-# The CLI's safe output-folder writer (examples/cli_outdir.h) alone, in a manifest + subfolder layout.
-$(BUILD)/test_outdir: tests/test_outdir.c examples/cli_outdir.h | $(BUILD)
-	$(CC) $(C_FLAGS) -o $@ tests/test_outdir.c
+# `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.c) under the replay main().
+FUZZ_MERGE_SRCS := tests/fuzz_merge.c examples/cli_dataset.c
+FUZZ_MERGE_DEPS := $(FUZZ_MERGE_SRCS) examples/cli_dataset.h examples/cli_common.h examples/cli_outdir.h sam3.h
+$(BUILD)/fuzz_merge_replay: $(FUZZ_MERGE_DEPS) | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ $(FUZZ_MERGE_SRCS)
+# The CLI's safe output-folder writer (examples/cli_outdir.c) alone, in a manifest + subfolder layout.
+$(BUILD)/test_outdir: tests/test_outdir.c examples/cli_outdir.c examples/cli_outdir.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_outdir.c examples/cli_outdir.c
 # Small seed files for the fuzzer (complete micro SAM 3 and SAM 1 models, cut tables), by script.
 $(FUZZ_SEEDS): tests/make_fuzz_seeds.py tools/convert.py tools/sam3file.py tools/make_random_checkpoint.py | $(BUILD)
 	$(PYTHON) tests/make_fuzz_seeds.py $(BUILD)/fuzz_seeds
@@ -340,15 +345,15 @@ fuzz: $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	    -artifact_prefix=$(BUILD)/fuzz/crashes/ $(BUILD)/fuzz/corpus $(BUILD)/fuzz_seeds $(BUILD)/fuzz_kept/corpus \
 	    $(BUILD)/fuzz_kept/crashes
 	@if ls $(BUILD)/fuzz/crashes | grep -q .; then echo "make fuzz: crashes in $(BUILD)/fuzz/crashes/"; exit 1; fi
-# libFuzzer on the CLI's image reader (tests/fuzz_image.c over examples/image_io.h: the code
+# libFuzzer on the CLI's image reader (tests/fuzz_image.c over examples/image_io.c: the code
 # `sam3 segment -i` and `points --mask` run), from seeds made by tests/make_test_images.py (valid
 # JPEG/PNG of every kind, and the hostile files). libjpeg-turbo and libpng are Debian's, not
 # instrumented: coverage guides the fuzzer through our wrapper (setjmp paths, size checks, the
 # buffers), and ASan/UBSan watch every byte both libraries write into our memory.
 FUZZ_IMG_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
-$(BUILD)/fuzz_image: tests/fuzz_image.c examples/image_io.h | $(BUILD)
+$(BUILD)/fuzz_image: tests/fuzz_image.c examples/image_io.c examples/image_io.h | $(BUILD)
 	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	    -o $@ tests/fuzz_image.c $(IMG_LIBS)
+	    -o $@ tests/fuzz_image.c examples/image_io.c $(IMG_LIBS)
 fuzz-image:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev libjpeg62-turbo-dev libpng-dev"
 	@$(MAKE) --no-print-directory $(BUILD)/fuzz_image
@@ -371,12 +376,12 @@ fuzz-y4m:
 	$(BUILD)/fuzz_y4m $(FUZZ_Y4M_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	    -artifact_prefix=$(BUILD)/fuzz_y4m_run/crashes/ $(BUILD)/fuzz_y4m_run/corpus $(BUILD)/fuzz_y4m_seeds
 	@if ls $(BUILD)/fuzz_y4m_run/crashes | grep -q .; then echo "make fuzz-y4m: crashes in $(BUILD)/fuzz_y4m_run/crashes/"; exit 1; fi
-# libFuzzer on `sam3 merge`'s reader and JSON checker (tests/fuzz_merge.c over examples/cli_dataset.h),
+# libFuzzer on `sam3 merge`'s reader and JSON checker (tests/fuzz_merge.c over examples/cli_dataset.c),
 # from tests/make_merge_seeds.py's files.
 FUZZ_MERGE_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
-$(BUILD)/fuzz_merge: tests/fuzz_merge.c examples/cli_dataset.h | $(BUILD)
+$(BUILD)/fuzz_merge: $(FUZZ_MERGE_DEPS) | $(BUILD)
 	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	    -o $@ tests/fuzz_merge.c
+	    -o $@ $(FUZZ_MERGE_SRCS)
 fuzz-merge:
 	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev"
 	@$(MAKE) --no-print-directory $(BUILD)/fuzz_merge
@@ -397,7 +402,7 @@ fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)
 	$(PYTHON) tests/fuzz_corpus.py pack $(BUILD)/fuzz/min tests/fuzz/corpus.tar.xz
 
 # -Wall -Wextra -pedantic -Werror across gcc/clang, C99/C++11/C++17, NDEBUG, OpenMP, GEMM choices,
-# instruction sets and -O0..-O3 (tests/test_warnings.sh; ~1-2 minutes on 2 cores).
+# instruction sets and -O0..-O3, and the CLI's units (tests/test_warnings.sh; ~1-2 minutes on 2 cores).
 warnings:
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory deps DEB_PKGS="gcc g++ clang mingw-w64 gcc-aarch64-linux-gnu g++-aarch64-linux-gnu"; fi
 	@sh tests/test_warnings.sh $(BUILD)
@@ -417,10 +422,9 @@ $(MINGW_DIR)/%.exe: tests/%.c tests/test_util.h tests/test_dump.h sam3.h
 $(MINGW_DIR)/test_parity_omp.exe: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h
 	@mkdir -p $(MINGW_DIR)
 	$(MINGW_CC) $(MINGW_FLAGS) -fopenmp -o $@ $< -lm
-$(MINGW_DIR)/sam3.exe: examples/sam3_cli.c examples/cli_track.h examples/cli_dataset.h examples/sam3_bench.c examples/image_io.h \
-                       examples/cli_outdir.h sam3.h
+$(MINGW_DIR)/sam3.exe: $(CLI_SRCS) $(CLI_HDRS)
 	@mkdir -p $(MINGW_DIR)
-	$(MINGW_CC) $(MINGW_FLAGS) $(STB_INC) -o $@ examples/sam3_cli.c examples/sam3_bench.c -lm
+	$(MINGW_CC) $(MINGW_FLAGS) $(STB_INC) -o $@ $(CLI_SRCS) -lm
 test-mingw: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@$(MAKE) --no-print-directory deps DEB_PKGS="mingw-w64 wine wine64"
 	@$(MAKE) --no-print-directory -j$(JOBS) $(MINGW_DIR)/sam3.exe $(MINGW_DIR)/test_format.exe $(MINGW_DIR)/test_parity.exe \

@@ -1,5 +1,6 @@
 /* cli_y4m.h - the sam3 command-line tool's YUV4MPEG2 reader (`sam3 track -i -`), on its own so
-   that tests/fuzz_y4m.c fuzzes the very same code.
+   that tests/fuzz_y4m.c fuzzes the very same code. A header of static functions: of the CLI, only
+   examples/cli_track.c includes it.
 
    What is read, and the bounds on it:
    * The stream header "YUV4MPEG2 W<w> H<h> [C<colour space>] [I<interlacing>] [X<extension>]..."

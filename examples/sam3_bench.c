@@ -1,7 +1,7 @@
 /* sam3 bench - per-stage timings of sam3.h (medians), peak memory, and the image encoder's
    GFLOP/s next to a large sgemm's, measured in the same run. Part of the `sam3` CLI
-   (examples/sam3_cli.c calls bench_main for `sam3 bench`), in its own translation unit: it sees
-   only sam3.h's public API. `make bench` and tools/bench_vs_pytorch.sh (--paired) run it.
+   (examples/sam3_cli.c calls bench_main, declared in cli_common.h, for `sam3 bench`), in its own
+   translation unit: it sees only sam3.h's public API. `make bench` and tools/bench_vs_pytorch.sh (--paired) run it.
 
    build/sam3 bench -m FILE [--threads N] [--blas-threads B] [--runs R] [--size WxH] [--paired] */
 #define _POSIX_C_SOURCE 200809L /* getrusage under -std=c99 */
@@ -667,6 +667,145 @@ done:
 #endif
 }
 
+/* The per-run timings of the default bench (runs values each), and the first click's. */
+typedef struct bench_times {
+    double *load, *trunk, *neck, *pre, *text, *det, *new_prompt, *nopost, *click;
+    double first_click;
+} bench_times;
+
+/* The rounds: the image, a first prompt on it, then a new prompt on the cached image. Paired
+   (tools/bench_vs_pytorch.sh): one untimed round, "ready", then each round waits for a line on
+   stdin and prints its times, so that another program's runs can alternate with ours. 1, or 0
+   after a line on stderr. */
+static int bench_rounds(sam3_ctx *c, const unsigned char *img, int W, int H, int sam1, int runs, int paired, bench_times *bt) {
+    int i;
+    sam3_result rc;
+    double t0;
+    for (i = paired ? -1 : 0; i < runs; i++) {
+        sam3_timings t;
+        double t_img = 0, t_first_prompt = 0;
+        if (paired && i >= 0 && !paired_wait(i, runs)) return 0;
+        if ((rc = sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8)) != SAM3_OK) {
+            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+            return 0;
+        }
+        t = sam3_ctx_timings(c);
+        t_img = t.vision_trunk + t.vision_neck;
+        if (i >= 0) {
+            bt->pre[i] = t.preprocess;
+            bt->trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
+            bt->neck[i] = t.vision_neck;
+        }
+        if (!sam1) {
+            char text[64];
+            sam3_segment_prompt pr;
+            sam3_segment_result seg;
+            const int k = (i + 10) % 10;
+            memset(&pr, 0, sizeof(pr));
+            snprintf(text, sizeof(text), "yellow school bus %d", k); /* a new text each time: same token count */
+            pr.text = text;
+            t0 = sam3_time_ms();
+            rc = sam3_segment(c, &pr, NULL, &seg);
+            t_first_prompt = sam3_time_ms() - t0;
+            t = sam3_ctx_timings(c);
+            if (i >= 0) {
+                bt->text[i] = t.text;
+                bt->det[i] = t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder + t.postprocess;
+            }
+            snprintf(text, sizeof(text), "red car %d", k);
+            t0 = sam3_time_ms();
+            rc = rc < 0 ? rc : sam3_segment(c, &pr, NULL, &seg);
+            if (i >= 0) bt->new_prompt[i] = sam3_time_ms() - t0;
+            if (rc < 0) {
+                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+                return 0;
+            }
+            t = sam3_ctx_timings(c);
+            if (i >= 0) bt->nopost[i] = t.text + t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder;
+        }
+        if (paired) {
+            if (i < 0)
+                printf("ready\n");
+            else if (sam1)
+                printf("run %d: image encoder %.1f ms\n", i + 1, t_img);
+            else
+                printf("run %d: image encoder %.1f ms, first prompt %.1f ms, new prompt %.1f ms, new prompt without post-processing %.1f ms\n",
+                       i + 1, t_img, t_first_prompt, bt->new_prompt[i], bt->nopost[i]);
+            fflush(stdout);
+        }
+    }
+    return 1;
+}
+
+/* Clicks: the first after the image runs the interactive neck (SAM 3), then one click at a new
+   place each run, three candidate masks at the image's size each time. first_click -1: the model
+   has no interactive head. 1, or 0 after a line on stderr. */
+static int bench_clicks(sam3_ctx *c, int W, int H, int runs, bench_times *bt) {
+    sam3_point pt;
+    sam3_points_prompt pp;
+    sam3_points_result res;
+    sam3_result rc;
+    double t0;
+    int i;
+    memset(&pp, 0, sizeof(pp));
+    pp.points = &pt;
+    pp.n_points = 1;
+    pt.x = 0.5f * W, pt.y = 0.5f * H, pt.label = 1;
+    t0 = sam3_time_ms();
+    rc = sam3_segment_points(c, &pp, NULL, &res);
+    bt->first_click = sam3_time_ms() - t0;
+    if (rc == SAM3_ERR_UNSUPPORTED) bt->first_click = -1;
+    for (i = 0; i < runs && rc != SAM3_ERR_UNSUPPORTED; i++) {
+        if (rc < 0) {
+            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+            return 0;
+        }
+        pt.x = (float)(W * (0.15 + 0.7 * ((i * 7 + 3) % 11) / 10.0));
+        pt.y = (float)(H * (0.15 + 0.7 * ((i * 5 + 1) % 7) / 6.0));
+        t0 = sam3_time_ms();
+        rc = sam3_segment_points(c, &pp, NULL, &res);
+        bt->click[i] = sam3_time_ms() - t0;
+    }
+    if (rc < 0 && rc != SAM3_ERR_UNSUPPORTED) {
+        fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+        return 0;
+    }
+    return 1;
+}
+
+/* The default bench's table: medians, peak RSS, the image encoder's GFLOP/s against sgemm's. */
+static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sam1, const bench_times *bt, double sg, double sg_ob) {
+    const int runs = a->runs, threads = a->threads;
+    double gf = sam1 ? sam1_vision_gflop(m) : vision_gflop(m);
+    double tl = median(bt->load, runs), tp = median(bt->pre, runs), tt = median(bt->trunk, runs), tn = median(bt->neck, runs);
+    double enc = gf / ((tt + tn) / 1000.0), ref = sg > sg_ob ? sg : sg_ob;
+    long rss_kb = peak_rss_kb();
+    printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s, precision %s\n", a->path, sam1 ? "SAM 1" : "SAM 3",
+           a->width, a->height, runs, runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : sam3_ctx_n_threads(c),
+           a->blas_threads, sam3_ctx_splits_products(c) ? " (products split by sam3)" : "",
+           a->precision == SAM3_PRECISION_BF16 ? "bf16" : "f32 (bf16 weights: bf16)");
+    bench_line("load (open + validate + map)", tl);
+    if (sam1) {
+        bench_line("preprocess (resize + normalise + pad)", tp);
+        bench_line("image encoder: ViT + neck", tt);
+    } else {
+        bench_line("preprocess (resize + normalise)", tp);
+        bench_line("image encoder: ViT trunk", tt);
+        bench_line("image encoder: neck", tn);
+        bench_line("text encoder (new prompt)", median(bt->text, runs));
+        bench_line("detector + masks (one prompt)", median(bt->det, runs));
+        bench_line("new prompt on the cached image", median(bt->new_prompt, runs));
+        bench_line("  the same without post-processing", median(bt->nopost, runs));
+    }
+    bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", bt->first_click);
+    bench_line("click on the cached image", bt->first_click < 0 ? -1 : median(bt->click, runs));
+    printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
+    printf("  %-40s %10.1f GFLOP/s (%.4g GFLOP)\n", "image encoder", enc, gf);
+    printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, split over our threads", sg);
+    if (sg_ob > 0) printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, OpenBLAS's threads", sg_ob);
+    printf("  %-40s %10.0f %% of the faster sgemm\n", "image encoder reaches", 100.0 * enc / ref);
+}
+
 int bench_main(int argc, char **argv) {
     bench_args a;
     const int parsed = parse_args(argc, argv, &a);
@@ -679,7 +818,8 @@ int bench_main(int argc, char **argv) {
     sam3_load_options lo = sam3_load_options_default();
     char load_error[512];
     sam3_result rc;
-    double *t_load, *t_trunk, *t_neck, *t_pre, *t_text, *t_det, *t_new, *t_nopost, *t_click, t_first = -1, t0, sg, sg_ob, gf;
+    bench_times bt;
+    double t0, sg, sg_ob;
     unsigned char *img;
     if (parsed >= 0) return parsed;
     if (a.gemm) {
@@ -693,16 +833,18 @@ int bench_main(int argc, char **argv) {
         }
         return bench_gemm(nt, runs, a.gm ? a.gm : 5184, a.gn ? a.gn : 1024, a.gk ? a.gk : 1024);
     }
-    t_load = (double *)calloc((size_t)runs * 9, sizeof(double));
+    memset(&bt, 0, sizeof(bt));
+    bt.first_click = -1;
+    bt.load = (double *)calloc((size_t)runs * 9, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
-    if (!t_load || !img) {
+    if (!bt.load || !img) {
         fprintf(stderr, "sam3 bench: out of memory\n");
-        free(t_load);
+        free(bt.load);
         free(img);
         return CLI_FAIL;
     }
-    t_trunk = t_load + runs; t_neck = t_trunk + runs; t_pre = t_neck + runs; t_text = t_pre + runs; t_det = t_text + runs;
-    t_new = t_det + runs; t_nopost = t_new + runs; t_click = t_nopost + runs;
+    bt.trunk = bt.load + runs; bt.neck = bt.trunk + runs; bt.pre = bt.neck + runs; bt.text = bt.pre + runs; bt.det = bt.text + runs;
+    bt.new_prompt = bt.det + runs; bt.nopost = bt.new_prompt + runs; bt.click = bt.nopost + runs;
     for (i = 0; i < W * H * 3; i++) img[i] = (unsigned char)((i % (W * 3)) * 255 / (W * 3) ^ (i / (W * 3)) % 256);
     load_error[0] = 0;
     lo.log = on_load_log;
@@ -710,7 +852,7 @@ int bench_main(int argc, char **argv) {
     for (i = 0; i < runs; i++) {
         t0 = sam3_time_ms();
         rc = sam3_load(path, &lo, &m);
-        t_load[i] = sam3_time_ms() - t0;
+        bt.load[i] = sam3_time_ms() - t0;
         if (rc != SAM3_OK) {
             fprintf(stderr, "sam3 bench: cannot load model '%s': %s\n", path, load_error[0] ? load_error : sam3_result_string(rc));
             goto done;
@@ -739,130 +881,17 @@ int bench_main(int argc, char **argv) {
         rc_cli = bench_concept(c, img, W, H, a.concept, a.threshold, runs, paired, a.warm);
         goto done;
     }
-    /* A round: the image, a first prompt on it, then a new prompt on the cached image. Paired
-       (tools/bench_vs_pytorch.sh): one untimed round, "ready", then each round waits for a line on
-       stdin and prints its times, so that another program's runs can alternate with ours. */
-    for (i = paired ? -1 : 0; i < runs; i++) {
-        sam3_timings t;
-        double t_img = 0, t_first_prompt = 0;
-        if (paired && i >= 0 && !paired_wait(i, runs)) goto done;
-        if ((rc = sam3_set_image(c, img, W, H, W * 3, SAM3_RGB8)) != SAM3_OK) {
-            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            goto done;
-        }
-        t = sam3_ctx_timings(c);
-        t_img = t.vision_trunk + t.vision_neck;
-        if (i >= 0) {
-            t_pre[i] = t.preprocess;
-            t_trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
-            t_neck[i] = t.vision_neck;
-        }
-        if (!sam1) {
-            char text[64];
-            sam3_segment_prompt pr;
-            sam3_segment_result seg;
-            const int k = (i + 10) % 10;
-            memset(&pr, 0, sizeof(pr));
-            snprintf(text, sizeof(text), "yellow school bus %d", k); /* a new text each time: same token count */
-            pr.text = text;
-            t0 = sam3_time_ms();
-            rc = sam3_segment(c, &pr, NULL, &seg);
-            t_first_prompt = sam3_time_ms() - t0;
-            t = sam3_ctx_timings(c);
-            if (i >= 0) {
-                t_text[i] = t.text;
-                t_det[i] = t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder + t.postprocess;
-            }
-            snprintf(text, sizeof(text), "red car %d", k);
-            t0 = sam3_time_ms();
-            rc = rc < 0 ? rc : sam3_segment(c, &pr, NULL, &seg);
-            if (i >= 0) t_new[i] = sam3_time_ms() - t0;
-            if (rc < 0) {
-                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-                goto done;
-            }
-            t = sam3_ctx_timings(c);
-            if (i >= 0) t_nopost[i] = t.text + t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder;
-        }
-        if (paired) {
-            if (i < 0)
-                printf("ready\n");
-            else if (sam1)
-                printf("run %d: image encoder %.1f ms\n", i + 1, t_img);
-            else
-                printf("run %d: image encoder %.1f ms, first prompt %.1f ms, new prompt %.1f ms, new prompt without post-processing %.1f ms\n",
-                       i + 1, t_img, t_first_prompt, t_new[i], t_nopost[i]);
-            fflush(stdout);
-        }
-    }
-    {
-        /* clicks: the first after the image runs the interactive neck (SAM 3), then one click at a
-           new place each run, three candidate masks at the image's size each time */
-        sam3_point pt;
-        sam3_points_prompt pp;
-        sam3_points_result res;
-        memset(&pp, 0, sizeof(pp));
-        pp.points = &pt;
-        pp.n_points = 1;
-        pt.x = 0.5f * W, pt.y = 0.5f * H, pt.label = 1;
-        t0 = sam3_time_ms();
-        rc = sam3_segment_points(c, &pp, NULL, &res);
-        t_first = sam3_time_ms() - t0;
-        if (rc == SAM3_ERR_UNSUPPORTED) t_first = -1;
-        for (i = 0; i < runs && rc != SAM3_ERR_UNSUPPORTED; i++) {
-            if (rc < 0) {
-                fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-                goto done;
-            }
-            pt.x = (float)(W * (0.15 + 0.7 * ((i * 7 + 3) % 11) / 10.0));
-            pt.y = (float)(H * (0.15 + 0.7 * ((i * 5 + 1) % 7) / 6.0));
-            t0 = sam3_time_ms();
-            rc = sam3_segment_points(c, &pp, NULL, &res);
-            t_click[i] = sam3_time_ms() - t0;
-        }
-        if (rc < 0 && rc != SAM3_ERR_UNSUPPORTED) {
-            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
-            goto done;
-        }
-    }
+    if (!bench_rounds(c, img, W, H, sam1, runs, paired, &bt) || !bench_clicks(c, W, H, runs, &bt)) goto done;
     /* same-run sgemm reference: split over our threads, then OpenBLAS's own threads on the same
        product (last, as OpenBLAS's pthread workers keep spinning after it); the reference is the
        faster of the two */
     if (!sgemm_rate(c, SAM3_GEMM_CTX, &sg) || !sgemm_rate(c, SAM3_GEMM_BLAS_THREADS, &sg_ob)) goto done;
-    gf = sam1 ? sam1_vision_gflop(m) : vision_gflop(m);
-    {
-        double tl = median(t_load, runs), tp = median(t_pre, runs), tt = median(t_trunk, runs), tn = median(t_neck, runs);
-        double enc = gf / ((tt + tn) / 1000.0), ref = sg > sg_ob ? sg : sg_ob;
-        long rss_kb = peak_rss_kb();
-        printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s, precision %s\n", path, sam1 ? "SAM 1" : "SAM 3",
-               W, H, runs, runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : sam3_ctx_n_threads(c), blas_threads,
-               sam3_ctx_splits_products(c) ? " (products split by sam3)" : "", a.precision == SAM3_PRECISION_BF16 ? "bf16" : "f32 (bf16 weights: bf16)");
-        bench_line("load (open + validate + map)", tl);
-        if (sam1) {
-            bench_line("preprocess (resize + normalise + pad)", tp);
-            bench_line("image encoder: ViT + neck", tt);
-        } else {
-            bench_line("preprocess (resize + normalise)", tp);
-            bench_line("image encoder: ViT trunk", tt);
-            bench_line("image encoder: neck", tn);
-            bench_line("text encoder (new prompt)", median(t_text, runs));
-            bench_line("detector + masks (one prompt)", median(t_det, runs));
-            bench_line("new prompt on the cached image", median(t_new, runs));
-            bench_line("  the same without post-processing", median(t_nopost, runs));
-        }
-        bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", t_first);
-        bench_line("click on the cached image", t_first < 0 ? -1 : median(t_click, runs));
-        printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
-        printf("  %-40s %10.1f GFLOP/s (%.4g GFLOP)\n", "image encoder", enc, gf);
-        printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, split over our threads", sg);
-        if (sg_ob > 0) printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, OpenBLAS's threads", sg_ob);
-        printf("  %-40s %10.0f %% of the faster sgemm\n", "image encoder reaches", 100.0 * enc / ref);
-    }
+    bench_report(&a, m, c, sam1, &bt, sg, sg_ob);
     rc_cli = CLI_OK;
 done:
     sam3_ctx_free(c);
     sam3_free(m);
-    free(t_load);
+    free(bt.load);
     free(img);
     return rc_cli;
 }

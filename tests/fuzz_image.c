@@ -1,4 +1,4 @@
-/* Fuzz target for the command-line tool's image reader, examples/image_io.h: the exact code
+/* Fuzz target for the command-line tool's image reader, examples/image_io.c: the exact code
    `sam3 segment -i` and `sam3 points --mask` run (cli_img_decode over the file's bytes, then the
    grey conversion of a mask prompt).
 

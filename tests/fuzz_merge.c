@@ -1,6 +1,6 @@
-/* Fuzz target for `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.h:
-   cli_ds__coco_parse_text, its JSON checker and field reader): the exact code the merge runs on
-   each file before it copies a line.
+/* Fuzz target for `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.c,
+   linked with this file: cli_ds__coco_parse_text, its JSON checker and field reader): the exact
+   code the merge runs on each file before it copies a line.
 
    Two builds of this one file, as tests/fuzz_image.c:
      make fuzz-merge      clang -fsanitize=fuzzer,address,undefined: libFuzzer drives
@@ -22,23 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CLI_OK 0
-#define CLI_FAIL 1
-#define CLI_OUTDIR_TMP_PREFIX ".sam3-tmp-"
-static void cli_error(const char *fmt, ...) { (void)fmt; } /* the CLI's stderr line: not wanted here */
+#include "../examples/cli_common.h"
 #include "../examples/cli_dataset.h"
 
-/* The rest of cli_dataset.h, referred to so that the build stays warning-free; never called. */
-void fz_merge_unused(void);
-void fz_merge_unused(void) {
-    (void)cli_ds_merge_dirs;
-    (void)cli_ds_rle_string;
-    (void)cli_ds_file_has;
-    (void)cli_ds_list_build;
-    (void)cli_ds_list_free;
-    (void)cli_ds_is_dataset;
-    (void)cli_ds_hash_str;
-}
+/* The CLI's stderr line (examples/cli_common.c): not wanted here. */
+void cli_error(const char *fmt, ...) { (void)fmt; }
 
 /* 0 when parsing (data, size) keeps every invariant. */
 static int fz_one(const uint8_t *data, size_t size) {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Tests `sam3 segment` on many images (examples/cli_dataset.h) with the tiny model: -i FOLDER (what
+# Tests `sam3 segment` on many images (examples/cli_dataset.c) with the tiny model: -i FOLDER (what
 # is taken, what is ignored) and -i @LIST (comments, blank lines, paths relative to the list's
 # folder, run from another directory); each OUTDIR/STEM/ byte-identical to a one-image run; STEM
 # collisions refused; --format coco: the RLE strings decode (a Python restatement of pycocotools'

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The CLI's image reader (examples/image_io.h) against known-good decodes: JPEGs made by cjpeg in
+# The CLI's image reader (examples/image_io.c) against known-good decodes: JPEGs made by cjpeg in
 # every layout it writes (4:2:0, 4:2:2, 4:4:0, 4:4:4, grey, RGB, progressive, arithmetic, restart
 # markers, optimised tables, odd sizes) decode byte for byte as djpeg decodes them (the same
 # libjpeg-turbo with the same settings: ISLOW IDCT, fancy upsampling, the settings Pillow uses);

@@ -1,4 +1,4 @@
-/* examples/cli_outdir.h on its own, in the layout a subcommand writing OUTDIR/tracks.jsonl and
+/* examples/cli_outdir.c on its own, in the layout a subcommand writing OUTDIR/tracks.jsonl and
    OUTDIR/masks/NNNNNN_NNN.png would use (a manifest at the top that lists files in a subfolder
    without a manifest of its own): first run, rerun with fewer files (stale ones in the subfolder
    removed, a user's own file kept), a foreign file (refused, then --force), a link planted as the
@@ -11,7 +11,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/cli_outdir.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int g_pass, g_fail;
 #define CHECK(cond, ...)                                                                                                    \
@@ -92,7 +99,7 @@ static int no_tmp(const char *rel) {
     int clean = 1;
     if (!d) return 1;
     while ((e = readdir(d)) != NULL)
-        if (cli_outdir__is_tmp(e->d_name)) clean = 0;
+        if (!strncmp(e->d_name, CLI_OUTDIR_TMP_PREFIX, strlen(CLI_OUTDIR_TMP_PREFIX))) clean = 0;
     closedir(d);
     return clean;
 }

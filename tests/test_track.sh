@@ -1,5 +1,5 @@
 #!/bin/sh
-# Tests `sam3 track` (examples/cli_track.h) on the tiny video model with synthetic frames (made by
+# Tests `sam3 track` (examples/cli_track.c) on the tiny video model with synthetic frames (made by
 # tests/track_frames.py: 64x48, 5 frames): a folder of PNG frames with clicks, a box, a correction
 # and a --mask prompt for an object joining mid-stream (tracks.jsonl: one valid line per frame with
 # the documented fields; mask PNGs at frame size, 0/255, box and area those of the PNG; the mask

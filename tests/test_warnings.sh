@@ -6,7 +6,8 @@
 # warnings need no optimiser (-fsyntax-only, fast); the ones that depend on it (clang's
 # -Wpass-failed, gcc's -Wmaybe-uninitialized) come from -O0..-O3 builds of a few combinations.
 # With MinGW-w64 installed, also a TU that includes <windows.h> before sam3.h (its macros: hyper,
-# near, far, min, max, ...); with aarch64-linux-gnu-gcc, the aarch64 code. JOBS compiles at a time (default 2). Exit status 1 on any warning.
+# near, far, min, max, ...); with aarch64-linux-gnu-gcc, the aarch64 code; the CLI's units
+# (examples/*.c) with gcc and clang. JOBS compiles at a time (default 2). Exit status 1 on any warning.
 # usage: sh tests/test_warnings.sh [BUILD_DIR]
 set -u
 B=${1:-build}/warnings
@@ -56,6 +57,17 @@ done
 for cc in "$GCC -std=c99" "$CLANG -std=c99" "$GXX -x c++ -std=c++17" "$CLANGXX -x c++ -std=c++17"; do
     have "${cc%% *}" || continue
     job "$cc $W -O2 -fopenmp -DSAM3_REFERENCE_KERNELS -march=native -c -o /dev/null tests/test_compile_impl.c"
+done
+# the command-line tool's translation units (examples/cli_common.h lists them), each on its own:
+# -O2 for the middle end's warnings, sam3_cli.c (it holds sam3.h's implementation, checked above)
+# -fsyntax-only; stb headers as the Makefile takes them (STB_INC)
+STB_INC=${STB_INC:--isystem /usr/include/stb}
+for cc in "$GCC -std=c99" "$CLANG -std=c99"; do
+    have "${cc%% *}" || continue
+    job "$cc $W -fopenmp $STB_INC -fsyntax-only examples/sam3_cli.c"
+    for f in cli_common cli_track cli_dataset cli_outdir image_io sam3_bench; do
+        job "$cc $W -O2 -DNDEBUG -fopenmp $STB_INC -c -o /dev/null examples/$f.c"
+    done
 done
 if have x86_64-w64-mingw32-gcc; then
     printf '#include <windows.h>\n#define SAM3_IMPLEMENTATION\n#include "%s/sam3.h"\n' "$(pwd)" >"$B/windows_first.c"

@@ -1,7 +1,24 @@
-/* sam3 track: follow prompted objects through frames (sam3.h's video tracker). Included by
-   sam3_cli.c, whose helpers it uses (options, messages, files, images). */
+/* cli_track.c - `sam3 track`: follow prompted objects through frames (sam3.h's video tracker and
+   concept tracker) from a folder of images or a YUV4MPEG2 stream (examples/cli_y4m.h). Its entry
+   point, cmd_track, is declared in examples/cli_common.h with the helpers it uses (options,
+   messages, JSON, PNG out, overlays). */
+#define _POSIX_C_SOURCE 200809L /* fileno, lstat under -std=c99 */
+#include "cli_common.h"
+#include "cli_outdir.h"
+#include "cli_y4m.h"
+#include "image_io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #if defined(_WIN32)
 #include <fcntl.h> /* _O_BINARY */
+#include <io.h>
+#include <windows.h> /* FindFirstFileA */
+#else
+#include <dirent.h>
 #endif
 
 static const char *TRACK_HELP =
@@ -472,237 +489,313 @@ static int track_finish(const track_args *a, track_pending *p, const sam3_concep
     return !a->overlay || write_png(ovd, oname, p->ov, p->w, p->h, 3);
 }
 
-static int run_track(track_args *a) {
-    sam3_model *m = NULL;
-    sam3_ctx *c = NULL;
-    sam3_tracker *tr = NULL;
-    sam3_concept_tracker *ct = NULL; /* -t */
-    sam3_ctx_options co = sam3_ctx_options_default();
+/* One run of sam3 track: what its stages share. */
+typedef struct track_run {
+    track_args *a;
+    sam3_model *m;
+    sam3_ctx *c;
+    sam3_tracker *tr;         /* the click tracker (--point/--box/--mask) */
+    sam3_concept_tracker *ct; /* -t */
     frame_src src;
-    cli_outdir od, *md = NULL, *ovd = NULL;
-    text_buf jl; /* tracks.jsonl */
-    char name[1024];
-    unsigned char *rgb = NULL;
-    track_pending *pend = NULL; /* (n_pend) frames not written yet, frame f in pend[f % n_pend] */
-    int n_pend = 1;
-    long long id0 = 0; /* the concept objects' first id */
-    int rc = CLI_FAIL, f = 0, i, w = 0, h = 0, res, input_failed = 0;
-    double t_all = sam3_time_ms();
-    sam3_result r;
-    memset(&src, 0, sizeof(src));
-    memset(&jl, 0, sizeof(jl));
-    src.max_pixels = a->max_pixels;
-    /* the folder first (before the slow parts): new, empty, an earlier sam3 output, or --force */
-    if (!cli_outdir_open(&od, a->outdir, TRACK_OUT_NAMES, "tracks.jsonl", CLI_OUT_MARKER, a->force) ||
-        !(md = cli_outdir_open_sub(&od, "masks", NULL, CLI_OUT_MARKER, a->force)) ||
-        (a->overlay && !(ovd = cli_outdir_open_sub(&od, "overlays", NULL, CLI_OUT_MARKER, a->force)))) {
-        cli_error("%s", od.err);
-        goto done;
+    cli_outdir od, *md, *ovd; /* OUTDIR, masks/, overlays/ (with --overlay) */
+    text_buf jl;              /* tracks.jsonl */
+    track_pending *pend;      /* (n_pend) frames not written yet, frame f in pend[f % n_pend] */
+    int n_pend;
+    long long id0;    /* the concept objects' first id */
+    int f;            /* frames read */
+    int input_failed; /* the input failed part-way */
+} track_run;
+
+/* The concept tracker and its prompts (-t, --concept-box), with a->prompt_arg. */
+static int track_open_concepts(track_run *t) {
+    track_args *a = t->a;
+    sam3_concept_tracker_options cto = sam3_concept_tracker_options_default();
+    int i, n_api = 0; /* distinct prompts so far */
+    cto.detection_threshold = cto.new_object_threshold = a->threshold;
+    cto.hotstart_delay = a->hotstart;
+    t->n_pend = a->hotstart > 1 ? a->hotstart : 1;
+    if (sam3_concept_tracker_new(t->c, &cto, &t->ct) != SAM3_OK) {
+        cli_error("%s", sam3_ctx_last_error(t->c));
+        return CLI_FAIL;
     }
-    if (!load_model("track", a->model, a->quiet, &m)) goto done;
+    for (i = 0; i < a->n_texts; i++) {
+        sam3_segment_prompt sp;
+        int idx = 0;
+        memset(&sp, 0, sizeof(sp));
+        sp.text = a->texts[i];
+        sp.boxes = a->cbox[i];
+        sp.box_labels = a->cbox_label[i];
+        sp.n_boxes = a->n_cbox[i];
+        if (sam3_concept_tracker_add_prompt(t->ct, &sp, &idx) != SAM3_OK) {
+            cli_error("-t '%s': %s", a->texts[i] ? a->texts[i] : "(boxes)", sam3_ctx_last_error(t->c));
+            return CLI_FAIL;
+        }
+        if (idx == n_api) a->prompt_arg[n_api++] = i; /* a new prompt (a repeated one keeps its first -t) */
+    }
+    return CLI_OK;
+}
+
+/* The output folder (before the slow parts: new, empty, an earlier sam3 output, or --force), the
+   model, a context, the trackers. CLI_OK, or CLI_FAIL after one line on stderr. */
+static int track_open(track_run *t) {
+    track_args *a = t->a;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    sam3_result r;
+    int i;
+    if (!cli_outdir_open(&t->od, a->outdir, TRACK_OUT_NAMES, "tracks.jsonl", CLI_OUT_MARKER, a->force) ||
+        !(t->md = cli_outdir_open_sub(&t->od, "masks", NULL, CLI_OUT_MARKER, a->force)) ||
+        (a->overlay && !(t->ovd = cli_outdir_open_sub(&t->od, "overlays", NULL, CLI_OUT_MARKER, a->force)))) {
+        cli_error("%s", t->od.err);
+        return CLI_FAIL;
+    }
+    if (!load_model("track", a->model, a->quiet, &t->m)) return CLI_FAIL;
     co.n_threads = a->threads;
     co.blas_threads = 1;
     co.precision = a->precision;
-    if ((r = sam3_ctx_new(m, &co, &c)) != SAM3_OK) {
+    if ((r = sam3_ctx_new(t->m, &co, &t->c)) != SAM3_OK) {
         cli_error("cannot create a context: %s", sam3_result_string(r));
-        goto done;
+        return CLI_FAIL;
     }
-    if (a->n_texts) {
-        sam3_concept_tracker_options cto = sam3_concept_tracker_options_default();
-        int n_api = 0; /* distinct prompts so far */
-        cto.detection_threshold = cto.new_object_threshold = a->threshold;
-        cto.hotstart_delay = a->hotstart;
-        n_pend = a->hotstart > 1 ? a->hotstart : 1;
-        if ((r = sam3_concept_tracker_new(c, &cto, &ct)) != SAM3_OK) {
-            cli_error("%s", sam3_ctx_last_error(c));
-            goto done;
-        }
-        for (i = 0; i < a->n_texts; i++) {
-            sam3_segment_prompt sp;
-            int idx = 0;
-            memset(&sp, 0, sizeof(sp));
-            sp.text = a->texts[i];
-            sp.boxes = a->cbox[i];
-            sp.box_labels = a->cbox_label[i];
-            sp.n_boxes = a->n_cbox[i];
-            if ((r = sam3_concept_tracker_add_prompt(ct, &sp, &idx)) != SAM3_OK) {
-                cli_error("-t '%s': %s", a->texts[i] ? a->texts[i] : "(boxes)", sam3_ctx_last_error(c));
-                goto done;
-            }
-            if (idx == n_api) a->prompt_arg[n_api++] = i; /* a new prompt (a repeated one keeps its first -t) */
-        }
-    }
-    if (a->n_prompts && (r = sam3_tracker_new(c, NULL, &tr)) != SAM3_OK) {
-        cli_error("%s", sam3_ctx_last_error(c));
-        goto done;
+    if (a->n_texts && track_open_concepts(t) != CLI_OK) return CLI_FAIL;
+    if (a->n_prompts && sam3_tracker_new(t->c, NULL, &t->tr) != SAM3_OK) {
+        cli_error("%s", sam3_ctx_last_error(t->c));
+        return CLI_FAIL;
     }
     for (i = 0; i < a->n_prompts; i++)
-        if (a->prompts[i].id >= id0) id0 = (long long)a->prompts[i].id + 1;
-    if (!(pend = (track_pending *)calloc((size_t)n_pend, sizeof(track_pending)))) goto oom;
+        if (a->prompts[i].id >= t->id0) t->id0 = (long long)a->prompts[i].id + 1;
+    if (!(t->pend = (track_pending *)calloc((size_t)t->n_pend, sizeof(track_pending)))) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* The input (a folder, or YUV4MPEG2 on stdin), every prompt checked against it before the first
+   frame, and the first line of tracks.jsonl. */
+static int track_open_source(track_run *t) {
+    const track_args *a = t->a;
+    int i, j, n_ids = 0;
     if (!strcmp(a->input, "-")) {
 #if defined(_WIN32)
         _setmode(_fileno(stdin), _O_BINARY); /* no CR-LF or ^Z translation of the frames' bytes */
 #endif
-        if (frame_src_y4m(&src, stdin) != CLI_OK) goto done;
-    } else if (frame_src_dir(&src, a->input) != CLI_OK) {
-        goto done;
+        if (frame_src_y4m(&t->src, stdin) != CLI_OK) return CLI_FAIL;
+    } else if (frame_src_dir(&t->src, a->input) != CLI_OK) {
+        return CLI_FAIL;
     }
     /* a folder's length is known: a prompt past its end fails now rather than after the last frame */
-    for (i = 0; !src.y4m && i < a->n_prompts; i++)
-        if (a->prompts[i].frame >= src.n_names) {
-            cli_error("frame %d object %d: the input has only %d frames (0..%d)", a->prompts[i].frame, a->prompts[i].id, src.n_names,
-                      src.n_names - 1);
-            goto done;
+    for (i = 0; !t->src.y4m && i < a->n_prompts; i++)
+        if (a->prompts[i].frame >= t->src.n_names) {
+            cli_error("frame %d object %d: the input has only %d frames (0..%d)", a->prompts[i].frame, a->prompts[i].id, t->src.n_names,
+                      t->src.n_names - 1);
+            return CLI_FAIL;
         }
-    /* every prompt checked before the first frame: the number of objects, and each mask readable */
-    {
-        int n_ids = 0, j;
-        for (i = 0; i < a->n_prompts; i++) {
-            for (j = 0; j < i && a->prompts[j].id != a->prompts[i].id; j++) {}
-            n_ids += j == i;
-        }
-        if (n_ids > SAM3_MAX_TRACKED_OBJECTS) {
-            cli_error("%d objects given: a tracker follows at most %d objects", n_ids, SAM3_MAX_TRACKED_OBJECTS);
-            goto done;
-        }
-        for (i = 0; i < a->n_prompts; i++)
-            if (a->prompts[i].mask_path) {
-                uint8_t *mk = NULL;
-                int mw, mh;
-                if (read_track_mask(a->prompts[i].mask_path, a->max_pixels, &mk, &mw, &mh) != CLI_OK) goto done;
-                free(mk);
-            }
+    /* the number of objects, and each mask readable */
+    for (i = 0; i < a->n_prompts; i++) {
+        for (j = 0; j < i && a->prompts[j].id != a->prompts[i].id; j++) {}
+        n_ids += j == i;
     }
+    if (n_ids > SAM3_MAX_TRACKED_OBJECTS) {
+        cli_error("%d objects given: a tracker follows at most %d objects", n_ids, SAM3_MAX_TRACKED_OBJECTS);
+        return CLI_FAIL;
+    }
+    for (i = 0; i < a->n_prompts; i++)
+        if (a->prompts[i].mask_path) {
+            uint8_t *mk = NULL;
+            int mw, mh;
+            if (read_track_mask(a->prompts[i].mask_path, a->max_pixels, &mk, &mw, &mh) != CLI_OK) return CLI_FAIL;
+            free(mk);
+        }
     /* the first line says who wrote the file (how a rerun recognises the folder), then a line a frame */
-    tb_printf(&jl, "{\"generator\": \"sam3 track %s\", \"model\": ", SAM3_VERSION_STRING);
-    tb_json_string(&jl, a->model);
-    tb_printf(&jl, ", \"input\": ");
-    tb_json_string(&jl, a->input);
-    tb_printf(&jl, "}\n");
-    for (f = 0;; f++) {
-        sam3_tracker_result out;
-        sam3_concept_tracker_result cout;
-        track_pending *p = &pend[f % n_pend];
+    tb_printf(&t->jl, "{\"generator\": \"sam3 track %s\", \"model\": ", SAM3_VERSION_STRING);
+    tb_json_string(&t->jl, a->model);
+    tb_printf(&t->jl, ", \"input\": ");
+    tb_json_string(&t->jl, a->input);
+    tb_printf(&t->jl, "}\n");
+    return CLI_OK;
+}
+
+/* The prompts given for frame t->f, into the click tracker. */
+static int track_add_prompts(track_run *t) {
+    track_args *a = t->a;
+    int i;
+    for (i = 0; i < a->n_prompts; i++) {
+        track_prompt *tp_ = &a->prompts[i];
+        sam3_tracker_prompt tp;
+        uint8_t *mk = NULL;
+        sam3_result r;
+        if (tp_->frame != t->f) continue;
+        memset(&tp, 0, sizeof(tp));
+        tp.points = tp_->points;
+        tp.n_points = tp_->n_points;
+        tp.box = tp_->has_box ? &tp_->box : NULL;
+        if (tp_->mask_path) {
+            if (read_track_mask(tp_->mask_path, a->max_pixels, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) return CLI_FAIL;
+            tp.mask = mk;
+        }
+        r = sam3_tracker_add_prompt(t->tr, t->f, tp_->id, &tp);
+        free(mk);
+        if (r != SAM3_OK) {
+            cli_error("frame %d object %d: %s", t->f, tp_->id, sam3_ctx_last_error(t->c));
+            return CLI_FAIL;
+        }
+        tp_->used = 1;
+    }
+    return CLI_OK;
+}
+
+/* A frame's progress line on stderr. */
+static void track_progress(const track_run *t, const sam3_tracker_result *out, const sam3_concept_tracker_result *cout, int w, int h,
+                           double t0) {
+    int i, visible = 0, f = t->f;
+    for (i = 0; i < out->n_objects; i++) visible += out->objects[i].object_score > 0;
+    fprintf(stderr, "sam3 track: frame %d: %dx%d", f, w, h);
+    if (t->tr) fprintf(stderr, ", %d object%s (%d visible)", out->n_objects, out->n_objects == 1 ? "" : "s", visible);
+    if (t->ct && cout->frame == f)
+        fprintf(stderr, "%s %d %sobject%s visible", t->tr ? " and" : ",", cout->n_objects, t->tr ? "concept " : "", cout->n_objects == 1 ? "" : "s");
+    else if (t->ct && cout->frame >= 0)
+        fprintf(stderr, ", frame %d out (%d object%s visible)", cout->frame, cout->n_objects, cout->n_objects == 1 ? "" : "s");
+    else if (t->ct) fprintf(stderr, ", held back");
+    fprintf(stderr, ", %s\n", fmt_ms(sam3_time_ms() - t0));
+}
+
+/* Frame t->f (rgb, w x h, its name) through the trackers: its prompts, its clicked objects' masks
+   and JSON, and the lines of the frames that are complete (this one, or with clip mode an earlier
+   one). t0: when the frame's reading began. */
+static int track_frame(track_run *t, const unsigned char *rgb, int w, int h, const char *name, double t0) {
+    const track_args *a = t->a;
+    const int f = t->f;
+    track_pending *p = &t->pend[f % t->n_pend];
+    sam3_tracker_result out;
+    sam3_concept_tracker_result cout;
+    int i;
+    if (track_add_prompts(t) != CLI_OK) return CLI_FAIL;
+    free(p->ov);
+    p->ov = NULL;
+    p->objs.len = 0;
+    p->n_obj = 0;
+    p->frame = f;
+    p->w = w;
+    p->h = h;
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    if (a->overlay) {
+        if (!(p->ov = (unsigned char *)malloc((size_t)w * h * 3))) {
+            cli_error("out of memory");
+            return CLI_FAIL;
+        }
+        memcpy(p->ov, rgb, (size_t)w * h * 3);
+    }
+    memset(&out, 0, sizeof(out));
+    memset(&cout, 0, sizeof(cout));
+    cout.frame = -1;
+    /* with both kinds of object the concept tracker encodes the frame and the click tracker
+       reuses that encoding (one image encoder pass a frame) */
+    if ((t->ct && sam3_concept_tracker_push_frame(t->ct, rgb, w, h, w * 3, SAM3_RGB8, &cout) != SAM3_OK) ||
+        (t->tr && (t->ct ? sam3_tracker_push_encoded(t->tr, &out) : sam3_tracker_push_frame(t->tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK)) {
+        cli_error("frame %d (%s): %s", f, name, sam3_ctx_last_error(t->c));
+        return CLI_FAIL;
+    }
+    for (i = 0; i < out.n_objects; i++) {
+        const sam3_tracker_object *to = &out.objects[i];
+        if (!track_object_out(t->md, f, to->id, to->mask, &to->box, (long long)to->area, w, h, p->ov)) return CLI_FAIL;
+        tb_printf(&p->objs, "%s{\"id\": %d, \"object_score_logit\": ", p->n_obj++ ? ", " : "", to->id);
+        tb_json_number(&p->objs, to->object_score);
+        track_json_tail(&p->objs, f, to->id, &to->box, (long long)to->area);
+    }
+    if (!a->quiet) track_progress(t, &out, &cout, w, h, t0);
+    if (!t->ct) return track_finish(a, p, NULL, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl) ? CLI_OK : CLI_FAIL;
+    if (cout.frame >= 0 && !track_finish(a, &t->pend[cout.frame % t->n_pend], &cout, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl))
+        return CLI_FAIL;
+    return CLI_OK;
+}
+
+/* Every frame of the input, then (clip mode) the frames the concept tracker still holds back.
+   CLI_OK also when the input failed part-way (t->input_failed: the frames before are kept). */
+static int track_frames(track_run *t) {
+    unsigned char *rgb = NULL;
+    char name[1024];
+    int w = 0, h = 0, res, rc = CLI_FAIL;
+    for (t->f = 0;; t->f++) {
         double t0 = sam3_time_ms();
         free(rgb);
         rgb = NULL;
-        if ((res = frame_src_next(&src, &rgb, &w, &h, name, sizeof(name))) == TRACK_END) break;
-        if (res != CLI_OK) { /* a truncated stream or a bad frame: keep the frames done (below), exit 1 */
-            input_failed = 1;
+        if ((res = frame_src_next(&t->src, &rgb, &w, &h, name, sizeof(name))) == TRACK_END) break;
+        if (res != CLI_OK) { /* a truncated stream or a bad frame: keep the frames done, exit 1 */
+            t->input_failed = 1;
             break;
         }
-        for (i = 0; i < a->n_prompts; i++) {
-            track_prompt *tp_ = &a->prompts[i];
-            sam3_tracker_prompt tp;
-            uint8_t *mk = NULL;
-            if (tp_->frame != f) continue;
-            memset(&tp, 0, sizeof(tp));
-            tp.points = tp_->points;
-            tp.n_points = tp_->n_points;
-            tp.box = tp_->has_box ? &tp_->box : NULL;
-            if (tp_->mask_path) {
-                if (read_track_mask(tp_->mask_path, a->max_pixels, &mk, &tp.mask_width, &tp.mask_height) != CLI_OK) goto done;
-                tp.mask = mk;
-            }
-            r = sam3_tracker_add_prompt(tr, f, tp_->id, &tp);
-            free(mk);
-            if (r != SAM3_OK) {
-                cli_error("frame %d object %d: %s", f, tp_->id, sam3_ctx_last_error(c));
-                goto done;
-            }
-            tp_->used = 1;
-        }
-        free(p->ov);
-        p->ov = NULL;
-        p->objs.len = 0;
-        p->n_obj = 0;
-        p->frame = f;
-        p->w = w;
-        p->h = h;
-        snprintf(p->name, sizeof(p->name), "%s", name);
-        if (a->overlay) {
-            if (!(p->ov = (unsigned char *)malloc((size_t)w * h * 3))) goto oom;
-            memcpy(p->ov, rgb, (size_t)w * h * 3);
-        }
-        memset(&out, 0, sizeof(out));
-        memset(&cout, 0, sizeof(cout));
-        cout.frame = -1;
-        /* with both kinds of object the concept tracker encodes the frame and the click tracker
-           reuses that encoding (one image encoder pass a frame) */
-        if ((ct && (r = sam3_concept_tracker_push_frame(ct, rgb, w, h, w * 3, SAM3_RGB8, &cout)) != SAM3_OK) ||
-            (tr && (r = ct ? sam3_tracker_push_encoded(tr, &out) : sam3_tracker_push_frame(tr, rgb, w, h, w * 3, SAM3_RGB8, &out)) != SAM3_OK)) {
-            cli_error("frame %d (%s): %s", f, name, sam3_ctx_last_error(c));
-            goto done;
-        }
-        for (i = 0; i < out.n_objects; i++) {
-            const sam3_tracker_object *to = &out.objects[i];
-            if (!track_object_out(md, f, to->id, to->mask, &to->box, (long long)to->area, w, h, p->ov)) goto done;
-            tb_printf(&p->objs, "%s{\"id\": %d, \"object_score_logit\": ", p->n_obj++ ? ", " : "", to->id);
-            tb_json_number(&p->objs, to->object_score);
-            track_json_tail(&p->objs, f, to->id, &to->box, (long long)to->area);
-        }
-        if (!a->quiet) {
-            int visible = 0;
-            for (i = 0; i < out.n_objects; i++) visible += out.objects[i].object_score > 0;
-            fprintf(stderr, "sam3 track: frame %d: %dx%d", f, w, h);
-            if (tr) fprintf(stderr, ", %d object%s (%d visible)", out.n_objects, out.n_objects == 1 ? "" : "s", visible);
-            if (ct && cout.frame == f) fprintf(stderr, "%s %d %sobject%s visible", tr ? " and" : ",", cout.n_objects, tr ? "concept " : "", cout.n_objects == 1 ? "" : "s");
-            else if (ct && cout.frame >= 0) fprintf(stderr, ", frame %d out (%d object%s visible)", cout.frame, cout.n_objects, cout.n_objects == 1 ? "" : "s");
-            else if (ct) fprintf(stderr, ", held back");
-            fprintf(stderr, ", %s\n", fmt_ms(sam3_time_ms() - t0));
-        }
-        if (!ct && !track_finish(a, p, NULL, id0, src.y4m != NULL, md, ovd, &jl)) goto done;
-        if (ct && cout.frame >= 0 && !track_finish(a, &pend[cout.frame % n_pend], &cout, id0, src.y4m != NULL, md, ovd, &jl)) goto done;
+        if (track_frame(t, rgb, w, h, name, t0) != CLI_OK) goto done;
     }
-    /* clip mode: the frames the concept tracker still holds back */
-    while (ct) {
+    while (t->ct) {
         sam3_concept_tracker_result cout;
-        if ((r = sam3_concept_tracker_flush(ct, &cout)) != SAM3_OK) {
-            cli_error("%s", sam3_ctx_last_error(c));
+        if (sam3_concept_tracker_flush(t->ct, &cout) != SAM3_OK) {
+            cli_error("%s", sam3_ctx_last_error(t->c));
             goto done;
         }
         if (cout.frame < 0) break;
-        if (!track_finish(a, &pend[cout.frame % n_pend], &cout, id0, src.y4m != NULL, md, ovd, &jl)) goto done;
+        if (!track_finish(t->a, &t->pend[cout.frame % t->n_pend], &cout, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl)) goto done;
     }
-    /* the frames processed are written even when the input failed part-way (a camera stream cut
-       off): the run still exits 1 */
-    if (f > 0 && (!cli_outdir_write(&od, "tracks.jsonl", jl.p, jl.len) || !cli_outdir_commit(&od))) {
-        cli_error("%s", od.err);
-        goto done;
-    }
-    if (input_failed) goto done;
-    if (f == 0) { /* a stream with a header and no frame: nothing tracked, nothing written */
-        cli_error("%s: no frames: nothing tracked, nothing written", src.y4m ? "stdin" : a->input);
-        goto done;
-    }
-    for (i = 0; i < a->n_prompts; i++)
-        if (!a->prompts[i].used) {
-            cli_error("frame %d object %d: the input has only %d frames: the prompt was not used", a->prompts[i].frame, a->prompts[i].id, f);
-            goto done;
-        }
-    if (!a->quiet) fprintf(stderr, "sam3 track: %d frames in %s; wrote %s/tracks.jsonl\n", f, fmt_ms(sam3_time_ms() - t_all), a->outdir);
     rc = CLI_OK;
-    goto done;
-oom:
-    cli_error("out of memory");
 done:
-    cli_outdir_close(&od); /* removes what was not committed */
-    free(jl.p);
     free(rgb);
-    for (i = 0; pend && i < n_pend; i++) {
-        free(pend[i].ov);
-        free(pend[i].objs.p);
-    }
-    free(pend);
-    frame_src_free(&src);
-    sam3_tracker_free(tr);
-    sam3_concept_tracker_free(ct);
-    sam3_ctx_free(c);
-    sam3_free(m);
     return rc;
 }
 
-static int cmd_track(int argc, char **argv) {
+/* tracks.jsonl and the commit (the frames processed are written even when the input failed
+   part-way, a camera stream cut off: the run still exits 1), then the checks and the summary. */
+static int track_end(track_run *t, double t_all) {
+    const track_args *a = t->a;
+    int i;
+    if (t->f > 0 && (!cli_outdir_write(&t->od, "tracks.jsonl", t->jl.p, t->jl.len) || !cli_outdir_commit(&t->od))) {
+        cli_error("%s", t->od.err);
+        return CLI_FAIL;
+    }
+    if (t->input_failed) return CLI_FAIL;
+    if (t->f == 0) { /* a stream with a header and no frame: nothing tracked, nothing written */
+        cli_error("%s: no frames: nothing tracked, nothing written", t->src.y4m ? "stdin" : a->input);
+        return CLI_FAIL;
+    }
+    for (i = 0; i < a->n_prompts; i++)
+        if (!a->prompts[i].used) {
+            cli_error("frame %d object %d: the input has only %d frames: the prompt was not used", a->prompts[i].frame, a->prompts[i].id, t->f);
+            return CLI_FAIL;
+        }
+    if (!a->quiet) fprintf(stderr, "sam3 track: %d frames in %s; wrote %s/tracks.jsonl\n", t->f, fmt_ms(sam3_time_ms() - t_all), a->outdir);
+    return CLI_OK;
+}
+
+/* Frees what the run holds; the output folder's close removes what was not committed. */
+static void track_close(track_run *t) {
+    int i;
+    cli_outdir_close(&t->od);
+    free(t->jl.p);
+    for (i = 0; t->pend && i < t->n_pend; i++) {
+        free(t->pend[i].ov);
+        free(t->pend[i].objs.p);
+    }
+    free(t->pend);
+    frame_src_free(&t->src);
+    sam3_tracker_free(t->tr);
+    sam3_concept_tracker_free(t->ct);
+    sam3_ctx_free(t->c);
+    sam3_free(t->m);
+}
+
+static int run_track(track_args *a) {
+    track_run t;
+    int rc = CLI_FAIL;
+    double t_all = sam3_time_ms();
+    memset(&t, 0, sizeof(t));
+    t.a = a;
+    t.n_pend = 1;
+    t.src.max_pixels = a->max_pixels;
+    /* (track_open opens t.od first, whatever happens next: track_close may close it) */
+    if (track_open(&t) == CLI_OK && track_open_source(&t) == CLI_OK && track_frames(&t) == CLI_OK) rc = track_end(&t, t_all);
+    track_close(&t);
+    return rc;
+}
+
+int cmd_track(int argc, char **argv) {
     static track_prompt prompts[TRACK_MAX_PROMPTS];
     track_args a;
     int help, rc;

@@ -1,0 +1,368 @@
+/* cli_common.c - what the sam3 command-line tool's commands share (examples/cli_common.h):
+   messages and exit codes, loading a model, option parsing, the JSON text buffer, reading images
+   (examples/image_io.c), writing PNGs (stb_image_write, compiled here) and drawing overlays
+   (stb_easy_font). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli_common.h"
+#include "image_io.h"
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include "stb_image_write.h"
+#include "stb_easy_font.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- messages, the model ---- */
+
+const char *cli_cmd = "segment"; /* the running command, for cli_error */
+
+/* One line on stderr: "sam3 COMMAND: ...". */
+void cli_error(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "sam3 %s: ", cli_cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int usage_error(const char *cmd, const char *fmt, const char *arg) {
+    fprintf(stderr, "sam3%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    fprintf(stderr, fmt, arg ? arg : "");
+    fprintf(stderr, " (try 'sam3 %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
+    return CLI_USAGE;
+}
+
+/* Load errors are kept, to be printed on one line with the command and file name; notes go to
+   stderr unless quiet. */
+typedef struct load_log {
+    char error[512];
+    int quiet;
+} load_log;
+
+static void on_load_log(void *user, int level, const char *msg) {
+    load_log *l = (load_log *)user;
+    if (level == SAM3_LOG_ERROR) {
+        if (!strncmp(msg, "sam3_load: ", 11)) msg += 11;
+        if (!l->error[0]) snprintf(l->error, sizeof(l->error), "%s", msg);
+    } else if (!l->quiet) {
+        fprintf(stderr, "sam3: %s\n", msg);
+    }
+}
+
+/* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file
+   or directory"). Returns 1 on success. */
+int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3_model **out) {
+    sam3_load_options lo = sam3_load_options_default();
+    load_log ll;
+    sam3_result r;
+    char err[512];
+    FILE *f = fopen(path, "rb");
+    *out = NULL;
+    if (!f) {
+        fprintf(stderr, "sam3 %s: cannot open model '%s': %s\n", cmd, path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    memset(&ll, 0, sizeof(ll));
+    ll.quiet = quiet;
+    lo.log = on_load_log;
+    lo.log_user = &ll;
+    lo.verify = verify;
+    lo.error = err; /* the reason of a failure, from the library itself */
+    lo.error_size = sizeof(err);
+    if ((r = sam3_load(path, &lo, out)) != SAM3_OK) {
+        const char *e = !strncmp(err, "sam3_load: ", 11) ? err + 11 : err;
+        fprintf(stderr, "sam3 %s: cannot load model '%s': %s\n", cmd, path, e[0] ? e : sam3_result_string(r));
+        return 0;
+    }
+    return 1;
+}
+
+int load_model(const char *cmd, const char *path, int quiet, sam3_model **out) {
+    return load_model_ex(cmd, path, quiet, 0, out);
+}
+
+/* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */
+int model_is_sam1(const sam3_model *m) {
+    const char *arch = sam3_model_config_string(m, "arch");
+    return arch && !strcmp(arch, "sam1");
+}
+
+int64_t cfgi(const sam3_model *m, const char *key) {
+    int64_t v = 0;
+    sam3_model_config_int(m, key, &v);
+    return v;
+}
+
+/* ---- options ---- */
+
+/* Option with a value: "-x V", "--long V" or "--long=V". Returns 1 and sets *val (moving *i past
+   the value) when argv[*i] is this option, 0 when it is not, -1 when its value is missing. */
+int opt_value(int argc, char **argv, int *i, const char *short_name, const char *long_name, const char **val) {
+    const char *arg = argv[*i];
+    size_t n = strlen(long_name);
+    if (!strncmp(arg, long_name, n) && arg[n] == '=') {
+        *val = arg + n + 1;
+        return 1;
+    }
+    if (strcmp(arg, long_name) && (!short_name || strcmp(arg, short_name))) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+int parse_float(const char *s, float *out) {
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v) || fabs(v) > 1e30) return 0;
+    *out = (float)v;
+    return 1;
+}
+
+int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (end == s || *end || errno == ERANGE || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* "x0,y0,x1,y1" or "x0,y0,x1,y1,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or
+   what is wrong. */
+const char *parse_box(const char *s, sam3_box *b, int *label) {
+    char buf[256], *field[6], *p;
+    float v[4];
+    int n = 0, k;
+    if (strlen(s) >= sizeof(buf)) return "too long";
+    strcpy(buf, s);
+    field[n++] = buf;
+    for (p = buf; *p; p++)
+        if (*p == ',') {
+            *p = 0;
+            if (n == 6) return "expected x0,y0,x1,y1[,pos|neg]";
+            field[n++] = p + 1;
+        }
+    if (n != 4 && n != 5) return "expected x0,y0,x1,y1[,pos|neg]";
+    for (k = 0; k < 4; k++)
+        if (!parse_float(field[k], &v[k])) return "coordinates must be numbers: x0,y0,x1,y1[,pos|neg]";
+    b->x0 = v[0], b->y0 = v[1], b->x1 = v[2], b->y1 = v[3];
+    *label = 1;
+    if (n == 5) {
+        if (!strcmp(field[4], "pos") || !strcmp(field[4], "positive") || !strcmp(field[4], "1")) *label = 1;
+        else if (!strcmp(field[4], "neg") || !strcmp(field[4], "negative") || !strcmp(field[4], "0")) *label = 0;
+        else return "the label must be pos or neg (or 1 or 0)";
+    }
+    if (!(b->x0 < b->x1) || !(b->y0 < b->y1)) return "needs x0 < x1 and y0 < y1";
+    return NULL;
+}
+
+/* "x,y" or "x,y,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or what is wrong. */
+const char *parse_point(const char *s, sam3_point *pt) {
+    char buf[256], *field[3], *p;
+    int n = 0;
+    if (strlen(s) >= sizeof(buf)) return "too long";
+    strcpy(buf, s);
+    field[n++] = buf;
+    for (p = buf; *p; p++)
+        if (*p == ',') {
+            *p = 0;
+            if (n == 3) return "expected x,y[,pos|neg]";
+            field[n++] = p + 1;
+        }
+    if (n < 2) return "expected x,y[,pos|neg]";
+    if (!parse_float(field[0], &pt->x) || !parse_float(field[1], &pt->y)) return "coordinates must be numbers: x,y[,pos|neg]";
+    pt->label = 1;
+    if (n == 3) {
+        if (!strcmp(field[2], "pos") || !strcmp(field[2], "positive") || !strcmp(field[2], "1")) pt->label = 1;
+        else if (!strcmp(field[2], "neg") || !strcmp(field[2], "negative") || !strcmp(field[2], "0")) pt->label = 0;
+        else return "the label must be pos or neg (or 1 or 0)";
+    }
+    return NULL;
+}
+
+/* "850 ms" or "31.2 s"; eight rotating buffers, so one printf can show up to eight. */
+const char *fmt_ms(double ms) {
+    static char buf[8][32];
+    static int next;
+    char *b = buf[next++ & 7];
+    if (ms < 10000) snprintf(b, 32, "%.0f ms", ms);
+    else snprintf(b, 32, "%.1f s", ms / 1000);
+    return b;
+}
+
+/* ---- results.json and friends ---- */
+
+void tb_printf(text_buf *b, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (b->oom) return;
+    for (;;) {
+        size_t room = b->cap - b->len;
+        va_start(ap, fmt);
+        n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)n < room) break;
+        {
+            size_t cap = (b->cap + (size_t)n + 1) * 2;
+            char *p = (char *)realloc(b->p, cap);
+            if (!p) {
+                b->oom = 1;
+                return;
+            }
+            b->p = p;
+            b->cap = cap;
+        }
+    }
+    b->len += (size_t)n;
+}
+
+/* A JSON string literal in pure ASCII: UTF-8 becomes \uXXXX (surrogate pairs above U+FFFF),
+   invalid UTF-8 bytes become U+FFFD, control characters are escaped. */
+void tb_json_string(text_buf *b, const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    tb_printf(b, "\"");
+    while (*p) {
+        unsigned long cp = *p;
+        int extra = 0, k;
+        if (cp < 0x80) {
+            if (cp == '"' || cp == '\\') tb_printf(b, "\\%c", (int)cp);
+            else if (cp == '\n') tb_printf(b, "\\n");
+            else if (cp == '\t') tb_printf(b, "\\t");
+            else if (cp == '\r') tb_printf(b, "\\r");
+            else if (cp < 0x20 || cp == 0x7f) tb_printf(b, "\\u%04lx", cp);
+            else tb_printf(b, "%c", (int)cp);
+            p++;
+            continue;
+        }
+        if (cp >= 0xc2 && cp <= 0xdf) extra = 1, cp &= 0x1f;
+        else if (cp >= 0xe0 && cp <= 0xef) extra = 2, cp &= 0x0f;
+        else if (cp >= 0xf0 && cp <= 0xf4) extra = 3, cp &= 0x07;
+        for (k = 1; k <= extra; k++) {
+            if ((p[k] & 0xc0) != 0x80) break;
+            cp = (cp << 6) | (p[k] & 0x3f);
+        }
+        if (!extra || k <= extra || (extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff)) {
+            tb_printf(b, "\\ufffd"); /* one replacement per bad byte */
+            p++;
+            continue;
+        }
+        if (cp >= 0x10000) tb_printf(b, "\\u%04lx\\u%04lx", 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
+        else tb_printf(b, "\\u%04lx", cp);
+        p += extra + 1;
+    }
+    tb_printf(b, "\"");
+}
+
+void tb_json_number(text_buf *b, double v) {
+    if (isfinite(v)) tb_printf(b, "%.6g", v);
+    else tb_printf(b, "null");
+}
+
+/* ---- images in and out ---- */
+
+int read_image(const char *path, unsigned long long max_pixels, cli_image *img) {
+    cli_img im;
+    char why[512];
+    if (!cli_img_read_file(path, max_pixels, &im, why, sizeof(why))) {
+        cli_error("cannot read image '%s': %s", path, why);
+        return CLI_FAIL;
+    }
+    img->pixels = im.pixels;
+    img->w = im.w;
+    img->h = im.h;
+    img->channels = im.channels;
+    img->format = im.channels == 1 ? SAM3_GRAY8 : SAM3_RGB8;
+    return CLI_OK;
+}
+
+/* Encodes a PNG and writes it as od/name (put in place at the commit). 0 after one line on stderr. */
+int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int w, int h, int channels) {
+    int len = 0, ok;
+    unsigned char *png = stbi_write_png_to_mem(pixels, w * channels, w, h, channels, &len);
+    if (!png) {
+        cli_error("out of memory encoding '%s/%s'", od->path, name);
+        return 0;
+    }
+    ok = cli_outdir_write(od, name, png, (size_t)len);
+    STBIW_FREE(png);
+    if (!ok) cli_error("%s", od->err);
+    return ok;
+}
+
+/* ---- drawing the overlays ---- */
+
+const unsigned char PALETTE[12][3] = {{230, 25, 75},  {60, 180, 75},   {255, 225, 25}, {0, 130, 200},
+                                             {245, 130, 48}, {145, 30, 180},  {70, 240, 240}, {240, 50, 230},
+                                             {210, 245, 60}, {250, 190, 212}, {0, 128, 128},  {170, 110, 40}};
+
+/* Fills [x0,x1) x [y0,y1), clipped to the image. */
+void fill_rect(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, const unsigned char *col) {
+    int x, y;
+    x0 = x0 < 0 ? 0 : x0, y0 = y0 < 0 ? 0 : y0;
+    x1 = x1 > w ? w : x1, y1 = y1 > h ? h : y1;
+    for (y = y0; y < y1; y++)
+        for (x = x0; x < x1; x++) memcpy(rgb + 3 * ((size_t)y * w + x), col, 3);
+}
+
+/* stb_easy_font text at (x, y), each font pixel drawn as scale x scale; returns its size. When
+   draw is 0, only measures. */
+void draw_text(unsigned char *rgb, int w, int h, int x, int y, int scale, const char *text, const unsigned char *col,
+                      int draw, int *tw, int *th) {
+    float vb[4096]; /* quads of 4 vertices: x, y, z, colour (16 bytes each) */
+    char str[64];
+    int q, nq;
+    snprintf(str, sizeof(str), "%s", text);
+    nq = stb_easy_font_print(0, 0, str, NULL, vb, (int)sizeof(vb));
+    *tw = *th = 0;
+    for (q = 0; q < nq; q++) {
+        const float *v0 = vb + 16 * q, *v2 = vb + 16 * q + 8; /* opposite corners */
+        int x0 = (int)v0[0], y0 = (int)v0[1], x1 = (int)v2[0], y1 = (int)v2[1];
+        if (x1 > *tw) *tw = x1;
+        if (y1 > *th) *th = y1;
+        if (draw) fill_rect(rgb, w, h, x + x0 * scale, y + y0 * scale, x + x1 * scale, y + y1 * scale, col);
+    }
+    *tw *= scale;
+    *th *= scale;
+}
+
+/* A mask (w*h bytes, non-zero = set) tinted half-way to col, with a solid one-pixel outline. */
+void tint_mask(unsigned char *rgb, int w, int h, const uint8_t *m, const unsigned char *col) {
+    int x, y;
+    for (y = 0; y < h; y++)
+        for (x = 0; x < w; x++) {
+            size_t i = (size_t)y * w + x;
+            unsigned char *p = rgb + 3 * i;
+            int c, edge;
+            if (!m[i]) continue;
+            edge = (x > 0 && !m[i - 1]) || (x + 1 < w && !m[i + 1]) || (y > 0 && !m[i - w]) || (y + 1 < h && !m[i + w]);
+            for (c = 0; c < 3; c++) p[c] = edge ? col[c] : (unsigned char)((p[c] + col[c] + 1) / 2);
+        }
+}
+
+/* Line width of the overlay's drawings: 1 pixel per 300 of the shorter side, at least 1. */
+int line_scale(int w, int h) {
+    int s = (w < h ? w : h) / 300;
+    return s < 1 ? 1 : s;
+}
+
+/* The outline of the pixels x0..x1, y0..y1 (inclusive, inside the image), s pixels wide, inwards. */
+void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, int s, const unsigned char *col) {
+    fill_rect(rgb, w, h, x0, y0, x1 + 1, y0 + s, col);
+    fill_rect(rgb, w, h, x0, y1 + 1 - s, x1 + 1, y1 + 1, col);
+    fill_rect(rgb, w, h, x0, y0, x0 + s, y1 + 1, col);
+    fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
+}

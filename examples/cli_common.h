@@ -1,0 +1,110 @@
+/* cli_common.h - what the sam3 command-line tool's translation units share (defined in
+   examples/cli_common.c), and the entry points of the commands that live in other units.
+
+   The tool: examples/sam3_cli.c (main; segment, points, merge, info, tokenize; the one unit that
+   compiles sam3.h's implementation), cli_track.c (track), cli_dataset.c (folders, lists, shards,
+   COCO, merge), sam3_bench.c (bench), cli_common.c (this), cli_outdir.c (the output folder),
+   image_io.c (JPEG/PNG in), cli_y4m.h (YUV4MPEG2 in, for track alone). */
+#ifndef SAM3_CLI_COMMON_H
+#define SAM3_CLI_COMMON_H
+
+#include "../sam3.h"
+#include "cli_outdir.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes: success, runtime failure, usage error (one line on stderr names the problem). */
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_USAGE 2
+
+/* ---- messages ---- */
+
+extern const char *cli_cmd; /* the running command, for cli_error ("segment" until set) */
+/* One line on stderr: "sam3 COMMAND: ...". */
+void cli_error(const char *fmt, ...);
+/* "sam3 CMD: <fmt with arg> (try 'sam3 CMD --help')" on stderr; returns CLI_USAGE. */
+int usage_error(const char *cmd, const char *fmt, const char *arg);
+/* "850 ms" or "31.2 s"; eight rotating buffers, so one printf can show up to eight. */
+const char *fmt_ms(double ms);
+
+/* ---- the model ---- */
+
+/* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file
+   or directory"); load notes on stderr unless quiet. Returns 1 on success. */
+int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3_model **out);
+int load_model(const char *cmd, const char *path, int quiet, sam3_model **out);
+/* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */
+int model_is_sam1(const sam3_model *m);
+/* An integer config entry, 0 when absent. */
+int64_t cfgi(const sam3_model *m, const char *key);
+
+/* ---- options ---- */
+
+/* Option with a value: "-x V", "--long V" or "--long=V". Returns 1 and sets *val (moving *i past
+   the value) when argv[*i] is this option, 0 when it is not, -1 when its value is missing. */
+int opt_value(int argc, char **argv, int *i, const char *short_name, const char *long_name, const char **val);
+/* A finite number (|v| <= 1e30) / an integer in lo..hi; 1, or 0 when s is not one. */
+int parse_float(const char *s, float *out);
+int parse_int(const char *s, int lo, int hi, int *out);
+/* "x0,y0,x1,y1" or "x0,y0,x1,y1,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or
+   what is wrong. */
+const char *parse_box(const char *s, sam3_box *b, int *label);
+/* "x,y" or "x,y,L" with L one of pos, positive, 1, neg, negative, 0. Returns NULL or what is wrong. */
+const char *parse_point(const char *s, sam3_point *pt);
+
+/* ---- results.json, tracks.jsonl: a growing text buffer and JSON ---- */
+
+typedef struct text_buf {
+    char *p;
+    size_t len, cap;
+    int oom; /* an allocation failed: later writes are dropped */
+} text_buf;
+
+void tb_printf(text_buf *b, const char *fmt, ...);
+/* A JSON string literal in pure ASCII: UTF-8 becomes \uXXXX (surrogate pairs above U+FFFF),
+   invalid UTF-8 bytes become U+FFFD, control characters are escaped. */
+void tb_json_string(text_buf *b, const char *s);
+/* %.6g, or null when not finite. */
+void tb_json_number(text_buf *b, double v);
+
+/* ---- images in and out ---- */
+
+/* What sam3 writes into its manifests' first entry ("generator": "sam3 ..."): how a rerun
+   recognises its own folder (examples/cli_outdir.h). */
+#define CLI_OUT_MARKER "\"generator\": \"sam3 "
+
+typedef struct cli_image {
+    unsigned char *pixels; /* (h, w, channels) from image_io.h; free() */
+    int w, h, channels;    /* channels 1 (grey) or 3 (RGB) */
+    sam3_pixel_format format;
+} cli_image;
+
+/* A JPEG or PNG file (examples/image_io.c); CLI_OK, or CLI_FAIL after one line on stderr. */
+int read_image(const char *path, unsigned long long max_pixels, cli_image *img);
+/* Encodes a PNG and writes it as od/name (put in place at the commit). 0 after one line on stderr. */
+int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int w, int h, int channels);
+
+/* ---- drawing the overlays (RGB8 images, w*h*3 bytes) ---- */
+
+extern const unsigned char PALETTE[12][3]; /* the objects' colours, in turn */
+/* Fills [x0,x1) x [y0,y1), clipped to the image. */
+void fill_rect(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, const unsigned char *col);
+/* stb_easy_font text at (x, y), each font pixel drawn as scale x scale; returns its size. When
+   draw is 0, only measures. */
+void draw_text(unsigned char *rgb, int w, int h, int x, int y, int scale, const char *text, const unsigned char *col, int draw, int *tw,
+               int *th);
+/* A mask (w*h bytes, non-zero = set) tinted half-way to col, with a solid one-pixel outline. */
+void tint_mask(unsigned char *rgb, int w, int h, const uint8_t *m, const unsigned char *col);
+/* Line width of the overlay's drawings: 1 pixel per 300 of the shorter side, at least 1. */
+int line_scale(int w, int h);
+/* The outline of the pixels x0..x1, y0..y1 (inclusive, inside the image), s pixels wide, inwards. */
+void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, int s, const unsigned char *col);
+
+/* ---- the commands in other units (argv after the command's name) ---- */
+
+int cmd_track(int argc, char **argv);  /* examples/cli_track.c */
+int bench_main(int argc, char **argv); /* examples/sam3_bench.c, on the public API alone */
+
+#endif /* SAM3_CLI_COMMON_H */
