@@ -110,8 +110,9 @@ $(BUILD)/track_loop: examples/track_loop.c sam3.h | $(BUILD)
 
 # ---- Library and install (README "Install"). `make lib`: sam3.h compiled once (examples/sam3_lib.c)
 # into build/libsam3.a and build/libsam3.so (exports the public sam3_* functions only). `make install`
-# copies sam3.h, a generated sam3.pc (cflags and libs: OpenMP and the OpenBLAS build chosen above)
-# and the CLI under $(DESTDIR)$(PREFIX), and the libraries too when built (`make lib install`);
+# copies sam3.h, a generated sam3.pc (-lsam3; OpenMP and the OpenBLAS build chosen above in
+# Libs.private), a CMake package config (find_package(sam3)) and the CLI under $(DESTDIR)$(PREFIX),
+# and the libraries too when built (`make lib install`);
 # `make uninstall` removes them. The library chooses its kernels at run time: it runs on any machine
 # of its architecture.
 .PHONY: lib install uninstall
@@ -134,17 +135,39 @@ $(BUILD)/libsam3.a: $(BUILD)/sam3_lib.o
 	rm -f $@ && $(AR) rcs $@ $<
 $(BUILD)/libsam3.so: $(BUILD)/sam3_lib.o
 	$(CC) $(CFLAGS) $(OMPFLAGS) -shared -Wl,-soname,$(SAM3_SONAME) -o $@ $< $(LIBS)
+CMAKEDIR     ?= $(LIBDIR)/cmake/sam3
 install: all $(INSTALL_LIBS)
-	@# sam3.pc: -lsam3 where the libraries are installed; the BLAS and OpenMP flags always (a program
-	@# that defines SAM3_IMPLEMENTATION compiles the implementation itself)
+	@# sam3.pc: -lsam3 where the libraries are installed, what libsam3 itself needs (the BLAS,
+	@# OpenMP) in Libs.private: `pkg-config --static --libs` for libsam3.a, or for a program that
+	@# defines SAM3_IMPLEMENTATION and compiles the implementation itself (add -fopenmp to run its
+	@# loops on several threads)
 	@printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCLUDEDIR)' 'libdir=$(LIBDIR)' '' 'Name: sam3' \
 	    'Description: Meta SAM 3 segmentation in C (the single header sam3.h; libsam3 after make lib install)' \
-	    'Version: $(SAM3_VERSION)' 'Cflags: -I$${includedir} $(OMPFLAGS)' \
-	    'Libs: $(if $(INSTALL_LIBS),-L$${libdir} -lsam3 )$(BLAS_LIBS) -lm $(OMPFLAGS)' >$(BUILD)/sam3.pc
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	    'Version: $(SAM3_VERSION)' 'Cflags: -I$${includedir}' \
+	    'Libs: $(if $(INSTALL_LIBS),-L$${libdir} -lsam3)' 'Libs.private: $(BLAS_LIBS) -lm $(OMPFLAGS)' >$(BUILD)/sam3.pc
+	@# CMake: find_package(sam3) gives sam3::sam3 (libsam3.so), sam3::static (libsam3.a and what it
+	@# needs) and sam3::header (the include directory alone, for a program compiling the implementation)
+	@printf '%s\n' '# sam3 $(SAM3_VERSION), written by make install' \
+	    'set(sam3_VERSION $(SAM3_VERSION))' 'set(sam3_INCLUDE_DIR "$(INCLUDEDIR)")' \
+	    'if(NOT TARGET sam3::header)' '  add_library(sam3::header INTERFACE IMPORTED)' \
+	    '  set_target_properties(sam3::header PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "$(INCLUDEDIR)")' \
+	    '  set_property(TARGET sam3::header PROPERTY INTERFACE_LINK_LIBRARIES $(BLAS_LIBS) m)' \
+	    '$(if $(INSTALL_LIBS),  add_library(sam3::sam3 SHARED IMPORTED)' \
+	    '  set_target_properties(sam3::sam3 PROPERTIES IMPORTED_LOCATION "$(LIBDIR)/$(SAM3_SONAME)" IMPORTED_SONAME $(SAM3_SONAME)' \
+	    '                        INTERFACE_INCLUDE_DIRECTORIES "$(INCLUDEDIR)")' \
+	    '  add_library(sam3::static STATIC IMPORTED)' \
+	    '  set_target_properties(sam3::static PROPERTIES IMPORTED_LOCATION "$(LIBDIR)/libsam3.a" INTERFACE_INCLUDE_DIRECTORIES "$(INCLUDEDIR)")' \
+	    '  set_property(TARGET sam3::static PROPERTY INTERFACE_LINK_LIBRARIES $(BLAS_LIBS) m $(OMPFLAGS))' \
+	    ')endif()' >$(BUILD)/sam3Config.cmake
+	@printf '%s\n' 'set(PACKAGE_VERSION $(SAM3_VERSION))' \
+	    'if(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$(word 1,$(subst ., ,$(SAM3_VERSION)))" AND NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)' \
+	    '  set(PACKAGE_VERSION_COMPATIBLE TRUE)' 'endif()' 'if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)' \
+	    '  set(PACKAGE_VERSION_EXACT TRUE)' 'endif()' >$(BUILD)/sam3ConfigVersion.cmake
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
 	install -m 755 $(BUILD)/sam3 $(DESTDIR)$(BINDIR)/sam3
 	install -m 644 sam3.h $(DESTDIR)$(INCLUDEDIR)/sam3.h
 	install -m 644 $(BUILD)/sam3.pc $(DESTDIR)$(PKGCONFIGDIR)/sam3.pc
+	install -m 644 $(BUILD)/sam3Config.cmake $(BUILD)/sam3ConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 	$(if $(INSTALL_LIBS),install -d $(DESTDIR)$(LIBDIR) && install -m 644 $(BUILD)/libsam3.a $(DESTDIR)$(LIBDIR)/libsam3.a && \
 	    install -m 755 $(BUILD)/libsam3.so $(DESTDIR)$(LIBDIR)/libsam3.so.$(SAM3_VERSION) && \
 	    ln -sf libsam3.so.$(SAM3_VERSION) $(DESTDIR)$(LIBDIR)/$(SAM3_SONAME) && \
@@ -152,6 +175,7 @@ install: all $(INSTALL_LIBS)
 	@if [ -n "$(INSTALL_LIBS)" ] && [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 	@echo "make install: sam3 $(SAM3_VERSION) in $(DESTDIR)$(PREFIX)$(if $(INSTALL_LIBS), with libsam3, (no libsam3: make lib install)); build with: pkg-config --cflags --libs sam3"
 uninstall:
+	rm -f $(DESTDIR)$(CMAKEDIR)/sam3Config.cmake $(DESTDIR)$(CMAKEDIR)/sam3ConfigVersion.cmake
 	rm -f $(DESTDIR)$(BINDIR)/sam3 $(DESTDIR)$(INCLUDEDIR)/sam3.h $(DESTDIR)$(PKGCONFIGDIR)/sam3.pc $(DESTDIR)$(LIBDIR)/libsam3.a \
 	    $(DESTDIR)$(LIBDIR)/libsam3.so $(DESTDIR)$(LIBDIR)/$(SAM3_SONAME) $(DESTDIR)$(LIBDIR)/libsam3.so.$(SAM3_VERSION)
 

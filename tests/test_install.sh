@@ -46,7 +46,11 @@ check "installed CLI runs: $("$P/bin/sam3" --version 2>&1)" sh -c "'$P/bin/sam3'
 export PKG_CONFIG_PATH="$P/lib/pkgconfig"
 check "pkg-config --modversion sam3 = $version (got $(pkg-config --modversion sam3))" test "$(pkg-config --modversion sam3)" = "$version"
 flags="$(pkg-config --cflags --libs sam3)"
-check "pkg-config --libs has -lsam3 and the BLAS: $flags" sh -c "echo '$flags' | grep -q -- '-lsam3' && echo '$flags' | grep -q -- 'openblas'"
+check "pkg-config --cflags --libs is -I and -lsam3 alone (the rest is Libs.private): $flags" sh -c \
+    "echo '$flags' | grep -q -- '-lsam3' && ! echo '$flags' | grep -q -- 'openblas\|openmp'"
+sflags="$(pkg-config --static --libs sam3)"
+check "pkg-config --static --libs adds the BLAS and OpenMP: $sflags" sh -c "echo '$sflags' | grep -q -- 'openblas' && echo '$sflags' | grep -q -- '-fopenmp'"
+for f in sam3Config.cmake sam3ConfigVersion.cmake; do check "installed lib/cmake/sam3/$f" test -e "$P/lib/cmake/sam3/$f"; done
 
 # Programs outside the repository, built from pkg-config alone. examples/embed_min.c (stb_image
 # through its own .pc) header-only as it is, and without its SAM3_IMPLEMENTATION line against
@@ -98,12 +102,13 @@ build() { # build NAME SOURCE [FLAGS...]: $CC -std=c99 $CFLAGS -o NAME SOURCE FL
 }
 # shellcheck disable=SC2046,SC2086
 {
-    build embed_header app.c $(pkg-config --cflags --libs sam3) $STB
-    build embed_shared app_lib.c $(pkg-config --cflags --libs sam3) $STB
-    build scores_header scores.c -DHEADER_ONLY $(pkg-config --cflags --libs sam3)
+    # header-only: the implementation compiled here needs what libsam3 needs (--static)
+    build embed_header app.c $(pkg-config --cflags sam3) $(pkg-config --static --libs sam3 | sed 's/-L[^ ]* -lsam3//') $STB
+    build embed_shared app_lib.c $(pkg-config --cflags --libs sam3) $STB -lm # -lm: stb_image's
+    build scores_header scores.c -DHEADER_ONLY $(pkg-config --cflags sam3) $(pkg-config --static --libs sam3 | sed 's/-L[^ ]* -lsam3//')
     build scores_shared scores.c $(pkg-config --cflags --libs sam3)
     # static: libsam3.a, then the libraries pkg-config names besides -lsam3
-    build scores_static scores.c $(pkg-config --cflags sam3) "$P/lib/libsam3.a" $(pkg-config --libs sam3 | sed 's/-lsam3 //')
+    build scores_static scores.c $(pkg-config --cflags sam3) "$P/lib/libsam3.a" $(pkg-config --static --libs sam3 | sed 's/-L[^ ]* -lsam3//')
 }
 check "header-only programs define sam3_load themselves" sh -c \
     "nm '$T/embed_header' | grep -q ' T sam3_load\$' && nm '$T/scores_header' | grep -q ' T sam3_load\$'"
@@ -127,6 +132,27 @@ check "scores.c prints every query (${n:-none}: $(head -n 1 "$T/scores_header.tx
     test "${n:-0}" -gt 0 -a "$(wc -l <"$T/scores_header.txt")" -eq $((${n:-0} + 1))
 check "scores.c: the shared library gives the header-only build's results, bit for bit" cmp -s "$T/scores_header.txt" "$T/scores_shared.txt"
 check "scores.c: the static library gives the header-only build's results, bit for bit" cmp -s "$T/scores_header.txt" "$T/scores_static.txt"
+
+# CMake: find_package(sam3) in a small project, the shared and the static library
+if command -v cmake >/dev/null 2>&1; then
+    mkdir -p "$T/cm"
+    cp "$T/scores.c" "$T/cm/scores.c"
+    printf '%s\n' 'cmake_minimum_required(VERSION 3.13)' 'project(uses_sam3 C)' 'find_package(sam3 1.0 REQUIRED)' \
+        'add_executable(scores_cmake scores.c)' 'target_link_libraries(scores_cmake sam3::sam3)' \
+        'add_executable(scores_cmake_static scores.c)' 'target_link_libraries(scores_cmake_static sam3::static)' >"$T/cm/CMakeLists.txt"
+    (cd "$T/cm" && cmake -S . -B b -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_FLAGS="-std=c99 $CFLAGS" && cmake --build b) >"$T/cm.log" 2>&1
+    check "a CMake project with find_package(sam3) builds: $(tail -n 3 "$T/cm.log")" test -x "$T/cm/b/scores_cmake" -a -x "$T/cm/b/scores_cmake_static"
+    for v in scores_cmake scores_cmake_static; do
+        "$T/cm/b/$v" "$MODEL" >"$T/$v.txt" 2>&1
+        check "$v (find_package) gives the header-only build's results, bit for bit" cmp -s "$T/scores_header.txt" "$T/$v.txt"
+    done
+    printf '%s\n' 'cmake_minimum_required(VERSION 3.13)' 'project(wants_v2 C)' 'find_package(sam3 2.0 REQUIRED)' >"$T/cm/v2.cmake"
+    mkdir -p "$T/cm2" && cp "$T/cm/v2.cmake" "$T/cm2/CMakeLists.txt"
+    (cd "$T/cm2" && cmake -S . -B b -DCMAKE_PREFIX_PATH="$P") >"$T/cm2.log" 2>&1
+    check "find_package(sam3 2.0) refuses version $version" test $? -ne 0
+else
+    echo "test_install: no cmake: the find_package(sam3) checks skipped"
+fi
 
 # uninstall removes every file and link it installed
 $MAKE --no-print-directory uninstall BUILD="$B" PREFIX="$P" >"$T/uninstall.log" 2>&1
