@@ -5360,12 +5360,10 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int 
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
    has them and uses them where the CPU does. */
 /* AVX-512's k blocks: up to 4800 k, K split into equal blocks (multiples of 32). Each k block
-   after the first loads every C tile again, rows a whole output row apart and long out of cache:
-   with 256 k that reload took a fifth of the tiles' time (Zen 4, 1 thread, 5184 x 3072 x 1024:
-   167 GFLOP/s; 512 k: 196; one 1024-k block: 210; 5184 x 1024 x 4736: 166 / 186 / 194), and the
-   ViT's fc2 (K 4736) in one block of 64-row A blocks (600 KB, beside a 300 KB B panel in a 1 MB
-   L2) ran 218 instead of 197 GFLOP/s (1 thread), 422-438 instead of 386-393 (2 threads); the
-   1024-k products the same either way (420-428). */
+   after the first loads every C tile again, rows a whole output row apart and long out of cache,
+   so few long k blocks beat many short ones: the ViT's widest K (fc2's 4736) is one block, its A
+   blocks of 64 rows (600 KB) fitting a 1 MB L2 beside the B panel. (Numbers: the commit that set
+   these.) */
 #ifndef SAM3__BKC
 #define SAM3__BKC 4800 /* k per block at most (a multiple of 32) */
 #endif
@@ -5374,12 +5372,11 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int 
 #define SAM3__BMC 64 /* AVX-512's rows per A block: 64 x 4736 bf16 = 600 KB, in L2 */
 #endif
 #define SAM3__BNC (SAM3__BNR * 64)
-/* AMX's blocks: a tile step (four tdpbf16ps, 16 cycles each) takes 32 k, and each k block after
-   the first sends every 32 x 32 tile's sums through memory again. 1024 k a block (B panel 64 KB,
-   past L1; A block 256 KB, in L2) measured faster than 512 (B panel in L1) on 5 of 6 ViT shapes
-   and thread counts (Xeon with AMX, by 16-60 %). The columns of a ViT layer's widest product (4736)
-   fit one B block, so the activations are rounded and packed once per k block. (-D overrides:
-   for tuning runs; test_gemm's shapes follow them.) */
+/* AMX's blocks: a tile step (four tdpbf16ps) takes 32 k, and each k block after the first sends
+   every 32 x 32 tile's sums through memory again, so a k block is long (1024: the B panel past
+   L1, the A block of 256 KB in L2). The columns of a ViT layer's widest product (4736) fit one B
+   block, so the activations are rounded and packed once per k block. (-D overrides: for tuning
+   runs; test_gemm's shapes follow them.) */
 #ifndef SAM3__BKC_AMX
 #define SAM3__BKC_AMX 1024
 #endif
@@ -5401,10 +5398,9 @@ static int sam3__bgemm_kstep(int kern, int K) {
     return ((K + nb - 1) / nb + 31) / 32 * 32;
 }
 /* Columns per B block for k blocks of kcp: the kernel's own width, or wider up to a packed block
-   of SAM3__BNB bytes where k is short. A block ends in two barriers (its packing, its tiles): the
-   neck's 1x1 convs (K 256, N a map of up to 82944 pixels) in 2048-column blocks made 82 of them
-   in 35 ms, and beside a busy process each barrier can wait out the time slice of a descheduled
-   thread (the conv took 4x its quiet time instead of 1.5x). */
+   of SAM3__BNB bytes where k is short. A block ends in two barriers (its packing, its tiles), and
+   beside a busy process each barrier can wait out the time slice of a descheduled thread: the
+   neck's 1x1 convs (K 256, N up to a whole map's pixels) take few wide blocks, not many narrow. */
 #ifndef SAM3__BNB
 #define SAM3__BNB (8 << 20)
 #endif
@@ -5617,8 +5613,7 @@ static void sam3__bgemm_store(const float *t, float *C, int ldc, int mr, int nr,
 /* 8 rows x BNR of a tile from pa (rows of kcp bf16) and pb (kcp / 2, NR, 2): 16 accumulators, two
    B vectors and a broadcast A pair a k pair, vdpbf16ps adding both products of a pair. Its own
    function, the 16 sums in named registers: inside the whole tile's function GCC 12 kept one B
-   vector on the stack (a store and a load every k pair), 152 instead of ~215 GFLOP/s a core. The
-   sums go to C (C += on a later k block, C = sums + beta C on the first; beta 0: C not read). */
+   vector on the stack (a store and a load every k pair). The sums go to C (C += on a later k block, C = sums + beta C on the first; beta 0: C not read). */
 #define SAM3__BROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile8_avx512(int kcp, const uint16_t *pa, const uint16_t *pb,
                                                                                          float *C, int ldc, float beta, int first) {
@@ -5666,7 +5661,7 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile_avx512(int 
     const int full = mr == SAM3__BMR && nr == SAM3__BNR;
     int r0;
     /* C's rows lie a row of the output apart and were last touched one k block ago (the k blocks
-       above keep that rare): fetched at the tile's start, 1-2 % on a K of 4736 (Zen 4, 196 / 198). */
+       above keep that rare): fetched at the tile's start. */
     if (full && (!first || beta != 0))
         for (r0 = 0; r0 < SAM3__BMR; r0++) {
             _mm_prefetch((const char *)(C + (size_t)r0 * ldc), _MM_HINT_T0);
@@ -7486,8 +7481,8 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int n
 #if defined(SAM3__BF16_X86)
 #define SAM3__ATT_BF16 1
 /* The ViT's self-attention with bf16 products (AMX tiles, through the bf16 GEMM's tile kernels),
-   where its weight products run in bf16: AMX makes those ~5x faster than f32, and the f32
-   attention (~14 % of the encoder's flops) then took most of its time. The scores need more than
+   where its weight products run in bf16: AMX makes those several times faster than f32, and the
+   f32 attention would then take most of the encoder's time. The scores need more than
    bf16: an error of 2^-8 |s| in a score of 30 is 0.1 in its exponent, and with q and k rounded
    to bf16 (as PyTorch's bf16 attention does) a full-size click's mask fell to IoU 0.93 against
    fp32. So q and k are split into bf16 pairs, x = hi + lo, and the scores summed from
@@ -7924,18 +7919,14 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
    one. Pipelined, each task takes a few tile rows through the input transform, the 36 products
    and the output transform on one thread, in buffers of its own, so the conv is one parallel
    region ending in one barrier; phased, every chunk of rows is three regions (transform in,
-   products, transform out) over all threads. Beside a busy process the difference is large: a
-   thread that shares its core is off for whole time slices (~4 ms), and every barrier then waits
-   for it, so the phased conv at 288 x 288 (73 barriers in 180 ms) ran at about one thread's speed
-   (2.1-2.5x its quiet time; pipelined 1.7-1.8x). Its products are smaller, so quiet it is a
-   little slower (2 threads on Zen 4, 256 channels, medians: 288 x 288 184 ms, phased 179; 144 x
-   144 59, 51), and beside a busy process faster (144 x 144 1.6-1.8x its quiet time, phased
-   1.8-2.4x). Pipelined needs products split over our threads (a single-threaded BLAS), tasks
-   of SAM3__WINO_TILES+ tiles (72-tile tasks at 288 x 288 took 207 ms, 144-tile 184, 288-tile
-   174) and 4+ tasks a thread (the last round's imbalance): on 2 threads the maps from 144 x 144
-   on, on 16 none of the model's. Each thread holds 36 (cin + cout) floats a tile,
-   10.6 MB for 144 tiles of 256 channels (288-tile tasks took the bf16 file's peak RSS past
-   2.3 GB: 2311 MB, phased 2286). Not for 72 x 72 on 2 threads (14 ms phased, 20 pipelined). */
+   products, transform out) over all threads. Beside a busy process a thread that shares its core
+   is off for whole time slices, and every barrier then waits for it: the phased conv's many
+   barriers cost it most of a thread. Quiet, the pipelined conv's smaller products make it a little
+   slower. So pipelined where it can be: products split over our threads (a single-threaded BLAS),
+   tasks of SAM3__WINO_TILES+ tiles (smaller ones lose to their products' overhead) and 4+ tasks a
+   thread (the last round's imbalance): on 2 threads the maps from 144 x 144 on, on 16 none of the
+   model's. Each thread holds 36 (cin + cout) floats a tile, 10.6 MB for 144 tiles of 256
+   channels, within the bf16 file's peak. (Timings: the commits that set this.) */
 /* Tile rows a product of the Winograd conv covers (with our threads splitting the products):
    SAM3__WINO_TILES+ tiles, from the map's width alone, so that its sums do not depend on the
    thread count. */
