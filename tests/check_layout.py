@@ -6,7 +6,8 @@
      choice (the cpuid/HWCAP probe);
   2. SAM3_MALLOC / SAM3_FREE only in the allocator helpers (the default allocator, kernel scratch,
      the Windows path buffer): everything else allocates through the context or the model;
-  3. no function over 120 lines (the generated Unicode tables aside);
+  3. no function over 120 lines (the generated Unicode tables aside; LONG_KNOWN lists the ones
+     still to split, each held to its length);
   4. every banner (/* ==== sam3: NAME ==== */) listed in the contents block, and every entry of
      the block a banner, in the same order.
 
@@ -22,6 +23,11 @@ ALLOC_FUNCS = {"sam3__default_alloc", "sam3__default_free", "sam3__kbuf_get", "s
                "sam3__win_path_free"}
 GENERATED = "unicode tables"
 MAX_LINES = 120
+# Functions over MAX_LINES that are known and not yet split (issue 32's list): each may not grow,
+# and one that is split must leave this list (a stale entry is a violation too).
+LONG_KNOWN = {"sam3__file_parse": 151, "sam3__load_config": 161, "sam3__load_weights": 290, "sam3__segment_run": 212,
+              "sam3__segment_points_run": 167, "sam3__trk_object": 131, "sam3__tracker_push_frame_run": 201,
+              "sam3__concept_push_run": 285}
 
 BANNER = re.compile(r"^/\* ==== sam3: (.+?) ==== \*/")
 SUBBANNER = re.compile(r"^/\* ---- (.+?) ----")
@@ -55,6 +61,7 @@ def check(text):
     room, sub, banners = "(before the implementation)", "", []
     in_impl = False
     func, func_start = None, 0
+    seen_long = {}
     for i, ln in enumerate(lines, 1):
         m = BANNER.match(ln)
         if m:
@@ -78,8 +85,11 @@ def check(text):
                     continue
         if func is not None and ln.startswith("}"):
             n = i - func_start + 1
-            if n > MAX_LINES and room != GENERATED:
-                bad.append(f"{func_start}: function {func} is {n} lines (at most {MAX_LINES})")
+            if n > MAX_LINES and room != GENERATED and n > LONG_KNOWN.get(func, 0):
+                known = f", known at {LONG_KNOWN[func]}" if func in LONG_KNOWN else ""
+                bad.append(f"{func_start}: function {func} is {n} lines (at most {MAX_LINES}{known})")
+            if func in LONG_KNOWN:
+                seen_long[func] = n
             func = None
         if in_impl and ALLOC.search(code):
             owner = func
@@ -88,6 +98,9 @@ def check(text):
                 owner = m.group(1) if m else None
             if owner not in ALLOC_FUNCS and not code.lstrip().startswith("#"):
                 bad.append(f"{i}: SAM3_MALLOC/SAM3_FREE outside the allocator helpers (in {owner}): {ln.strip()[:90]}")
+    for f in LONG_KNOWN:
+        if seen_long.get(f, 0) <= MAX_LINES:
+            bad.append(f"function {f} is no longer over {MAX_LINES} lines (or gone): take it off LONG_KNOWN")
     toc = contents(lines)
     # the end-of-tables banner closes the generated room; it is not a room of its own
     rooms = [b for b in banners if not b.startswith("end of ")]

@@ -60,6 +60,8 @@ tail1() { out=$("$@") || { echo "$out"; return 1; }; echo "$out" | tail -n 1; }
 
 suite convert a "tools/convert.py on the tiny checkpoints, dtypes, layouts" '"$PY" tests/test_convert.py'
 suite convert_robust a "the converter on hostile inputs" '"$PY" tests/test_convert_robust.py'
+suite layout a "sam3.h's room rules: contents block, kernels and allocation in their rooms, function length" \
+    '"$PY" tests/check_layout.py --self-test && "$PY" tests/check_layout.py sam3.h'
 suite compile c "C and C++ builds, several translation units, SAM3_STATIC" '$B/test_compile_c && $B/test_compile_cpp'
 suite format c "the .sam3 reader on ~60 corrupt files" '$B/test_format $B/tiny_a.sam3 $B/tiny_b.sam3 $B/tiny_a_bf16.sam3'
 suite tokenizer c "CLIP BPE against the reference ids" '"$PY" tests/make_tokenizer_file.py "$SH/clip" $B/tok_clip.sam3 &&
