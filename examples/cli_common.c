@@ -274,19 +274,33 @@ void tb_json_number(text_buf *b, double v) {
 
 /* ---- images in and out ---- */
 
-int read_image(const char *path, unsigned long long max_pixels, cli_image *img) {
+int read_image(const char *path, unsigned long long max_pixels, int keep_orientation, cli_image *img) {
     cli_img im;
     char why[512];
+    int stored;
     if (!cli_img_read_file(path, max_pixels, &im, why, sizeof(why))) {
         cli_error("cannot read image '%s': %s", path, why);
         return CLI_FAIL;
     }
+    stored = im.orientation;
+    if (!keep_orientation && !cli_img_apply_orientation(&im)) {
+        free(im.pixels);
+        cli_error("out of memory turning '%s' upright (EXIF orientation %d)", path, stored);
+        return CLI_FAIL;
+    }
+    img->orientation = stored;
+    img->oriented = !keep_orientation && stored > 1;
     img->pixels = im.pixels;
     img->w = im.w;
     img->h = im.h;
     img->channels = im.channels;
     img->format = im.channels == 1 ? SAM3_GRAY8 : SAM3_RGB8;
     return CLI_OK;
+}
+
+void tb_orientation(text_buf *b, const cli_image *img) {
+    if (img->orientation > 1)
+        tb_printf(b, ", \"exif_orientation\": {\"stored\": %d, \"applied\": %s}", img->orientation, img->oriented ? "true" : "false");
 }
 
 /* Encodes a PNG and writes it as od/name (put in place at the commit). 0 after one line on stderr. */

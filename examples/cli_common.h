@@ -79,10 +79,14 @@ typedef struct cli_image {
     unsigned char *pixels; /* (h, w, channels) from image_io.h; free() */
     int w, h, channels;    /* channels 1 (grey) or 3 (RGB) */
     sam3_pixel_format format;
+    int orientation;       /* the file's EXIF orientation (1-8; 1: none) */
+    int oriented;          /* 1: the pixels were turned upright by it (no --keep-orientation) */
 } cli_image;
 
 /* A JPEG or PNG file (examples/image_io.c); CLI_OK, or CLI_FAIL after one line on stderr. */
-int read_image(const char *path, unsigned long long max_pixels, cli_image *img);
+int read_image(const char *path, unsigned long long max_pixels, int keep_orientation, cli_image *img);
+/* ", \"exif_orientation\": {...}" for an image whose file has an EXIF orientation, else nothing */
+void tb_orientation(text_buf *b, const cli_image *img);
 /* Encodes a PNG and writes it as od/name (put in place at the commit). 0 after one line on stderr. */
 int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int w, int h, int channels);
 

@@ -78,6 +78,7 @@ static const char *TRACK_HELP_OPTIONS =
     "  --overlay                  also write overlays/\n"
     "  --force                    write into a folder that holds other files (they are kept)\n"
     "  --max-pixels N             refuse frames and masks over N pixels (default 100000000)\n"
+    "  --keep-orientation         JPEG frames as stored: their EXIF orientation is not applied\n"
     "  --threads N                threads (default: all cores)\n"
     "  --precision bf16|f32       weight products in bf16 (f32 sums), as in `sam3 segment`\n"
     "  -q, --quiet                no progress on stderr\n"
@@ -99,7 +100,8 @@ typedef struct track_prompt {
 typedef struct track_args {
     const char *model, *input, *outdir;
     int threads, quiet, overlay, force;
-    int precision; /* --precision: SAM3_PRECISION_* */
+    int keep_orientation; /* --keep-orientation: frames as stored, EXIF ignored */
+    int precision;        /* --precision: SAM3_PRECISION_* */
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
@@ -158,6 +160,8 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             a->overlay = 1;
         } else if (!strcmp(opt, "--force")) {
             a->force = 1;
+        } else if (!strcmp(opt, "--keep-orientation")) {
+            a->keep_orientation = 1;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--max-pixels", &v)) != 0) {
             char *end;
             if (r < 0) return usage_error("track", "option '%s' needs a value", opt);
@@ -265,6 +269,7 @@ typedef struct frame_src {
     FILE *y4m;  /* the stream, once its header was read */
     cli_y4m y4; /* its reader (examples/cli_y4m.h) */
     unsigned long long max_pixels; /* the image reader's budget */
+    int keep_orientation;          /* JPEG frames as stored (--keep-orientation) */
 } frame_src;
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -356,7 +361,7 @@ static int frame_src_next(frame_src *s, unsigned char **rgb, int *w, int *h, cha
             return CLI_FAIL;
         }
         memset(&img, 0, sizeof(img));
-        if (read_image(path, s->max_pixels, &img) != CLI_OK) return CLI_FAIL;
+        if (read_image(path, s->max_pixels, s->keep_orientation, &img) != CLI_OK) return CLI_FAIL;
         np = (size_t)img.w * img.h;
         if (!(*rgb = (unsigned char *)malloc(np * 3))) {
             free(img.pixels);
@@ -789,6 +794,7 @@ static int run_track(track_args *a) {
     t.a = a;
     t.n_pend = 1;
     t.src.max_pixels = a->max_pixels;
+    t.src.keep_orientation = a->keep_orientation;
     /* (track_open opens t.od first, whatever happens next: track_close may close it) */
     if (track_open(&t) == CLI_OK && track_open_source(&t) == CLI_OK && track_frames(&t) == CLI_OK) rc = track_end(&t, t_all);
     track_close(&t);

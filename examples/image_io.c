@@ -304,6 +304,87 @@ static int cli_img__png(cli_img__job *j, cli_img *out) {
 }
 #endif
 
+/* ---- EXIF orientation ---- */
+
+static unsigned cli_img__u16(const unsigned char *p, int be) { return be ? (unsigned)p[0] << 8 | p[1] : (unsigned)p[1] << 8 | p[0]; }
+static uint32_t cli_img__u32(const unsigned char *p, int be) {
+    return be ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+              : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+/* The Orientation tag (0x0112, a SHORT) of IFD0 in a TIFF block t (n bytes), or 1. */
+static int cli_img__tiff_orientation(const unsigned char *t, size_t n) {
+    uint32_t ifd, k, count;
+    int be;
+    if (n < 8 || !((t[0] == 'I' && t[1] == 'I') || (t[0] == 'M' && t[1] == 'M'))) return 1;
+    be = t[0] == 'M';
+    if (cli_img__u16(t + 2, be) != 42 || (ifd = cli_img__u32(t + 4, be)) > n - 2) return 1;
+    count = cli_img__u16(t + ifd, be);
+    for (k = 0; k < count && (size_t)ifd + 2 + 12 * ((size_t)k + 1) <= n; k++) {
+        const unsigned char *e = t + ifd + 2 + 12 * (size_t)k;
+        if (cli_img__u16(e, be) == 0x0112) {
+            const unsigned v = cli_img__u16(e + 8, be);
+            return cli_img__u16(e + 2, be) == 3 && cli_img__u32(e + 4, be) >= 1 && v >= 1 && v <= 8 ? (int)v : 1;
+        }
+    }
+    return 1;
+}
+/* The EXIF orientation (1-8) of a JPEG's first APP1 "Exif" segment before its first scan, or 1
+   (none, or a block that does not parse: ignored, as Pillow ignores it). Every offset is checked
+   against the segment. */
+static int cli_img__jpeg_orientation(const unsigned char *d, size_t n) {
+    size_t i = 2;
+    int segs = 0;
+    while (i + 4 <= n && segs++ < 4096) {
+        unsigned m, len;
+        if (d[i] != 0xFF) return 1;
+        m = d[i + 1];
+        if (m == 0xFF) { /* fill byte */
+            i++;
+            continue;
+        }
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) { /* markers without a length */
+            i += 2;
+            continue;
+        }
+        if (m == 0xDA || m == 0xD9) return 1; /* the scan: EXIF comes before it */
+        len = (unsigned)d[i + 2] << 8 | d[i + 3];
+        if (len < 2 || i + 2 + len > n) return 1;
+        if (m == 0xE1 && len >= 8 && !memcmp(d + i + 4, "Exif\0\0", 6)) return cli_img__tiff_orientation(d + i + 10, len - 8);
+        i += 2 + len;
+    }
+    return 1;
+}
+
+/* Applies out->orientation to the pixels as Pillow's ImageOps.exif_transpose does (2 mirror, 3
+   rotate 180, 4 flip, 5 transpose, 6 rotate 90 clockwise, 7 transverse, 8 rotate 90
+   anticlockwise; 5-8 swap the sides), leaving orientation 1. 0 when memory runs out. */
+int cli_img_apply_orientation(cli_img *img) {
+    const int o = img->orientation, W = img->w, H = img->h, ch = img->channels, swap = o >= 5;
+    const int ow = swap ? H : W, oh = swap ? W : H;
+    unsigned char *q;
+    int x, y;
+    if (o < 2 || o > 8 || !img->pixels) return 1;
+    if (!(q = (unsigned char *)malloc((size_t)W * H * ch))) return 0;
+    for (y = 0; y < oh; y++)
+        for (x = 0; x < ow; x++) {
+            int sx, sy; /* the source pixel of output (x, y) */
+            switch (o) {
+            case 2: sx = W - 1 - x, sy = y; break;
+            case 3: sx = W - 1 - x, sy = H - 1 - y; break;
+            case 4: sx = x, sy = H - 1 - y; break;
+            case 5: sx = y, sy = x; break;
+            case 6: sx = y, sy = H - 1 - x; break;
+            case 7: sx = W - 1 - y, sy = H - 1 - x; break;
+            default: sx = W - 1 - y, sy = x; break;
+            }
+            memcpy(q + ((size_t)y * ow + x) * ch, img->pixels + ((size_t)sy * W + sx) * ch, (size_t)ch);
+        }
+    free(img->pixels);
+    img->pixels = q;
+    img->w = ow, img->h = oh, img->orientation = 1;
+    return 1;
+}
+
 /* ---- entry points ---- */
 
 /* Decodes a JPEG or PNG held in memory. 1 on success (out filled; free out->pixels), else 0 with
@@ -334,6 +415,7 @@ int cli_img_decode(const void *data, size_t size, uint64_t max_pixels, cli_img *
     j->err = err;
     j->err_cap = err_cap;
     ok = kind[0] == 'J' ? cli_img__jpeg(j, out) : cli_img__png(j, out);
+    if (ok) out->orientation = kind[0] == 'J' ? cli_img__jpeg_orientation(j->data, size) : 1;
     if (!ok) memset(out, 0, sizeof(*out));
     if (!ok && err_cap && !err[0]) snprintf(err, err_cap, "%s: cannot decode", kind);
     free(j);

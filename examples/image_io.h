@@ -27,6 +27,9 @@
      (as Pillow's convert("RGB") drops them), interlaced files are fine, gamma and colour chunks
      are ignored (as Pillow does). A CRC error in any chunk, a bad zlib stream, a truncated file
      (including a missing IEND) is an error.
+   * EXIF: a JPEG's orientation tag is reported (cli_img.orientation), not applied:
+     cli_img_apply_orientation turns the pixels upright. A block that does not parse is ignored.
+     PNG eXIf chunks are not read.
    * Output: grey (1 channel) or RGB (3), rows packed, top-left first. The buffer is allocated
      zeroed and only returned when the whole image was decoded, so no uninitialised byte and no
      partly decoded image can reach the caller.
@@ -55,6 +58,7 @@ typedef struct cli_img {
     unsigned char *pixels; /* (h, w, channels), rows packed; free() it */
     int w, h, channels;    /* channels 1 (grey) or 3 (RGB) */
     const char *format;    /* "JPEG" or "PNG" */
+    int orientation;       /* EXIF orientation 1-8 as stored (JPEG APP1 IFD0); 1: none, or PNG */
 } cli_img;
 
 /* Decodes a JPEG or PNG held in memory. 1 on success (out filled; free out->pixels), else 0 with
@@ -64,6 +68,9 @@ int cli_img_decode(const void *data, size_t size, uint64_t max_pixels, cli_img *
    larger than a 16-bit RGBA PNG within the budget could be (8 bytes a pixel + 64 MiB) are refused
    unread. */
 int cli_img_read_file(const char *path, uint64_t max_pixels, cli_img *out, char *err, size_t err_cap);
+/* The pixels turned upright as their EXIF orientation says (Pillow's ImageOps.exif_transpose, as
+   transformers' load_image applies it); orientation becomes 1. 1 on success, 0 out of memory. */
+int cli_img_apply_orientation(cli_img *img);
 /* Grey in place, for mask prompts: RGB -> L with Pillow's convert("L") weights (ITU-R 601-2 luma,
    16-bit fixed point, rounded). */
 void cli_img_to_grey(cli_img *img);

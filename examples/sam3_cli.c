@@ -191,7 +191,9 @@ static int cmd_tokenize(int argc, char **argv) {
     "side and --max-pixels pixels in all. JPEG is decoded as Pillow decodes it (integer IDCT, fancy\n" \
     "upsampling), so the pixels match the Python pipeline's; grey stays grey, CMYK is refused, and a\n" \
     "damaged or truncated JPEG is an error. PNG: palette, grey, alpha (ignored) and interlaced files;\n" \
-    "16-bit samples keep their high byte; a CRC error or a truncated file is an error.\n"
+    "16-bit samples keep their high byte; a CRC error or a truncated file is an error. A JPEG's EXIF\n" \
+    "orientation is applied (as transformers' load_image does; results.json says so), unless\n" \
+    "--keep-orientation.\n"
 #define CLI_OUTDIR_HELP \
     "\n" \
     "OUTPUT FOLDER: every file is written to a temporary file in OUTDIR (never through a link) and\n" \
@@ -225,6 +227,7 @@ static const char *SEGMENT_HELP =
     "                              output (see OUTPUT FOLDER below)\n"
     "  --force                     write into a folder that holds other files too (they are kept)\n"
     "  --max-pixels N              refuse images (and masks) over N pixels (default 100000000)\n"
+    "  --keep-orientation          the pixels as stored: a JPEG's EXIF orientation is not applied\n"
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1: sam3 splits every product over its\n"
     "                              threads, so one thread pool does the work; 0 leaves BLAS as it is)\n"
@@ -238,7 +241,7 @@ static const char *SEGMENT_HELP =
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
     "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
-    CLI_IMAGES_HELP CLI_OUTDIR_HELP;
+    CLI_IMAGES_HELP;
 static const char *SEGMENT_DATASETS_HELP =
     "\n"
     "DATASETS: -i FOLDER takes the folder's *.jpg, *.jpeg and *.png files (any case; not hidden files,\n"
@@ -264,6 +267,7 @@ typedef struct common_args {
     int threads, blas_threads, quiet, force;
     unsigned long long max_pixels; /* image budget; 0: CLI_IMG_DEFAULT_MAX_PIXELS */
     int precision;                 /* --precision: SAM3_PRECISION_* */
+    int keep_orientation;          /* --keep-orientation: the stored pixel order, EXIF ignored */
 } common_args;
 
 typedef struct seg_args {
@@ -289,6 +293,10 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
     }
     if (!strcmp(opt, "--force")) {
         ca->force = 1;
+        return 1;
+    }
+    if (!strcmp(opt, "--keep-orientation")) {
+        ca->keep_orientation = 1;
         return 1;
     }
     if ((r = opt_value(argc, argv, i, "-m", "--model", &v)) > 0) {
@@ -339,6 +347,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         const char *opt = argv[i];
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             fputs(SEGMENT_HELP, stdout);
+            fputs(CLI_OUTDIR_HELP, stdout); /* apart: C99 promises string literals of 4095 bytes */
             fputs(SEGMENT_DATASETS_HELP, stdout);
             *help = 1;
             return CLI_OK;
@@ -537,7 +546,9 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
 
     tb_printf(&js, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"image\": ", SAM3_VERSION_STRING, io->settings);
     tb_json_string(&js, io->image);
-    tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"prompt\": ", img->w, img->h);
+    tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d", img->w, img->h);
+    tb_orientation(&js, img);
+    tb_printf(&js, ",\n  \"prompt\": ");
     if (text) tb_json_string(&js, text);
     else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"boxes\": [");
@@ -643,13 +654,13 @@ static int session_load(cli_session *s, const char *model, int quiet) {
 }
 
 /* Makes the context (if not yet made) and runs the image encoder on the image file. */
-static int session_encode(cli_session *s, const char *image, int threads, int blas_threads, unsigned long long max_pixels) {
+static int session_encode(cli_session *s, const char *image, int threads, int blas_threads, unsigned long long max_pixels, int keep) {
     sam3_ctx_options co = sam3_ctx_options_default();
     sam3_result r;
     double t0 = sam3_time_ms();
     size_t i, np;
     int c, n;
-    if (read_image(image, max_pixels, &s->img) != CLI_OK) return CLI_FAIL;
+    if (read_image(image, max_pixels, keep, &s->img) != CLI_OK) return CLI_FAIL;
     np = (size_t)s->img.w * s->img.h;
     s->rgb = (unsigned char *)malloc(np * 3);
     s->overlay = (unsigned char *)malloc(np * 3);
@@ -838,7 +849,7 @@ static int run_segment(const seg_args *a) {
         cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
-    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) != CLI_OK) goto done;
     io.image = a->c.image;
     io.image_id = 1;
     io.n_images = 1;
@@ -964,7 +975,7 @@ static int run_segment_dataset(const seg_args *a) {
             if (!a->c.quiet) fprintf(stderr, "sam3: [%d/%d] %s -> %s/\n", k + 1, l.n, l.paths[k], dir);
             ok = cli_outdir_open_at(&od, a->c.outdir, l.stems[k], SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
             if (!ok) cli_error("%s", od.err);
-            ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels) == CLI_OK;
+            ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) == CLI_OK;
             ok = ok && segment_image(&ss, a, &od, &io, &t_write, &n_last) == CLI_OK;
             if (ok && !(ok = cli_outdir_commit(&od))) cli_error("%s", od.err);
             cli_outdir_close(&od);
@@ -1096,6 +1107,7 @@ static const char *POINTS_HELP =
     "                              output (see OUTPUT FOLDER below)\n"
     "  --force                     write into a folder that holds other files too (they are kept)\n"
     "  --max-pixels N              refuse images (and masks) over N pixels (default 100000000)\n"
+    "  --keep-orientation          the pixels as stored: a JPEG's EXIF orientation is not applied\n"
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1; 0 leaves BLAS as it is)\n"
     "  --precision bf16|f32        products with weights in bf16 or f32 (default; see segment --help)\n"
@@ -1104,7 +1116,7 @@ static const char *POINTS_HELP =
     "Give at least one --point, --box or --mask. Progress and timings go to stderr. Exit status:\n"
     "0 done, 1 failed (unreadable model, image or mask, a model without an interactive head, a file\n"
     "that could not be written, ...), 2 bad command line.\n"
-    CLI_IMAGES_HELP CLI_OUTDIR_HELP;
+    CLI_IMAGES_HELP;
 
 typedef struct pts_args {
     common_args c;
@@ -1128,6 +1140,7 @@ static int parse_points_args(int argc, char **argv, pts_args *a, int *help) {
         const char *opt = argv[i];
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             fputs(POINTS_HELP, stdout);
+            fputs(CLI_OUTDIR_HELP, stdout);
             *help = 1;
             return CLI_OK;
         }
@@ -1253,7 +1266,9 @@ static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *
 
     tb_printf(&js, "{\n  \"generator\": \"sam3 points %s\",\n  \"image\": ", SAM3_VERSION_STRING);
     tb_json_string(&js, a->c.image);
-    tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d,\n  \"points\": [", w, h);
+    tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d", w, h);
+    tb_orientation(&js, &ss->img);
+    tb_printf(&js, ",\n  \"points\": [");
     for (k = 0; k < a->n_points; k++) {
         tb_printf(&js, "%s[", k ? ", " : "");
         tb_json_number(&js, a->points[k].x), tb_printf(&js, ", "), tb_json_number(&js, a->points[k].y);
@@ -1330,7 +1345,7 @@ static int run_points(const pts_args *a) {
             goto done;
         }
     }
-    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels) != CLI_OK) goto done;
+    if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) != CLI_OK) goto done;
     if (!a->c.quiet)
         for (k = 0; k < a->n_points; k++)
             if (a->points[k].x < 0 || a->points[k].y < 0 || a->points[k].x > ss.img.w || a->points[k].y > ss.img.h)

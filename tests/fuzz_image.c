@@ -11,7 +11,8 @@
                           PGM/PPM (the JPEG parity test compares it with djpeg's)
 
    Invariants checked on every input: a failure has a reason; a success has 1 <= w, h <= 16384,
-   w * h within the budget, 1 or 3 channels, and every pixel byte is read (so ASan/valgrind see
+   w * h within the budget, 1 or 3 channels, an EXIF orientation 1-8 that can be applied, and
+   every pixel byte is read (so ASan/valgrind see
    any byte that was not written; `make valgrind` replays the seeds under memcheck). */
 #include "../examples/image_io.h"
 
@@ -37,6 +38,10 @@ static int fz_one(const uint8_t *data, size_t size) {
     }
     n = (size_t)img.w * img.h * img.channels;
     for (i = 0; i < n; i++) sum += img.pixels[i];
+    if (img.orientation < 1 || img.orientation > 8 || !cli_img_apply_orientation(&img)) { /* what an image goes through */
+        free(img.pixels);
+        return 1;
+    }
     cli_img_to_grey(&img); /* what a mask prompt goes through */
     for (i = 0; i < (size_t)img.w * img.h; i++) sum += img.pixels[i];
     if (sum == 0xFFFFFFFFu) fz_sink++; /* a branch on every pixel byte: valgrind reports any unwritten one */
@@ -54,14 +59,20 @@ static void fz_verbose(const char *path, const unsigned char *buf, size_t n) {
     else printf("%s: %s\n", path, err);
     free(img.pixels);
 }
-/* --dump FILE OUT: the decoded pixels as binary PGM (grey) or PPM (RGB), what djpeg writes. */
-static int dump(const char *in, const char *out) {
+/* --dump FILE OUT: the decoded pixels as binary PGM (grey) or PPM (RGB), what djpeg writes;
+   --dump-oriented: turned upright by their EXIF orientation first, as the CLI reads images. */
+static int dump(const char *in, const char *out, int oriented) {
     cli_img img;
     char err[512];
     FILE *f;
     int ok;
     if (!cli_img_read_file(in, 0, &img, err, sizeof(err))) {
         fprintf(stderr, "fuzz_image_replay: %s: %s\n", in, err);
+        return 1;
+    }
+    if (oriented && !cli_img_apply_orientation(&img)) {
+        free(img.pixels);
+        fprintf(stderr, "fuzz_image_replay: out of memory\n");
         return 1;
     }
     f = fopen(out, "wb");
@@ -74,7 +85,8 @@ static int dump(const char *in, const char *out) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 4 && !strcmp(argv[1], "--dump")) return dump(argv[2], argv[3]);
+    if (argc == 4 && !strcmp(argv[1], "--dump")) return dump(argv[2], argv[3], 0);
+    if (argc == 4 && !strcmp(argv[1], "--dump-oriented")) return dump(argv[2], argv[3], 1);
     return fzr_main(argc, argv, "fuzz_image_replay"); /* or --dump FILE OUT.pnm */
 }
 #endif

@@ -312,5 +312,41 @@ for prec in f32 bf16; do
         bad "segment/points --precision $prec: --threads 1, 2, 4 gave different files"
 done
 
+# EXIF orientation (a JPEG with orientation 6, rotate 90 clockwise): segment and points turn the
+# image upright and say so; --keep-orientation keeps the stored order and says that too
+"$PY" - "$T/exif_src.ppm" <<'PYEOF'
+import sys
+import numpy as np
+sys.path.insert(0, "tests")
+from cli_images import ppm_bytes
+y, x = np.mgrid[0:40, 0:64]
+open(sys.argv[1], "wb").write(ppm_bytes(np.stack([x * 4, y * 6, (x + y) % 256], axis=2).astype(np.uint8)))
+PYEOF
+cjpeg "$T/exif_src.ppm" >"$T/exif_plain.jpg"
+"$PY" - "$T/exif_plain.jpg" "$T/exif6.jpg" <<'PYEOF'
+import struct, sys
+j = open(sys.argv[1], "rb").read()
+t = b"II" + struct.pack("<HIH", 42, 8, 1) + struct.pack("<HHIH", 0x0112, 3, 1, 6) + b"\0\0" + struct.pack("<I", 0)
+body = b"Exif\0\0" + t
+open(sys.argv[2], "wb").write(j[:2] + b"\xff\xe1" + struct.pack(">H", len(body) + 2) + body + j[2:])
+PYEOF
+for keep in "" --keep-orientation; do
+    for cmd in "segment -t cat" "points --point 5,5"; do
+        rm -rf "$T/exif_out"
+        # shellcheck disable=SC2086
+        "$B/sam3" $cmd -m "$MODEL" -i "$T/exif6.jpg" -o "$T/exif_out" $keep -q 2>"$T/exif.err"
+        "$PY" - "$T/exif_out/results.json" "$keep" <<'PYEOF' && ok || bad "sam3 $cmd $keep on an EXIF-6 JPEG: $(cat "$T/exif.err")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+keep = sys.argv[2] != ""
+assert (r["width"], r["height"]) == ((64, 40) if keep else (40, 64)), (r["width"], r["height"])
+assert r["exif_orientation"] == {"stored": 6, "applied": not keep}, r.get("exif_orientation")
+PYEOF
+    done
+done
+rm -rf "$T/exif_out"
+"$B/sam3" segment -m "$MODEL" -i "$T/exif_plain.jpg" -t cat -o "$T/exif_out" -q &&
+    ! grep -q exif_orientation "$T/exif_out/results.json" && ok || bad "a JPEG without EXIF orientation: results.json names one"
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

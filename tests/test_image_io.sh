@@ -72,6 +72,64 @@ for p in a b c d; do
 done
 [ "$pass" -ge 96 ] && ok || bad "only $pass checks ran"
 
+# EXIF orientation: a.ppm's JPEG with an APP1 "Exif" segment spliced in after SOI, orientation
+# 1-8 in little- and big-endian TIFF, must decode (turned upright, --dump-oriented) to djpeg's
+# pixels of the plain file transformed as Pillow's exif_transpose does; hostile EXIF blocks (IFD
+# past the block, a huge entry count, the tag with another type or value, a truncated entry)
+# decode as the plain file
+cjpeg "$T/a.ppm" >"$T/plain.jpg" && djpeg -pnm "$T/plain.jpg" >"$T/plain.pnm" || bad "cjpeg/djpeg on a.ppm"
+"$PY" - "$T" <<'PYEOF' || bad "making the EXIF files"
+import struct, sys
+import numpy as np
+d = sys.argv[1]
+jpg = open(f"{d}/plain.jpg", "rb").read()
+raw = open(f"{d}/plain.pnm", "rb").read()
+w, h = 97, 61
+px = np.frombuffer(raw[len(raw) - w * h * 3:], np.uint8).reshape(h, w, 3)
+def app1(tiff):
+    body = b"Exif\0\0" + tiff
+    return b"\xff\xe1" + struct.pack(">H", len(body) + 2) + body
+def tiff(order, entries, ifd=8, count=None):
+    e = order.encode()
+    f = "<" if order == "II" else ">"
+    out = e + struct.pack(f + "HI", 42, ifd) + struct.pack(f + "H", len(entries) if count is None else count)
+    for tag, typ, cnt, val in entries:
+        out += struct.pack(f + "HHI", tag, typ, cnt) + struct.pack(f + "H", val) + b"\0\0"
+    return out + struct.pack(f + "I", 0)
+# Pillow's exif_transpose: 2 FLIP_LEFT_RIGHT, 3 ROTATE_180, 4 FLIP_TOP_BOTTOM, 5 TRANSPOSE,
+# 6 ROTATE_270, 7 TRANSVERSE, 8 ROTATE_90 (PIL's rotations are anticlockwise)
+ops = {1: lambda a: a, 2: lambda a: a[:, ::-1], 3: lambda a: a[::-1, ::-1], 4: lambda a: a[::-1],
+       5: lambda a: a.transpose(1, 0, 2), 6: lambda a: np.rot90(a, -1), 7: lambda a: np.rot90(a, 2).transpose(1, 0, 2),
+       8: lambda a: np.rot90(a, 1)}
+for o in range(1, 9):
+    for order in ("II", "MM"):
+        t = tiff(order, [(0x010F, 2, 4, 0), (0x0112, 3, 1, o)])
+        open(f"{d}/exif_{o}_{order}.jpg", "wb").write(jpg[:2] + app1(t) + jpg[2:])
+    want = np.ascontiguousarray(ops[o](px))
+    open(f"{d}/exif_{o}.want", "wb").write(b"P6\n%d %d\n255\n" % (want.shape[1], want.shape[0]) + want.tobytes())
+hostile = {
+    "ifd_past": tiff("II", [(0x0112, 3, 1, 6)], ifd=100000),
+    "huge_count": tiff("II", [(0x010F, 2, 4, 0)], count=65535),
+    "wrong_type": tiff("MM", [(0x0112, 4, 1, 6)]),
+    "bad_value": tiff("II", [(0x0112, 3, 1, 9)]),
+    "truncated_entry": tiff("II", [(0x0112, 3, 1, 6)])[:16],
+    "not_tiff": b"XX\0*\0\0\0\x08",
+}
+for name, t in hostile.items():
+    open(f"{d}/exif_hostile_{name}.jpg", "wb").write(jpg[:2] + app1(t) + jpg[2:])
+PYEOF
+for o in 1 2 3 4 5 6 7 8; do
+    for order in II MM; do
+        "$R" --dump-oriented "$T/exif_${o}_$order.jpg" "$T/ours.pnm" && cmp -s "$T/exif_$o.want" "$T/ours.pnm" && ok ||
+            bad "EXIF orientation $o ($order): not the plain file's pixels turned as Pillow turns them"
+    done
+    "$R" --dump "$T/exif_${o}_II.jpg" "$T/ours.pnm" && cmp -s "$T/plain.pnm" "$T/ours.pnm" && ok ||
+        bad "EXIF orientation $o: --dump (no orientation applied) is not the stored pixels"
+done
+for f in "$T"/exif_hostile_*.jpg; do
+    "$R" --dump-oriented "$f" "$T/ours.pnm" && cmp -s "$T/plain.pnm" "$T/ours.pnm" && ok || bad "$(basename "$f"): not decoded as the plain file"
+done
+
 # the hostile files and the fuzz seeds: each decodes or fails with a reason, no crash, no leak
 "$PY" tests/make_test_images.py seeds "$T/seeds" || exit 1
 "$R" "$T/seeds" >"$T/replay" 2>&1 && ok || bad "fuzz_image_replay: $(tail -5 "$T/replay")"
