@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#ifndef S_ISDIR
+#define S_ISDIR(mode) (((mode)&S_IFMT) == S_IFDIR)
+#endif
 
 /* ---- messages, the model ---- */
 
@@ -77,7 +81,12 @@ int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3
     lo.error_size = sizeof(err);
     if ((r = sam3_load(path, &lo, out)) != SAM3_OK) {
         const char *e = !strncmp(err, "sam3_load: ", 11) ? err + 11 : err;
-        fprintf(stderr, "sam3 %s: cannot load model '%s': %s\n", cmd, path, e[0] ? e : sam3_result_string(r));
+        const size_t n = strlen(path);
+        struct stat st;
+        /* a Hugging Face checkpoint (its folder, or its safetensors file) where a .sam3 file goes */
+        const int hf = (n >= 12 && !strcmp(path + n - 12, ".safetensors")) || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+        fprintf(stderr, "sam3 %s: cannot load model '%s': %s%s\n", cmd, path, e[0] ? e : sam3_result_string(r),
+                hf ? " (a Hugging Face checkpoint? convert its folder first: python3 tools/convert.py FOLDER model.sam3)" : "");
         return 0;
     }
     return 1;

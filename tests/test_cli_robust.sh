@@ -207,5 +207,14 @@ case_ 0 "points into a segment output" points -m "$MODEL" -q -i "$IMG" -p 0,0 --
 n2=$(ls "$O/a" | grep -c '^mask_')
 [ "$n2" -eq 1 ] && ok || bad "points after segment: $n2 masks, expected 1"
 
+# -m naming a Hugging Face checkpoint (its safetensors file, or its folder): exit 1 and a hint to
+# convert it
+mkdir -p "$T/hf_ck" && printf '{"a": 1}' >"$T/hf_ck/model.safetensors"
+for m in "$T/hf_ck/model.safetensors" "$T/hf_ck"; do
+    "$B/sam3" segment -m "$m" -i "$IMG" -t cat -o "$T/o_hf" -q 2>"$T/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "tools/convert.py" "$T/err" && ok || bad "-m $m: exit $rc, no hint to convert: $(cat "$T/err")"
+done
+
 echo "test_cli_robust: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
