@@ -153,6 +153,8 @@ run 1 "65 objects" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" $pts -q
 echo notapng >"$T/m.png"
 run 1 "track --mask not an image" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --mask 1:1:"$T/m.png" -q
 has "track --mask not an image" "the mask"
+run 1 "-i @FOLDER" $SEG -i "@$T/frames" -t x -o "$T/o10b"
+has "-i @FOLDER" "the list is a folder"
 
 # --- 4. sam3 merge checks what it joins ---
 for i in 0 1 2; do runds 0 "shard $i/3" $SEG -i "$T/imgs" -t x --format coco --shard $i/3 -o "$T/m/s$i"; done
