@@ -10771,35 +10771,32 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
 static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out);
 static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
                                             sam3_points_result *out);
-SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
-    sam3_result rc;
-    if (!c) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&c->busy)) return SAM3_ERR_BUSY;
-    rc = sam3__image_encode(c, "sam3_set_image", pixels, w, h, stride, format, 1);
+/* A public call's hold on its context's in-use flag: sam3__hold takes it (0), or says the context
+   is busy (1, with the caller's result struct out, of size bytes, zeroed where given); sam3__let
+   drops it and passes the call's result through. */
+static int sam3__hold(sam3_ctx *c, void *out, size_t size) {
+    if (sam3__flag_take(&c->busy)) return 0;
+    if (out) memset(out, 0, size);
+    return 1;
+}
+static sam3_result sam3__let(sam3_ctx *c, sam3_result rc) {
     sam3__flag_drop(&c->busy);
     return rc;
+}
+SAM3DEF sam3_result sam3_set_image(sam3_ctx *c, const uint8_t *pixels, int w, int h, int stride, sam3_pixel_format format) {
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (sam3__hold(c, NULL, 0)) return SAM3_ERR_BUSY;
+    return sam3__let(c, sam3__image_encode(c, "sam3_set_image", pixels, w, h, stride, format, 1));
 }
 SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
-    sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&c->busy)) {
-        if (out) memset(out, 0, sizeof(*out));
-        return SAM3_ERR_BUSY;
-    }
-    rc = sam3__segment_run(c, pr, opt, out);
-    sam3__flag_drop(&c->busy);
-    return rc;
+    if (sam3__hold(c, out, sizeof(*out))) return SAM3_ERR_BUSY;
+    return sam3__let(c, sam3__segment_run(c, pr, opt, out));
 }
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
-    sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&c->busy)) {
-        if (out) memset(out, 0, sizeof(*out));
-        return SAM3_ERR_BUSY;
-    }
-    rc = sam3__segment_points_run(c, pp, opt, out);
-    sam3__flag_drop(&c->busy);
-    return rc;
+    if (sam3__hold(c, out, sizeof(*out))) return SAM3_ERR_BUSY;
+    return sam3__let(c, sam3__segment_points_run(c, pp, opt, out));
 }
 
 SAM3DEF sam3_segment_options sam3_segment_options_default(void) {
@@ -10851,6 +10848,23 @@ static sam3_result sam3__text_features(sam3_ctx *c, const char *text, const floa
 }
 
 static int sam3__finite(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
+/* Clicks and a box from a caller (fn: the entry point, for the message): 0..SAM3_MAX_POINTS
+   points, set where counted, finite, labels 0 or 1; a finite box. */
+static sam3_result sam3__check_clicks(sam3_ctx *c, const char *fn, const sam3_point *pts, int n, const sam3_box *box) {
+    int i;
+    if (n < 0 || n > SAM3_MAX_POINTS) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d points, expected 0..%d (SAM3_MAX_POINTS)", fn, n, SAM3_MAX_POINTS);
+    if (n && !pts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: n_points = %d but points is NULL", fn, n);
+    for (i = 0; i < n; i++) {
+        if (!sam3__finite(pts[i].x) || !sam3__finite(pts[i].y))
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: point %d has a NaN or infinite coordinate", fn, i);
+        if (pts[i].label != 0 && pts[i].label != 1)
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: point %d has label %d, expected 1 (object) or 0 (background)", fn, i, pts[i].label);
+    }
+    if (box && !(sam3__finite(box->x0) && sam3__finite(box->y0) && sam3__finite(box->x1) && sam3__finite(box->y1)))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: the box has a NaN or infinite coordinate", fn);
+    return SAM3_OK;
+}
+
 
 /* A mask threshold p (a probability: the API's one unit for mask thresholds) as the logit the
    SAM 2-style heads compare their upsampled logits with: ln(p / (1 - p)), exactly 0 at p = 0.5 (the
@@ -11102,18 +11116,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     if (!t->present)
         return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_segment_points: this model file has no interactive head (tracker_model.* tensors)");
     if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment_points: no image: call sam3_set_image first");
-    if (pp->n_points < 0 || pp->n_points > SAM3_MAX_POINTS)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: %d points, expected 0..%d (SAM3_MAX_POINTS)", pp->n_points, SAM3_MAX_POINTS);
-    if (pp->n_points && !pp->points) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: n_points = %d but points is NULL", pp->n_points);
-    for (i = 0; i < pp->n_points; i++) {
-        if (!sam3__finite(pp->points[i].x) || !sam3__finite(pp->points[i].y))
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has a NaN or infinite coordinate", i);
-        if (pp->points[i].label != 0 && pp->points[i].label != 1)
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: point %d has label %d, expected 1 (object) or 0 (background)", i,
-                              pp->points[i].label);
-    }
-    if (pp->box && !(sam3__finite(pp->box->x0) && sam3__finite(pp->box->y0) && sam3__finite(pp->box->x1) && sam3__finite(pp->box->y1)))
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: the box has a NaN or infinite coordinate");
+    if ((rc = sam3__check_clicks(c, "sam3_segment_points", pp->points, pp->n_points, pp->box)) != SAM3_OK) return rc;
     g = t->grid;
     if (pp->mask_logits && (pp->mask_width < 1 || pp->mask_height < 1 || pp->mask_width > SAM3_MAX_IMAGE_DIM || pp->mask_height > SAM3_MAX_IMAGE_DIM))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits size %dx%d outside 1x1..%dx%d", pp->mask_width,
@@ -11457,7 +11460,8 @@ static int sam3__trk_find(const sam3_tracker *t, int id) {
 static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *p) {
     sam3_ctx *c;
     sam3__trk_obj *o;
-    int i, k, fresh = 0;
+    sam3_result rc;
+    int k, fresh = 0;
     if (!t) return SAM3_ERR_INVALID_ARG;
     c = t->c;
     c->err[0] = 0;
@@ -11467,18 +11471,7 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
     if (frame > t->next)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: frame %d is not the next frame (%d): prompts are given for the next frame",
                           frame, t->next);
-    if (p->n_points < 0 || p->n_points > SAM3_MAX_POINTS)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: %d points, expected 0..%d (SAM3_MAX_POINTS)", p->n_points, SAM3_MAX_POINTS);
-    if (p->n_points && !p->points) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: n_points = %d but points is NULL", p->n_points);
-    for (i = 0; i < p->n_points; i++) {
-        if (!sam3__finite(p->points[i].x) || !sam3__finite(p->points[i].y))
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: point %d has a NaN or infinite coordinate", i);
-        if (p->points[i].label != 0 && p->points[i].label != 1)
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: point %d has label %d, expected 1 (object) or 0 (background)", i,
-                              p->points[i].label);
-    }
-    if (p->box && !(sam3__finite(p->box->x0) && sam3__finite(p->box->y0) && sam3__finite(p->box->x1) && sam3__finite(p->box->y1)))
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: the box has a NaN or infinite coordinate");
+    if ((rc = sam3__check_clicks(c, "sam3_tracker_add_prompt", p->points, p->n_points, p->box)) != SAM3_OK) return rc;
     if (p->mask) {
         if (p->n_points || p->box) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_add_prompt: a mask prompt cannot have points or a box (as the reference)");
         if (p->mask_width < 1 || p->mask_height < 1 || p->mask_width > SAM3_MAX_IMAGE_DIM || p->mask_height > SAM3_MAX_IMAGE_DIM)
@@ -11524,12 +11517,9 @@ static sam3_result sam3__tracker_add_prompt_run(sam3_tracker *t, int frame, int 
 
 /* The tracker's calls hold its context's in-use flag, as the context's own calls do. */
 SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int object_id, const sam3_tracker_prompt *p) {
-    sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
-    rc = sam3__tracker_add_prompt_run(t, frame, object_id, p);
-    sam3__flag_drop(&t->c->busy);
-    return rc;
+    if (sam3__hold(t->c, NULL, 0)) return SAM3_ERR_BUSY;
+    return sam3__let(t->c, sam3__tracker_add_prompt_run(t, frame, object_id, p));
 }
 
 SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id) {
@@ -12039,27 +12029,15 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
 
 SAM3DEF sam3_result sam3_tracker_push_frame(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
                                             sam3_tracker_result *out) {
-    sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&t->c->busy)) {
-        if (out) memset(out, 0, sizeof(*out));
-        return SAM3_ERR_BUSY;
-    }
-    rc = sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, 0, out);
-    sam3__flag_drop(&t->c->busy);
-    return rc;
+    if (sam3__hold(t->c, out, sizeof(*out))) return SAM3_ERR_BUSY;
+    return sam3__let(t->c, sam3__tracker_push_frame_run(t, pixels, W, H, stride, format, 0, out));
 }
 
 SAM3DEF sam3_result sam3_tracker_push_encoded(sam3_tracker *t, sam3_tracker_result *out) {
-    sam3_result rc;
     if (!t) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&t->c->busy)) {
-        if (out) memset(out, 0, sizeof(*out));
-        return SAM3_ERR_BUSY;
-    }
-    rc = sam3__tracker_push_frame_run(t, NULL, 0, 0, 0, SAM3_RGB8, 1, out);
-    sam3__flag_drop(&t->c->busy);
-    return rc;
+    if (sam3__hold(t->c, out, sizeof(*out))) return SAM3_ERR_BUSY;
+    return sam3__let(t->c, sam3__tracker_push_frame_run(t, NULL, 0, 0, 0, SAM3_RGB8, 1, out));
 }
 
 /* ==== sam3: concept tracker (Sam3VideoModel: detections and masklets of text concepts) ==== */
@@ -13122,15 +13100,9 @@ SAM3DEF sam3_result sam3_concept_tracker_flush(sam3_concept_tracker *ct, sam3_co
 
 SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *ct, const uint8_t *pixels, int w, int h, int stride,
                                                     sam3_pixel_format format, sam3_concept_tracker_result *out) {
-    sam3_result rc;
     if (!ct) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&ct->t->c->busy)) {
-        if (out) memset(out, 0, sizeof(*out));
-        return SAM3_ERR_BUSY;
-    }
-    rc = sam3__concept_push_run(ct, pixels, w, h, stride, format, out);
-    sam3__flag_drop(&ct->t->c->busy);
-    return rc;
+    if (sam3__hold(ct->t->c, out, sizeof(*out))) return SAM3_ERR_BUSY;
+    return sam3__let(ct->t->c, sam3__concept_push_run(ct, pixels, w, h, stride, format, out));
 }
 
 #endif /* SAM3__IMPL2_INCLUDED */
