@@ -10875,43 +10875,43 @@ static float sam3__mask_logit_threshold(float p) {
     return logf(p / (1.0f - p));
 }
 
-static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
-    const sam3_model *m;
-    sam3_segment_options o = sam3_segment_options_default();
-    int D, Q, nb, i, n_text = 0, truncated = 0, np, Ng, S0, last, k, kept, nm, all;
-    const float *tfeat = NULL, *ml;
-    const char *text;
-    float *prompt, *mem, *logits, *masks, *sem, *boxes_n, *geo = NULL, *mq, *score, pres;
-    const float **src;
-    long *area;
-    int *labels;
-    sam3__dec_out dec;
-    double t0;
-    sam3_result rc;
-    sam3__lerp *ty, *tx;
+/* One sam3_segment call's state, stage to stage (sam3__segment_run); buffers from the arena. */
+typedef struct sam3__seg_state {
+    sam3_segment_options o;
+    const char *text; /* the prompt's text, "visual" for boxes alone */
+    int nb, n_text, truncated, np; /* boxes; text tokens, and whether cut; prompt tokens */
+    int D, Q, S0, Ng;              /* width, queries, mask side, encoder tokens */
+    float *prompt;                 /* (np, D) text tokens, then geometry tokens */
+    float *mem;                    /* (Ng, D) the DETR encoder's memory */
+    sam3__dec_out dec;             /* queries (Q, D), boxes (Q, 4), presence */
+    float *logits, *score, pres;   /* (Q) logits; (Q) sigmoid(logit) * presence; presence */
+    int kept, nm, all;             /* queries over the threshold; with masks; all (tapping) */
+    float *masks, *sem;            /* (nm, S0, S0) mask logits; (S0, S0) semantic logits */
+} sam3__seg_state;
 
-    if (!c) return SAM3_ERR_INVALID_ARG;
-    if (!pr || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: prompt and out must not be NULL");
-    memset(out, 0, sizeof(*out));
-    m = c->m;
-    c->err[0] = 0;
-    if (m->arch != SAM3__ARCH_SAM3)
+/* sam3_segment's arguments: a SAM 3 model with an image, finite thresholds, 0..SAM3_MAX_BOXES
+   finite boxes with labels 0 or 1, and a text or boxes. Fills st->o, st->nb, st->text; zeroes the
+   stage timings. */
+static sam3_result sam3__segment_check(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3__seg_state *st) {
+    int i;
+    st->o = sam3_segment_options_default();
+    if (c->m->arch != SAM3__ARCH_SAM3)
         return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_segment: text and box-exemplar prompts need a SAM 3 model; use sam3_segment_points");
     if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment: no image: call sam3_set_image first");
     if (opt) {
-        if (opt->score_threshold != 0) o.score_threshold = opt->score_threshold;
-        if (opt->mask_threshold != 0) o.mask_threshold = opt->mask_threshold;
-        o.no_masks = opt->no_masks;
-        o.low_res = opt->low_res;
-        o.semantic = opt->semantic;
-        if (!sam3__finite(o.score_threshold) || !sam3__finite(o.mask_threshold))
+        if (opt->score_threshold != 0) st->o.score_threshold = opt->score_threshold;
+        if (opt->mask_threshold != 0) st->o.mask_threshold = opt->mask_threshold;
+        st->o.no_masks = opt->no_masks;
+        st->o.low_res = opt->low_res;
+        st->o.semantic = opt->semantic;
+        if (!sam3__finite(st->o.score_threshold) || !sam3__finite(st->o.mask_threshold))
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: thresholds must be finite");
     }
-    nb = pr->n_boxes;
-    if (nb < 0 || nb > SAM3_MAX_BOXES)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: %d boxes, expected 0..%d (SAM3_MAX_BOXES)", nb, SAM3_MAX_BOXES);
-    if (nb && !pr->boxes) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: n_boxes = %d but boxes is NULL", nb);
-    for (i = 0; i < nb; i++) {
+    st->nb = pr->n_boxes;
+    if (st->nb < 0 || st->nb > SAM3_MAX_BOXES)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: %d boxes, expected 0..%d (SAM3_MAX_BOXES)", st->nb, SAM3_MAX_BOXES);
+    if (st->nb && !pr->boxes) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: n_boxes = %d but boxes is NULL", st->nb);
+    for (i = 0; i < st->nb; i++) {
         const sam3_box *b = &pr->boxes[i];
         if (!sam3__finite(b->x0) || !sam3__finite(b->y0) || !sam3__finite(b->x1) || !sam3__finite(b->y1))
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has a NaN or infinite coordinate", i);
@@ -10920,30 +10920,31 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr,
                               pr->box_labels[i]);
     }
     c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
-    text = pr->text && pr->text[0] ? pr->text : nb ? "visual" : NULL;
-    if (!text) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: empty prompt: give a text, boxes, or both");
-    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    st->text = pr->text && pr->text[0] ? pr->text : st->nb ? "visual" : NULL;
+    if (!st->text) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: empty prompt: give a text, boxes, or both");
+    return SAM3_OK;
+}
 
-    D = m->neck.fpn;
-    Q = m->dec.queries;
-    last = m->neck.n_kept - 1;
-    Ng = m->neck.side[last] * m->neck.side[last];
-    S0 = m->neck.side[0];
-
-    t0 = sam3__now_ms();
-    if ((rc = sam3__text_features(c, text, &tfeat, &n_text, &truncated)) != SAM3_OK) return sam3__end(c, rc);
-    sam3__tap(c, "text.features", tfeat, 2, n_text, D, 0);
+/* The prompt's tokens: the text encoder's, then the geometry encoder's for the boxes (cx, cy, w,
+   h normalised by the image size, as Sam3Processor gives them). */
+static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *pr, sam3__seg_state *st) {
+    const int D = st->D, nb = st->nb;
+    const float *tfeat = NULL;
+    double t0 = sam3__now_ms();
+    sam3_result rc;
+    int i;
+    if ((rc = sam3__text_features(c, st->text, &tfeat, &st->n_text, &st->truncated)) != SAM3_OK) return rc;
+    sam3__tap(c, "text.features", tfeat, 2, st->n_text, D, 0);
     c->t.text = sam3__now_ms() - t0;
-
     t0 = sam3__now_ms();
-    np = n_text + (nb ? nb + 1 : 0);
-    prompt = sam3__sallocf(c, (size_t)np * D); /* (np, D) text tokens, then geometry tokens */
-    if (!prompt) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    memcpy(prompt, tfeat, (size_t)n_text * D * sizeof(float));
+    st->np = st->n_text + (nb ? nb + 1 : 0);
+    if (!(st->prompt = sam3__sallocf(c, (size_t)st->np * D))) return SAM3_ERR_OUT_OF_MEMORY;
+    memcpy(st->prompt, tfeat, (size_t)st->n_text * D * sizeof(float));
     if (nb) {
-        boxes_n = sam3__sallocf(c, (size_t)nb * 4); /* (nb, 4) cx, cy, w, h normalised by the image size */
-        labels = (int *)sam3__salloc(c, (size_t)nb * sizeof(int));
-        if (!boxes_n || !labels) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        float *boxes_n = sam3__sallocf(c, (size_t)nb * 4); /* (nb, 4) cx, cy, w, h */
+        int *labels = (int *)sam3__salloc(c, (size_t)nb * sizeof(int));
+        float *geo = st->prompt + (size_t)st->n_text * D;
+        if (!boxes_n || !labels) return SAM3_ERR_OUT_OF_MEMORY;
         for (i = 0; i < nb; i++) {
             const sam3_box *b = &pr->boxes[i];
             float x0 = b->x0 / (float)c->img_w, y0 = b->y0 / (float)c->img_h, x1 = b->x1 / (float)c->img_w, y1 = b->y1 / (float)c->img_h;
@@ -10954,138 +10955,176 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr,
             labels[i] = pr->box_labels ? pr->box_labels[i] : 1;
         }
         sam3__tap(c, "geo.input_boxes", boxes_n, 2, nb, 4, 0);
-        geo = prompt + (size_t)n_text * D;
-        if ((rc = sam3__geometry_encoder(c, boxes_n, labels, nb, geo)) != SAM3_OK) return sam3__end(c, rc);
+        if ((rc = sam3__geometry_encoder(c, boxes_n, labels, nb, geo)) != SAM3_OK) return rc;
         sam3__tap(c, "geo.features", geo, 2, nb + 1, D, 0);
     }
-    sam3__tap(c, "prompt.features", prompt, 2, np, D, 0);
+    sam3__tap(c, "prompt.features", st->prompt, 2, st->np, D, 0);
     c->t.geometry = sam3__now_ms() - t0;
+    return SAM3_OK;
+}
 
-    t0 = sam3__now_ms();
-    mem = sam3__sallocf(c, (size_t)Ng * D); /* (Ng, D) encoder memory */
-    if (!mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    memcpy(mem, c->l2_tok, (size_t)Ng * D * sizeof(float));
-    if ((rc = sam3__detr_encoder(c, mem, prompt, np)) != SAM3_OK) return sam3__end(c, rc);
-    sam3__tap(c, "detr_enc.out", mem, 2, Ng, D, 0);
+/* The DETR encoder over the cached image tokens with the prompt, the decoder's queries and boxes,
+   and each query's score against the prompt. */
+static sam3_result sam3__segment_detr(sam3_ctx *c, sam3__seg_state *st) {
+    const int D = st->D, Q = st->Q;
+    double t0 = sam3__now_ms();
+    sam3_result rc;
+    int i;
+    if (!(st->mem = sam3__sallocf(c, (size_t)st->Ng * D))) return SAM3_ERR_OUT_OF_MEMORY;
+    memcpy(st->mem, c->l2_tok, (size_t)st->Ng * D * sizeof(float));
+    if ((rc = sam3__detr_encoder(c, st->mem, st->prompt, st->np)) != SAM3_OK) return rc;
+    sam3__tap(c, "detr_enc.out", st->mem, 2, st->Ng, D, 0);
     c->t.detr_encoder = sam3__now_ms() - t0;
-
     t0 = sam3__now_ms();
-    dec.queries = sam3__sallocf(c, (size_t)Q * D); /* (Q, D) */
-    dec.boxes = sam3__sallocf(c, (size_t)Q * 4);   /* (Q, 4) */
-    logits = sam3__sallocf(c, (size_t)Q);          /* (Q) */
-    if (!dec.queries || !dec.boxes || !logits) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    if ((rc = sam3__detr_decoder(c, mem, prompt, np, &dec)) != SAM3_OK) return sam3__end(c, rc);
-    if ((rc = sam3__dot_product_scoring(c, dec.queries, prompt, np, logits)) != SAM3_OK) return sam3__end(c, rc);
+    st->dec.queries = sam3__sallocf(c, (size_t)Q * D); /* (Q, D) */
+    st->dec.boxes = sam3__sallocf(c, (size_t)Q * 4);   /* (Q, 4) */
+    st->logits = sam3__sallocf(c, (size_t)Q);          /* (Q) */
+    if (!st->dec.queries || !st->dec.boxes || !st->logits) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__detr_decoder(c, st->mem, st->prompt, st->np, &st->dec)) != SAM3_OK) return rc;
+    if ((rc = sam3__dot_product_scoring(c, st->dec.queries, st->prompt, st->np, st->logits)) != SAM3_OK) return rc;
     c->t.detr_decoder = sam3__now_ms() - t0;
     if (c->opt.tap) {
         float *xyxy = sam3__sallocf(c, (size_t)Q * 4);
-        if (!xyxy) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        if (!xyxy) return SAM3_ERR_OUT_OF_MEMORY;
         for (i = 0; i < Q; i++) {
-            const float *b = dec.boxes + 4 * i;
+            const float *b = st->dec.boxes + 4 * i;
             xyxy[4 * i] = b[0] - 0.5f * b[2];
             xyxy[4 * i + 1] = b[1] - 0.5f * b[3];
             xyxy[4 * i + 2] = b[0] + 0.5f * b[2];
             xyxy[4 * i + 3] = b[1] + 0.5f * b[3];
         }
-        sam3__tap(c, "out.pred_logits", logits, 1, Q, 0, 0);
+        sam3__tap(c, "out.pred_logits", st->logits, 1, Q, 0, 0);
         sam3__tap(c, "out.pred_boxes", xyxy, 2, Q, 4, 0);
-        sam3__tap(c, "out.presence_logits", &dec.presence, 1, 1, 0, 0);
+        sam3__tap(c, "out.presence_logits", &st->dec.presence, 1, 1, 0, 0);
     }
+    return SAM3_OK;
+}
 
-    /* Masks only for the queries kept (all of them when tapping, for the parity dumps), and no
-       pixel decoder at all when nothing needs it: a prompt that matches nothing costs no mask
-       decoder, one that keeps 5 instances computes 5 of the 200 query-pixel products. */
-    t0 = sam3__now_ms();
-    pres = sam3__sigmoid(dec.presence);
-    all = c->opt.tap != NULL;
-    score = sam3__sallocf(c, (size_t)Q); /* (Q) sigmoid(logit) * presence */
-    if (!score) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    kept = 0;
+/* Scores, and masks only for the queries kept (all of them when tapping, for the parity dumps):
+   no pixel decoder at all when nothing needs it, so a prompt that matches nothing costs no mask
+   decoder and one that keeps 5 instances computes 5 of the query-pixel products. */
+static sam3_result sam3__segment_masks(sam3_ctx *c, sam3__seg_state *st) {
+    const int D = st->D, Q = st->Q, S0 = st->S0;
+    double t0 = sam3__now_ms();
+    float *mq;
+    int i, k;
+    st->pres = sam3__sigmoid(st->dec.presence);
+    st->all = c->opt.tap != NULL;
+    if (!(st->score = sam3__sallocf(c, (size_t)Q))) return SAM3_ERR_OUT_OF_MEMORY;
+    st->kept = 0;
     for (i = 0; i < Q; i++) {
-        score[i] = sam3__sigmoid(logits[i]) * pres;
-        kept += score[i] > o.score_threshold;
+        st->score[i] = sam3__sigmoid(st->logits[i]) * st->pres;
+        st->kept += st->score[i] > st->o.score_threshold;
     }
-    nm = all ? Q : (!o.no_masks || o.low_res) ? kept : 0;
-    masks = sam3__sallocf(c, (size_t)nm * S0 * S0);      /* (nm, S0, S0) mask logits */
-    sem = sam3__sallocf(c, (size_t)S0 * S0);             /* (S0, S0) semantic logits */
-    mq = sam3__sallocf(c, (size_t)SAM3__MAX(nm, 1) * D); /* (nm, D) their queries */
-    if (!masks || !sem || !mq) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    for (i = 0, k = 0; i < Q && k < nm; i++)
-        if (all || score[i] > o.score_threshold) memcpy(mq + (size_t)k++ * D, dec.queries + (size_t)i * D, (size_t)D * sizeof(float));
-    if ((nm || all || o.semantic) &&
-        (rc = sam3__mask_decoder(c, mem, prompt, np, mq, nm, masks, all || o.semantic ? sem : NULL)) != SAM3_OK)
-        return sam3__end(c, rc);
-    sam3__tap(c, "out.pred_masks", masks, 3, Q, S0, S0);
-    sam3__tap(c, "out.semantic_seg", sem, 2, S0, S0, 0);
+    st->nm = st->all ? Q : (!st->o.no_masks || st->o.low_res) ? st->kept : 0;
+    st->masks = sam3__sallocf(c, (size_t)st->nm * S0 * S0);   /* (nm, S0, S0) mask logits */
+    st->sem = sam3__sallocf(c, (size_t)S0 * S0);              /* (S0, S0) semantic logits */
+    mq = sam3__sallocf(c, (size_t)SAM3__MAX(st->nm, 1) * D); /* (nm, D) their queries */
+    if (!st->masks || !st->sem || !mq) return SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 0, k = 0; i < Q && k < st->nm; i++)
+        if (st->all || st->score[i] > st->o.score_threshold) memcpy(mq + (size_t)k++ * D, st->dec.queries + (size_t)i * D, (size_t)D * sizeof(float));
+    if (st->nm || st->all || st->o.semantic) {
+        const sam3_result rc = sam3__mask_decoder(c, st->mem, st->prompt, st->np, mq, st->nm, st->masks, st->all || st->o.semantic ? st->sem : NULL);
+        if (rc != SAM3_OK) return rc;
+    }
+    sam3__tap(c, "out.pred_masks", st->masks, 3, Q, S0, S0);
+    sam3__tap(c, "out.semantic_seg", st->sem, 2, S0, S0, 0);
     c->t.mask_decoder = sam3__now_ms() - t0;
+    return SAM3_OK;
+}
 
-    /* Post-processing as Sam3ImageProcessor.post_process_instance_segmentation. */
-    t0 = sam3__now_ms();
-    {
-        const int W = c->img_w, H = c->img_h;
-        size_t plane = (size_t)W * H, lp = (size_t)S0 * S0;
-        if (!sam3__grow(c, (void **)&c->res_inst, &c->res_inst_cap, (size_t)SAM3__MAX(kept, 1) * sizeof(sam3_instance)) ||
-            (!o.no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)SAM3__MAX(kept, 1) * plane)) ||
-            (o.low_res && !sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)SAM3__MAX(kept, 1) * lp * sizeof(float))) ||
-            (o.semantic && (!sam3__grow(c, (void **)&c->res_sem, &c->res_sem_cap, lp * sizeof(float)) ||
-                            !sam3__grow(c, (void **)&c->res_sem_mask, &c->res_sem_mask_cap, plane))))
-            return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d result masks of %dx%d", kept, W, H));
-        ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
-        tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
-        src = (const float **)sam3__salloc(c, (size_t)SAM3__MAX(kept, 1) * sizeof(*src)); /* (kept) their mask logits */
-        area = (long *)sam3__salloc(c, (size_t)SAM3__MAX(kept, 1) * sizeof(long));        /* (kept) */
-        if (!ty || !tx || !src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-        sam3__lerp_table(S0, H, ty);
-        sam3__lerp_table(S0, W, tx);
-        for (i = 0, k = 0; i < Q; i++) {
-            const float sc = score[i];
-            sam3_instance *in;
-            const float *b = dec.boxes + 4 * i;
-            if (!(sc > o.score_threshold)) continue;
-            in = &c->res_inst[k];
-            memset(in, 0, sizeof(*in));
-            in->score = sc;
-            in->query = i;
-            in->box.x0 = (b[0] - 0.5f * b[2]) * (float)W;
-            in->box.y0 = (b[1] - 0.5f * b[3]) * (float)H;
-            in->box.x1 = (b[0] + 0.5f * b[2]) * (float)W;
-            in->box.y1 = (b[1] + 0.5f * b[3]) * (float)H;
-            src[k] = ml = nm ? masks + (size_t)(all ? i : k) * lp : NULL;
-            if (o.low_res) {
-                memcpy(c->res_low + (size_t)k * lp, ml, lp * sizeof(float));
-                in->low_res_logits = c->res_low + (size_t)k * lp;
-            }
-            k++;
+/* Sam3ImageProcessor.post_process_instance_segmentation: the kept queries' boxes in image pixels,
+   their masks (sigmoid, bilinear resize of the probabilities, threshold), the semantic map. */
+static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3_segment_result *out) {
+    const int W = c->img_w, H = c->img_h, S0 = st->S0, kept = st->kept, nm = st->nm;
+    const size_t plane = (size_t)W * H, lp = (size_t)S0 * S0;
+    const sam3_segment_options *o = &st->o;
+    double t0 = sam3__now_ms();
+    const float **src;
+    sam3__lerp *ty, *tx;
+    sam3_result rc;
+    long *area;
+    int i, k;
+    if (!sam3__grow(c, (void **)&c->res_inst, &c->res_inst_cap, (size_t)SAM3__MAX(kept, 1) * sizeof(sam3_instance)) ||
+        (!o->no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)SAM3__MAX(kept, 1) * plane)) ||
+        (o->low_res && !sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)SAM3__MAX(kept, 1) * lp * sizeof(float))) ||
+        (o->semantic && (!sam3__grow(c, (void **)&c->res_sem, &c->res_sem_cap, lp * sizeof(float)) ||
+                         !sam3__grow(c, (void **)&c->res_sem_mask, &c->res_sem_mask_cap, plane))))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d result masks of %dx%d", kept, W, H);
+    ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+    tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+    src = (const float **)sam3__salloc(c, (size_t)SAM3__MAX(kept, 1) * sizeof(*src)); /* (kept) their mask logits */
+    area = (long *)sam3__salloc(c, (size_t)SAM3__MAX(kept, 1) * sizeof(long));        /* (kept) */
+    if (!ty || !tx || !src || !area) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__lerp_table(S0, H, ty);
+    sam3__lerp_table(S0, W, tx);
+    for (i = 0, k = 0; i < st->Q; i++) {
+        const float sc = st->score[i], *b = st->dec.boxes + 4 * i, *ml;
+        sam3_instance *in;
+        if (!(sc > o->score_threshold)) continue;
+        in = &c->res_inst[k];
+        memset(in, 0, sizeof(*in));
+        in->score = sc;
+        in->query = i;
+        in->box.x0 = (b[0] - 0.5f * b[2]) * (float)W;
+        in->box.y0 = (b[1] - 0.5f * b[3]) * (float)H;
+        in->box.x1 = (b[0] + 0.5f * b[2]) * (float)W;
+        in->box.y1 = (b[1] + 0.5f * b[3]) * (float)H;
+        src[k] = ml = nm ? st->masks + (size_t)(st->all ? i : k) * lp : NULL;
+        if (o->low_res) {
+            memcpy(c->res_low + (size_t)k * lp, ml, lp * sizeof(float));
+            in->low_res_logits = c->res_low + (size_t)k * lp;
         }
-        if (!o.no_masks && kept) {
-            /* sigmoid first, then the bilinear resize of probabilities, then the threshold */
-            if ((rc = sam3__resize_threshold_n(c, kept, src, 1, S0, S0, ty, tx, H, W, o.mask_threshold, c->res_mask, area)) != SAM3_OK)
-                return sam3__end(c, rc);
-            for (k = 0; k < kept; k++) {
-                c->res_inst[k].mask = c->res_mask + (size_t)k * plane;
-                c->res_inst[k].area = area[k];
-            }
-        }
-        if (o.semantic) {
-            memcpy(c->res_sem, sem, lp * sizeof(float));
-            src[0] = sem;
-            if ((rc = sam3__resize_threshold_n(c, 1, src, 1, S0, S0, ty, tx, H, W, 0.5f, c->res_sem_mask, area)) != SAM3_OK)
-                return sam3__end(c, rc);
-            out->semantic_logits = c->res_sem;
-            out->semantic_mask = c->res_sem_mask;
-        }
-        out->n_instances = kept;
-        out->instances = c->res_inst;
-        out->width = W;
-        out->height = H;
-        out->presence = pres;
-        out->n_queries = Q;
-        out->low_res_width = out->low_res_height = S0;
-        out->n_text_tokens = n_text;
-        out->text_truncated = truncated;
+        k++;
     }
+    if (!o->no_masks && kept) { /* sigmoid first, then the bilinear resize of probabilities, then the threshold */
+        if ((rc = sam3__resize_threshold_n(c, kept, src, 1, S0, S0, ty, tx, H, W, o->mask_threshold, c->res_mask, area)) != SAM3_OK) return rc;
+        for (k = 0; k < kept; k++) {
+            c->res_inst[k].mask = c->res_mask + (size_t)k * plane;
+            c->res_inst[k].area = area[k];
+        }
+    }
+    if (o->semantic) {
+        memcpy(c->res_sem, st->sem, lp * sizeof(float));
+        src[0] = st->sem;
+        if ((rc = sam3__resize_threshold_n(c, 1, src, 1, S0, S0, ty, tx, H, W, 0.5f, c->res_sem_mask, area)) != SAM3_OK) return rc;
+        out->semantic_logits = c->res_sem;
+        out->semantic_mask = c->res_sem_mask;
+    }
+    out->n_instances = kept;
+    out->instances = c->res_inst;
+    out->width = W;
+    out->height = H;
+    out->presence = st->pres;
+    out->n_queries = st->Q;
+    out->low_res_width = out->low_res_height = S0;
+    out->n_text_tokens = st->n_text;
+    out->text_truncated = st->truncated;
     c->t.postprocess = sam3__now_ms() - t0;
-    return sam3__end(c, truncated ? SAM3_TRUNCATED : SAM3_OK);
+    return SAM3_OK;
+}
+
+/* Sam3Model's forward on the cached image: check, prompt tokens, DETR, masks, post-process. */
+static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
+    const sam3_model *m;
+    sam3__seg_state st;
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (!pr || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: prompt and out must not be NULL");
+    memset(out, 0, sizeof(*out));
+    memset(&st, 0, sizeof(st));
+    m = c->m;
+    c->err[0] = 0;
+    if ((rc = sam3__segment_check(c, pr, opt, &st)) != SAM3_OK) return rc;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    st.D = m->neck.fpn;
+    st.Q = m->dec.queries;
+    st.Ng = m->neck.side[m->neck.n_kept - 1] * m->neck.side[m->neck.n_kept - 1];
+    st.S0 = m->neck.side[0];
+    if ((rc = sam3__segment_prompt(c, pr, &st)) != SAM3_OK || (rc = sam3__segment_detr(c, &st)) != SAM3_OK ||
+        (rc = sam3__segment_masks(c, &st)) != SAM3_OK || (rc = sam3__segment_post(c, &st, out)) != SAM3_OK)
+        return sam3__end(c, rc);
+    return sam3__end(c, st.truncated ? SAM3_TRUNCATED : SAM3_OK);
 }
 
 
