@@ -11135,23 +11135,35 @@ SAM3DEF sam3_points_options sam3_points_options_default(void) {
     return o;
 }
 
-static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+/* One sam3_segment_points call's state, stage to stage (the interactive head's forward, then
+   SamProcessor's post-processing). */
+typedef struct sam3__pts_step {
+    sam3_points_options o; /* the caller's, defaults where left 0 */
+    float thr;             /* the mask threshold as a logit */
+    int g, nm, ns;         /* the head's grid side, mask tokens, sparse prompt tokens */
+    size_t lp;             /* (4g)^2: one low-resolution mask */
+    float *sparse, *dense; /* (ns, D) sparse prompt tokens; (D, g, g) dense prompt */
+    float *all;            /* (nm, 4g, 4g) every mask token's logits; their IoUs in c->res_iou */
+    float obj;             /* the object score logit (heads with an object token) */
+    int first, n_out;      /* the masks given out: tokens first..first + n_out - 1 */
+    double t0;             /* the start of the decoder's stages, for c->t.points */
+} sam3__pts_step;
+
+/* sam3_segment_points's checks, before anything runs: an interactive head, an image, the clicks
+   and box, a mask prompt of an accepted size and finite, a finite threshold. */
+static sam3_result sam3__points_check(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out,
+                                      sam3__pts_step *s) {
     const sam3_model *m;
     const sam3__trk_cfg *t;
-    sam3_points_options o;
-    int i, g, ns = 0, nm, n_out, first, sel, W, H;
-    size_t lp, plane;
-    float *sparse, *dense, *all, obj = 0, thr;
-    double t0;
     sam3_result rc;
-    if (!c) return SAM3_ERR_INVALID_ARG;
+    int g;
     if (!pp || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: prompt and out must not be NULL");
     memset(out, 0, sizeof(*out));
+    memset(s, 0, sizeof(*s));
     m = c->m;
     t = &m->trk;
     c->err[0] = 0;
-    memset(&o, 0, sizeof(o));
-    if (opt) o = *opt;
+    if (opt) s->o = *opt;
     if (!t->present)
         return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_segment_points: this model file has no interactive head (tracker_model.* tensors)");
     if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment_points: no image: call sam3_set_image first");
@@ -11169,111 +11181,143 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
             if (!sam3__finite(pp->mask_logits[k]))
                 return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_logits[%lu] is NaN or infinite", (unsigned long)k);
     }
-    if (o.mask_threshold == 0) o.mask_threshold = 0.5f;
-    if (!sam3__finite(o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
-    thr = sam3__mask_logit_threshold(o.mask_threshold);
+    if (s->o.mask_threshold == 0) s->o.mask_threshold = 0.5f;
+    if (!sam3__finite(s->o.mask_threshold)) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_points: mask_threshold must be finite");
+    s->thr = sam3__mask_logit_threshold(s->o.mask_threshold);
+    s->g = g;
+    s->nm = t->n_mask_tokens;
+    s->lp = (size_t)16 * g * g;
     c->t.interactive_neck = c->t.points = 0;
-    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
-    t0 = sam3__now_ms();
-    if (!c->trk_ready && (rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    return SAM3_OK;
+}
+
+/* The interactive head's own neck on the image's trunk features (once per image). */
+static sam3_result sam3__points_neck(sam3_ctx *c) {
+    const double t0 = sam3__now_ms();
+    sam3_result rc;
+    if (!c->trk_ready && (rc = sam3__tracker_features(c)) != SAM3_OK) return rc;
     c->t.interactive_neck = sam3__now_ms() - t0;
-    if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before the mask decoder"));
-    t0 = sam3__now_ms();
-    nm = t->n_mask_tokens;
-    lp = (size_t)16 * g * g;
-    sparse = sam3__sallocf(c, (size_t)(pp->n_points + 4) * t->D); /* (ns, D) */
-    dense = sam3__sallocf(c, (size_t)t->D * g * g);               /* (D, g, g) */
-    all = sam3__sallocf(c, (size_t)nm * lp);                      /* (nm, 4g, 4g) */
-    if (!sparse || !dense || !all) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    {
-        /* prompt coordinates in the model's input frame, as the processors map them: SAM 3 squashes
-           the image to the frame, SAM 1 scales it into the top-left of a padded one */
-        float rx = (float)((double)t->image / c->img_w), ry = (float)((double)t->image / c->img_h);
-        if (m->arch == SAM3__ARCH_SAM1) {
-            rx = (float)((double)c->s1_w1 / c->img_w);
-            ry = (float)((double)c->s1_h1 / c->img_h);
-        }
-        if ((rc = sam3__trk_prompt_encoder(c, pp, rx, ry, 0, sparse, &ns, dense)) != SAM3_OK) return sam3__end(c, rc);
-    }
+    if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before the mask decoder");
+    return SAM3_OK;
+}
+
+/* The prompt encoder on the clicks, box and mask, then the mask decoder: every mask token's
+   logits, IoU and the object score. */
+static sam3_result sam3__points_decode(sam3_ctx *c, const sam3_points_prompt *pp, sam3__pts_step *s) {
+    const sam3_model *m = c->m;
+    const sam3__trk_cfg *t = &m->trk;
+    const int g = s->g, sam1 = m->arch == SAM3__ARCH_SAM1;
+    /* prompt coordinates in the model's input frame, as the processors map them: SAM 3 squashes
+       the image to the frame, SAM 1 scales it into the top-left of a padded one */
+    const float rx = sam1 ? (float)((double)c->s1_w1 / c->img_w) : (float)((double)t->image / c->img_w);
+    const float ry = sam1 ? (float)((double)c->s1_h1 / c->img_h) : (float)((double)t->image / c->img_h);
+    sam3_result rc;
+    s->t0 = sam3__now_ms();
+    s->sparse = sam3__sallocf(c, (size_t)(pp->n_points + 4) * t->D); /* (ns, D) */
+    s->dense = sam3__sallocf(c, (size_t)t->D * g * g);               /* (D, g, g) */
+    s->all = sam3__sallocf(c, (size_t)s->nm * s->lp);                /* (nm, 4g, 4g) */
+    if (!s->sparse || !s->dense || !s->all) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__trk_prompt_encoder(c, pp, rx, ry, 0, s->sparse, &s->ns, s->dense)) != SAM3_OK) return rc;
     /* tap names follow the reference dumps: trk.* (SAM 3 tracker), sam1.* (SAM 1) */
-    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.sparse" : "trk.sparse", sparse, 2, ns, t->D, 0);
-    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.dense" : "trk.dense", dense, 3, t->D, g, g);
-    if ((rc = sam3__trk_mask_decoder(c, c->trk_e, sparse, ns, dense, all, c->res_iou, &obj, NULL)) != SAM3_OK) return sam3__end(c, rc);
-    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.all_masks" : "trk.all_masks", all, 3, nm, 4 * g, 4 * g);
-    sam3__tap(c, m->arch == SAM3__ARCH_SAM1 ? "sam1.all_iou" : "trk.all_iou", c->res_iou, 1, nm, 0, 0);
-    if (t->obj_token) sam3__tap(c, "trk.object_score", &obj, 1, 1, 0, 0);
-    /* selection, as the reference: multimask -> tokens 1..; single -> token 0, unless its
-       stability (|logits > d| / |logits > -d|) is below the threshold: then the best of 1.. */
-    first = 1;
-    n_out = nm - 1;
-    if (o.single_mask) {
-        int best = 1;
-        long ai = 0, au = 0;
-        size_t k;
-        for (i = 2; i < nm; i++)
-            if (c->res_iou[i] > c->res_iou[best]) best = i;
-        for (k = 0; k < lp; k++) {
-            ai += all[k] > t->stab_delta;
-            au += all[k] > -t->stab_delta;
-        }
-        sel = (!t->dynamic || (au > 0 ? (float)ai / (float)au : 1.0f) >= t->stab_thresh) ? 0 : best;
-        first = sel;
-        n_out = 1;
+    sam3__tap(c, sam1 ? "sam1.sparse" : "trk.sparse", s->sparse, 2, s->ns, t->D, 0);
+    sam3__tap(c, sam1 ? "sam1.dense" : "trk.dense", s->dense, 3, t->D, g, g);
+    if ((rc = sam3__trk_mask_decoder(c, c->trk_e, s->sparse, s->ns, s->dense, s->all, c->res_iou, &s->obj, NULL)) != SAM3_OK) return rc;
+    sam3__tap(c, sam1 ? "sam1.all_masks" : "trk.all_masks", s->all, 3, s->nm, 4 * g, 4 * g);
+    sam3__tap(c, sam1 ? "sam1.all_iou" : "trk.all_iou", c->res_iou, 1, s->nm, 0, 0);
+    if (t->obj_token) sam3__tap(c, "trk.object_score", &s->obj, 1, 1, 0, 0);
+    return SAM3_OK;
+}
+
+/* Token 0 unless its stability (|logits > d| / |logits > -d|) is below the threshold: then the
+   best predicted IoU of tokens 1.. (first on ties, as argmax). all: (nm, lp) logits. */
+static int sam3__trk_stable_token(const sam3__trk_cfg *tc, const float *all, const float *iou, int nm, size_t lp) {
+    long ai = 0, au = 0;
+    size_t q;
+    int i, best = 1;
+    for (i = 2; i < nm; i++)
+        if (iou[i] > iou[best]) best = i;
+    for (q = 0; q < lp; q++) {
+        ai += all[q] > tc->stab_delta;
+        au += all[q] > -tc->stab_delta;
     }
-    W = c->img_w;
-    H = c->img_h;
-    plane = (size_t)W * H;
-    if (!sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)n_out * lp * sizeof(float)) ||
-        (!o.no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)n_out * plane)))
-        return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n_out, W, H));
-    memcpy(c->res_low, all + (size_t)first * lp, (size_t)n_out * lp * sizeof(float));
-    memmove(c->res_iou, c->res_iou + first, (size_t)n_out * sizeof(float));
-    sam3__tap(c, "out.masks", c->res_low, 3, n_out, 4 * g, 4 * g);
-    sam3__tap(c, "out.iou", c->res_iou, 1, n_out, 0, 0);
-    if (t->obj_token) sam3__tap(c, "out.object_score", &obj, 1, 1, 0, 0);
-    if (!o.no_masks) {
-        /* bilinear resize of the logits straight to the image size, then > threshold */
+    return (!tc->dynamic || (au > 0 ? (float)ai / (float)au : 1.0f) >= tc->stab_thresh) ? 0 : best;
+}
+
+/* The selection, as the reference: multimask -> tokens 1..; single -> sam3__trk_stable_token;
+   the chosen logits and IoUs to the front of the context's result buffers. */
+static sam3_result sam3__points_select(sam3_ctx *c, sam3__pts_step *s) {
+    const int W = c->img_w, H = c->img_h, g = s->g;
+    const size_t lp = s->lp;
+    s->first = 1;
+    s->n_out = s->nm - 1;
+    if (s->o.single_mask) {
+        s->first = sam3__trk_stable_token(&c->m->trk, s->all, c->res_iou, s->nm, lp);
+        s->n_out = 1;
+    }
+    if (!sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)s->n_out * lp * sizeof(float)) ||
+        (!s->o.no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)s->n_out * W * H)))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", s->n_out, W, H);
+    memcpy(c->res_low, s->all + (size_t)s->first * lp, (size_t)s->n_out * lp * sizeof(float));
+    memmove(c->res_iou, c->res_iou + s->first, (size_t)s->n_out * sizeof(float));
+    sam3__tap(c, "out.masks", c->res_low, 3, s->n_out, 4 * g, 4 * g);
+    sam3__tap(c, "out.iou", c->res_iou, 1, s->n_out, 0, 0);
+    if (c->m->trk.obj_token) sam3__tap(c, "out.object_score", &s->obj, 1, 1, 0, 0);
+    return SAM3_OK;
+}
+
+/* SAM 1's masks as SamProcessor.post_process_masks: logits up to the padded frame, crop the
+   image's part, down to the image size, > threshold (no sigmoid). ty, tx: (H), (W) tables. */
+static sam3_result sam3__points_masks_sam1(sam3_ctx *c, const sam3__pts_step *s, sam3__lerp *ty, sam3__lerp *tx) {
+    const int W = c->img_w, H = c->img_h, g = s->g, S = c->m->trk.image, h1 = c->s1_h1, w1 = c->s1_w1;
+    const size_t lp = s->lp, plane = (size_t)W * H;
+    sam3__lerp *uy = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
+    sam3__lerp *ux = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
+    float *crop = sam3__sallocf(c, (size_t)h1 * w1); /* (h1, w1) logits in the image's part of the frame */
+    const float *src = crop;
+    sam3_result rc;
+    long area;
+    int i, k;
+    if (!uy || !ux || !crop) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__lerp_table(4 * g, S, uy);
+    sam3__lerp_table(4 * g, S, ux);
+    sam3__lerp_table(h1, H, ty);
+    sam3__lerp_table(w1, W, tx);
+    for (i = 0; i < s->n_out; i++) {
+        const float *lg = c->res_low + (size_t)i * lp;
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (k = 0; k < h1; k++) {
+            const float *a = lg + (size_t)uy[k].i0 * 4 * g, *b = lg + (size_t)uy[k].i1 * 4 * g;
+            int q;
+            for (q = 0; q < w1; q++)
+                crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
+                                           uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
+        }
+        if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, s->thr, c->res_mask + (size_t)i * plane, &area)) != SAM3_OK)
+            return rc;
+    }
+    return SAM3_OK;
+}
+
+/* The masks at the image size (SAM 3: a bilinear resize of the logits straight to it, then >
+   threshold; SAM 1: sam3__points_masks_sam1) and the result. */
+static sam3_result sam3__points_postprocess(sam3_ctx *c, const sam3__pts_step *s, sam3_points_result *out) {
+    const int W = c->img_w, H = c->img_h, g = s->g, n_out = s->n_out;
+    sam3_result rc;
+    int i;
+    if (!s->o.no_masks) {
         sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
         sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
-        if (!ty || !tx) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-        if (m->arch == SAM3__ARCH_SAM1) {
-            /* SamProcessor.post_process_masks: logits up to the padded frame, crop the image's part,
-               down to the image size, > threshold (no sigmoid) */
-            const int S = t->image, h1 = c->s1_h1, w1 = c->s1_w1;
-            sam3__lerp *uy = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
-            sam3__lerp *ux = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
-            float *crop = sam3__sallocf(c, (size_t)h1 * w1); /* (h1, w1) logits in the image's part of the frame */
-            const float *src = crop;
-            long area;
-            int k;
-            if (!uy || !ux || !crop) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-            sam3__lerp_table(4 * g, S, uy);
-            sam3__lerp_table(4 * g, S, ux);
-            sam3__lerp_table(h1, H, ty);
-            sam3__lerp_table(w1, W, tx);
-            for (i = 0; i < n_out; i++) {
-                const float *lg = c->res_low + (size_t)i * lp;
-                SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-                for (k = 0; k < h1; k++) {
-                    const float *a = lg + (size_t)uy[k].i0 * 4 * g, *b = lg + (size_t)uy[k].i1 * 4 * g;
-                    int q;
-                    for (q = 0; q < w1; q++)
-                        crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
-                                                   uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
-                }
-                if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, thr, c->res_mask + (size_t)i * plane,
-                                                   &area)) != SAM3_OK)
-                    return sam3__end(c, rc);
-            }
+        if (!ty || !tx) return SAM3_ERR_OUT_OF_MEMORY;
+        if (c->m->arch == SAM3__ARCH_SAM1) {
+            if ((rc = sam3__points_masks_sam1(c, s, ty, tx)) != SAM3_OK) return rc;
         } else {
             sam3__lerp_table(4 * g, H, ty);
             sam3__lerp_table(4 * g, W, tx);
             const float **src = (const float **)sam3__salloc(c, (size_t)n_out * sizeof(*src)); /* (n_out) */
             long *area = (long *)sam3__salloc(c, (size_t)n_out * sizeof(long));                 /* (n_out) */
-            if (!src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-            for (i = 0; i < n_out; i++) src[i] = c->res_low + (size_t)i * lp;
-            if ((rc = sam3__resize_threshold_n(c, n_out, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, c->res_mask, area)) != SAM3_OK)
-                return sam3__end(c, rc);
+            if (!src || !area) return SAM3_ERR_OUT_OF_MEMORY;
+            for (i = 0; i < n_out; i++) src[i] = c->res_low + (size_t)i * s->lp;
+            if ((rc = sam3__resize_threshold_n(c, n_out, src, 0, 4 * g, 4 * g, ty, tx, H, W, s->thr, c->res_mask, area)) != SAM3_OK) return rc;
         }
         out->masks = c->res_mask;
     }
@@ -11282,14 +11326,29 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     out->best = 0;
     for (i = 1; i < n_out; i++)
         if (c->res_iou[i] > c->res_iou[out->best]) out->best = i;
-    out->object_score = obj;
-    out->has_object_score = t->obj_token;
+    out->object_score = s->obj;
+    out->has_object_score = c->m->trk.obj_token;
     out->low_res_logits = c->res_low;
     out->low_res_width = out->low_res_height = 4 * g;
     out->width = W;
     out->height = H;
-    c->t.points = sam3__now_ms() - t0;
-    return sam3__end(c, SAM3_OK);
+    c->t.points = sam3__now_ms() - s->t0;
+    return SAM3_OK;
+}
+
+/* sam3_segment_points (Sam3TrackerModel / SamModel on one image): the head's neck, the prompt
+   encoder and mask decoder, the mask selection, then the processor's post-processing. */
+static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
+    sam3__pts_step s;
+    sam3_result rc;
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if ((rc = sam3__points_check(c, pp, opt, out, &s)) != SAM3_OK) return rc;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    rc = sam3__points_neck(c);
+    if (rc == SAM3_OK) rc = sam3__points_decode(c, pp, &s);
+    if (rc == SAM3_OK) rc = sam3__points_select(c, &s);
+    if (rc == SAM3_OK) rc = sam3__points_postprocess(c, &s, out);
+    return sam3__end(c, rc);
 }
 
 
