@@ -11786,137 +11786,164 @@ typedef struct sam3__trk_out {
     uint16_t *mem; /* (N, mem_dim) */
 } sam3__trk_out;
 
+/* One object's decoder scratch on one frame (sam3__trk_object's), from the prompt or memory stage
+   to the mask decoder. */
+typedef struct sam3__trk_scr {
+    float *img;    /* (D, g, g) the decoder's image embedding */
+    float *sparse; /* (ns, D) sparse prompt tokens */
+    float *dense;  /* (D, g, g) dense prompt */
+    float *all;    /* (nm, 4g, 4g) every mask token's logits */
+    float *tok;    /* (nm, D) the mask tokens' output */
+    float iou[SAM3__MAX_FFN], obj;
+    int ns, multimask;
+} sam3__trk_scr;
+
+/* _use_mask_as_output: a mask prompt taken as the frame's output (the processor: the mask to
+   S x S, antialiased bilinear, >= 0.5); the pointer from the decoder on the raw features with the
+   downsampled mask as its mask prompt. */
+static sam3_result sam3__trk_object_mask(sam3_tracker *t, const sam3__trk_obj *o, sam3__trk_scr *s, sam3__trk_out *r) {
+    sam3_ctx *c = t->c;
+    const sam3__vid_w *w = &c->m->vid_w;
+    const int D = c->m->trk.D, g = c->m->trk.grid, S = c->m->trk.image, nm = c->m->trk.n_mask_tokens;
+    float *mf = sam3__sallocf(c, (size_t)o->mask_w * o->mask_h); /* (mh, mw) */
+    float *ms = sam3__sallocf(c, (size_t)S * S);                 /* (S, S) binary */
+    float *md = sam3__sallocf(c, (size_t)(S / 4) * (S / 4));     /* (S/4, S/4) mask_downsample */
+    sam3_points_prompt pp;
+    sam3_result rc;
+    size_t j;
+    int i, any = 0, best;
+    if (!mf || !ms || !md) return SAM3_ERR_OUT_OF_MEMORY;
+    for (j = 0; j < (size_t)o->mask_w * o->mask_h; j++) mf[j] = o->mask[j] ? 1.0f : 0.0f;
+    if (o->mask_w != S || o->mask_h != S) {
+        if ((rc = sam3__aa_resize_f32(c, mf, o->mask_h, o->mask_w, ms, S, S)) != SAM3_OK) return rc;
+        /* Sam3VideoModel hands its detector mask (>= 0.5, at the low resolution) straight to the
+           session: _use_mask_as_output upsamples it without binarising again */
+        if (!o->mask_soft)
+            for (j = 0; j < (size_t)S * S; j++) ms[j] = ms[j] >= 0.5f ? 1.0f : 0.0f;
+    } else {
+        memcpy(ms, mf, (size_t)S * S * sizeof(float));
+    }
+    for (j = 0; j < (size_t)S * S; j++) {
+        r->high[j] = ms[j] * 20.0f - 10.0f;
+        any |= ms[j] > 0;
+    }
+    if ((rc = sam3__aa_resize_f32(c, r->high, S, S, r->low, 4 * g, 4 * g)) != SAM3_OK) return rc;
+    if ((rc = sam3__conv2d(c, ms, 1, S, S, &w->mask_ds, 1, 4, 4, 0, md, S / 4, S / 4)) != SAM3_OK) return rc;
+    memset(&pp, 0, sizeof(pp));
+    pp.mask_logits = md;
+    pp.mask_width = pp.mask_height = S / 4;
+    if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, 1, s->sparse, &s->ns, s->dense)) != SAM3_OK) return rc;
+    if ((rc = sam3__trk_mask_decoder(c, c->trk_e, s->sparse, s->ns, s->dense, s->all, s->iou, &s->obj, s->tok)) != SAM3_OK) return rc;
+    best = 1;
+    for (i = 2; i < nm; i++)
+        if (s->iou[i] > s->iou[best]) best = i;
+    if (s->obj > 0 && any) {
+        if ((rc = sam3__ffn(c, &w->ptr_proj, s->tok + (size_t)best * D, 1, D, D, D, r->ptr)) != SAM3_OK) return rc;
+    } else {
+        memcpy(r->ptr, w->no_ptr, (size_t)D * sizeof(float));
+    }
+    r->score = any ? 10.0f : -10.0f;
+    return SAM3_OK;
+}
+
+/* A conditioning frame: no memory; the 1x map plus no_memory_embedding, and the object's clicks
+   and box through the prompt encoder. */
+static sam3_result sam3__trk_object_prompt(sam3_tracker *t, const sam3__trk_obj *o, int W, int H, sam3__trk_scr *s) {
+    sam3_ctx *c = t->c;
+    const sam3__vid_cfg *v = &c->m->vid;
+    const int D = c->m->trk.D, N = c->m->trk.grid * c->m->trk.grid, S = c->m->trk.image, npts = o->n_points + (o->has_box ? 2 : 0);
+    const float rx = (float)((double)S / W), ry = (float)((double)S / H);
+    sam3_points_prompt pp;
+    int i, k;
+    for (k = 0; k < D; k++)
+        for (i = 0; i < N; i++) s->img[(size_t)k * N + i] = c->trk_e[(size_t)k * N + i] + c->m->vid_w.no_mem[k];
+    memset(&pp, 0, sizeof(pp));
+    pp.points = o->points;
+    pp.n_points = o->n_points;
+    pp.box = o->has_box ? &o->box : NULL;
+    s->multimask = v->multimask && v->mm_min <= npts && npts <= v->mm_max;
+    return sam3__trk_prompt_encoder(c, &pp, rx, ry, 1, s->sparse, &s->ns, s->dense);
+}
+
+/* A tracked frame: memory attention over what the stream remembers of the object, and the prompt
+   encoder with no prompt (its (0, 0) point labelled -1, then padding). */
+static sam3_result sam3__trk_object_memory(sam3_tracker *t, const sam3__trk_obj *o, sam3__trk_scr *s) {
+    sam3_ctx *c = t->c;
+    const sam3__vid_cfg *v = &c->m->vid;
+    const int D = c->m->trk.D, N = c->m->trk.grid * c->m->trk.grid, M = v->mem_dim;
+    const int maxk = (v->max_cond < 0 ? o->n_cond : SAM3__MIN(o->n_cond, v->max_cond)) + v->num_maskmem;
+    const size_t cap = (size_t)maxk * N + (size_t)(o->n_cond + v->max_ptr) * (D / M);
+    float *mem = sam3__sallocf(c, cap * M);     /* (nk, M) */
+    float *mem_pos = sam3__sallocf(c, cap * M); /* (nk, M) */
+    sam3_points_prompt pp;
+    sam3_result rc;
+    int nk = 0, n_ptr = 0, i, k;
+    if (!mem || !mem_pos) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__trk_gather(t, o, t->next, mem, mem_pos, &nk, &n_ptr)) != SAM3_OK) return rc;
+    if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, s->img)) != SAM3_OK) return rc;
+    if (c->opt.tap) { /* token-major, as the reference dump's */
+        float *tm = sam3__sallocf(c, (size_t)N * D); /* (N, D) */
+        char nm_[64];
+        if (!tm) return SAM3_ERR_OUT_OF_MEMORY;
+        for (k = 0; k < D; k++)
+            for (i = 0; i < N; i++) tm[(size_t)i * D + k] = s->img[(size_t)k * N + i];
+        snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.pix", t->next, o->id);
+        sam3__tap(c, nm_, tm, 2, N, D, 0);
+    }
+    memset(&pp, 0, sizeof(pp));
+    if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, 1, s->sparse, &s->ns, s->dense)) != SAM3_OK) return rc;
+    s->multimask = v->multimask && v->mm_tracking && v->mm_min <= 0 && 0 <= v->mm_max;
+    return SAM3_OK;
+}
+
 /* One object on the current frame (_run_single_frame_inference): its prompt through the decoder
    (or a mask prompt taken as the output, _use_mask_as_output), else memory attention and the
    decoder without a prompt; the mask gated by the object score, upsampled to the input size for
    the memory; the pointer from the chosen mask token. */
 static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int W, int H, sam3__trk_out *r) {
     sam3_ctx *c = t->c;
-    const sam3_model *m = c->m;
-    const sam3__trk_cfg *tc = &m->trk;
-    const sam3__vid_cfg *v = &m->vid;
-    const sam3__vid_w *w = &m->vid_w;
-    const int D = tc->D, g = tc->grid, N = g * g, S = tc->image, nm = tc->n_mask_tokens, M = v->mem_dim;
+    const sam3__trk_cfg *tc = &c->m->trk;
+    const sam3__vid_w *w = &c->m->vid_w;
+    const int D = tc->D, g = tc->grid, N = g * g, S = tc->image, nm = tc->n_mask_tokens;
     const size_t lp = (size_t)16 * N;
     sam3__mark mk = sam3__mark_get(c);
-    float *img = sam3__sallocf(c, (size_t)D * N);               /* (D, g, g) the decoder's image embedding */
-    float *sparse = sam3__sallocf(c, (size_t)(SAM3_MAX_POINTS + 4) * D); /* (ns, D) */
-    float *dense = sam3__sallocf(c, (size_t)D * N);             /* (D, g, g) */
-    float *all = sam3__sallocf(c, (size_t)nm * lp);             /* (nm, 4g, 4g) */
-    float *tok = sam3__sallocf(c, (size_t)nm * D);              /* (nm, D) */
-    float iou[SAM3__MAX_FFN], obj = 0;
-    int ns = 0, i, k, multimask, sel, tok_sel;
-    sam3_points_prompt pp;
+    sam3__trk_scr s;
     sam3_result rc;
-    if (!img || !sparse || !dense || !all || !tok) return SAM3_ERR_OUT_OF_MEMORY;
+    int i, sel, tok_sel;
+    memset(&s, 0, sizeof(s));
+    s.img = sam3__sallocf(c, (size_t)D * N);                        /* (D, g, g) */
+    s.sparse = sam3__sallocf(c, (size_t)(SAM3_MAX_POINTS + 4) * D); /* (ns, D) */
+    s.dense = sam3__sallocf(c, (size_t)D * N);                      /* (D, g, g) */
+    s.all = sam3__sallocf(c, (size_t)nm * lp);                      /* (nm, 4g, 4g) */
+    s.tok = sam3__sallocf(c, (size_t)nm * D);                       /* (nm, D) */
+    if (!s.img || !s.sparse || !s.dense || !s.all || !s.tok) return SAM3_ERR_OUT_OF_MEMORY;
     r->prompted = o->pending;
     r->from_mask = o->pending && o->mask != NULL;
     if (r->from_mask) {
-        /* the processor: the mask to S x S (antialiased bilinear), >= 0.5; then taken as the output */
-        float *mf = sam3__sallocf(c, (size_t)o->mask_w * o->mask_h); /* (mh, mw) */
-        float *ms = sam3__sallocf(c, (size_t)S * S);                 /* (S, S) binary */
-        float *md = sam3__sallocf(c, (size_t)(S / 4) * (S / 4));     /* (S/4, S/4) mask_downsample */
-        size_t j;
-        int any = 0, best;
-        if (!mf || !ms || !md) return SAM3_ERR_OUT_OF_MEMORY;
-        for (j = 0; j < (size_t)o->mask_w * o->mask_h; j++) mf[j] = o->mask[j] ? 1.0f : 0.0f;
-        if (o->mask_w != S || o->mask_h != S) {
-            if ((rc = sam3__aa_resize_f32(c, mf, o->mask_h, o->mask_w, ms, S, S)) != SAM3_OK) return rc;
-            /* Sam3VideoModel hands its detector mask (>= 0.5, at the low resolution) straight to the
-               session: _use_mask_as_output upsamples it without binarising again */
-            if (!o->mask_soft)
-                for (j = 0; j < (size_t)S * S; j++) ms[j] = ms[j] >= 0.5f ? 1.0f : 0.0f;
-        } else {
-            memcpy(ms, mf, (size_t)S * S * sizeof(float));
-        }
-        for (j = 0; j < (size_t)S * S; j++) {
-            r->high[j] = ms[j] * 20.0f - 10.0f;
-            any |= ms[j] > 0;
-        }
-        if ((rc = sam3__aa_resize_f32(c, r->high, S, S, r->low, 4 * g, 4 * g)) != SAM3_OK) return rc;
-        /* the pointer: the decoder on the raw features with the downsampled mask as its mask prompt */
-        if ((rc = sam3__conv2d(c, ms, 1, S, S, &w->mask_ds, 1, 4, 4, 0, md, S / 4, S / 4)) != SAM3_OK) return rc;
-        memset(&pp, 0, sizeof(pp));
-        pp.mask_logits = md;
-        pp.mask_width = pp.mask_height = S / 4;
-        if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
-        if ((rc = sam3__trk_mask_decoder(c, c->trk_e, sparse, ns, dense, all, iou, &obj, tok)) != SAM3_OK) return rc;
-        best = 1;
-        for (i = 2; i < nm; i++)
-            if (iou[i] > iou[best]) best = i;
-        if (obj > 0 && any) {
-            if ((rc = sam3__ffn(c, &w->ptr_proj, tok + (size_t)best * D, 1, D, D, D, r->ptr)) != SAM3_OK) return rc;
-        } else {
-            memcpy(r->ptr, w->no_ptr, (size_t)D * sizeof(float));
-        }
-        r->score = any ? 10.0f : -10.0f;
+        if ((rc = sam3__trk_object_mask(t, o, &s, r)) != SAM3_OK) return rc;
         sam3__release(c, mk);
         return SAM3_OK;
     }
-    if (o->pending) {
-        /* a conditioning frame: no memory; the 1x map plus no_memory_embedding */
-        const float rx = (float)((double)S / W), ry = (float)((double)S / H);
-        for (k = 0; k < D; k++)
-            for (i = 0; i < N; i++) img[(size_t)k * N + i] = c->trk_e[(size_t)k * N + i] + w->no_mem[k];
-        memset(&pp, 0, sizeof(pp));
-        pp.points = o->points;
-        pp.n_points = o->n_points;
-        pp.box = o->has_box ? &o->box : NULL;
-        if ((rc = sam3__trk_prompt_encoder(c, &pp, rx, ry, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
-        {
-            const int npts = o->n_points + (o->has_box ? 2 : 0);
-            multimask = v->multimask && v->mm_min <= npts && npts <= v->mm_max;
-        }
-    } else {
-        /* a tracked frame: memory attention over what the stream remembers of the object */
-        const int maxk = (v->max_cond < 0 ? o->n_cond : SAM3__MIN(o->n_cond, v->max_cond)) + v->num_maskmem;
-        const size_t cap = (size_t)maxk * N + (size_t)(o->n_cond + v->max_ptr) * (D / M);
-        float *mem = sam3__sallocf(c, cap * M);     /* (nk, M) */
-        float *mem_pos = sam3__sallocf(c, cap * M); /* (nk, M) */
-        int nk = 0, n_ptr = 0;
-        if (!mem || !mem_pos) return SAM3_ERR_OUT_OF_MEMORY;
-        if ((rc = sam3__trk_gather(t, o, t->next, mem, mem_pos, &nk, &n_ptr)) != SAM3_OK) return rc;
-        if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, img)) != SAM3_OK) return rc;
-        if (c->opt.tap) { /* token-major, as the reference dump's */
-            float *tm = sam3__sallocf(c, (size_t)N * D); /* (N, D) */
-            char nm_[64];
-            if (!tm) return SAM3_ERR_OUT_OF_MEMORY;
-            for (k = 0; k < D; k++)
-                for (i = 0; i < N; i++) tm[(size_t)i * D + k] = img[(size_t)k * N + i];
-            snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.pix", t->next, o->id);
-            sam3__tap(c, nm_, tm, 2, N, D, 0);
-        }
-        memset(&pp, 0, sizeof(pp)); /* no prompt: the encoder's (0, 0) point labelled -1, then padding */
-        if ((rc = sam3__trk_prompt_encoder(c, &pp, 1.0f, 1.0f, 1, sparse, &ns, dense)) != SAM3_OK) return rc;
-        multimask = v->multimask && v->mm_tracking && v->mm_min <= 0 && 0 <= v->mm_max;
-    }
-    if ((rc = sam3__trk_mask_decoder(c, img, sparse, ns, dense, all, iou, &obj, tok)) != SAM3_OK) return rc;
-    if (multimask) { /* the best predicted IoU of tokens 1.. (first on ties, as argmax) */
+    rc = o->pending ? sam3__trk_object_prompt(t, o, W, H, &s) : sam3__trk_object_memory(t, o, &s);
+    if (rc != SAM3_OK) return rc;
+    if ((rc = sam3__trk_mask_decoder(c, s.img, s.sparse, s.ns, s.dense, s.all, s.iou, &s.obj, s.tok)) != SAM3_OK) return rc;
+    if (s.multimask) { /* the best predicted IoU of tokens 1.. (first on ties, as argmax) */
         sel = 1;
         for (i = 2; i < nm; i++)
-            if (iou[i] > iou[sel]) sel = i;
+            if (s.iou[i] > s.iou[sel]) sel = i;
         tok_sel = sel;
     } else { /* token 0 unless unstable; the pointer reads token 0 either way (as the reference) */
-        long ai = 0, au = 0;
-        size_t q;
-        int best = 1;
-        for (i = 2; i < nm; i++)
-            if (iou[i] > iou[best]) best = i;
-        for (q = 0; q < lp; q++) {
-            ai += all[q] > tc->stab_delta;
-            au += all[q] > -tc->stab_delta;
-        }
-        sel = (!tc->dynamic || (au > 0 ? (float)ai / (float)au : 1.0f) >= tc->stab_thresh) ? 0 : best;
+        sel = sam3__trk_stable_token(tc, s.all, s.iou, nm, lp);
         tok_sel = 0;
     }
-    if (obj > 0) {
-        memcpy(r->low, all + (size_t)sel * lp, lp * sizeof(float));
-        if ((rc = sam3__ffn(c, &w->ptr_proj, tok + (size_t)tok_sel * D, 1, D, D, D, r->ptr)) != SAM3_OK) return rc;
+    if (s.obj > 0) {
+        memcpy(r->low, s.all + (size_t)sel * lp, lp * sizeof(float));
+        if ((rc = sam3__ffn(c, &w->ptr_proj, s.tok + (size_t)tok_sel * D, 1, D, D, D, r->ptr)) != SAM3_OK) return rc;
     } else {
         for (i = 0; i < (int)lp; i++) r->low[i] = -1024.0f;
         memcpy(r->ptr, w->no_ptr, (size_t)D * sizeof(float));
     }
-    r->score = obj;
+    r->score = s.obj;
     if ((rc = sam3__bilinear_f32(c, r->low, 4 * g, 4 * g, r->high, S, S)) != SAM3_OK) return rc;
     sam3__release(c, mk);
     return SAM3_OK;
