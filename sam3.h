@@ -11949,205 +11949,294 @@ static sam3_result sam3__trk_object(sam3_tracker *t, const sam3__trk_obj *o, int
     return SAM3_OK;
 }
 
-/* encoded: the context's last encoding is the frame (sam3_tracker_push_encoded; pixels unused) */
-static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                                int encoded, sam3_tracker_result *out) {
-    sam3_ctx *c;
-    const sam3_model *m;
-    const sam3__vid_cfg *v;
-    int D, g, N, S, M, i, any_prompt = 0, n;
-    size_t lp, plane, mb, pb;
-    sam3__trk_out *ro;
-    float *mask16;
-    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
-    double t0;
+/* The per-object output buffers of ro[0..n) (arena scratch); 0 when out of memory. */
+static int sam3__trk_outs_alloc(sam3_ctx *c, sam3__trk_out *ro, int n) {
+    const int g = c->m->trk.grid, S = c->m->trk.image;
+    const size_t mb = (size_t)g * g * c->m->vid.mem_dim * sizeof(uint16_t);
+    int i;
+    for (i = 0; i < n; i++) {
+        ro[i].low = sam3__sallocf(c, (size_t)16 * g * g);  /* (4g, 4g) */
+        ro[i].high = sam3__sallocf(c, (size_t)S * S);      /* (S, S) */
+        ro[i].ptr = sam3__sallocf(c, (size_t)c->m->trk.D); /* (D) */
+        ro[i].mem = (uint16_t *)sam3__salloc(c, mb);       /* (N, mem_dim) */
+        if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return 0;
+    }
+    return 1;
+}
+
+/* An object's memory from its high-resolution mask logits (S, S): down to the memory encoder's
+   input (16g, 16g), binarised (> 0) or through a sigmoid, scaled and shifted; mask16 scratch. */
+static sam3_result sam3__trk_encode_memory(sam3_ctx *c, const float *high, int binarise, float *mask16, float score, uint16_t *mem) {
+    const sam3__vid_cfg *v = &c->m->vid;
+    const int g = c->m->trk.grid, S = c->m->trk.image;
     sam3_result rc;
-    if (!t) return SAM3_ERR_INVALID_ARG;
-    c = t->c;
-    m = c->m;
-    v = &m->vid;
-    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: out is NULL");
-    memset(out, 0, sizeof(*out));
-    D = m->trk.D;
-    g = m->trk.grid;
-    N = g * g;
-    S = m->trk.image;
-    M = v->mem_dim;
-    lp = (size_t)16 * N;
-    mb = (size_t)N * M * sizeof(uint16_t);
-    pb = (size_t)D * sizeof(float);
-    n = t->n_obj;
-    c->err[0] = 0;
+    size_t j;
+    if ((rc = sam3__aa_resize_f32(c, high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) return rc;
+    for (j = 0; j < (size_t)256 * g * g; j++) {
+        const float p = binarise ? (mask16[j] > 0 ? 1.0f : 0.0f) : 1.0f / (1.0f + expf(-mask16[j]));
+        mask16[j] = p * v->sig_scale + v->sig_bias;
+    }
+    return sam3__memory_encoder(c, c->trk_e, mask16, score, mem);
+}
+
+/* A frame's output r kept as an entry (conditioning or tracked): frame, score, pointer, memory. */
+static void sam3__trk_entry_set(sam3__trk_entry *e, int f, const sam3__trk_out *r, size_t pb, size_t mb) {
+    e->frame = f;
+    e->score = r->score;
+    memcpy(e->ptr, r->ptr, pb);
+    memcpy(e->mem, r->mem, mb);
+}
+
+/* A tracked (unprompted) frame f's output r into the object's pointer and memory rings. */
+static void sam3__trk_ring_set(const sam3_tracker *t, sam3__trk_obj *o, int f, const sam3__trk_out *r, size_t pb, size_t mb) {
+    sam3__trk_entry *pe = &o->ptrs[f % t->n_ptr_ring], *me = &o->mems[f % t->n_mem_ring];
+    pe->frame = f;
+    pe->score = r->score;
+    memcpy(pe->ptr, r->ptr, pb);
+    me->frame = f;
+    memcpy(me->mem, r->mem, mb);
+}
+
+/* After frame f: a conditioning frame's memory is read while it is among the last max_cond
+   conditioning frames (what the selection picks when every one lies in the past) or within the
+   last num_maskmem - 1 frames; its pointer always (HF 5.17 reads every past conditioning frame's
+   pointer). The others' memories are freed. */
+static void sam3__trk_cond_trim(sam3_tracker *t, sam3__trk_obj *o, int f, size_t mb) {
+    const sam3__vid_cfg *v = &t->c->m->vid;
+    int j, later = 0;
+    for (j = o->n_cond - 1; j >= 0; j--) {
+        sam3__trk_entry *e = &o->cond[j];
+        const int keep = v->max_cond < 0 || later < v->max_cond || e->frame > f - v->num_maskmem + 1;
+        later++;
+        if (!keep && e->mem) {
+            sam3__trk_free(t, e->mem, mb);
+            e->mem = NULL;
+        }
+    }
+}
+
+/* A binary mask's pixel bounds (x1, y1 exclusive); box untouched when the mask is empty. */
+static void sam3__mask_bounds(const uint8_t *mk, int W, int H, long area, sam3_box *box) {
+    int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
+    if (area > 0)
+        for (y = 0; y < H; y++) {
+            const uint8_t *row = mk + (size_t)y * W;
+            for (x = 0; x < W; x++)
+                if (row[x]) {
+                    if (x < x0) x0 = x;
+                    if (x > x1) x1 = x;
+                    if (y < y0) y0 = y;
+                    y1 = y;
+                }
+        }
+    if (x1 >= 0) {
+        box->x0 = (float)x0;
+        box->y0 = (float)y0;
+        box->x1 = (float)(x1 + 1);
+        box->y1 = (float)(y1 + 1);
+    }
+}
+
+/* One tracker frame's state (sam3_tracker_push_frame), from the objects' outputs to the commit. */
+typedef struct sam3__trk_step {
+    int W, H, n;        /* the frame's size; the objects tracked */
+    size_t lp, pb, mb;  /* bytes/16g^2 of a low-res mask's floats; a pointer's bytes; a memory's bytes */
+    sam3__trk_out *ro;  /* (n) each object's output on this frame */
+    float *mask16;      /* (16g, 16g) the memory encoder's input */
+    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS]; /* (n) prompted objects' new conditioning entries */
+} sam3__trk_step;
+
+/* The frame in: encoded (when not already, as sam3_tracker_push_encoded's), or only checked when
+   nothing is tracked (the frame is then only counted). *W, *H get the frame's size. */
+static sam3_result sam3__tracker_frame_in(sam3_tracker *t, const uint8_t *pixels, int *W, int *H, int stride, sam3_pixel_format format,
+                                          int encoded) {
+    sam3_ctx *c = t->c;
     if (encoded) {
         if (!c->vit_ready)
             return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_tracker_push_encoded: the context holds no encoded frame (push the frame to a tracker "
                                                     "or concept tracker on this context, or sam3_set_image, first)");
-        W = c->img_w;
-        H = c->img_h;
-    } else if (n == 0) { /* nothing to track: the frame is only counted (its pixels still checked) */
+        *W = c->img_w;
+        *H = c->img_h;
+    } else if (t->n_obj == 0) {
         const int bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
-        if (!pixels || !bpp || W < 1 || H < 1 || W > SAM3_MAX_IMAGE_DIM || H > SAM3_MAX_IMAGE_DIM || stride < W * bpp)
+        if (!pixels || !bpp || *W < 1 || *H < 1 || *W > SAM3_MAX_IMAGE_DIM || *H > SAM3_MAX_IMAGE_DIM || stride < *W * bpp)
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: bad frame (pixels %s, format %d, %dx%d, stride %d)",
-                              pixels ? "set" : "NULL", (int)format, W, H, stride);
-    } else if ((rc = sam3__image_encode(c, "sam3_tracker_push_frame", pixels, W, H, stride, format, 0)) != SAM3_OK) {
-        return rc;
+                              pixels ? "set" : "NULL", (int)format, *W, *H, stride);
+    } else {
+        return sam3__image_encode(c, "sam3_tracker_push_frame", pixels, *W, *H, stride, format, 0);
     }
-    out->frame = t->next;
-    out->width = W;
-    out->height = H;
-    out->low_res_width = out->low_res_height = 4 * g;
-    out->objects = t->res;
-    if (n == 0) {
-        t->next++;
-        return SAM3_OK;
-    }
-    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
-    t0 = sam3__now_ms();
-    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
-    ro = (sam3__trk_out *)sam3__salloc(c, (size_t)n * sizeof(*ro));
-    mask16 = sam3__sallocf(c, (size_t)256 * N); /* (16g, 16g) the memory encoder's input */
-    if (!ro || !mask16) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+    return SAM3_OK;
+}
+
+/* Every object on this frame (sam3__trk_object), after the tracker's neck. */
+static sam3_result sam3__tracker_track_objects(sam3_tracker *t, sam3__trk_step *s) {
+    sam3_ctx *c = t->c;
+    const int n = s->n;
+    sam3_result rc;
+    int i;
+    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return rc;
+    s->ro = (sam3__trk_out *)sam3__salloc(c, (size_t)n * sizeof(*s->ro));
+    s->mask16 = sam3__sallocf(c, (size_t)256 * c->m->trk.grid * c->m->trk.grid); /* (16g, 16g) */
+    if (!s->ro || !s->mask16 || !sam3__trk_outs_alloc(c, s->ro, n)) return SAM3_ERR_OUT_OF_MEMORY;
     for (i = 0; i < n; i++) {
-        ro[i].low = sam3__sallocf(c, lp);
-        ro[i].high = sam3__sallocf(c, (size_t)S * S);
-        ro[i].ptr = sam3__sallocf(c, (size_t)D);
-        ro[i].mem = (uint16_t *)sam3__salloc(c, mb);
-        if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next);
+        if ((rc = sam3__trk_object(t, &t->obj[i], s->W, s->H, &s->ro[i])) != SAM3_OK) return rc;
     }
-    for (i = 0; i < n; i++) {
-        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next));
-        if ((rc = sam3__trk_object(t, &t->obj[i], W, H, &ro[i])) != SAM3_OK) return sam3__end(c, rc);
-        any_prompt |= ro[i].prompted;
-    }
-    /* _batch_encode_memories: one binarise-or-sigmoid choice for the whole frame (HF 5.17 passes
-       any() of the objects' "mask from a prompt" flags, so a prompt on one object binarises every
-       object's memory on that frame) */
-    for (i = 0; i < n; i++) {
+    return SAM3_OK;
+}
+
+/* _batch_encode_memories: one binarise-or-sigmoid choice for the whole frame (HF 5.17 passes
+   any() of the objects' "mask from a prompt" flags, so a prompt on one object binarises every
+   object's memory on that frame) */
+static sam3_result sam3__tracker_encode_memories(sam3_tracker *t, sam3__trk_step *s) {
+    sam3_ctx *c = t->c;
+    const int N = c->m->trk.grid * c->m->trk.grid, M = c->m->vid.mem_dim;
+    sam3_result rc;
+    int i, any_prompt = 0;
+    for (i = 0; i < s->n; i++) any_prompt |= s->ro[i].prompted;
+    for (i = 0; i < s->n; i++) {
+        const sam3__trk_out *r = &s->ro[i];
         size_t j;
-        if ((rc = sam3__aa_resize_f32(c, ro[i].high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) return sam3__end(c, rc);
-        for (j = 0; j < (size_t)256 * N; j++) {
-            const float p = any_prompt ? (mask16[j] > 0 ? 1.0f : 0.0f) : 1.0f / (1.0f + expf(-mask16[j]));
-            mask16[j] = p * v->sig_scale + v->sig_bias;
-        }
-        if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, ro[i].score, ro[i].mem)) != SAM3_OK) return sam3__end(c, rc);
+        if ((rc = sam3__trk_encode_memory(c, r->high, any_prompt, s->mask16, r->score, r->mem)) != SAM3_OK) return rc;
         if (c->opt.tap) {
             float *tm = sam3__sallocf(c, (size_t)N * M); /* (N, M) the memory as stored, widened */
             char nm_[64];
-            if (!tm) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-            for (j = 0; j < (size_t)N * M; j++) tm[j] = sam3__from_bf16(ro[i].mem[j]);
+            if (!tm) return SAM3_ERR_OUT_OF_MEMORY;
+            for (j = 0; j < (size_t)N * M; j++) tm[j] = sam3__from_bf16(r->mem[j]);
             snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.maskmem", t->next, t->obj[i].id);
             sam3__tap(c, nm_, tm, 2, N, M, 0);
             snprintf(nm_, sizeof(nm_), "dbg.f%d.o%d.ptr", t->next, t->obj[i].id);
-            sam3__tap(c, nm_, ro[i].ptr, 1, D, 0, 0);
+            sam3__tap(c, nm_, r->ptr, 1, c->m->trk.D, 0, 0);
         }
-        if (sam3__aborted(c)) return sam3__end(c, sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory encoder of frame %d", t->next));
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory encoder of frame %d", t->next);
     }
-    /* everything that can fail comes before the commit: result buffers and new conditioning entries */
-    if (!sam3__grow(c, (void **)&t->res_low, &t->res_low_cap, (size_t)n * lp * sizeof(float)) ||
-        (!t->opt.no_masks && !sam3__grow(c, (void **)&t->res_mask, &t->res_mask_cap, (size_t)n * W * H)))
-        return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, W, H));
+    return SAM3_OK;
+}
+
+/* Everything that can fail comes before the commit: the result buffers and the prompted objects'
+   new conditioning entries (all of them freed again when one fails). */
+static sam3_result sam3__tracker_prepare_commit(sam3_tracker *t, sam3__trk_step *s) {
+    sam3_ctx *c = t->c;
+    const int n = s->n;
+    int i, j;
+    if (!sam3__grow(c, (void **)&t->res_low, &t->res_low_cap, (size_t)n * s->lp * sizeof(float)) ||
+        (!t->opt.no_masks && !sam3__grow(c, (void **)&t->res_mask, &t->res_mask_cap, (size_t)n * s->W * s->H)))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, s->W, s->H);
     for (i = 0; i < n; i++) {
         sam3__trk_obj *o = &t->obj[i];
-        newcond[i] = NULL;
-        if (!ro[i].prompted) continue;
-        newcond[i] = sam3__trk_cond_add(t, o, pb, mb);
-        if (!newcond[i] || !newcond[i]->ptr || !newcond[i]->mem) {
-            int j;
+        s->newcond[i] = NULL;
+        if (!s->ro[i].prompted) continue;
+        s->newcond[i] = sam3__trk_cond_add(t, o, s->pb, s->mb);
+        if (!s->newcond[i] || !s->newcond[i]->ptr || !s->newcond[i]->mem) {
             for (j = 0; j <= i; j++)
-                if (newcond[j]) {
-                    sam3__trk_free(t, newcond[j]->ptr, pb);
-                    sam3__trk_free(t, newcond[j]->mem, mb);
-                    newcond[j]->ptr = NULL;
-                    newcond[j]->mem = NULL;
+                if (s->newcond[j]) {
+                    sam3__trk_free(t, s->newcond[j]->ptr, s->pb);
+                    sam3__trk_free(t, s->newcond[j]->mem, s->mb);
+                    s->newcond[j]->ptr = NULL;
+                    s->newcond[j]->mem = NULL;
                 }
-            return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id));
+            return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
         }
     }
-    /* outputs: the low-resolution logits bilinearly to the frame, > 0 */
+    return SAM3_OK;
+}
+
+/* The outputs: each object's low-resolution logits, and (unless no_masks) them bilinearly to the
+   frame, > the threshold, with the mask's area and bounds. */
+static sam3_result sam3__tracker_outputs(sam3_tracker *t, const sam3__trk_step *s) {
+    sam3_ctx *c = t->c;
+    const int n = s->n, W = s->W, H = s->H, L = 4 * c->m->trk.grid;
+    const size_t lp = s->lp, plane = (size_t)W * H;
+    sam3_result rc;
+    int i;
     for (i = 0; i < n; i++) {
         sam3_tracker_object *ob = &t->res[i];
         memset(ob, 0, sizeof(*ob));
         ob->id = t->obj[i].id;
-        ob->object_score = ro[i].score;
-        ob->prompted = ro[i].prompted;
-        memcpy(t->res_low + (size_t)i * lp, ro[i].low, lp * sizeof(float));
+        ob->object_score = s->ro[i].score;
+        ob->prompted = s->ro[i].prompted;
+        memcpy(t->res_low + (size_t)i * lp, s->ro[i].low, lp * sizeof(float));
         ob->low_res_logits = t->res_low + (size_t)i * lp;
     }
     if (!t->opt.no_masks) {
         sam3__lerp *ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
         sam3__lerp *tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
-        const float **src = (const float **)sam3__salloc(c, (size_t)n * sizeof(*src));
+        const float **src = (const float **)sam3__salloc(c, (size_t)n * sizeof(*src)); /* (n) */
         const float thr = sam3__mask_logit_threshold(t->opt.mask_threshold);
-        long *area = (long *)sam3__salloc(c, (size_t)n * sizeof(long));
-        plane = (size_t)W * H;
-        if (!ty || !tx || !src || !area) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-        sam3__lerp_table(4 * g, H, ty);
-        sam3__lerp_table(4 * g, W, tx);
+        long *area = (long *)sam3__salloc(c, (size_t)n * sizeof(long)); /* (n) */
+        if (!ty || !tx || !src || !area) return SAM3_ERR_OUT_OF_MEMORY;
+        sam3__lerp_table(L, H, ty);
+        sam3__lerp_table(L, W, tx);
         for (i = 0; i < n; i++) src[i] = t->res_low + (size_t)i * lp;
-        if ((rc = sam3__resize_threshold_n(c, n, src, 0, 4 * g, 4 * g, ty, tx, H, W, thr, t->res_mask, area)) != SAM3_OK) return sam3__end(c, rc);
+        if ((rc = sam3__resize_threshold_n(c, n, src, 0, L, L, ty, tx, H, W, thr, t->res_mask, area)) != SAM3_OK) return rc;
         for (i = 0; i < n; i++) {
             sam3_tracker_object *ob = &t->res[i];
-            const uint8_t *mk = t->res_mask + (size_t)i * plane;
-            int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x;
-            ob->mask = mk;
+            ob->mask = t->res_mask + (size_t)i * plane;
             ob->area = area[i];
-            if (area[i] > 0)
-                for (y = 0; y < H; y++) {
-                    const uint8_t *row = mk + (size_t)y * W;
-                    for (x = 0; x < W; x++)
-                        if (row[x]) {
-                            if (x < x0) x0 = x;
-                            if (x > x1) x1 = x;
-                            if (y < y0) y0 = y;
-                            y1 = y;
-                        }
-                }
-            if (x1 >= 0) {
-                ob->box.x0 = (float)x0;
-                ob->box.y0 = (float)y0;
-                ob->box.x1 = (float)(x1 + 1);
-                ob->box.y1 = (float)(y1 + 1);
-            }
+            sam3__mask_bounds(ob->mask, W, H, area[i], &ob->box);
         }
     }
-    /* commit: nothing below can fail */
-    for (i = 0; i < n; i++) {
+    return SAM3_OK;
+}
+
+/* The commit (nothing here can fail): a prompted object's output as its new conditioning frame,
+   a tracked one's into its rings; conditioning memories no later frame reads freed. */
+static void sam3__tracker_commit(sam3_tracker *t, const sam3__trk_step *s) {
+    int i;
+    for (i = 0; i < s->n; i++) {
         sam3__trk_obj *o = &t->obj[i];
-        if (ro[i].prompted) {
-            sam3__trk_entry *e = newcond[i];
-            e->frame = t->next;
-            e->score = ro[i].score;
-            memcpy(e->ptr, ro[i].ptr, pb);
-            memcpy(e->mem, ro[i].mem, mb);
+        if (s->ro[i].prompted) {
+            sam3__trk_entry_set(s->newcond[i], t->next, &s->ro[i], s->pb, s->mb);
             o->n_cond++;
             o->pending = 0;
         } else {
-            sam3__trk_entry *pe = &o->ptrs[t->next % t->n_ptr_ring], *me = &o->mems[t->next % t->n_mem_ring];
-            pe->frame = t->next;
-            pe->score = ro[i].score;
-            memcpy(pe->ptr, ro[i].ptr, pb);
-            me->frame = t->next;
-            memcpy(me->mem, ro[i].mem, mb);
+            sam3__trk_ring_set(t, o, t->next, &s->ro[i], s->pb, s->mb);
         }
-        {
-            /* a conditioning frame's memory is read while it is among the last max_cond conditioning
-               frames (what the selection picks when every one lies in the past) or within the last
-               num_maskmem - 1 frames; its pointer always (HF 5.17 reads every past conditioning
-               frame's pointer) */
-            int j, later = 0;
-            for (j = o->n_cond - 1; j >= 0; j--) {
-                sam3__trk_entry *e = &o->cond[j];
-                const int keep = v->max_cond < 0 || later < v->max_cond || e->frame > t->next - v->num_maskmem + 1;
-                later++;
-                if (!keep && e->mem) {
-                    sam3__trk_free(t, e->mem, mb);
-                    e->mem = NULL;
-                }
-            }
-        }
+        sam3__trk_cond_trim(t, o, t->next, s->mb);
     }
+}
+
+/* sam3_tracker_push_frame (Sam3TrackerVideoModel, one frame in streaming mode): the frame in,
+   every object through sam3__trk_object, their memories encoded, the outputs, then the commit.
+   encoded: the context's last encoding is the frame (sam3_tracker_push_encoded; pixels unused). */
+static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                                int encoded, sam3_tracker_result *out) {
+    sam3_ctx *c;
+    sam3__trk_step s;
+    double t0;
+    sam3_result rc;
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    c = t->c;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_tracker_push_frame: out is NULL");
+    memset(out, 0, sizeof(*out));
+    c->err[0] = 0;
+    if ((rc = sam3__tracker_frame_in(t, pixels, &W, &H, stride, format, encoded)) != SAM3_OK) return rc;
+    out->frame = t->next;
+    out->width = W;
+    out->height = H;
+    out->low_res_width = out->low_res_height = 4 * c->m->trk.grid;
+    out->objects = t->res;
+    if (t->n_obj == 0) {
+        t->next++;
+        return SAM3_OK;
+    }
+    memset(&s, 0, sizeof(s));
+    s.W = W;
+    s.H = H;
+    s.n = t->n_obj;
+    s.lp = (size_t)16 * c->m->trk.grid * c->m->trk.grid;
+    s.pb = (size_t)c->m->trk.D * sizeof(float);
+    s.mb = (size_t)c->m->trk.grid * c->m->trk.grid * c->m->vid.mem_dim * sizeof(uint16_t);
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    t0 = sam3__now_ms();
+    rc = sam3__tracker_track_objects(t, &s);
+    if (rc == SAM3_OK) rc = sam3__tracker_encode_memories(t, &s);
+    if (rc == SAM3_OK) rc = sam3__tracker_prepare_commit(t, &s);
+    if (rc == SAM3_OK) rc = sam3__tracker_outputs(t, &s);
+    if (rc != SAM3_OK) return sam3__end(c, rc);
+    sam3__tracker_commit(t, &s);
     t->next++;
-    out->n_objects = n;
+    out->n_objects = s.n;
     c->t.tracking = sam3__now_ms() - t0;
     return sam3__end(c, SAM3_OK);
 }
