@@ -12753,7 +12753,7 @@ static sam3_result sam3__concept_postprocess_outputs(sam3_concept_tracker *ct, c
 }
 
 /* The scratch of one frame of the concept tracker, from the detections (nd after NMS) and the n
-   tracked objects to the memories: filled by sam3__concept_push_run, read and written by the steps
+   tracked objects to the memories: made by sam3__concept_step_alloc, read and written by the steps
    below in the reference's order. */
 typedef struct sam3__concept_step {
     int f, n, nd, n_new, W, H;
@@ -12770,7 +12770,137 @@ typedef struct sam3__concept_step {
     float *mask16, *hm;    /* (16g, 16g) the memory encoder's input; (L, L) */
     uint8_t *fbin;         /* (L, L) hole-filling scratch, with farea, fstack */
     int32_t *farea, *fstack;
+    int *order;            /* (nd) NMS scratch */
+    int *unm, *dup;        /* (n) clip mode's unmatched counts; (n, n) duplicate counts */
+    float *tsc;            /* (n) tracker logits */
+    size_t pb, mb;         /* bytes of an object pointer, of a memory */
+    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS]; /* (n) reconditioned objects' new entries */
+    int fresh, yield;      /* new objects made so far (for the undo); a frame is given out */
 } sam3__concept_step;
+
+/* run_detection: the detector per prompt (its text and box exemplars, as sam3_segment: HF 5.17's
+   Sam3VideoModel has text prompts only) on the shared image features, detections above the
+   threshold merged in prompt order (_merge_detections_from_prompts); *nd gets the number of detections (in ct->det_*). */
+static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_det) {
+    sam3_ctx *c = ct->t->c;
+    const int L = 4 * c->m->trk.grid;
+    const size_t lp = (size_t)L * L;
+    int p, k, nd = 0;
+    sam3_result rc;
+    for (p = 0; p < ct->n_prompts; p++) {
+        sam3_segment_options so = sam3_segment_options_default();
+        sam3_segment_result seg;
+        sam3_segment_prompt pr;
+        memset(&pr, 0, sizeof(pr));
+        pr.text = ct->text[p];
+        pr.boxes = ct->boxes[p];
+        pr.box_labels = ct->labels[p];
+        pr.n_boxes = ct->n_boxes[p];
+        so.score_threshold = ct->opt.detection_threshold;
+        so.no_masks = 1;
+        so.low_res = 1;
+        if ((rc = sam3__segment_run(c, &pr, &so, &seg)) < 0) return rc;
+        for (k = 0; k < seg.n_instances && (size_t)nd < ct->cap_det; k++) {
+            ct->det_prob[nd] = seg.instances[k].score;
+            ct->det_prompt[nd] = p;
+            memcpy(ct->det_low + (size_t)nd * lp, seg.instances[k].low_res_logits, lp * sizeof(float));
+            nd++;
+        }
+    }
+    *n_det = nd;
+    return SAM3_OK;
+}
+
+/* nms_masks per prompt on the st->nd detections (off when nms_iou < 0, as HF without the kernels
+   package): dbin gets their binary masks, the survivors are moved to the front (det_* and dbin);
+   returns their number. order (nd) ints of scratch. */
+static int sam3__concept_nms_masks(sam3_concept_tracker *ct, sam3__concept_step *st, int *order) {
+    const sam3_concept_tracker_options *op = &ct->opt;
+    const int L = 4 * ct->t->c->m->trk.grid;
+    const size_t lp = (size_t)L * L;
+    uint8_t *dbin = st->dbin, *keep = st->keep;
+    int nd = st->nd, p, k;
+    for (k = 0; k < nd; k++) {
+        size_t q;
+        for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
+    }
+    if (op->nms_iou >= 0 && nd > 1) {
+        int w2 = 0;
+        for (k = 0; k < nd; k++) keep[k] = 1;
+        for (p = 0; p < ct->n_prompts; p++) {
+            int cnt = 0, a0 = -1;
+            for (k = 0; k < nd; k++)
+                if (ct->det_prompt[k] == p) {
+                    if (a0 < 0) a0 = k;
+                    cnt++;
+                }
+            /* a prompt's detections are contiguous (merged in prompt order) */
+            if (cnt > 1) sam3__nms_masks(ct->det_prob + a0, dbin + (size_t)a0 * lp, cnt, lp, -1.0f, op->nms_iou, keep + a0, order);
+        }
+        for (k = 0; k < nd; k++) {
+            if (!keep[k]) continue;
+            if (w2 != k) {
+                ct->det_prob[w2] = ct->det_prob[k];
+                ct->det_prompt[w2] = ct->det_prompt[k];
+                memcpy(ct->det_low + (size_t)w2 * lp, ct->det_low + (size_t)k * lp, lp * sizeof(float));
+                memcpy(dbin + (size_t)w2 * lp, dbin + (size_t)k * lp, lp);
+            }
+            w2++;
+        }
+        nd = w2;
+    }
+    return nd;
+}
+
+/* The frame's scratch, once the detector has run (nd detections): every buffer of st, then NMS on
+   the detections (st->nd: the kept) and the output buffers of the n tracked objects and the kept
+   detections. */
+static sam3_result sam3__concept_step_alloc(sam3_concept_tracker *ct, sam3__concept_step *st, int nd, int W, int H) {
+    sam3_tracker *t = ct->t;
+    sam3_ctx *c = t->c;
+    const int g = c->m->trk.grid, N = g * g, n = t->n_obj, n1 = SAM3__MAX(n, 1), d1 = SAM3__MAX(nd, 1), a1 = SAM3__MAX(n + nd, 1);
+    const size_t lp = (size_t)16 * N;
+    memset(st, 0, sizeof(*st));
+    st->f = t->next;
+    st->n = n;
+    st->nd = nd;
+    st->W = W;
+    st->H = H;
+    st->pb = (size_t)c->m->trk.D * sizeof(float);
+    st->mb = (size_t)N * c->m->vid.mem_dim * sizeof(uint16_t);
+    st->ro = (sam3__trk_out *)sam3__salloc(c, (size_t)a1 * sizeof(*st->ro));
+    st->tlow = sam3__sallocf(c, (size_t)n1 * lp);
+    st->tbin = (uint8_t *)sam3__salloc(c, (size_t)n1 * lp);
+    st->dbin = (uint8_t *)sam3__salloc(c, (size_t)d1 * lp);
+    st->iou = sam3__sallocf(c, (size_t)SAM3__MAX(nd * n, 1));
+    st->keep = (uint8_t *)sam3__salloc(c, (size_t)d1);
+    st->order = (int *)sam3__salloc(c, (size_t)d1 * sizeof(int));
+    st->new_det = (int *)sam3__salloc(c, (size_t)d1 * sizeof(int));
+    st->hc_det = (int *)sam3__salloc(c, (size_t)n1 * sizeof(int));
+    st->occ_new = (int *)sam3__salloc(c, (size_t)n1 * sizeof(int));
+    st->occ_prev = (int *)sam3__salloc(c, (size_t)n1 * sizeof(int));
+    st->unm = (int *)sam3__salloc(c, (size_t)n1 * sizeof(int));
+    st->dup = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n * n, 1) * sizeof(int));
+    st->removed = (uint8_t *)sam3__salloc(c, (size_t)n1);
+    st->grp = (int *)sam3__salloc(c, (size_t)a1 * sizeof(int));
+    st->supp = (uint8_t *)sam3__salloc(c, (size_t)n1);
+    st->recond = (uint8_t *)sam3__salloc(c, (size_t)n1);
+    st->drop = (uint8_t *)sam3__salloc(c, (size_t)n1);
+    st->gdrop = (uint8_t *)sam3__salloc(c, (size_t)n1);
+    st->mask16 = sam3__sallocf(c, (size_t)256 * N);
+    st->hm = sam3__sallocf(c, lp);
+    st->tsc = sam3__sallocf(c, (size_t)n1);
+    st->srcs = (float **)sam3__salloc(c, (size_t)a1 * sizeof(float *));
+    st->fbin = (uint8_t *)sam3__salloc(c, lp);
+    st->farea = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
+    st->fstack = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
+    if (!st->ro || !st->tlow || !st->tbin || !st->dbin || !st->iou || !st->keep || !st->order || !st->new_det || !st->hc_det || !st->occ_new ||
+        !st->occ_prev || !st->unm || !st->dup || !st->removed || !st->grp || !st->supp || !st->recond || !st->drop || !st->gdrop ||
+        !st->mask16 || !st->hm || !st->tsc || !st->srcs || !st->fbin || !st->farea || !st->fstack)
+        return SAM3_ERR_OUT_OF_MEMORY;
+    st->nd = sam3__concept_nms_masks(ct, st, st->order);
+    return sam3__trk_outs_alloc(c, st->ro, n + st->nd) ? SAM3_OK : SAM3_ERR_OUT_OF_MEMORY;
+}
 
 /* run_tracker_propagation: every tracked object on this frame, its memory left for later; hole
    filling on the low-resolution masks */
@@ -12927,340 +13057,164 @@ static sam3_result sam3__concept_tracker_update_memories(sam3_concept_tracker *c
     return SAM3_OK;
 }
 
-/* run_detection: the detector per prompt (its text and box exemplars, as sam3_segment: HF 5.17's
-   Sam3VideoModel has text prompts only) on the shared image features, detections above the
-   threshold merged in prompt order (_merge_detections_from_prompts); *nd gets the number of detections (in ct->det_*). */
-static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_det) {
-    sam3_ctx *c = ct->t->c;
-    const int L = 4 * c->m->trk.grid;
-    const size_t lp = (size_t)L * L;
-    int p, k, nd = 0;
-    sam3_result rc;
-    for (p = 0; p < ct->n_prompts; p++) {
-        sam3_segment_options so = sam3_segment_options_default();
-        sam3_segment_result seg;
-        sam3_segment_prompt pr;
-        memset(&pr, 0, sizeof(pr));
-        pr.text = ct->text[p];
-        pr.boxes = ct->boxes[p];
-        pr.box_labels = ct->labels[p];
-        pr.n_boxes = ct->n_boxes[p];
-        so.score_threshold = ct->opt.detection_threshold;
-        so.no_masks = 1;
-        so.low_res = 1;
-        if ((rc = sam3__segment_run(c, &pr, &so, &seg)) < 0) return rc;
-        for (k = 0; k < seg.n_instances && (size_t)nd < ct->cap_det; k++) {
-            ct->det_prob[nd] = seg.instances[k].score;
-            ct->det_prompt[nd] = p;
-            memcpy(ct->det_low + (size_t)nd * lp, seg.instances[k].low_res_logits, lp * sizeof(float));
-            nd++;
-        }
-    }
-    *n_det = nd;
-    return SAM3_OK;
-}
-
-/* nms_masks per prompt on the st->nd detections (off when nms_iou < 0, as HF without the kernels
-   package): dbin gets their binary masks, the survivors are moved to the front (det_* and dbin);
-   returns their number. order (nd) ints of scratch. */
-static int sam3__concept_nms_masks(sam3_concept_tracker *ct, sam3__concept_step *st, int *order) {
-    const sam3_concept_tracker_options *op = &ct->opt;
-    const int L = 4 * ct->t->c->m->trk.grid;
-    const size_t lp = (size_t)L * L;
-    uint8_t *dbin = st->dbin, *keep = st->keep;
-    int nd = st->nd, p, k;
-    for (k = 0; k < nd; k++) {
-        size_t q;
-        for (q = 0; q < lp; q++) dbin[(size_t)k * lp + q] = ct->det_low[(size_t)k * lp + q] > 0;
-    }
-    if (op->nms_iou >= 0 && nd > 1) {
-        int w2 = 0;
-        for (k = 0; k < nd; k++) keep[k] = 1;
-        for (p = 0; p < ct->n_prompts; p++) {
-            int cnt = 0, a0 = -1;
-            for (k = 0; k < nd; k++)
-                if (ct->det_prompt[k] == p) {
-                    if (a0 < 0) a0 = k;
-                    cnt++;
-                }
-            /* a prompt's detections are contiguous (merged in prompt order) */
-            if (cnt > 1) sam3__nms_masks(ct->det_prob + a0, dbin + (size_t)a0 * lp, cnt, lp, -1.0f, op->nms_iou, keep + a0, order);
-        }
-        for (k = 0; k < nd; k++) {
-            if (!keep[k]) continue;
-            if (w2 != k) {
-                ct->det_prob[w2] = ct->det_prob[k];
-                ct->det_prompt[w2] = ct->det_prompt[k];
-                memcpy(ct->det_low + (size_t)w2 * lp, ct->det_low + (size_t)k * lp, lp * sizeof(float));
-                memcpy(dbin + (size_t)w2 * lp, dbin + (size_t)k * lp, lp);
-            }
-            w2++;
-        }
-        nd = w2;
-    }
-    return nd;
-}
-
-static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
-                                          sam3_concept_tracker_result *out) {
+/* _tracker_add_new_objects: each new detection's mask (>= 0.5) as a mask prompt on a fresh object
+   (st->fresh counts those made, for the undo), run on this frame. */
+static sam3_result sam3__concept_tracker_add_new_objects(sam3_concept_tracker *ct, sam3__concept_step *st) {
     sam3_tracker *t = ct->t;
     sam3_ctx *c = t->c;
-    const sam3_model *m = c->m;
-    const sam3__vid_cfg *v = &m->vid;
-    const sam3_concept_tracker_options *op = &ct->opt;
-    const int D = m->trk.D, g = m->trk.grid, N = g * g, S = m->trk.image, M = v->mem_dim, L = 4 * g, f = t->next, n = t->n_obj;
-    const size_t lp = (size_t)L * L, mb = (size_t)N * M * sizeof(uint16_t), pb = (size_t)D * sizeof(float);
-    const int clip = op->hotstart_delay > 0;
-    int nd = 0, i, j, n_new = 0, n_all, yield, n_live = 0;
-    sam3__trk_out *ro;
-    float *tlow, *iou, *mask16, *hm, *tsc, **srcs;
-    uint8_t *tbin, *dbin, *keep, *supp, *recond, *drop, *gdrop, *fbin, *removed;
-    int *order, *new_det, *hc_det, *occ_new, *occ_prev, *grp, *unm, *dup;
-    int32_t *farea, *fstack;
-    int live[SAM3_MAX_TRACKED_OBJECTS];
-    sam3__concept_frame *fr = &ct->held[f % ct->n_held];
-    sam3__concept_step st;
-    sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS];
-    int fresh = 0;
+    const int L = 4 * c->m->trk.grid, n = st->n;
+    const size_t lp = (size_t)L * L;
     sam3_result rc;
-    for (i = 0; i < SAM3_MAX_TRACKED_OBJECTS; i++) newcond[i] = NULL;
-
-    c->err[0] = 0;
-    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: out is NULL");
-    memset(out, 0, sizeof(*out));
-    out->frame = -1;
-    if (!ct->n_prompts)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no prompt: call sam3_concept_tracker_add_text or _add_prompt first");
-    if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
-
-    if ((rc = sam3__concept_run_detection(ct, &nd)) != SAM3_OK) return rc;
-    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
-    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
-    n_all = n + nd;
-    ro = (sam3__trk_out *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(*ro));
-    tlow = sam3__sallocf(c, (size_t)SAM3__MAX(n, 1) * lp);          /* (n, L, L) tracked masks, then suppressed */
-    tbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * lp); /* (n, L, L) tlow > 0 */
-    dbin = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * lp);
-    iou = sam3__sallocf(c, (size_t)SAM3__MAX(nd * n, 1)); /* (nd, n) */
-    keep = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1));
-    order = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
-    new_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(nd, 1) * sizeof(int));
-    hc_det = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
-    occ_new = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
-    occ_prev = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
-    unm = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1) * sizeof(int));
-    dup = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n * n, 1) * sizeof(int)); /* (n, n) */
-    removed = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    grp = (int *)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(int));
-    supp = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    recond = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    drop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    gdrop = (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(n, 1));
-    mask16 = sam3__sallocf(c, (size_t)256 * N); /* (16g, 16g) the memory encoder's input */
-    hm = sam3__sallocf(c, lp);
-    tsc = sam3__sallocf(c, (size_t)SAM3__MAX(n, 1)); /* (n) tracker logits */
-    srcs = (float **)sam3__salloc(c, (size_t)SAM3__MAX(n_all, 1) * sizeof(float *));
-    fbin = (uint8_t *)sam3__salloc(c, lp);
-    farea = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
-    fstack = (int32_t *)sam3__salloc(c, lp * sizeof(int32_t));
-    if (!ro || !tlow || !tbin || !dbin || !iou || !keep || !order || !new_det || !hc_det || !occ_new || !occ_prev || !unm || !dup || !removed ||
-        !grp || !supp || !recond || !drop || !gdrop || !mask16 || !hm || !tsc || !srcs || !fbin || !farea || !fstack)
-        return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    st.f = f;
-    st.n = n;
-    st.W = W;
-    st.H = H;
-    st.ro = ro;
-    st.tlow = tlow;
-    st.tbin = tbin;
-    st.dbin = dbin;
-    st.iou = iou;
-    st.keep = keep;
-    st.new_det = new_det;
-    st.hc_det = hc_det;
-    st.occ_new = occ_new;
-    st.occ_prev = occ_prev;
-    st.grp = grp;
-    st.srcs = srcs;
-    st.supp = supp;
-    st.recond = recond;
-    st.drop = drop;
-    st.gdrop = gdrop;
-    st.removed = removed;
-    st.mask16 = mask16;
-    st.hm = hm;
-    st.fbin = fbin;
-    st.farea = farea;
-    st.fstack = fstack;
-    st.nd = nd;
-    nd = sam3__concept_nms_masks(ct, &st, order);
-    n_all = n + nd;
-    for (i = 0; i < n_all; i++) {
-        ro[i].low = sam3__sallocf(c, lp);
-        ro[i].high = sam3__sallocf(c, (size_t)S * S);
-        ro[i].ptr = sam3__sallocf(c, (size_t)D);
-        ro[i].mem = (uint16_t *)sam3__salloc(c, mb);
-        if (!ro[i].low || !ro[i].high || !ro[i].ptr || !ro[i].mem) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    }
-
-    st.nd = nd;
-    if ((rc = sam3__concept_run_tracker_propagation(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
-
-    n_new = sam3__concept_associate_det_trk(ct, &st);
-
-    /* _process_hotstart: the removals (clip mode only, as the reference's streaming flag) */
-    for (i = 0; i < n; i++) removed[i] = 0;
-    if (clip) sam3__concept_process_hotstart(ct, f, n, nd, iou, tbin, lp, unm, dup, removed);
-
-    sam3__concept_suppress_overlapping_based_on_recent_occlusion(ct, &st);
-
-    sam3__concept_prepare_recondition_masks(ct, &st);
-
-    st.n_new = n_new;
-    if ((rc = sam3__concept_tracker_update_memories(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
-
-    /* _tracker_add_new_objects: each new detection's mask (>= 0.5) as a mask prompt on a fresh object */
-    for (j = 0; j < n_new; j++) {
+    int j;
+    for (j = 0; j < st->n_new; j++) {
         sam3__trk_obj *o = &t->obj[n + j];
-        const float *dl = ct->det_low + (size_t)new_det[j] * lp;
+        const float *dl = ct->det_low + (size_t)st->new_det[j] * lp;
         size_t q;
-        if (!sam3__trk_obj_init(t, o, ct->next_id + j)) {
-            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
-            goto undo;
-        }
-        fresh = j + 1;
+        if (!sam3__trk_obj_init(t, o, ct->next_id + j)) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
+        st->fresh = j + 1;
         o->mask = (uint8_t *)sam3__trk_alloc(t, lp);
-        if (!o->mask) {
-            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
-            goto undo;
-        }
+        if (!o->mask) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
         o->mask_w = o->mask_h = L;
         for (q = 0; q < lp; q++) o->mask[q] = dl[q] >= 0.5f;
         o->mask_soft = 1;
         o->pending = 1;
-        if ((rc = sam3__trk_object(t, o, W, H, &ro[n + j])) != SAM3_OK) goto undo;
+        if ((rc = sam3__trk_object(t, o, st->W, st->H, &st->ro[n + j])) != SAM3_OK) return rc;
     }
-    if (n_new)
-        for (i = 0; i < n + n_new; i++) {
-            size_t q;
-            if (i < n && recond[i]) continue;
-            if ((rc = sam3__aa_resize_f32(c, ro[i].high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) goto undo;
-            for (q = 0; q < (size_t)256 * N; q++) mask16[q] = (mask16[q] > 0 ? 1.0f : 0.0f) * v->sig_scale + v->sig_bias;
-            if ((rc = sam3__memory_encoder(c, c->trk_e, mask16, ro[i].score, ro[i].mem)) != SAM3_OK) goto undo;
-            if (sam3__aborted(c)) {
-                rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory encoder of frame %d", f);
-                goto undo;
-            }
-        }
+    return SAM3_OK;
+}
 
-    /* build_outputs into this frame's slot; the processor on the frame given out now (this one in
-       streaming mode, the one hotstart_delay - 1 frames back in clip mode), hiding objects removed
-       since: the live ones are those left after this frame */
-    n_all = n + n_new;
-    for (i = 0; i < n; i++) tsc[i] = ro[i].score;
-    if (!sam3__grow(c, (void **)&fr->low, &fr->low_cap, (size_t)SAM3__MAX(n + n_new, 1) * lp * sizeof(float))) {
-        rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks", n + n_new);
-        goto undo;
+/* With new objects on the frame, the memories of the new objects and of the old ones not
+   reconditioned are encoded again from their masks, binarised (the frame's prompts make every
+   memory's mask binary, as sam3__tracker_encode_memories). */
+static sam3_result sam3__concept_encode_new_memories(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    sam3_ctx *c = ct->t->c;
+    const int n = st->n;
+    sam3_result rc;
+    int i;
+    if (!st->n_new) return SAM3_OK;
+    for (i = 0; i < n + st->n_new; i++) {
+        if (i < n && st->recond[i]) continue;
+        if ((rc = sam3__trk_encode_memory(c, st->ro[i].high, 1, st->mask16, st->ro[i].score, st->ro[i].mem)) != SAM3_OK) return rc;
+        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the memory encoder of frame %d", st->f);
     }
+    return SAM3_OK;
+}
+
+/* build_outputs into this frame's slot; the processor on the frame given out now (this one in
+   streaming mode, the one hotstart_delay - 1 frames back in clip mode), hiding objects removed
+   since: the live ones are those left after this frame. st->yield: a frame is given out. */
+static sam3_result sam3__concept_outputs(sam3_concept_tracker *ct, sam3__concept_step *st, sam3_concept_tracker_result *out) {
+    sam3_ctx *c = ct->t->c;
+    const int L = 4 * c->m->trk.grid, n = st->n, f = st->f;
+    sam3__concept_frame *fr = &ct->held[f % ct->n_held];
+    int live[SAM3_MAX_TRACKED_OBJECTS], n_live = 0, i;
+    sam3_result rc;
+    for (i = 0; i < n; i++) st->tsc[i] = st->ro[i].score;
+    if (!sam3__grow(c, (void **)&fr->low, &fr->low_cap, (size_t)SAM3__MAX(n + st->n_new, 1) * L * L * sizeof(float)))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks", n + st->n_new);
     fr->frame = f;
-    fr->w = W;
-    fr->h = H;
-    sam3__concept_build_outputs(ct, fr, n, removed, tlow, tsc, recond, hc_det, new_det, n_new, lp, L, fbin, farea, fstack);
+    fr->w = st->W;
+    fr->h = st->H;
+    sam3__concept_build_outputs(ct, fr, n, st->removed, st->tlow, st->tsc, st->recond, st->hc_det, st->new_det, st->n_new, (size_t)L * L, L,
+                                st->fbin, st->farea, st->fstack);
     for (i = 0; i < fr->n; i++) live[n_live++] = fr->id[i];
-    yield = f + 1 - ct->next_out >= ct->n_held;
-    if (yield && (rc = sam3__concept_postprocess_outputs(ct, &ct->held[ct->next_out % ct->n_held], live, n_live, L, out)) != SAM3_OK) {
+    st->yield = f + 1 - ct->next_out >= ct->n_held;
+    if (st->yield && (rc = sam3__concept_postprocess_outputs(ct, &ct->held[ct->next_out % ct->n_held], live, n_live, L, out)) != SAM3_OK) {
         out->frame = -1;
         out->n_objects = 0;
-        goto undo;
+        return rc;
     }
-    /* everything that can fail comes before the commit: conditioning entries of reconditioned objects */
+    return SAM3_OK;
+}
+
+/* Everything that can fail comes before the commit: the conditioning entries of reconditioned
+   objects, and each new object's first (it has none). */
+static sam3_result sam3__concept_prepare_commit(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    sam3_tracker *t = ct->t;
+    sam3_ctx *c = t->c;
+    const int n = st->n;
+    int i, j;
     for (i = 0; i < n; i++) {
         sam3__trk_obj *o = &t->obj[i];
-        newcond[i] = NULL;
-        if (!recond[i]) continue;
-        newcond[i] = sam3__trk_cond_add(t, o, pb, mb);
-        if (!newcond[i] || !newcond[i]->ptr || !newcond[i]->mem) {
-            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
-            goto undo;
-        }
+        st->newcond[i] = NULL;
+        if (!st->recond[i]) continue;
+        st->newcond[i] = sam3__trk_cond_add(t, o, st->pb, st->mb);
+        if (!st->newcond[i] || !st->newcond[i]->ptr || !st->newcond[i]->mem)
+            return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for object %d's memory", o->id);
     }
-    for (j = 0; j < n_new; j++) {
+    for (j = 0; j < st->n_new; j++) {
         sam3__trk_obj *o = &t->obj[n + j];
-        sam3__trk_entry *e = sam3__trk_cond_add(t, o, pb, mb); /* its first: a new object has none */
+        sam3__trk_entry *e = sam3__trk_cond_add(t, o, st->pb, st->mb);
         if (e) {
             e->frame = -1;
             o->n_cond = 1; /* so that sam3__trk_obj_free releases them on the way out of a failure */
         }
-        if (!e || !e->ptr || !e->mem) {
-            rc = sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
-            goto undo;
-        }
+        if (!e || !e->ptr || !e->mem) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for a new object");
     }
+    return SAM3_OK;
+}
 
-    /* commit: nothing below can fail */
-    for (i = 0; i < n_all; i++) {
+/* A new object i (at st->n + j) committed: its output as its first conditioning frame, its mask
+   prompt dropped, its bookkeeping from the detection that started it. */
+static void sam3__concept_commit_new(sam3_concept_tracker *ct, const sam3__concept_step *st, int i) {
+    sam3_tracker *t = ct->t;
+    sam3__trk_obj *o = &t->obj[i];
+    const int d = st->new_det[i - st->n], L = 4 * t->c->m->trk.grid;
+    int j;
+    sam3__trk_entry_set(&o->cond[0], st->f, &st->ro[i], st->pb, st->mb);
+    o->n_cond = 1;
+    o->pending = 0;
+    sam3__trk_free(t, o->mask, (size_t)L * L);
+    o->mask = NULL;
+    o->mask_w = o->mask_h = 0;
+    ct->prompt[i] = ct->det_prompt[d];
+    ct->score[i] = ct->det_prob[d];
+    ct->last_occluded[i] = SAM3__OCC_NONE;
+    ct->first_frame[i] = st->f;
+    ct->n_unmatched[i] = 0;
+    for (j = 0; j < SAM3_MAX_TRACKED_OBJECTS; j++) ct->dup[i * SAM3_MAX_TRACKED_OBJECTS + j] = ct->dup[j * SAM3_MAX_TRACKED_OBJECTS + i] = 0;
+}
+
+/* The commit (nothing here can fail): new objects, reconditioned ones (a new conditioning frame)
+   and tracked ones (their rings); conditioning memories no later frame reads freed; clip mode's
+   hotstart counts; the frame counted. */
+static void sam3__concept_commit(sam3_concept_tracker *ct, const sam3__concept_step *st) {
+    sam3_tracker *t = ct->t;
+    const int n = st->n, f = st->f;
+    int i, j;
+    for (i = 0; i < n + st->n_new; i++) {
         sam3__trk_obj *o = &t->obj[i];
         if (i >= n) {
-            sam3__trk_entry *e = &o->cond[0];
-            e->frame = f;
-            e->score = ro[i].score;
-            memcpy(e->ptr, ro[i].ptr, pb);
-            memcpy(e->mem, ro[i].mem, mb);
-            o->n_cond = 1;
-            o->pending = 0;
-            sam3__trk_free(t, o->mask, lp);
-            o->mask = NULL;
-            o->mask_w = o->mask_h = 0;
-            ct->prompt[i] = ct->det_prompt[new_det[i - n]];
-            ct->score[i] = ct->det_prob[new_det[i - n]];
-            ct->last_occluded[i] = SAM3__OCC_NONE;
-            ct->first_frame[i] = f;
-            ct->n_unmatched[i] = 0;
-            for (j = 0; j < SAM3_MAX_TRACKED_OBJECTS; j++) ct->dup[i * SAM3_MAX_TRACKED_OBJECTS + j] = ct->dup[j * SAM3_MAX_TRACKED_OBJECTS + i] = 0;
-        } else if (recond[i]) {
-            sam3__trk_entry *e = newcond[i];
-            e->frame = f;
-            e->score = ro[i].score;
-            memcpy(e->ptr, ro[i].ptr, pb);
-            memcpy(e->mem, ro[i].mem, mb);
+            sam3__concept_commit_new(ct, st, i);
+        } else if (st->recond[i]) {
+            sam3__trk_entry_set(st->newcond[i], f, &st->ro[i], st->pb, st->mb);
             o->n_cond++;
-            ct->last_occluded[i] = occ_new[i];
+            ct->last_occluded[i] = st->occ_new[i];
         } else {
-            sam3__trk_entry *pe = &o->ptrs[f % t->n_ptr_ring], *me = &o->mems[f % t->n_mem_ring];
-            pe->frame = f;
-            pe->score = ro[i].score;
-            memcpy(pe->ptr, ro[i].ptr, pb);
-            me->frame = f;
-            memcpy(me->mem, ro[i].mem, mb);
-            ct->last_occluded[i] = occ_new[i];
+            sam3__trk_ring_set(t, o, f, &st->ro[i], st->pb, st->mb);
+            ct->last_occluded[i] = st->occ_new[i];
         }
-        { /* conditioning memories no later frame reads (as sam3__tracker_push_frame_run) */
-            int later = 0;
-            for (j = o->n_cond - 1; j >= 0; j--) {
-                sam3__trk_entry *e = &o->cond[j];
-                const int kp = v->max_cond < 0 || later < v->max_cond || e->frame > f - v->num_maskmem + 1;
-                later++;
-                if (!kp && e->mem) {
-                    sam3__trk_free(t, e->mem, mb);
-                    e->mem = NULL;
-                }
-            }
-        }
+        sam3__trk_cond_trim(t, o, f, st->mb);
     }
-    if (clip)
+    if (ct->opt.hotstart_delay > 0)
         for (i = 0; i < n; i++) {
-            ct->n_unmatched[i] = unm[i];
-            for (j = 0; j < n; j++) ct->dup[i * SAM3_MAX_TRACKED_OBJECTS + j] = dup[i * n + j];
+            ct->n_unmatched[i] = st->unm[i];
+            for (j = 0; j < n; j++) ct->dup[i * SAM3_MAX_TRACKED_OBJECTS + j] = st->dup[i * n + j];
         }
-    t->n_obj = n_all;
+    t->n_obj = n + st->n_new;
     t->next++;
-    ct->next_id += n_new;
-    ct->next_out += yield;
-    /* run_tracker_update_execution_phase, step 2: the removed objects go (after their memories were
-       encoded and the new objects added, as the reference does it) */
-    for (i = n - 1; i >= 0; i--) {
+    ct->next_id += st->n_new;
+    ct->next_out += st->yield;
+}
+
+/* run_tracker_update_execution_phase, step 2: the removed objects go (after their memories were
+   encoded and the new objects added, as the reference does it) */
+static void sam3__concept_remove_objects(sam3_concept_tracker *ct, const sam3__concept_step *st) {
+    sam3_tracker *t = ct->t;
+    int i, j;
+    for (i = st->n - 1; i >= 0; i--) {
         const int mx = SAM3_MAX_TRACKED_OBJECTS, rest = t->n_obj - i - 1;
-        if (!removed[i]) continue;
+        if (!st->removed[i]) continue;
         sam3__trk_obj_free(t, &t->obj[i]);
         memmove(&t->obj[i], &t->obj[i + 1], (size_t)rest * sizeof(sam3__trk_obj));
         memmove(&ct->prompt[i], &ct->prompt[i + 1], (size_t)rest * sizeof(int));
@@ -13274,17 +13228,66 @@ static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_
         t->n_obj--;
         memset(&t->obj[t->n_obj], 0, sizeof(sam3__trk_obj));
     }
-    return sam3__end(c, SAM3_OK);
-undo:
-    for (j = 0; j < fresh; j++) sam3__trk_obj_free(t, &t->obj[n + j]);
-    for (i = 0; i < n; i++)
-        if (newcond[i]) { /* a grown conditioning array stays: it holds the old entries */
-            sam3__trk_free(t, newcond[i]->ptr, pb);
-            sam3__trk_free(t, newcond[i]->mem, mb);
-            newcond[i]->ptr = NULL;
-            newcond[i]->mem = NULL;
+}
+
+/* A failure after the new objects' stage: the fresh objects freed, and the reconditioned ones'
+   new entries (a grown conditioning array stays: it holds the old entries). */
+static void sam3__concept_undo(sam3_concept_tracker *ct, sam3__concept_step *st) {
+    sam3_tracker *t = ct->t;
+    int i, j;
+    for (j = 0; j < st->fresh; j++) sam3__trk_obj_free(t, &t->obj[st->n + j]);
+    for (i = 0; i < st->n; i++)
+        if (st->newcond[i]) {
+            sam3__trk_free(t, st->newcond[i]->ptr, st->pb);
+            sam3__trk_free(t, st->newcond[i]->mem, st->mb);
+            st->newcond[i]->ptr = NULL;
+            st->newcond[i]->mem = NULL;
         }
-    return sam3__end(c, rc);
+}
+
+/* sam3_concept_tracker_push_frame (Sam3VideoModel, one frame): the image encoder once for both
+   heads, run_detection, then run_tracker_propagation, the association of detections to tracked
+   objects, the hotstart removals, suppression and reconditioning, the memories, the new objects,
+   build_outputs and the commit. */
+static sam3_result sam3__concept_push_run(sam3_concept_tracker *ct, const uint8_t *pixels, int W, int H, int stride, sam3_pixel_format format,
+                                          sam3_concept_tracker_result *out) {
+    sam3_tracker *t = ct->t;
+    sam3_ctx *c = t->c;
+    sam3__concept_step st;
+    int nd = 0, i;
+    sam3_result rc;
+    c->err[0] = 0;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: out is NULL");
+    memset(out, 0, sizeof(*out));
+    out->frame = -1;
+    if (!ct->n_prompts)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_tracker_push_frame: no prompt: call sam3_concept_tracker_add_text or _add_prompt first");
+    if ((rc = sam3__image_encode(c, "sam3_concept_tracker_push_frame", pixels, W, H, stride, format, 1)) != SAM3_OK) return rc;
+    if ((rc = sam3__concept_run_detection(ct, &nd)) != SAM3_OK) return rc;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    if ((rc = sam3__tracker_features(c)) != SAM3_OK) return sam3__end(c, rc);
+    if ((rc = sam3__concept_step_alloc(ct, &st, nd, W, H)) != SAM3_OK) return sam3__end(c, rc);
+    if ((rc = sam3__concept_run_tracker_propagation(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
+    st.n_new = sam3__concept_associate_det_trk(ct, &st);
+    /* _process_hotstart: the removals (clip mode only, as the reference's streaming flag) */
+    for (i = 0; i < st.n; i++) st.removed[i] = 0;
+    if (ct->opt.hotstart_delay > 0)
+        sam3__concept_process_hotstart(ct, st.f, st.n, st.nd, st.iou, st.tbin, (size_t)16 * c->m->trk.grid * c->m->trk.grid, st.unm, st.dup,
+                                       st.removed);
+    sam3__concept_suppress_overlapping_based_on_recent_occlusion(ct, &st);
+    sam3__concept_prepare_recondition_masks(ct, &st);
+    if ((rc = sam3__concept_tracker_update_memories(ct, &st)) != SAM3_OK) return sam3__end(c, rc);
+    rc = sam3__concept_tracker_add_new_objects(ct, &st);
+    if (rc == SAM3_OK) rc = sam3__concept_encode_new_memories(ct, &st);
+    if (rc == SAM3_OK) rc = sam3__concept_outputs(ct, &st, out);
+    if (rc == SAM3_OK) rc = sam3__concept_prepare_commit(ct, &st);
+    if (rc != SAM3_OK) {
+        sam3__concept_undo(ct, &st);
+        return sam3__end(c, rc);
+    }
+    sam3__concept_commit(ct, &st);
+    sam3__concept_remove_objects(ct, &st);
+    return sam3__end(c, SAM3_OK);
 }
 
 SAM3DEF sam3_result sam3_concept_tracker_flush(sam3_concept_tracker *ct, sam3_concept_tracker_result *out) {
