@@ -8860,6 +8860,15 @@ static sam3_result sam3__preprocess(sam3_ctx *c, const unsigned char *rgb, int w
     const int S = c->m->proc.image;
     return sam3__preprocess_to(c, rgb, w, h, S, S, S, pix, u8_out);
 }
+/* SAM 1's pixel_values (SamImageProcessor): the longest side to longest_edge (aspect kept, the
+   short side rounded half up), normalised, zero-padded to the square frame; *w1, *h1 get the
+   image's size inside the frame. */
+static sam3_result sam3__sam1_preprocess(sam3_ctx *c, const unsigned char *rgb, int w, int h, float *pix, int *w1, int *h1) {
+    const double sc = (double)c->m->s1.longest_edge / (double)SAM3__MAX(w, h);
+    *h1 = SAM3__MAX(1, (int)(h * sc + 0.5));
+    *w1 = SAM3__MAX(1, (int)(w * sc + 0.5));
+    return sam3__preprocess_to(c, rgb, w, h, *w1, *h1, c->m->proc.image, pix, NULL);
+}
 
 /* ==== sam3: vision backbone (Sam3ViTModel) ==== */
 /* Axial 2-D RoPE tables (Sam3ViTRotaryEmbedding), (n_pos, hd/2, 2) = cos, sin per rotated pair.
@@ -10683,6 +10692,39 @@ static sam3_result sam3__end(sam3_ctx *c, sam3_result rc) {
     return rc;
 }
 
+/* SAM 1's image encoder on the planar image (3, h, w), pix (3, S, S) scratch: its preprocessing,
+   the ViT with its neck, the dense positional encoding; the context then holds the image for
+   sam3_segment_points. t0: when the call's preprocessing began. */
+static sam3_result sam3__sam1_image_encode(sam3_ctx *c, const unsigned char *rgb, int w, int h, float *pix, double t0) {
+    const sam3_model *m = c->m;
+    int h1, w1;
+    sam3_result rc;
+    if ((rc = sam3__sam1_preprocess(c, rgb, w, h, pix, &w1, &h1)) != SAM3_OK) return rc;
+    sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
+    c->t.preprocess = sam3__now_ms() - t0;
+    t0 = sam3__now_ms();
+    if ((rc = sam3__sam1_vision(c, pix, c->trk_e)) != SAM3_OK) return rc;
+    sam3__grid_pe(c);
+    if (c->opt.tap) {
+        const int g = m->trk.grid, D = m->trk.D;
+        float *cm = sam3__sallocf(c, (size_t)D * g * g); /* (D, g, g) for the tap */
+        int i2, j2;
+        if (!cm) return SAM3_ERR_OUT_OF_MEMORY;
+        for (i2 = 0; i2 < g * g; i2++)
+            for (j2 = 0; j2 < D; j2++) cm[(size_t)j2 * g * g + i2] = c->trk_pe[(size_t)i2 * D + j2];
+        sam3__tap(c, "sam1.image_pe", cm, 3, D, g, g);
+    }
+    c->t.vision_trunk = sam3__now_ms() - t0;
+    c->t.vision_neck = 0;
+    c->s1_h1 = h1;
+    c->s1_w1 = w1;
+    c->img_w = w;
+    c->img_h = h;
+    c->trk_ready = 1;
+    c->has_image = 1;
+    return SAM3_OK;
+}
+
 /* The image encoder on the caller's pixels: preprocessing and the ViT, then the detector's neck
    when `neck` (sam3_set_image; the video tracker reads only the trunk, through its own neck, so it
    skips the detector's and leaves the context without an image for sam3_segment). fn names the
@@ -10691,7 +10733,6 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
                                       int neck) {
     const sam3_model *m;
     int bpp;
-    size_t need;
     unsigned char *rgb;
     float *pix;
     double t0;
@@ -10715,38 +10756,8 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     rgb = (unsigned char *)sam3__salloc(c, (size_t)3 * w * h); /* (3, h, w) planar */
     pix = sam3__sallocf(c, (size_t)3 * m->proc.image * m->proc.image); /* (3, S, S) */
     if (!rgb || !pix) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-    (void)need;
     sam3__to_planar_rgb(c, pixels, w, h, stride, bpp, rgb);
-    if (m->arch == SAM3__ARCH_SAM1) {
-        /* SamImageProcessor: longest side to longest_edge (aspect kept, short side rounded half
-           up), normalise, zero-pad to the square frame */
-        double sc = (double)m->s1.longest_edge / (double)SAM3__MAX(w, h);
-        int h1 = SAM3__MAX(1, (int)(h * sc + 0.5)), w1 = SAM3__MAX(1, (int)(w * sc + 0.5));
-        if ((rc = sam3__preprocess_to(c, rgb, w, h, w1, h1, m->proc.image, pix, NULL)) != SAM3_OK) return sam3__end(c, rc);
-        sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
-        c->t.preprocess = sam3__now_ms() - t0;
-        t0 = sam3__now_ms();
-        if ((rc = sam3__sam1_vision(c, pix, c->trk_e)) != SAM3_OK) return sam3__end(c, rc);
-        sam3__grid_pe(c);
-        if (c->opt.tap) {
-            const int g = m->trk.grid, D = m->trk.D;
-            float *cm = sam3__sallocf(c, (size_t)D * g * g); /* (D, g, g) for the tap */
-            int i2, j2;
-            if (!cm) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
-            for (i2 = 0; i2 < g * g; i2++)
-                for (j2 = 0; j2 < D; j2++) cm[(size_t)j2 * g * g + i2] = c->trk_pe[(size_t)i2 * D + j2];
-            sam3__tap(c, "sam1.image_pe", cm, 3, D, g, g);
-        }
-        c->t.vision_trunk = sam3__now_ms() - t0;
-        c->t.vision_neck = 0;
-        c->s1_h1 = h1;
-        c->s1_w1 = w1;
-        c->img_w = w;
-        c->img_h = h;
-        c->trk_ready = 1;
-        c->has_image = 1;
-        return sam3__end(c, SAM3_OK);
-    }
+    if (m->arch == SAM3__ARCH_SAM1) return sam3__end(c, sam3__sam1_image_encode(c, rgb, w, h, pix, t0));
     if ((rc = sam3__preprocess(c, rgb, w, h, pix, NULL)) != SAM3_OK) return sam3__end(c, rc);
     sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
     c->t.preprocess = sam3__now_ms() - t0;
