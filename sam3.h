@@ -11631,33 +11631,31 @@ SAM3DEF sam3_result sam3_tracker_add_prompt(sam3_tracker *t, int frame, int obje
     return sam3__let(t->c, sam3__tracker_add_prompt_run(t, frame, object_id, p));
 }
 
-SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id) {
+static sam3_result sam3__tracker_remove_object_run(sam3_tracker *t, int object_id) {
     int k;
-    if (!t) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
     t->c->err[0] = 0;
     k = sam3__trk_find(t, object_id);
-    if (k < 0) {
-        sam3__flag_drop(&t->c->busy);
-        return sam3__fail(t->c, SAM3_ERR_INVALID_ARG, "sam3_tracker_remove_object: no object with id %d", object_id);
-    }
+    if (k < 0) return sam3__fail(t->c, SAM3_ERR_INVALID_ARG, "sam3_tracker_remove_object: no object with id %d", object_id);
     sam3__trk_obj_free(t, &t->obj[k]);
     memmove(&t->obj[k], &t->obj[k + 1], (size_t)(t->n_obj - k - 1) * sizeof(sam3__trk_obj));
     t->n_obj--;
     memset(&t->obj[t->n_obj], 0, sizeof(sam3__trk_obj));
-    sam3__flag_drop(&t->c->busy);
     return SAM3_OK;
+}
+SAM3DEF sam3_result sam3_tracker_remove_object(sam3_tracker *t, int object_id) {
+    if (!t) return SAM3_ERR_INVALID_ARG;
+    if (sam3__hold(t->c, NULL, 0)) return SAM3_ERR_BUSY;
+    return sam3__let(t->c, sam3__tracker_remove_object_run(t, object_id));
 }
 
 SAM3DEF sam3_result sam3_tracker_reset(sam3_tracker *t) {
     int i;
     if (!t) return SAM3_ERR_INVALID_ARG;
-    if (!sam3__flag_take(&t->c->busy)) return SAM3_ERR_BUSY;
+    if (sam3__hold(t->c, NULL, 0)) return SAM3_ERR_BUSY;
     for (i = 0; i < t->n_obj; i++) sam3__trk_obj_free(t, &t->obj[i]);
     t->n_obj = 0;
     t->next = 0;
-    sam3__flag_drop(&t->c->busy);
-    return SAM3_OK;
+    return sam3__let(t->c, SAM3_OK);
 }
 
 /* _select_closest_cond_frames for frame f: which conditioning frames the memory attention reads,
@@ -13313,7 +13311,7 @@ SAM3DEF sam3_result sam3_concept_tracker_flush(sam3_concept_tracker *ct, sam3_co
     memset(out, 0, sizeof(*out));
     out->frame = -1;
     if (ct->next_out >= t->next) return SAM3_OK;
-    if (!sam3__flag_take(&c->busy)) return SAM3_ERR_BUSY;
+    if (sam3__hold(c, NULL, 0)) return SAM3_ERR_BUSY;
     for (i = 0; i < t->n_obj; i++) live[i] = t->obj[i].id;
     if ((rc = sam3__begin(c)) == SAM3_OK)
         rc = sam3__end(c, sam3__concept_postprocess_outputs(ct, &ct->held[ct->next_out % ct->n_held], live, t->n_obj, 4 * c->m->trk.grid, out));
@@ -13322,8 +13320,7 @@ SAM3DEF sam3_result sam3_concept_tracker_flush(sam3_concept_tracker *ct, sam3_co
         memset(out, 0, sizeof(*out));
         out->frame = -1;
     }
-    sam3__flag_drop(&c->busy);
-    return rc;
+    return sam3__let(c, rc);
 }
 
 SAM3DEF sam3_result sam3_concept_tracker_push_frame(sam3_concept_tracker *ct, const uint8_t *pixels, int w, int h, int stride,
