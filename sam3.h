@@ -12049,14 +12049,14 @@ static void sam3__mask_bounds(const uint8_t *mk, int W, int H, long area, sam3_b
 /* One tracker frame's state (sam3_tracker_push_frame), from the objects' outputs to the commit. */
 typedef struct sam3__trk_step {
     int W, H, n;        /* the frame's size; the objects tracked */
-    size_t lp, pb, mb;  /* bytes/16g^2 of a low-res mask's floats; a pointer's bytes; a memory's bytes */
+    size_t lp, pb, mb;  /* floats of a low-res mask, (4g)^2; bytes of a pointer; bytes of a memory */
     sam3__trk_out *ro;  /* (n) each object's output on this frame */
     float *mask16;      /* (16g, 16g) the memory encoder's input */
     sam3__trk_entry *newcond[SAM3_MAX_TRACKED_OBJECTS]; /* (n) prompted objects' new conditioning entries */
 } sam3__trk_step;
 
-/* The frame in: encoded (when not already, as sam3_tracker_push_encoded's), or only checked when
-   nothing is tracked (the frame is then only counted). *W, *H get the frame's size. */
+/* The frame in: through the image encoder, or (encoded) the context's last encoding, or only
+   checked when nothing is tracked (the frame is then only counted). *W, *H get its size. */
 static sam3_result sam3__tracker_frame_in(sam3_tracker *t, const uint8_t *pixels, int *W, int *H, int stride, sam3_pixel_format format,
                                           int encoded) {
     sam3_ctx *c = t->c;
