@@ -1218,157 +1218,207 @@ static void sam3__file_free(sam3__file *f, const sam3_allocator *a) {
     memset(f, 0, sizeof(*f));
 }
 
-/* Parses and validates the container. On failure returns the error code and writes a message. */
-static sam3_result sam3__file_parse(sam3__file *f, const uint8_t *base, size_t size, const sam3_allocator *a,
-                                    char *err, size_t cap) {
-    uint64_t file_bytes, cfg_off, tt_off, st_off, st_bytes, data_off, prev_end;
-    uint32_t version, i;
-    size_t sz = 0;
-    const uint8_t *st;
+/* What the stages of sam3__file_parse share: the table offsets from the header (each checked to
+   lie inside the file before a later stage reads through it) and where a failure's message goes. */
+typedef struct sam3__fparse {
+    sam3__file *f;
+    const sam3_allocator *a;
+    char *err;
+    size_t cap;
+    uint64_t cfg_off, tt_off, st_off, st_bytes, data_off;
+    const uint8_t *st; /* the string table */
+    uint64_t prev_end; /* where the previous tensor's data ends: the next may not start before */
+    size_t sz;         /* the last byte count a tensor's shape and dtype gave (a size message quotes it) */
+} sam3__fparse;
 
-#define SAM3__FAIL(code, ...)                   \
-    do {                                        \
-        snprintf(err, cap, __VA_ARGS__);        \
-        sam3__file_free(f, a);                  \
-        return code;                            \
-    } while (0)
+static sam3_result sam3__fparse_fail(sam3__fparse *P, sam3_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(P->err, P->cap, fmt, ap);
+    va_end(ap);
+    return code;
+}
 
-    memset(f, 0, sizeof(*f));
-    f->base = base;
-    f->size = size;
+/* The 128-byte header: magic, version, size, then the tables in order without overlap. */
+static sam3_result sam3__fparse_header(sam3__fparse *P) {
+    sam3__file *f = P->f;
+    const uint8_t *base = f->base;
+    const size_t size = f->size;
+    uint64_t file_bytes;
+    uint32_t version;
     if (!base || size < 4 || base[0] != 'S' || base[1] != 'A' || base[2] != 'M' || base[3] != '3')
-        SAM3__FAIL(SAM3_ERR_BAD_MAGIC, "not a .sam3 file (magic is not \"SAM3\")");
+        return sam3__fparse_fail(P, SAM3_ERR_BAD_MAGIC, "not a .sam3 file (magic is not \"SAM3\")");
     if (size < SAM3__HEADER_BYTES)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "file is %lu bytes, shorter than the %d-byte header", (unsigned long)size,
-                   SAM3__HEADER_BYTES);
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "file is %lu bytes, shorter than the %d-byte header", (unsigned long)size,
+                                 SAM3__HEADER_BYTES);
     version = sam3__rd32(base + 4);
     if (version != SAM3_FILE_FORMAT_VERSION)
-        SAM3__FAIL(SAM3_ERR_BAD_VERSION,
-                   "format version %u, this build reads version %d (re-convert with tools/convert.py of sam3.h %s)",
-                   version, SAM3_FILE_FORMAT_VERSION, SAM3_VERSION_STRING);
+        return sam3__fparse_fail(P, SAM3_ERR_BAD_VERSION,
+                                 "format version %u, this build reads version %d (re-convert with tools/convert.py of sam3.h %s)",
+                                 version, SAM3_FILE_FORMAT_VERSION, SAM3_VERSION_STRING);
     if (sam3__rd32(base + 8) != SAM3__HEADER_BYTES || sam3__rd32(base + 12) != SAM3__ALIGN)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "header: header_bytes %u / alignment %u, expected %d / %d",
-                   sam3__rd32(base + 8), sam3__rd32(base + 12), SAM3__HEADER_BYTES, SAM3__ALIGN);
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "header: header_bytes %u / alignment %u, expected %d / %d",
+                                 sam3__rd32(base + 8), sam3__rd32(base + 12), SAM3__HEADER_BYTES, SAM3__ALIGN);
     file_bytes = sam3__rd64(base + 16);
     if (file_bytes != (uint64_t)size)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "header says %llu bytes but the file has %llu (truncated or padded?)",
-                   (unsigned long long)file_bytes, (unsigned long long)size);
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "header says %llu bytes but the file has %llu (truncated or padded?)",
+                                 (unsigned long long)file_bytes, (unsigned long long)size);
     f->n_cfg = sam3__rd32(base + 24);
     f->n_tensors = sam3__rd32(base + 28);
-    cfg_off = sam3__rd64(base + 32);
-    tt_off = sam3__rd64(base + 40);
-    st_off = sam3__rd64(base + 48);
-    st_bytes = sam3__rd64(base + 56);
-    data_off = sam3__rd64(base + 64);
+    P->cfg_off = sam3__rd64(base + 32);
+    P->tt_off = sam3__rd64(base + 40);
+    P->st_off = sam3__rd64(base + 48);
+    P->st_bytes = sam3__rd64(base + 56);
+    P->data_off = sam3__rd64(base + 64);
     /* Tables must lie inside the file, in order, without overlap: header, config, tensors, strings. */
-    if (cfg_off < SAM3__HEADER_BYTES || cfg_off > size || (uint64_t)f->n_cfg * SAM3__ENTRY_BYTES > size - cfg_off)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config table (offset %llu, %u entries) lies outside the file",
-                   (unsigned long long)cfg_off, f->n_cfg);
-    if (tt_off < cfg_off + (uint64_t)f->n_cfg * SAM3__ENTRY_BYTES || tt_off > size ||
-        (uint64_t)f->n_tensors * SAM3__ENTRY_BYTES > size - tt_off)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor table (offset %llu, %u entries) overlaps or lies outside the file",
-                   (unsigned long long)tt_off, f->n_tensors);
-    if (st_off < tt_off + (uint64_t)f->n_tensors * SAM3__ENTRY_BYTES || st_off > size || st_bytes > size - st_off)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "string table (offset %llu, %llu bytes) overlaps or lies outside the file",
-                   (unsigned long long)st_off, (unsigned long long)st_bytes);
-    if (data_off < st_off + st_bytes || data_off > size || data_off % SAM3__ALIGN)
-        SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "data offset %llu is misaligned, overlaps the tables or lies outside the file",
-                   (unsigned long long)data_off);
-    st = base + st_off;
+    if (P->cfg_off < SAM3__HEADER_BYTES || P->cfg_off > size || (uint64_t)f->n_cfg * SAM3__ENTRY_BYTES > size - P->cfg_off)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "config table (offset %llu, %u entries) lies outside the file",
+                                 (unsigned long long)P->cfg_off, f->n_cfg);
+    if (P->tt_off < P->cfg_off + (uint64_t)f->n_cfg * SAM3__ENTRY_BYTES || P->tt_off > size ||
+        (uint64_t)f->n_tensors * SAM3__ENTRY_BYTES > size - P->tt_off)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor table (offset %llu, %u entries) overlaps or lies outside the file",
+                                 (unsigned long long)P->tt_off, f->n_tensors);
+    if (P->st_off < P->tt_off + (uint64_t)f->n_tensors * SAM3__ENTRY_BYTES || P->st_off > size || P->st_bytes > size - P->st_off)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "string table (offset %llu, %llu bytes) overlaps or lies outside the file",
+                                 (unsigned long long)P->st_off, (unsigned long long)P->st_bytes);
+    if (P->data_off < P->st_off + P->st_bytes || P->data_off > size || P->data_off % SAM3__ALIGN)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "data offset %llu is misaligned, overlaps the tables or lies outside the file",
+                                 (unsigned long long)P->data_off);
+    P->st = base + P->st_off;
+    return SAM3_OK;
+}
 
+/* Config entry i: a unique NUL-terminated key, a known type, its value inside the string table
+   (strings also copied out, NUL-terminated). */
+static sam3_result sam3__fparse_cfg(sam3__fparse *P, uint32_t i) {
+    sam3__file *f = P->f;
+    const uint8_t *e = f->base + P->cfg_off + (uint64_t)i * SAM3__ENTRY_BYTES;
+    sam3__cfg *c = &f->cfg[i];
+    uint32_t j;
+    size_t item = 0;
+    if (!memchr(e, 0, SAM3__KEY_BYTES) || e[0] == 0)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "config entry %u: key is empty or not NUL-terminated", i);
+    memcpy(c->key, e, SAM3__KEY_BYTES);
+    c->type = sam3__rd32(e + 48);
+    c->count = sam3__rd32(e + 52);
+    for (j = 0; j < i; j++)
+        if (strcmp(f->cfg[j].key, c->key) == 0) return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "config key '%s' appears twice", c->key);
+    switch (c->type) {
+    case SAM3__T_I64: c->i = (int64_t)sam3__rd64(e + 56); break;
+    case SAM3__T_F64: { uint64_t u = sam3__rd64(e + 56); memcpy(&c->f, &u, 8); } break;
+    case SAM3__T_STR: item = 1; break;
+    case SAM3__T_I64_ARRAY:
+    case SAM3__T_F64_ARRAY: item = 8; break;
+    default: return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "config key '%s': unknown value type %u", c->key, c->type);
+    }
+    if ((c->type == SAM3__T_I64 || c->type == SAM3__T_F64) && c->count != 1)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "config key '%s': scalar with count %u", c->key, c->count);
+    if (item) {
+        uint64_t off = sam3__rd64(e + 56);
+        if (off > P->st_bytes || (uint64_t)c->count * item > P->st_bytes - off)
+            return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "config key '%s': value (offset %llu, %u items) lies outside the string table",
+                                     c->key, (unsigned long long)off, c->count);
+        c->data = P->st + off;
+        if (c->type == SAM3__T_STR) {
+            f->strings[i] = (char *)sam3__aalloc(P->a, (size_t)c->count + 1);
+            if (!f->strings[i]) return sam3__fparse_fail(P, SAM3_ERR_OUT_OF_MEMORY, "out of memory reading config strings");
+            memcpy(f->strings[i], c->data, c->count);
+            f->strings[i][c->count] = 0;
+        }
+    }
+    return SAM3_OK;
+}
+
+/* Tensor entry i: its name inside the string table, ndim 1..4, a known dtype, dimensions that
+   multiply out to its byte count, data aligned, inside the file and after the previous tensor's. */
+static sam3_result sam3__fparse_tensor(sam3__fparse *P, uint32_t i) {
+    sam3__file *f = P->f;
+    const uint8_t *e = f->base + P->tt_off + (uint64_t)i * SAM3__ENTRY_BYTES;
+    sam3__tensor *t = &f->tensors[i];
+    uint32_t name_off = sam3__rd32(e), j;
+    uint64_t off, nbytes;
+    size_t elems = 1;
+    t->name_len = sam3__rd32(e + 4);
+    t->dtype = sam3__rd32(e + 8);
+    if (name_off > P->st_bytes || t->name_len > P->st_bytes - name_off || t->name_len == 0)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor %u: name (offset %u, %u bytes) lies outside the string table", i,
+                                 name_off, t->name_len);
+    t->name = (const char *)P->st + name_off;
+    if (sam3__rd32(e + 12) < 1 || sam3__rd32(e + 12) > 4)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': ndim %u not in 1..4", (int)SAM3__MIN(t->name_len, 200u),
+                                 t->name, sam3__rd32(e + 12));
+    t->ndim = (int)sam3__rd32(e + 12);
+    if (t->dtype >= SAM3__DT_COUNT)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': unknown dtype code %u", (int)SAM3__MIN(t->name_len, 200u),
+                                 t->name, t->dtype);
+    for (j = 0; j < 4; j++) {
+        uint64_t d = sam3__rd64(e + 16 + 8 * j);
+        if ((int)j >= t->ndim ? d != 0 : d > (uint64_t)INT32_MAX)
+            return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': bad dimension %u = %llu",
+                                     (int)SAM3__MIN(t->name_len, 200u), t->name, j, (unsigned long long)d);
+        t->shape[j] = (int64_t)d;
+        if ((int)j < t->ndim && !sam3__mul(elems, (size_t)d, &elems))
+            return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': element count overflows", (int)SAM3__MIN(t->name_len, 200u),
+                                     t->name);
+    }
+    off = sam3__rd64(e + 48);
+    nbytes = sam3__rd64(e + 56);
+    if (!sam3__mul(elems, sam3__dtypes[t->dtype].size, &P->sz) || (uint64_t)P->sz != nbytes)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': %llu data bytes, but its shape and dtype need %llu",
+                                 (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)nbytes, (unsigned long long)P->sz);
+    if (off % SAM3__ALIGN || off < P->prev_end || off > f->size || nbytes > f->size - off)
+        return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE,
+                                 "tensor '%.*s': data (offset %llu, %llu bytes) is misaligned, overlaps the previous tensor or lies outside the file",
+                                 (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)off, (unsigned long long)nbytes);
+    P->prev_end = off + nbytes;
+    t->data = f->base + off;
+    t->nbytes = nbytes;
+    f->by_name[i] = t;
+    return SAM3_OK;
+}
+
+/* The tables, then the name index (sorted for sam3__file_find), which also finds a name twice. */
+static sam3_result sam3__fparse_tables(sam3__fparse *P) {
+    sam3__file *f = P->f;
+    const sam3_allocator *a = P->a;
+    sam3_result rc;
+    uint32_t i;
     f->cfg = (sam3__cfg *)sam3__acalloc(a, f->n_cfg, sizeof(sam3__cfg));
     f->strings = (char **)sam3__acalloc(a, f->n_cfg, sizeof(char *));
     f->tensors = (sam3__tensor *)sam3__acalloc(a, f->n_tensors, sizeof(sam3__tensor));
     f->by_name = (sam3__tensor **)sam3__acalloc(a, f->n_tensors, sizeof(sam3__tensor *));
-    if (!f->cfg || !f->strings || !f->tensors || !f->by_name) SAM3__FAIL(SAM3_ERR_OUT_OF_MEMORY, "out of memory reading the tables");
-
-    for (i = 0; i < f->n_cfg; i++) {
-        const uint8_t *e = base + cfg_off + (uint64_t)i * SAM3__ENTRY_BYTES;
-        sam3__cfg *c = &f->cfg[i];
-        uint32_t j;
-        size_t item = 0;
-        if (!memchr(e, 0, SAM3__KEY_BYTES) || e[0] == 0)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config entry %u: key is empty or not NUL-terminated", i);
-        memcpy(c->key, e, SAM3__KEY_BYTES);
-        c->type = sam3__rd32(e + 48);
-        c->count = sam3__rd32(e + 52);
-        for (j = 0; j < i; j++)
-            if (strcmp(f->cfg[j].key, c->key) == 0) SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s' appears twice", c->key);
-        switch (c->type) {
-        case SAM3__T_I64: c->i = (int64_t)sam3__rd64(e + 56); break;
-        case SAM3__T_F64: { uint64_t u = sam3__rd64(e + 56); memcpy(&c->f, &u, 8); } break;
-        case SAM3__T_STR: item = 1; break;
-        case SAM3__T_I64_ARRAY:
-        case SAM3__T_F64_ARRAY: item = 8; break;
-        default: SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s': unknown value type %u", c->key, c->type);
-        }
-        if ((c->type == SAM3__T_I64 || c->type == SAM3__T_F64) && c->count != 1)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s': scalar with count %u", c->key, c->count);
-        if (item) {
-            uint64_t off = sam3__rd64(e + 56);
-            if (off > st_bytes || (uint64_t)c->count * item > st_bytes - off)
-                SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "config key '%s': value (offset %llu, %u items) lies outside the string table",
-                           c->key, (unsigned long long)off, c->count);
-            c->data = st + off;
-            if (c->type == SAM3__T_STR) {
-                f->strings[i] = (char *)sam3__aalloc(a, (size_t)c->count + 1);
-                if (!f->strings[i]) SAM3__FAIL(SAM3_ERR_OUT_OF_MEMORY, "out of memory reading config strings");
-                memcpy(f->strings[i], c->data, c->count);
-                f->strings[i][c->count] = 0;
-            }
-        }
-    }
-
-    prev_end = data_off;
-    for (i = 0; i < f->n_tensors; i++) {
-        const uint8_t *e = base + tt_off + (uint64_t)i * SAM3__ENTRY_BYTES;
-        sam3__tensor *t = &f->tensors[i];
-        uint32_t name_off = sam3__rd32(e), j;
-        uint64_t off, nbytes;
-        size_t elems = 1;
-        t->name_len = sam3__rd32(e + 4);
-        t->dtype = sam3__rd32(e + 8);
-        if (name_off > st_bytes || t->name_len > st_bytes - name_off || t->name_len == 0)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor %u: name (offset %u, %u bytes) lies outside the string table", i,
-                       name_off, t->name_len);
-        t->name = (const char *)st + name_off;
-        if (sam3__rd32(e + 12) < 1 || sam3__rd32(e + 12) > 4)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': ndim %u not in 1..4", (int)SAM3__MIN(t->name_len, 200u), t->name,
-                       sam3__rd32(e + 12));
-        t->ndim = (int)sam3__rd32(e + 12);
-        if (t->dtype >= SAM3__DT_COUNT)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': unknown dtype code %u", (int)SAM3__MIN(t->name_len, 200u), t->name,
-                       t->dtype);
-        for (j = 0; j < 4; j++) {
-            uint64_t d = sam3__rd64(e + 16 + 8 * j);
-            if ((int)j >= t->ndim ? d != 0 : d > (uint64_t)INT32_MAX)
-                SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': bad dimension %u = %llu", (int)SAM3__MIN(t->name_len, 200u),
-                           t->name, j, (unsigned long long)d);
-            t->shape[j] = (int64_t)d;
-            if ((int)j < t->ndim && !sam3__mul(elems, (size_t)d, &elems))
-                SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': element count overflows", (int)SAM3__MIN(t->name_len, 200u), t->name);
-        }
-        off = sam3__rd64(e + 48);
-        nbytes = sam3__rd64(e + 56);
-        if (!sam3__mul(elems, sam3__dtypes[t->dtype].size, &sz) || (uint64_t)sz != nbytes)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s': %llu data bytes, but its shape and dtype need %llu",
-                       (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)nbytes, (unsigned long long)sz);
-        if (off % SAM3__ALIGN || off < prev_end || off > size || nbytes > size - off)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE,
-                       "tensor '%.*s': data (offset %llu, %llu bytes) is misaligned, overlaps the previous tensor or lies outside the file",
-                       (int)SAM3__MIN(t->name_len, 200u), t->name, (unsigned long long)off, (unsigned long long)nbytes);
-        prev_end = off + nbytes;
-        t->data = base + off;
-        t->nbytes = nbytes;
-        f->by_name[i] = t;
-    }
+    if (!f->cfg || !f->strings || !f->tensors || !f->by_name)
+        return sam3__fparse_fail(P, SAM3_ERR_OUT_OF_MEMORY, "out of memory reading the tables");
+    for (i = 0; i < f->n_cfg; i++)
+        if ((rc = sam3__fparse_cfg(P, i)) != SAM3_OK) return rc;
+    P->prev_end = P->data_off;
+    for (i = 0; i < f->n_tensors; i++)
+        if ((rc = sam3__fparse_tensor(P, i)) != SAM3_OK) return rc;
     if (f->n_tensors) qsort(f->by_name, f->n_tensors, sizeof(sam3__tensor *), sam3__tensor_ptr_cmp);
     for (i = 1; i < f->n_tensors; i++)
         if (sam3__tensor_ptr_cmp(&f->by_name[i - 1], &f->by_name[i]) == 0)
-            SAM3__FAIL(SAM3_ERR_CORRUPT_FILE, "tensor '%.*s' appears twice", (int)SAM3__MIN(f->by_name[i]->name_len, 200u),
-                       f->by_name[i]->name);
-#undef SAM3__FAIL
+            return sam3__fparse_fail(P, SAM3_ERR_CORRUPT_FILE, "tensor '%.*s' appears twice", (int)SAM3__MIN(f->by_name[i]->name_len, 200u),
+                                     f->by_name[i]->name);
     return SAM3_OK;
+}
+
+/* Parses and validates the container. On failure returns the error code and writes a message. */
+static sam3_result sam3__file_parse(sam3__file *f, const uint8_t *base, size_t size, const sam3_allocator *a,
+                                    char *err, size_t cap) {
+    sam3__fparse P;
+    sam3_result rc;
+    memset(f, 0, sizeof(*f));
+    memset(&P, 0, sizeof(P));
+    f->base = base;
+    f->size = size;
+    P.f = f;
+    P.a = a;
+    P.err = err;
+    P.cap = cap;
+    rc = sam3__fparse_header(&P);
+    if (rc == SAM3_OK) rc = sam3__fparse_tables(&P);
+    if (rc != SAM3_OK) sam3__file_free(f, a);
+    return rc;
 }
 
 static const sam3__tensor *sam3__file_find(const sam3__file *f, const char *name) {
