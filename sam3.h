@@ -3595,6 +3595,23 @@ static void sam3__load_video_config(sam3_model *m, sam3__loader *L) {
     v->present = 1;
 }
 
+/* The pixel normalisation SAM 1 and SAM 3 read alike: 3 means, 3 positive deviations. */
+static void sam3__load_norm_config(sam3_model *m, sam3__loader *L) {
+    double arr[64];
+    int i;
+    if (sam3__cfg_array(L, "processor.image_mean", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_mean must have 3 entries");
+    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) m->proc.mean[i] = (float)arr[i];
+    if (sam3__cfg_array(L, "processor.image_std", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must have 3 entries");
+    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) {
+        m->proc.std[i] = (float)arr[i];
+        if (!(arr[i] > 0)) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must be positive");
+    }
+}
+
+/* One step of the SAM 3 config or weights, run in order while the load is still good: the
+   first failure's message is the one reported. */
+typedef void (*sam3__load_stage)(sam3_model *m, sam3__loader *L);
+
 /* SAM 1 (HF SamModel): ViT-B/L/H, its neck, and the interactive head with SAM 1's flags. */
 static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
     const int64_t BIG = 1 << 20;
@@ -3636,13 +3653,7 @@ static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
     v->longest_edge = (int)sam3__cfg_i(L, "processor.longest_edge", 1, 65536);
     v->pad_size = (int)sam3__cfg_i(L, "processor.pad_size", 1, 65536);
     m->proc.rescale = sam3__cfg_f(L, "processor.rescale_factor", 1e-12, 1e12);
-    if (sam3__cfg_array(L, "processor.image_mean", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_mean must have 3 entries");
-    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) m->proc.mean[i] = (float)arr[i];
-    if (sam3__cfg_array(L, "processor.image_std", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must have 3 entries");
-    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) {
-        m->proc.std[i] = (float)arr[i];
-        if (!(arr[i] > 0)) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must be positive");
-    }
+    sam3__load_norm_config(m, L);
     if (L->rc != SAM3_OK) return;
     if (v->pad_size != v->image || v->longest_edge > v->pad_size) {
         /* SamModel accepts only image_size x image_size pixel values */
@@ -3667,32 +3678,10 @@ static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
     t->present = 1;
 }
 
-/* Reads every hyper-parameter the code needs and checks they fit together. */
-static void sam3__load_config(sam3_model *m, sam3__loader *L) {
+/* The vision trunk (Sam3ViTModel): its sizes, and the patch grid and head width they give. */
+static void sam3__load_vision_config(sam3_model *m, sam3__loader *L) {
     const int64_t BIG = 1 << 20;
-    double arr[64];
-    int i, n;
-    const char *arch;
     sam3__vit_cfg *v = &m->vit;
-    sam3__neck_cfg *nk = &m->neck;
-
-    arch = NULL;
-    {
-        const sam3__cfg *c = sam3__file_cfg(L->f, "arch");
-        if (!c || c->type != SAM3__T_STR) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key 'arch' is missing: not a converted model"); return; }
-        if (c->count == 4 && memcmp(c->data, "sam1", 4) == 0) {
-            m->arch = SAM3__ARCH_SAM1;
-            sam3__load_sam1_config(m, L);
-            return;
-        }
-        if (!(c->count == 4 && memcmp(c->data, "sam3", 4) == 0)) {
-            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "file holds arch '%.*s', this build runs 'sam3' and 'sam1'", (int)SAM3__MIN(c->count, 64u),
-                        (const char *)c->data);
-            return;
-        }
-        arch = "sam3";
-    }
-    (void)arch;
     v->hidden = (int)sam3__cfg_i(L, "vision.hidden_size", 1, BIG);
     v->inter = (int)sam3__cfg_i(L, "vision.intermediate_size", 1, BIG);
     v->layers = (int)sam3__cfg_i(L, "vision.num_hidden_layers", 1, 4096);
@@ -3713,25 +3702,27 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     if (!sam3__check_heads(L, "vision", v->hidden, v->heads)) return;
     v->head_dim = v->hidden / v->heads;
     if (v->head_dim % 4) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision: head dim %d must be divisible by 4 for axial RoPE", v->head_dim); return; }
+}
 
+/* The processor: the size it resizes to and its pixel normalisation. */
+static void sam3__load_processor_config(sam3_model *m, sam3__loader *L) {
     m->proc.image = (int)sam3__cfg_i(L, "processor.image_size", 1, 65536);
     m->proc.rescale = sam3__cfg_f(L, "processor.rescale_factor", 1e-12, 1e12);
-    if (sam3__cfg_array(L, "processor.image_mean", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_mean must have 3 entries");
-    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) m->proc.mean[i] = (float)arr[i];
-    if (sam3__cfg_array(L, "processor.image_std", arr, 64) != 3 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must have 3 entries");
-    for (i = 0; i < 3 && L->rc == SAM3_OK; i++) {
-        m->proc.std[i] = (float)arr[i];
-        if (!(arr[i] > 0)) sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "processor.image_std must be positive");
-    }
+    sam3__load_norm_config(m, L);
     if (L->rc != SAM3_OK) return;
-    if (m->proc.image != v->image) {
+    if (m->proc.image != m->vit.image) {
         /* The global layers' RoPE grid is fixed by vision.image_size (the reference cannot run
            other sizes either), so the processor must resize to exactly that. */
-        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "processor.image_size %d differs from vision.image_size %d", m->proc.image, v->image);
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "processor.image_size %d differs from vision.image_size %d", m->proc.image, m->vit.image);
         return;
     }
+}
 
-    n = sam3__cfg_array(L, "vision.global_attn_indexes", arr, 64);
+/* Which trunk layers attend globally (the others attend within windows). */
+static void sam3__load_global_config(sam3_model *m, sam3__loader *L) {
+    sam3__vit_cfg *v = &m->vit;
+    double arr[64];
+    int i, n = sam3__cfg_array(L, "vision.global_attn_indexes", arr, 64);
     if (L->rc != SAM3_OK) return;
     v->is_global = (unsigned char *)sam3__acalloc(&m->a, (size_t)v->layers, 1);
     if (!v->is_global) { sam3__lfail(L, SAM3_ERR_OUT_OF_MEMORY, "out of memory"); return; }
@@ -3739,8 +3730,15 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
         if (!(arr[i] >= 0 && arr[i] < v->layers && arr[i] == floor(arr[i]))) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision.global_attn_indexes: %g out of range", arr[i]); return; }
         v->is_global[(int)arr[i]] = 1;
     }
+}
 
-    nk->fpn = (int)sam3__cfg_i(L, "neck.fpn_hidden_size", 1, BIG);
+/* The FPN neck (Sam3VisionNeck): one level per scale factor, the last one discarded. */
+static void sam3__load_neck_config(sam3_model *m, sam3__loader *L) {
+    const sam3__vit_cfg *v = &m->vit;
+    sam3__neck_cfg *nk = &m->neck;
+    double arr[SAM3__MAX_LEVELS];
+    int i, n;
+    nk->fpn = (int)sam3__cfg_i(L, "neck.fpn_hidden_size", 1, 1 << 20);
     n = sam3__cfg_array(L, "neck.scale_factors", arr, SAM3__MAX_LEVELS);
     if (L->rc != SAM3_OK) return;
     if (n < 2) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck.scale_factors: need at least 2 levels, got %d", n); return; }
@@ -3760,7 +3758,11 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
         if (s2 == 8 && v->hidden % 4) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck: vision hidden %d not divisible by 4", v->hidden); return; }
         if (s2 == 4 && v->hidden % 2) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck: vision hidden %d not divisible by 2", v->hidden); return; }
     }
+}
 
+/* The CLIP text encoder and its BPE tokenizer, whose ids must fit the encoder's vocabulary. */
+static void sam3__load_text_config(sam3_model *m, sam3__loader *L) {
+    const int64_t BIG = 1 << 20;
     m->text.vocab = (int)sam3__cfg_i(L, "text.vocab_size", 1, 1 << 24);
     m->text.hidden = (int)sam3__cfg_i(L, "text.hidden_size", 1, BIG);
     m->text.inter = (int)sam3__cfg_i(L, "text.intermediate_size", 1, BIG);
@@ -3788,7 +3790,11 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
                     m->tok.bos, m->tok.eos, m->text.vocab);
         return;
     }
+}
 
+/* The prompt modules: geometry encoder, DETR encoder and decoder, mask decoder. */
+static void sam3__load_prompt_config(sam3_model *m, sam3__loader *L) {
+    const int64_t BIG = 1 << 20;
     m->geo.hidden = (int)sam3__cfg_i(L, "geometry.hidden_size", 1, BIG);
     m->geo.layers = (int)sam3__cfg_i(L, "geometry.num_layers", 0, 4096);
     m->geo.heads = (int)sam3__cfg_i(L, "geometry.num_attention_heads", 1, 4096);
@@ -3816,18 +3822,38 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     sam3__check_heads(L, "mask_decoder", m->mask.hidden, m->mask.heads);
     if (L->rc != SAM3_OK) return;
     {
-        int d = nk->fpn;
+        int d = m->neck.fpn;
         /* One width flows from the neck through every prompt module (the reference wires them
            together without projections), so they must agree. */
         if (m->geo.hidden != d || m->enc.hidden != d || m->dec.hidden != d || m->mask.hidden != d)
             sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck %d, geometry %d, DETR encoder %d, decoder %d and mask decoder %d widths must be equal", d,
                         m->geo.hidden, m->enc.hidden, m->dec.hidden, m->mask.hidden);
         if (d % 2) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck width %d must be even (sine position features)", d);
-        if (m->mask.stages < nk->n_kept - 1)
-            sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "mask_decoder.num_upsampling_stages %d < %d kept FPN levels - 1", m->mask.stages, nk->n_kept);
+        if (m->mask.stages < m->neck.n_kept - 1)
+            sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "mask_decoder.num_upsampling_stages %d < %d kept FPN levels - 1", m->mask.stages, m->neck.n_kept);
     }
-    sam3__load_tracker_config(m, L);
-    sam3__load_video_config(m, L);
+}
+
+/* Reads every hyper-parameter the code needs and checks they fit together: 'arch' picks SAM 1's
+   reader or the SAM 3 stages, each after the ones whose sizes it checks against. */
+static void sam3__load_config(sam3_model *m, sam3__loader *L) {
+    static const sam3__load_stage stages[] = {sam3__load_vision_config, sam3__load_processor_config, sam3__load_global_config,
+                                              sam3__load_neck_config,   sam3__load_text_config,      sam3__load_prompt_config,
+                                              sam3__load_tracker_config, sam3__load_video_config};
+    const sam3__cfg *c = sam3__file_cfg(L->f, "arch");
+    size_t i;
+    if (!c || c->type != SAM3__T_STR) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "config key 'arch' is missing: not a converted model"); return; }
+    if (c->count == 4 && memcmp(c->data, "sam1", 4) == 0) {
+        m->arch = SAM3__ARCH_SAM1;
+        sam3__load_sam1_config(m, L);
+        return;
+    }
+    if (!(c->count == 4 && memcmp(c->data, "sam3", 4) == 0)) {
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "file holds arch '%.*s', this build runs 'sam3' and 'sam1'", (int)SAM3__MIN(c->count, 64u),
+                    (const char *)c->data);
+        return;
+    }
+    for (i = 0; i < sizeof(stages) / sizeof(stages[0]) && L->rc == SAM3_OK; i++) stages[i](m, L);
 }
 
 static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
