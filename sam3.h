@@ -3927,20 +3927,29 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
     h->iou_head = sam3__get_ffn(L, "mask_decoder.iou_prediction_head", t->iou_depth, D, t->iou_hidden, t->n_mask_tokens);
 }
 
-static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
-    const sam3__vit_cfg *v = &m->vit;
-    const int C = v->hidden, D = m->neck.fpn, T = m->text.hidden;
+/* FPN level j under prefix (the SAM 3 neck and the interactive head's neck are built alike): a
+   2x transposed convolution for each doubling of its scale, then 1x1 and 3x3 projections to out. */
+static void sam3__get_fpn_level(sam3__loader *L, const char *prefix, int j, int s2, int C, int out, sam3__fpn_w *f) {
     char p[200];
-    int i, j;
+    int cin = C;
+    memset(f, 0, sizeof(*f));
+    if (s2 >= 4) {
+        snprintf(p, sizeof(p), "%s.%d.scale_layers.0", prefix, j); f->up1 = sam3__get_convt(L, p, C, C / 2);
+        cin = C / 2;
+    }
+    if (s2 == 8) {
+        snprintf(p, sizeof(p), "%s.%d.scale_layers.2", prefix, j); f->up2 = sam3__get_convt(L, p, C / 2, C / 4);
+        cin = C / 4;
+    }
+    snprintf(p, sizeof(p), "%s.%d.proj1", prefix, j); f->proj1 = sam3__get_conv(L, p, out, cin, 1);
+    snprintf(p, sizeof(p), "%s.%d.proj2", prefix, j); f->proj2 = sam3__get_conv(L, p, out, out, 3);
+}
+
+/* One block for all per-layer weight arrays, cut in 64-byte aligned pieces. */
+static void sam3__load_layer_arrays(sam3_model *m, sam3__loader *L) {
     size_t bytes = 0, off = 0, s;
     unsigned char *mem;
-
-    if (m->arch == SAM3__ARCH_SAM1) {
-        sam3__load_sam1_weights(m, L);
-        return;
-    }
-    /* One block for all per-layer weight arrays. */
-    bytes += (size_t)v->layers * sizeof(sam3__vit_layer_w) + SAM3__ALIGN;
+    bytes += (size_t)m->vit.layers * sizeof(sam3__vit_layer_w) + SAM3__ALIGN;
     bytes += (size_t)m->text.layers * sizeof(sam3__clip_layer_w) + SAM3__ALIGN;
     bytes += (size_t)m->geo.layers * sizeof(sam3__xlayer_w) + SAM3__ALIGN;
     bytes += (size_t)m->enc.layers * sizeof(sam3__xlayer_w) + SAM3__ALIGN;
@@ -3955,15 +3964,21 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         (ptr) = (type *)(void *)(mem + off);                         \
         off += (s + SAM3__ALIGN - 1) / SAM3__ALIGN * SAM3__ALIGN;     \
     } while (0)
-    SAM3__TAKE(m->vit_w.layers, sam3__vit_layer_w, v->layers);
+    SAM3__TAKE(m->vit_w.layers, sam3__vit_layer_w, m->vit.layers);
     SAM3__TAKE(m->text_w.layers, sam3__clip_layer_w, m->text.layers);
     SAM3__TAKE(m->geo_w.layers, sam3__xlayer_w, m->geo.layers);
     SAM3__TAKE(m->enc_w, sam3__xlayer_w, m->enc.layers);
     SAM3__TAKE(m->dec_w.layers, sam3__dec_layer_w, m->dec.layers);
     SAM3__TAKE(m->trk_w.layers, sam3__twoway_layer_w, m->trk.layers);
 #undef SAM3__TAKE
+}
 
-    /* Vision trunk: Sam3ViTModel (vision_encoder.backbone) */
+/* Vision trunk: Sam3ViTModel (vision_encoder.backbone) */
+static void sam3__load_vision_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__vit_cfg *v = &m->vit;
+    const int C = v->hidden;
+    char p[200];
+    int i;
     sam3__nm(L, "vision_encoder.backbone.embeddings.patch_embeddings.projection.weight");
     sam3__get_weight(L, &m->vit_w.patch, 4, C, v->channels, v->patch, v->patch);
     m->vit_w.patch.b = NULL;
@@ -3987,23 +4002,20 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, v->inter, C);
         snprintf(p, sizeof(p), "vision_encoder.backbone.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, C, v->inter);
     }
-    /* FPN neck: Sam3VisionNeck (vision_encoder.neck), the discarded last level is not needed */
-    for (j = 0; j < m->neck.n_kept && L->rc == SAM3_OK; j++) {
-        sam3__fpn_w *w = &m->fpn_w[j];
-        int s2 = m->neck.scale_x2[j], cin = C;
-        memset(w, 0, sizeof(*w));
-        if (s2 >= 4) {
-            snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.scale_layers.0", j); w->up1 = sam3__get_convt(L, p, C, C / 2);
-            cin = C / 2;
-        }
-        if (s2 == 8) {
-            snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.scale_layers.2", j); w->up2 = sam3__get_convt(L, p, C / 2, C / 4);
-            cin = C / 4;
-        }
-        snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.proj1", j); w->proj1 = sam3__get_conv(L, p, D, cin, 1);
-        snprintf(p, sizeof(p), "vision_encoder.neck.fpn_layers.%d.proj2", j); w->proj2 = sam3__get_conv(L, p, D, D, 3);
-    }
-    /* Text encoder: CLIPTextModel (text_encoder.text_model) + Sam3Model.text_projection */
+}
+
+/* FPN neck: Sam3VisionNeck (vision_encoder.neck), the discarded last level is not needed */
+static void sam3__load_neck_weights(sam3_model *m, sam3__loader *L) {
+    int j;
+    for (j = 0; j < m->neck.n_kept && L->rc == SAM3_OK; j++)
+        sam3__get_fpn_level(L, "vision_encoder.neck.fpn_layers", j, m->neck.scale_x2[j], m->vit.hidden, m->neck.fpn, &m->fpn_w[j]);
+}
+
+/* Text encoder: CLIPTextModel (text_encoder.text_model) + Sam3Model.text_projection */
+static void sam3__load_text_weights(sam3_model *m, sam3__loader *L) {
+    const int D = m->neck.fpn, T = m->text.hidden;
+    char p[200];
+    int i;
     sam3__nm(L, "text_encoder.text_model.embeddings.token_embedding.weight");
     m->text_w.tok_emb = sam3__get(L, 2, m->text.vocab, T, 0, 0);
     sam3__nm(L, "text_encoder.text_model.embeddings.position_embedding.weight");
@@ -4018,194 +4030,229 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
     }
     m->text_w.final_ln = sam3__get_norm(L, "text_encoder.text_model.final_layer_norm", T);
     m->text_w.proj = sam3__get_lin(L, "text_projection", D, T);
-    /* Geometry encoder: Sam3GeometryEncoder */
-    {
-        sam3__geo_w *g = &m->geo_w;
-        g->direct = sam3__get_lin(L, "geometry_encoder.boxes_direct_project", D, 4);
-        g->vision_ln = sam3__get_norm(L, "geometry_encoder.vision_layer_norm", D);
-        g->pool = sam3__get_conv(L, "geometry_encoder.boxes_pool_project", D, D, m->geo.roi);
-        g->pos_enc = sam3__get_lin(L, "geometry_encoder.boxes_pos_enc_project", D, D + 2);
-        sam3__nm(L, "geometry_encoder.label_embed.weight"); g->label_embed = sam3__get(L, 2, 2, D, 0, 0);
-        sam3__nm(L, "geometry_encoder.cls_embed.weight"); g->cls_embed = sam3__get(L, 2, 1, D, 0, 0);
-        g->final_proj = sam3__get_lin(L, "geometry_encoder.final_proj", D, D);
-        g->prompt_ln = sam3__get_norm(L, "geometry_encoder.prompt_layer_norm", D);
-        g->out_ln = sam3__get_norm(L, "geometry_encoder.output_layer_norm", D);
-        for (i = 0; i < m->geo.layers && L->rc == SAM3_OK; i++) {
-            snprintf(p, sizeof(p), "geometry_encoder.layers.%d", i);
-            g->layers[i] = sam3__get_xlayer(L, p, D, m->geo.inter);
-        }
+}
+
+/* Geometry encoder: Sam3GeometryEncoder */
+static void sam3__load_geometry_weights(sam3_model *m, sam3__loader *L) {
+    sam3__geo_w *g = &m->geo_w;
+    const int D = m->neck.fpn;
+    char p[200];
+    int i;
+    g->direct = sam3__get_lin(L, "geometry_encoder.boxes_direct_project", D, 4);
+    g->vision_ln = sam3__get_norm(L, "geometry_encoder.vision_layer_norm", D);
+    g->pool = sam3__get_conv(L, "geometry_encoder.boxes_pool_project", D, D, m->geo.roi);
+    g->pos_enc = sam3__get_lin(L, "geometry_encoder.boxes_pos_enc_project", D, D + 2);
+    sam3__nm(L, "geometry_encoder.label_embed.weight"); g->label_embed = sam3__get(L, 2, 2, D, 0, 0);
+    sam3__nm(L, "geometry_encoder.cls_embed.weight"); g->cls_embed = sam3__get(L, 2, 1, D, 0, 0);
+    g->final_proj = sam3__get_lin(L, "geometry_encoder.final_proj", D, D);
+    g->prompt_ln = sam3__get_norm(L, "geometry_encoder.prompt_layer_norm", D);
+    g->out_ln = sam3__get_norm(L, "geometry_encoder.output_layer_norm", D);
+    for (i = 0; i < m->geo.layers && L->rc == SAM3_OK; i++) {
+        snprintf(p, sizeof(p), "geometry_encoder.layers.%d", i);
+        g->layers[i] = sam3__get_xlayer(L, p, D, m->geo.inter);
     }
-    /* DETR encoder: Sam3DetrEncoder */
+}
+
+/* DETR encoder: Sam3DetrEncoder */
+static void sam3__load_detr_encoder_weights(sam3_model *m, sam3__loader *L) {
+    char p[200];
+    int i;
     for (i = 0; i < m->enc.layers && L->rc == SAM3_OK; i++) {
         snprintf(p, sizeof(p), "detr_encoder.layers.%d", i);
-        m->enc_w[i] = sam3__get_xlayer(L, p, D, m->enc.inter);
+        m->enc_w[i] = sam3__get_xlayer(L, p, m->neck.fpn, m->enc.inter);
     }
-    /* DETR decoder: Sam3DetrDecoder */
-    {
-        sam3__dec_w *d = &m->dec_w;
-        const int Q = m->dec.queries, nh = m->dec.heads;
-        sam3__nm(L, "detr_decoder.query_embed.weight"); d->query_embed = sam3__get(L, 2, Q, D, 0, 0);
-        sam3__nm(L, "detr_decoder.reference_points.weight"); d->ref_points = sam3__get(L, 2, Q, 4, 0, 0);
-        sam3__nm(L, "detr_decoder.presence_token.weight"); d->presence_token = sam3__get(L, 2, 1, D, 0, 0);
-        sam3__get_mlp(L, "detr_decoder.ref_point_head", d->ref_head, 2, 2 * D, D, D);
-        sam3__get_mlp(L, "detr_decoder.box_rpb_embed_x", d->rpb_x, 2, 2, D, nh);
-        sam3__get_mlp(L, "detr_decoder.box_rpb_embed_y", d->rpb_y, 2, 2, D, nh);
-        sam3__get_mlp(L, "detr_decoder.box_head", d->box_head, 3, D, D, 4);
-        sam3__get_mlp(L, "detr_decoder.presence_head", d->presence_head, 3, D, D, 1);
-        d->out_ln = sam3__get_norm(L, "detr_decoder.output_layer_norm", D);
-        d->presence_ln = sam3__get_norm(L, "detr_decoder.presence_layer_norm", D);
-        for (i = 0; i < m->dec.layers && L->rc == SAM3_OK; i++) {
-            sam3__dec_layer_w *w = &d->layers[i];
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.self_attn", i); w->self_attn = sam3__get_attn(L, p, D, "o_proj");
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.text_cross_attn", i); w->text_attn = sam3__get_attn(L, p, D, "o_proj");
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.vision_cross_attn", i); w->vision_attn = sam3__get_attn(L, p, D, "o_proj");
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.self_attn_layer_norm", i); w->self_ln = sam3__get_norm(L, p, D);
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.text_cross_attn_layer_norm", i); w->text_ln = sam3__get_norm(L, p, D);
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.vision_cross_attn_layer_norm", i); w->vision_ln = sam3__get_norm(L, p, D);
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp_layer_norm", i); w->mlp_ln = sam3__get_norm(L, p, D);
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, m->dec.inter, D);
-            snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, D, m->dec.inter);
-        }
+}
+
+/* DETR decoder: Sam3DetrDecoder */
+static void sam3__load_detr_decoder_weights(sam3_model *m, sam3__loader *L) {
+    sam3__dec_w *d = &m->dec_w;
+    const int D = m->neck.fpn, Q = m->dec.queries, nh = m->dec.heads;
+    char p[200];
+    int i;
+    sam3__nm(L, "detr_decoder.query_embed.weight"); d->query_embed = sam3__get(L, 2, Q, D, 0, 0);
+    sam3__nm(L, "detr_decoder.reference_points.weight"); d->ref_points = sam3__get(L, 2, Q, 4, 0, 0);
+    sam3__nm(L, "detr_decoder.presence_token.weight"); d->presence_token = sam3__get(L, 2, 1, D, 0, 0);
+    sam3__get_mlp(L, "detr_decoder.ref_point_head", d->ref_head, 2, 2 * D, D, D);
+    sam3__get_mlp(L, "detr_decoder.box_rpb_embed_x", d->rpb_x, 2, 2, D, nh);
+    sam3__get_mlp(L, "detr_decoder.box_rpb_embed_y", d->rpb_y, 2, 2, D, nh);
+    sam3__get_mlp(L, "detr_decoder.box_head", d->box_head, 3, D, D, 4);
+    sam3__get_mlp(L, "detr_decoder.presence_head", d->presence_head, 3, D, D, 1);
+    d->out_ln = sam3__get_norm(L, "detr_decoder.output_layer_norm", D);
+    d->presence_ln = sam3__get_norm(L, "detr_decoder.presence_layer_norm", D);
+    for (i = 0; i < m->dec.layers && L->rc == SAM3_OK; i++) {
+        sam3__dec_layer_w *w = &d->layers[i];
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.self_attn", i); w->self_attn = sam3__get_attn(L, p, D, "o_proj");
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.text_cross_attn", i); w->text_attn = sam3__get_attn(L, p, D, "o_proj");
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.vision_cross_attn", i); w->vision_attn = sam3__get_attn(L, p, D, "o_proj");
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.self_attn_layer_norm", i); w->self_ln = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.text_cross_attn_layer_norm", i); w->text_ln = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.vision_cross_attn_layer_norm", i); w->vision_ln = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp_layer_norm", i); w->mlp_ln = sam3__get_norm(L, p, D);
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp.fc1", i); w->fc1 = sam3__get_lin(L, p, m->dec.inter, D);
+        snprintf(p, sizeof(p), "detr_decoder.layers.%d.mlp.fc2", i); w->fc2 = sam3__get_lin(L, p, D, m->dec.inter);
     }
-    /* Dot-product scoring: Sam3DotProductScoring (widths from the decoder config) */
+}
+
+/* Dot-product scoring: Sam3DotProductScoring (widths from the decoder config) */
+static void sam3__load_scoring_weights(sam3_model *m, sam3__loader *L) {
+    const int D = m->neck.fpn;
     sam3__get_mlp(L, "dot_product_scoring.text_mlp", m->score_w.text_mlp, 2, D, m->dec.inter, D);
     m->score_w.text_ln = sam3__get_norm(L, "dot_product_scoring.text_mlp_out_norm", D);
     m->score_w.text_proj = sam3__get_lin(L, "dot_product_scoring.text_proj", D, D);
     m->score_w.query_proj = sam3__get_lin(L, "dot_product_scoring.query_proj", D, D);
-    /* Mask decoder: Sam3MaskDecoder; only the stages the kept FPN levels drive */
+}
+
+/* Mask decoder: Sam3MaskDecoder; only the stages the kept FPN levels drive */
+static void sam3__load_mask_weights(sam3_model *m, sam3__loader *L) {
+    sam3__mask_w *w = &m->mask_w;
+    const int D = m->neck.fpn;
+    char p[200];
+    int i;
+    w->cross_ln = sam3__get_norm(L, "mask_decoder.prompt_cross_attn_norm", D);
+    w->cross_attn = sam3__get_attn(L, "mask_decoder.prompt_cross_attn", D, "o_proj");
+    for (i = 0; i < m->neck.n_kept - 1 && L->rc == SAM3_OK; i++) {
+        snprintf(p, sizeof(p), "mask_decoder.pixel_decoder.conv_layers.%d", i); w->conv[i] = sam3__get_conv(L, p, D, D, 3);
+        snprintf(p, sizeof(p), "mask_decoder.pixel_decoder.norms.%d", i); w->gn[i] = sam3__get_norm(L, p, D);
+    }
+    for (i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "mask_decoder.mask_embedder.layers.%d", i);
+        w->embed[i] = sam3__get_lin(L, p, D, D);
+    }
+    w->inst_proj = sam3__get_conv(L, "mask_decoder.instance_projection", D, D, 1);
+    w->sem_proj = sam3__get_conv(L, "mask_decoder.semantic_projection", 1, D, 1);
+    if (D % 8 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "mask decoder width %d is not divisible by GroupNorm's 8 groups", D);
+}
+
+/* Interactive head (Sam3TrackerModel), when present: its neck and prompt encoder */
+static void sam3__load_tracker_prompt_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__trk_cfg *t = &m->trk;
+    sam3__trk_w *w = &m->trk_w;
+    const int TD = t->D, mi = t->mask_in_ch;
+    int i, j;
+    if (!t->present) return;
+    for (j = 0; j < t->n_kept && L->rc == SAM3_OK; j++)
+        sam3__get_fpn_level(L, "tracker_neck.fpn_layers", j, t->scale_x2[j], m->vit.hidden, t->fpn, &w->fpn[j]);
+    sam3__nm(L, "tracker_model.shared_image_embedding.positional_embedding"); w->gauss = sam3__get(L, 2, 2, TD / 2, 0, 0);
+    w->mask_conv1 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv1", mi / 4, 1, 2);
+    w->mask_conv2 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv2", mi, mi / 4, 2);
+    w->mask_conv3 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv3", TD, mi, 1);
+    w->mask_ln1 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm1", mi / 4);
+    w->mask_ln2 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm2", mi);
+    sam3__nm(L, "tracker_model.prompt_encoder.no_mask_embed.weight"); w->no_mask = sam3__get(L, 2, 1, TD, 0, 0);
+    sam3__nm(L, "tracker_model.prompt_encoder.point_embed.weight");
     {
-        sam3__mask_w *w = &m->mask_w;
-        w->cross_ln = sam3__get_norm(L, "mask_decoder.prompt_cross_attn_norm", D);
-        w->cross_attn = sam3__get_attn(L, "mask_decoder.prompt_cross_attn", D, "o_proj");
-        for (i = 0; i < m->neck.n_kept - 1 && L->rc == SAM3_OK; i++) {
-            snprintf(p, sizeof(p), "mask_decoder.pixel_decoder.conv_layers.%d", i); w->conv[i] = sam3__get_conv(L, p, D, D, 3);
-            snprintf(p, sizeof(p), "mask_decoder.pixel_decoder.norms.%d", i); w->gn[i] = sam3__get_norm(L, p, D);
-        }
-        for (i = 0; i < 3; i++) {
-            snprintf(p, sizeof(p), "mask_decoder.mask_embedder.layers.%d", i);
-            w->embed[i] = sam3__get_lin(L, p, D, D);
-        }
-        w->inst_proj = sam3__get_conv(L, "mask_decoder.instance_projection", D, D, 1);
-        w->sem_proj = sam3__get_conv(L, "mask_decoder.semantic_projection", 1, D, 1);
-        if (D % 8 && L->rc == SAM3_OK) sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "mask decoder width %d is not divisible by GroupNorm's 8 groups", D);
+        const float *pe = sam3__get(L, 2, t->n_point_emb, TD, 0, 0);
+        for (i = 0; pe && i < t->n_point_emb && i < SAM3__MAX_FFN; i++) w->point_rows[i] = pe + (size_t)i * TD;
     }
-    /* Interactive head: Sam3TrackerModel's neck, prompt encoder and mask decoder */
-    if (m->trk.present) {
-        const sam3__trk_cfg *t = &m->trk;
-        sam3__trk_w *w = &m->trk_w;
-        const int TD = t->D, di = t->D / t->down, mi = t->mask_in_ch;
-        for (j = 0; j < t->n_kept && L->rc == SAM3_OK; j++) {
-            sam3__fpn_w *f = &w->fpn[j];
-            int s2 = t->scale_x2[j], cin = C;
-            memset(f, 0, sizeof(*f));
-            if (s2 >= 4) {
-                snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.scale_layers.0", j); f->up1 = sam3__get_convt(L, p, C, C / 2);
-                cin = C / 2;
-            }
-            if (s2 == 8) {
-                snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.scale_layers.2", j); f->up2 = sam3__get_convt(L, p, C / 2, C / 4);
-                cin = C / 4;
-            }
-            snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.proj1", j); f->proj1 = sam3__get_conv(L, p, t->fpn, cin, 1);
-            snprintf(p, sizeof(p), "tracker_neck.fpn_layers.%d.proj2", j); f->proj2 = sam3__get_conv(L, p, t->fpn, t->fpn, 3);
-        }
-        sam3__nm(L, "tracker_model.shared_image_embedding.positional_embedding"); w->gauss = sam3__get(L, 2, 2, TD / 2, 0, 0);
-        w->mask_conv1 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv1", mi / 4, 1, 2);
-        w->mask_conv2 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv2", mi, mi / 4, 2);
-        w->mask_conv3 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv3", TD, mi, 1);
-        w->mask_ln1 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm1", mi / 4);
-        w->mask_ln2 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm2", mi);
-        sam3__nm(L, "tracker_model.prompt_encoder.no_mask_embed.weight"); w->no_mask = sam3__get(L, 2, 1, TD, 0, 0);
-        sam3__nm(L, "tracker_model.prompt_encoder.point_embed.weight");
-        {
-            const float *pe = sam3__get(L, 2, t->n_point_emb, TD, 0, 0);
-            for (i = 0; pe && i < t->n_point_emb && i < SAM3__MAX_FFN; i++) w->point_rows[i] = pe + (size_t)i * TD;
-        }
-        sam3__nm(L, "tracker_model.prompt_encoder.not_a_point_embed.weight"); w->not_a_point = sam3__get(L, 2, 1, TD, 0, 0);
-        sam3__nm(L, "tracker_model.mask_decoder.obj_score_token.weight"); w->obj_token = sam3__get(L, 2, 1, TD, 0, 0);
-        sam3__nm(L, "tracker_model.mask_decoder.iou_token.weight"); w->iou_token = sam3__get(L, 2, 1, TD, 0, 0);
-        sam3__nm(L, "tracker_model.mask_decoder.mask_tokens.weight"); w->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, TD, 0, 0);
-        for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
-            sam3__twoway_layer_w *lw = &w->layers[i];
-            sam3__get_twoway_layer(L, "tracker_model.mask_decoder.transformer.layers", i, TD, di, "o_proj", lw);
-            /* the reference gives the block MLP as many layers as there are blocks (HF quirk) */
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.mlp", i); lw->mlp = sam3__get_ffn(L, p, t->mlp_depth, TD, t->mlp_dim, TD);
-        }
-        w->final_attn = sam3__get_attn_ex(L, "tracker_model.mask_decoder.transformer.final_attn_token_to_image", TD, di, "o_proj");
-        w->final_ln = sam3__get_norm(L, "tracker_model.mask_decoder.transformer.layer_norm_final_attn", TD);
-        w->up1 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv1", TD, TD / 4);
-        w->up2 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv2", TD / 4, TD / 8);
-        w->up_ln = sam3__get_norm(L, "tracker_model.mask_decoder.upscale_layer_norm", TD / 4);
-        w->conv_s0 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s0", TD / 8, TD, 1);
-        w->conv_s1 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s1", TD / 4, TD, 1);
-        for (i = 0; i < t->n_mask_tokens; i++) {
-            snprintf(p, sizeof(p), "tracker_model.mask_decoder.output_hypernetworks_mlps.%d", i);
-            w->hypernet[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
-        }
-        w->iou_head = sam3__get_ffn(L, "tracker_model.mask_decoder.iou_prediction_head", t->iou_depth, TD, t->iou_hidden, t->n_mask_tokens);
-        w->obj_head = sam3__get_ffn(L, "tracker_model.mask_decoder.pred_obj_score_head", 3, TD, TD, 1);
+    sam3__nm(L, "tracker_model.prompt_encoder.not_a_point_embed.weight"); w->not_a_point = sam3__get(L, 2, 1, TD, 0, 0);
+}
+
+/* Interactive head, when present: its mask decoder */
+static void sam3__load_tracker_decoder_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__trk_cfg *t = &m->trk;
+    sam3__trk_w *w = &m->trk_w;
+    const int TD = t->D, di = t->D / t->down;
+    char p[200];
+    int i;
+    if (!t->present) return;
+    sam3__nm(L, "tracker_model.mask_decoder.obj_score_token.weight"); w->obj_token = sam3__get(L, 2, 1, TD, 0, 0);
+    sam3__nm(L, "tracker_model.mask_decoder.iou_token.weight"); w->iou_token = sam3__get(L, 2, 1, TD, 0, 0);
+    sam3__nm(L, "tracker_model.mask_decoder.mask_tokens.weight"); w->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, TD, 0, 0);
+    for (i = 0; i < t->layers && L->rc == SAM3_OK; i++) {
+        sam3__twoway_layer_w *lw = &w->layers[i];
+        sam3__get_twoway_layer(L, "tracker_model.mask_decoder.transformer.layers", i, TD, di, "o_proj", lw);
+        /* the reference gives the block MLP as many layers as there are blocks (HF quirk) */
+        snprintf(p, sizeof(p), "tracker_model.mask_decoder.transformer.layers.%d.mlp", i); lw->mlp = sam3__get_ffn(L, p, t->mlp_depth, TD, t->mlp_dim, TD);
     }
-    /* Video tracker: memory attention, memory encoder, object pointers */
-    if (m->vid.present) {
-        const sam3__vid_cfg *v = &m->vid;
-        sam3__vid_w *w = &m->vid_w;
-        const int TD = m->trk.D, mem = v->mem_dim, di = v->ma_di;
-        sam3__nm(L, "tracker_model.no_memory_embedding"); w->no_mem = sam3__get(L, 3, 1, 1, TD, 0);
-        sam3__nm(L, "tracker_model.memory_temporal_positional_encoding"); w->tpos = sam3__get(L, 4, v->num_maskmem, 1, 1, mem);
-        sam3__nm(L, "tracker_model.no_object_pointer"); w->no_ptr = sam3__get(L, 2, 1, TD, 0, 0);
-        w->occl = NULL;
-        if (v->occlusion) { sam3__nm(L, "tracker_model.occlusion_spatial_embedding_parameter"); w->occl = sam3__get(L, 2, 1, mem, 0, 0); }
-        for (i = 0; i < v->ma_layers; i++) {
-            sam3__memattn_layer_w *lw = &w->ma[i];
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, di, "o_proj");
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.q_proj", i); lw->cross_attn.q = sam3__get_lin(L, p, di, TD);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.k_proj", i); lw->cross_attn.k = sam3__get_lin(L, p, di, mem);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.v_proj", i); lw->cross_attn.v = sam3__get_lin(L, p, di, mem);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.o_proj", i); lw->cross_attn.o = sam3__get_lin(L, p, TD, di);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.linear1", i); lw->fc1 = sam3__get_lin(L, p, v->ma_ffn, TD);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.linear2", i); lw->fc2 = sam3__get_lin(L, p, TD, v->ma_ffn);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, TD);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, TD);
-            snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, TD);
-        }
-        w->ma_ln = sam3__get_norm(L, "tracker_model.memory_attention.layer_norm", TD);
-        for (i = 0; i < v->ds_layers; i++) {
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.mask_downsampler.layers.%d.conv", i);
-            w->ds_conv[i] = sam3__get_conv(L, p, v->ds_ch[i + 1], v->ds_ch[i], v->ds_kernel);
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.mask_downsampler.layers.%d.layer_norm", i);
-            w->ds_ln[i] = sam3__get_norm(L, p, v->ds_ch[i + 1]);
-        }
-        w->ds_final = sam3__get_conv(L, "tracker_model.memory_encoder.mask_downsampler.final_conv", TD, v->ds_ch[v->ds_layers], 1);
-        w->feat_proj = sam3__get_conv(L, "tracker_model.memory_encoder.feature_projection", TD, TD, 1);
-        for (i = 0; i < v->fu_layers; i++) {
-            sam3__fuser_w *f = &w->fu[i];
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.scale", i); sam3__nm(L, "%s", p);
-            f->scale = sam3__get(L, 1, TD, 0, 0, 0);
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.depthwise_conv", i); f->dw = sam3__get_conv(L, p, TD, 1, v->fu_kernel);
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.layer_norm", i); f->ln = sam3__get_norm(L, p, TD);
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.pointwise_conv1", i); f->pw1 = sam3__get_lin(L, p, v->fu_inter, TD);
-            snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.pointwise_conv2", i); f->pw2 = sam3__get_lin(L, p, TD, v->fu_inter);
-        }
-        w->proj = sam3__get_conv(L, "tracker_model.memory_encoder.projection", mem, TD, 1);
-        w->mask_ds = sam3__get_conv(L, "tracker_model.mask_downsample", 1, 1, 4);
-        w->ptr_proj = sam3__get_ffn(L, "tracker_model.object_pointer_proj", 3, TD, TD, TD);
-        memset(&w->tpos_proj, 0, sizeof(w->tpos_proj));
-        if (v->ptr_tpe) w->tpos_proj = sam3__get_lin(L, "tracker_model.temporal_positional_encoding_projection_layer", mem, TD);
+    w->final_attn = sam3__get_attn_ex(L, "tracker_model.mask_decoder.transformer.final_attn_token_to_image", TD, di, "o_proj");
+    w->final_ln = sam3__get_norm(L, "tracker_model.mask_decoder.transformer.layer_norm_final_attn", TD);
+    w->up1 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv1", TD, TD / 4);
+    w->up2 = sam3__get_convt(L, "tracker_model.mask_decoder.upscale_conv2", TD / 4, TD / 8);
+    w->up_ln = sam3__get_norm(L, "tracker_model.mask_decoder.upscale_layer_norm", TD / 4);
+    w->conv_s0 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s0", TD / 8, TD, 1);
+    w->conv_s1 = sam3__get_conv(L, "tracker_model.mask_decoder.conv_s1", TD / 4, TD, 1);
+    for (i = 0; i < t->n_mask_tokens; i++) {
+        snprintf(p, sizeof(p), "tracker_model.mask_decoder.output_hypernetworks_mlps.%d", i);
+        w->hypernet[i] = sam3__get_ffn(L, p, 3, TD, TD, TD / 8);
     }
-    /* Tokenizer tables (validated in depth when the tokenizer is built) */
-    {
-        const sam3__tensor *t;
-        sam3__nm(L, "tokenizer.vocab.offsets");
-        m->tok_offsets = (const int32_t *)sam3__get_any(L, SAM3__DT_I32, 1, (int64_t)m->tok.vocab + 1, 0, 0, 0);
-        sam3__nm(L, "tokenizer.merges");
-        m->tok_merges = (const int32_t *)sam3__get_any(L, SAM3__DT_I32, 2, m->tok.n_merges, 3, 0, 0);
-        t = sam3__file_find(L->f, "tokenizer.vocab.bytes");
-        if (L->rc == SAM3_OK && (!t || t->dtype != SAM3__DT_U8 || t->ndim != 1))
-            sam3__lfail(L, t ? SAM3_ERR_SHAPE_MISMATCH : SAM3_ERR_MISSING_TENSOR, "tensor 'tokenizer.vocab.bytes' is missing or not a 1-D u8 tensor");
-        else if (t) {
-            m->tok_bytes = (const uint8_t *)t->data;
-            m->tok_n_bytes = (size_t)t->shape[0];
-        }
+    w->iou_head = sam3__get_ffn(L, "tracker_model.mask_decoder.iou_prediction_head", t->iou_depth, TD, t->iou_hidden, t->n_mask_tokens);
+    w->obj_head = sam3__get_ffn(L, "tracker_model.mask_decoder.pred_obj_score_head", 3, TD, TD, 1);
+}
+
+/* Video tracker, when present: the memory embeddings and the memory attention */
+static void sam3__load_memory_attention_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__vid_cfg *v = &m->vid;
+    sam3__vid_w *w = &m->vid_w;
+    const int TD = m->trk.D, mem = v->mem_dim, di = v->ma_di;
+    char p[200];
+    int i;
+    if (!v->present) return;
+    sam3__nm(L, "tracker_model.no_memory_embedding"); w->no_mem = sam3__get(L, 3, 1, 1, TD, 0);
+    sam3__nm(L, "tracker_model.memory_temporal_positional_encoding"); w->tpos = sam3__get(L, 4, v->num_maskmem, 1, 1, mem);
+    sam3__nm(L, "tracker_model.no_object_pointer"); w->no_ptr = sam3__get(L, 2, 1, TD, 0, 0);
+    w->occl = NULL;
+    if (v->occlusion) { sam3__nm(L, "tracker_model.occlusion_spatial_embedding_parameter"); w->occl = sam3__get(L, 2, 1, mem, 0, 0); }
+    for (i = 0; i < v->ma_layers; i++) {
+        sam3__memattn_layer_w *lw = &w->ma[i];
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.self_attn", i); lw->self_attn = sam3__get_attn_ex(L, p, TD, di, "o_proj");
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.q_proj", i); lw->cross_attn.q = sam3__get_lin(L, p, di, TD);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.k_proj", i); lw->cross_attn.k = sam3__get_lin(L, p, di, mem);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.v_proj", i); lw->cross_attn.v = sam3__get_lin(L, p, di, mem);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.cross_attn_image.o_proj", i); lw->cross_attn.o = sam3__get_lin(L, p, TD, di);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.linear1", i); lw->fc1 = sam3__get_lin(L, p, v->ma_ffn, TD);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.linear2", i); lw->fc2 = sam3__get_lin(L, p, TD, v->ma_ffn);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm1", i); lw->ln1 = sam3__get_norm(L, p, TD);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm2", i); lw->ln2 = sam3__get_norm(L, p, TD);
+        snprintf(p, sizeof(p), "tracker_model.memory_attention.layers.%d.layer_norm3", i); lw->ln3 = sam3__get_norm(L, p, TD);
+    }
+    w->ma_ln = sam3__get_norm(L, "tracker_model.memory_attention.layer_norm", TD);
+}
+
+/* Video tracker, when present: the memory encoder and the object pointers */
+static void sam3__load_memory_encoder_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__vid_cfg *v = &m->vid;
+    sam3__vid_w *w = &m->vid_w;
+    const int TD = m->trk.D, mem = v->mem_dim;
+    char p[200];
+    int i;
+    if (!v->present) return;
+    for (i = 0; i < v->ds_layers; i++) {
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.mask_downsampler.layers.%d.conv", i);
+        w->ds_conv[i] = sam3__get_conv(L, p, v->ds_ch[i + 1], v->ds_ch[i], v->ds_kernel);
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.mask_downsampler.layers.%d.layer_norm", i);
+        w->ds_ln[i] = sam3__get_norm(L, p, v->ds_ch[i + 1]);
+    }
+    w->ds_final = sam3__get_conv(L, "tracker_model.memory_encoder.mask_downsampler.final_conv", TD, v->ds_ch[v->ds_layers], 1);
+    w->feat_proj = sam3__get_conv(L, "tracker_model.memory_encoder.feature_projection", TD, TD, 1);
+    for (i = 0; i < v->fu_layers; i++) {
+        sam3__fuser_w *f = &w->fu[i];
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.scale", i); sam3__nm(L, "%s", p);
+        f->scale = sam3__get(L, 1, TD, 0, 0, 0);
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.depthwise_conv", i); f->dw = sam3__get_conv(L, p, TD, 1, v->fu_kernel);
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.layer_norm", i); f->ln = sam3__get_norm(L, p, TD);
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.pointwise_conv1", i); f->pw1 = sam3__get_lin(L, p, v->fu_inter, TD);
+        snprintf(p, sizeof(p), "tracker_model.memory_encoder.memory_fuser.layers.%d.pointwise_conv2", i); f->pw2 = sam3__get_lin(L, p, TD, v->fu_inter);
+    }
+    w->proj = sam3__get_conv(L, "tracker_model.memory_encoder.projection", mem, TD, 1);
+    w->mask_ds = sam3__get_conv(L, "tracker_model.mask_downsample", 1, 1, 4);
+    w->ptr_proj = sam3__get_ffn(L, "tracker_model.object_pointer_proj", 3, TD, TD, TD);
+    memset(&w->tpos_proj, 0, sizeof(w->tpos_proj));
+    if (v->ptr_tpe) w->tpos_proj = sam3__get_lin(L, "tracker_model.temporal_positional_encoding_projection_layer", mem, TD);
+}
+
+/* Tokenizer tables (validated in depth when the tokenizer is built), then the tokenizer itself */
+static void sam3__load_tokenizer_weights(sam3_model *m, sam3__loader *L) {
+    const sam3__tensor *t;
+    sam3__nm(L, "tokenizer.vocab.offsets");
+    m->tok_offsets = (const int32_t *)sam3__get_any(L, SAM3__DT_I32, 1, (int64_t)m->tok.vocab + 1, 0, 0, 0);
+    sam3__nm(L, "tokenizer.merges");
+    m->tok_merges = (const int32_t *)sam3__get_any(L, SAM3__DT_I32, 2, m->tok.n_merges, 3, 0, 0);
+    t = sam3__file_find(L->f, "tokenizer.vocab.bytes");
+    if (L->rc == SAM3_OK && (!t || t->dtype != SAM3__DT_U8 || t->ndim != 1))
+        sam3__lfail(L, t ? SAM3_ERR_SHAPE_MISMATCH : SAM3_ERR_MISSING_TENSOR, "tensor 'tokenizer.vocab.bytes' is missing or not a 1-D u8 tensor");
+    else if (t) {
+        m->tok_bytes = (const uint8_t *)t->data;
+        m->tok_n_bytes = (size_t)t->shape[0];
     }
     if (L->rc == SAM3_OK) {
         size_t need = sam3__bpe_memory_required(m->tok.vocab, m->tok.n_merges);
@@ -4216,6 +4263,23 @@ static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
                            m->tok.bos, m->tok.eos, m->bpe_mem, need, terr, sizeof(terr)) != 0)
             sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "%s", terr);
     }
+}
+
+/* Finds every tensor the config calls for, with its shape and dtype, part by part in the order
+   of the model. */
+static void sam3__load_weights(sam3_model *m, sam3__loader *L) {
+    static const sam3__load_stage stages[] = {
+        sam3__load_layer_arrays,           sam3__load_vision_weights,           sam3__load_neck_weights,
+        sam3__load_text_weights,           sam3__load_geometry_weights,         sam3__load_detr_encoder_weights,
+        sam3__load_detr_decoder_weights,   sam3__load_scoring_weights,          sam3__load_mask_weights,
+        sam3__load_tracker_prompt_weights, sam3__load_tracker_decoder_weights,  sam3__load_memory_attention_weights,
+        sam3__load_memory_encoder_weights, sam3__load_tokenizer_weights};
+    size_t i;
+    if (m->arch == SAM3__ARCH_SAM1) {
+        sam3__load_sam1_weights(m, L);
+        return;
+    }
+    for (i = 0; i < sizeof(stages) / sizeof(stages[0]) && L->rc == SAM3_OK; i++) stages[i](m, L);
 }
 
 /* ==== sam3: loading ==== */
