@@ -72,8 +72,8 @@ static const char *TRACK_HELP_OPTIONS =
     "                             any -t: a prompt of boxes only, \"prompt\": null), as sam3 segment's\n"
     "                             --box; the detector sees it on every frame at that place in the frame\n"
     "                             (it does not follow what it framed; HF's video model has no such prompt)\n"
-    "  --mask F:ID:PNG            a mask on frame F for object ID (non-zero pixels of the image's first\n"
-    "                             channel are the object; any size); not with --point/--box for F:ID\n"
+    "  --mask F:ID:PNG            a mask on frame F for object ID: a PNG (or JPEG) whose first channel is\n"
+    "                             non-zero on the object; any size; not with --point/--box for F:ID\n"
     "  -o, --output OUTDIR        output folder, created if missing\n"
     "  --overlay                  also write overlays/\n"
     "  --force                    write into a folder that holds other files (they are kept)\n"
@@ -140,6 +140,35 @@ static track_prompt *track_prompt_for(track_args *a, int frame, int id) {
     a->prompts[a->n_prompts].frame = frame;
     a->prompts[a->n_prompts].id = id;
     return &a->prompts[a->n_prompts++];
+}
+
+/* What the options must hold together, after them all. CLI_OK or CLI_USAGE (printed). */
+static int check_track_args(const track_args *a) {
+    int i, j, n_ids;
+    for (i = 0; i < a->n_prompts; i++)
+        if (a->prompts[i].mask_path && (a->prompts[i].n_points || a->prompts[i].has_box)) {
+            fprintf(stderr, "sam3 track: frame %d object %d: a mask cannot go with clicks or a box (try 'sam3 track --help')\n",
+                    a->prompts[i].frame, a->prompts[i].id);
+            return CLI_USAGE;
+        }
+    /* the tracker's object limit, from the command line alone: before the model, the output and
+       the first frame */
+    for (i = 0, n_ids = 0; i < a->n_prompts; i++) {
+        for (j = 0; j < i && a->prompts[j].id != a->prompts[i].id; j++) {}
+        n_ids += j == i;
+    }
+    if (n_ids > SAM3_MAX_TRACKED_OBJECTS) {
+        fprintf(stderr, "sam3 track: %d objects given (IDs): a tracker follows at most %d (try 'sam3 track --help')\n", n_ids,
+                SAM3_MAX_TRACKED_OBJECTS);
+        return CLI_USAGE;
+    }
+    if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
+    if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
+    if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
+    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask, -t or --concept-box%s", NULL);
+    if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
+    if (a->hotstart && !a->n_texts) return usage_error("track", "--clip and --hotstart go with -t%s", NULL);
+    return CLI_OK;
 }
 
 static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
@@ -243,19 +272,7 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             return usage_error("track", "unknown option '%s'", opt);
         }
     }
-    for (i = 0; i < a->n_prompts; i++)
-        if (a->prompts[i].mask_path && (a->prompts[i].n_points || a->prompts[i].has_box)) {
-            fprintf(stderr, "sam3 track: frame %d object %d: a mask cannot go with clicks or a box (try 'sam3 track --help')\n",
-                    a->prompts[i].frame, a->prompts[i].id);
-            return CLI_USAGE;
-        }
-    if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
-    if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
-    if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
-    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask, -t or --concept-box%s", NULL);
-    if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
-    if (a->hotstart && !a->n_texts) return usage_error("track", "--clip and --hotstart go with -t%s", NULL);
-    return CLI_OK;
+    return check_track_args(a);
 }
 
 /* ---- frames: a folder of images, or YUV4MPEG2 on stdin ---- */
@@ -579,7 +596,7 @@ static int track_open(track_run *t) {
    frame, and the first line of tracks.jsonl. */
 static int track_open_source(track_run *t) {
     const track_args *a = t->a;
-    int i, j, n_ids = 0;
+    int i;
     if (!strcmp(a->input, "-")) {
 #if defined(_WIN32)
         _setmode(_fileno(stdin), _O_BINARY); /* no CR-LF or ^Z translation of the frames' bytes */
@@ -595,15 +612,7 @@ static int track_open_source(track_run *t) {
                       t->src.n_names - 1);
             return CLI_FAIL;
         }
-    /* the number of objects, and each mask readable */
-    for (i = 0; i < a->n_prompts; i++) {
-        for (j = 0; j < i && a->prompts[j].id != a->prompts[i].id; j++) {}
-        n_ids += j == i;
-    }
-    if (n_ids > SAM3_MAX_TRACKED_OBJECTS) {
-        cli_error("%d objects given: a tracker follows at most %d objects", n_ids, SAM3_MAX_TRACKED_OBJECTS);
-        return CLI_FAIL;
-    }
+    /* each mask readable (the object count was checked with the command line) */
     for (i = 0; i < a->n_prompts; i++)
         if (a->prompts[i].mask_path) {
             uint8_t *mk = NULL;

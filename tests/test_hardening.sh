@@ -148,13 +148,31 @@ has "Y4M CR LF" "CR LF"
 pts=""
 i=0
 while [ $i -lt 65 ]; do pts="$pts --point 1:$i:3,3"; i=$((i + 1)); done
-run 1 "65 objects" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" $pts -q
+# the 65th object is a bad command line (exit 2), refused before the model, the output or a frame
+run 2 "65 objects" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" $pts -q
+has "65 objects" "at most 64"
 [ ! -e "$T/o10" ] && ok || bad "65 objects: the run wrote $T/o10 before refusing"
+run 2 "65 objects, a missing model" track -m "$T/none.sam3" -i "$T/none" -o "$T/o10" $pts -q
+has "65 objects, a missing model" "at most 64"
+pts=""
+i=0
+while [ $i -lt 64 ]; do pts="$pts --point 1:$i:3,3 --box 0:$((i + 100)):1,1,9,9"; i=$((i + 1)); done
+run 2 "128 objects over frames 0 and 1" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" $pts -q
+has "128 objects over frames 0 and 1" "128 objects"
 echo notapng >"$T/m.png"
 run 1 "track --mask not an image" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --mask 1:1:"$T/m.png" -q
 has "track --mask not an image" "the mask"
 run 1 "-i @FOLDER" $SEG -i "@$T/frames" -t x -o "$T/o10b"
 has "-i @FOLDER" "the list is a folder"
+mkdir -p "$T/maskdir"
+run 1 "track --mask a folder" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --mask 1:1:"$T/maskdir" -q
+has "track --mask a folder" "cannot read the mask"
+# every prompt is checked before the first frame: a bad mask on frame 1 fails with nothing written
+run 1 "track, a bad mask on a later frame" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --point 0:1:3,3 --mask 1:2:"$T/m.png" -q
+"$SAM3" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --point 0:1:3,3 --mask 1:2:"$T/m.png" >/dev/null 2>"$T/err"
+[ $? -eq 1 ] && [ ! -e "$T/o10/tracks.jsonl" ] && ! grep -q "frame 0:" "$T/err" && ok || bad "a bad mask on frame 1: frame 0 ran or was written: $(cat "$T/err")"
+run 1 "track, a prompt past a folder's end" track -m "$VIDEO" -i "$T/frames/png" -o "$T/o10" --point 0:1:3,3 --point 2:1:3,3 -q
+has "track, a prompt past a folder's end" "only 2 frames"
 
 # --- 4. sam3 merge checks what it joins ---
 for i in 0 1 2; do runds 0 "shard $i/3" $SEG -i "$T/imgs" -t x --format coco --shard $i/3 -o "$T/m/s$i"; done

@@ -132,7 +132,7 @@ fails 1 "folder" "a missing input folder" -m "$MODEL" -i "$T/none" -o "$T/o" --p
 fails 1 "$T/none.sam3" "a missing model" -m "$T/none.sam3" -i "$T/a/png" -o "$T/o" --point 0:1:16,24
 many=""
 for i in $(seq 1 65); do many="$many --point 0:$i:5,5"; done
-fails 1 "64 objects" "65 objects (the library's limit)" -m "$MODEL" -i "$T/a/png" -o "$T/o" $many
+fails 2 "at most 64" "65 objects (the library's limit)" -m "$MODEL" -i "$T/a/png" -o "$T/o" $many
 mkdir -p "$T/junk" && printf 'not an image' >"$T/junk/f000.png"
 fails 1 "f000.png" "an unreadable frame" -m "$MODEL" -i "$T/junk" -o "$T/o" --point 0:1:16,24
 
