@@ -2723,41 +2723,28 @@ static const float *sam3__getp(sam3__loader *L, const char *prefix, const char *
     sam3__nm(L, "%s.%s", prefix, suffix);
     return sam3__get(L, nd, d0, d1, d2, d3);
 }
-static sam3__lin sam3__get_lin(sam3__loader *L, const char *prefix, int out, int in) {
+/* `prefix.weight` of the given shape and `prefix.bias` of n_bias values. */
+static sam3__lin sam3__get_wb(sam3__loader *L, const char *prefix, int nd, int d0, int d1, int d2, int d3, int n_bias) {
     sam3__lin l;
     sam3__nm(L, "%s.weight", prefix);
-    sam3__get_weight(L, &l, 2, out, in, 0, 0);
-    l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
+    sam3__get_weight(L, &l, nd, d0, d1, d2, d3);
+    l.b = sam3__getp(L, prefix, "bias", 1, n_bias, 0, 0, 0);
     return l;
+}
+static sam3__lin sam3__get_lin(sam3__loader *L, const char *prefix, int out, int in) {
+    return sam3__get_wb(L, prefix, 2, out, in, 0, 0, out);
 }
 static sam3__lin sam3__get_conv(sam3__loader *L, const char *prefix, int out, int in, int k) {
-    sam3__lin l;
-    sam3__nm(L, "%s.weight", prefix);
-    sam3__get_weight(L, &l, 4, out, in, k, k);
-    l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
-    return l;
+    return sam3__get_wb(L, prefix, 4, out, in, k, k, out);
 }
 static sam3__lin sam3__get_convt(sam3__loader *L, const char *prefix, int in, int out) {
-    sam3__lin l;
-    sam3__nm(L, "%s.weight", prefix);
-    sam3__get_weight(L, &l, 4, in, out, 2, 2);
-    l.b = sam3__getp(L, prefix, "bias", 1, out, 0, 0, 0);
-    return l;
+    return sam3__get_wb(L, prefix, 4, in, out, 2, 2, out);
 }
 static sam3__norm sam3__get_norm(sam3__loader *L, const char *prefix, int dim) {
     sam3__norm n;
     n.w = sam3__getp(L, prefix, "weight", 1, dim, 0, 0, 0);
     n.b = sam3__getp(L, prefix, "bias", 1, dim, 0, 0, 0);
     return n;
-}
-static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim, const char *out_name) {
-    char p[256];
-    sam3__attn_w a;
-    snprintf(p, sizeof(p), "%s.q_proj", prefix); a.q = sam3__get_lin(L, p, dim, dim);
-    snprintf(p, sizeof(p), "%s.k_proj", prefix); a.k = sam3__get_lin(L, p, dim, dim);
-    snprintf(p, sizeof(p), "%s.v_proj", prefix); a.v = sam3__get_lin(L, p, dim, dim);
-    snprintf(p, sizeof(p), "%s.%s", prefix, out_name); a.o = sam3__get_lin(L, p, dim, dim);
-    return a;
 }
 /* Attention whose q/k/v project D -> di and o_proj di -> D (the tracker's downsampled attention). */
 static sam3__attn_w sam3__get_attn_ex(sam3__loader *L, const char *prefix, int D, int di, const char *out_name) {
@@ -2768,6 +2755,9 @@ static sam3__attn_w sam3__get_attn_ex(sam3__loader *L, const char *prefix, int D
     snprintf(p, sizeof(p), "%s.v_proj", prefix); a.v = sam3__get_lin(L, p, di, D);
     snprintf(p, sizeof(p), "%s.%s", prefix, out_name); a.o = sam3__get_lin(L, p, D, di);
     return a;
+}
+static sam3__attn_w sam3__get_attn(sam3__loader *L, const char *prefix, int dim, const char *out_name) {
+    return sam3__get_attn_ex(L, prefix, dim, dim, out_name);
 }
 /* Sam3TrackerFeedForward with n_layers Linear layers: proj_in, layers.{0..n-3}, proj_out. */
 static sam3__ffn_w sam3__get_ffn(sam3__loader *L, const char *prefix, int n_layers, int in, int hidden, int out) {
@@ -12205,7 +12195,7 @@ static sam3_result sam3__concept_postprocess_outputs(sam3_concept_tracker *ct, c
     for (i = 0; i < n; i++) {
         sam3_concept_tracker_object *ob = &ct->res[n_vis];
         const uint8_t *mk = ct->res_mask + (size_t)i * plane;
-        int x0 = W, y0 = H, x1 = -1, y1 = -1, y, x, alive = 0;
+        int alive = 0;
         for (k = 0; k < n_live && !alive; k++) alive = live[k] == fr->id[i];
         if (area[i] <= 0 || !alive) continue;
         memset(ob, 0, sizeof(*ob));
@@ -12215,20 +12205,7 @@ static sam3_result sam3__concept_postprocess_outputs(sam3_concept_tracker *ct, c
         ob->tracker_score = fr->tscore[i];
         ob->mask = mk;
         ob->low_res_logits = fr->low + (size_t)i * lp;
-        for (y = 0; y < H; y++) {
-            const uint8_t *row = mk + (size_t)y * W;
-            for (x = 0; x < W; x++)
-                if (row[x]) {
-                    if (x < x0) x0 = x;
-                    if (x > x1) x1 = x;
-                    if (y < y0) y0 = y;
-                    y1 = y;
-                }
-        }
-        ob->box.x0 = (float)x0;
-        ob->box.y0 = (float)y0;
-        ob->box.x1 = (float)(x1 + 1);
-        ob->box.y1 = (float)(y1 + 1);
+        sam3__mask_bounds(mk, W, H, area[i], &ob->box);
         grp[n_vis] = i;
         n_vis++;
     }
