@@ -105,7 +105,7 @@ suite image_io c "the CLI's JPEG/PNG reader against djpeg, hostile images" 'sh t
 suite outdir c "the output-folder writer: links, reruns, manifests" '$B/test_outdir $B/test_outdir.d'
 suite quickstart a "sam3.h's QUICK START compiles and runs as printed" '"$PY" tests/test_quickstart.py sam3.h examples/embed_min.c'
 suite install a "make lib install, pkg-config, a fresh program" 'CC="${CC:-cc}" MAKE="${MAKE:-make}" sh tests/test_install.sh $B'
-suite python a "the Python binding" 'CC="${CC:-cc}" "$PY" tests/test_python.py $B'
+suite python a "the sam3h package: pip install offline into a venv, then the binding against the CLI" 'CC="${CC:-cc}" "$PY" tests/test_python.py $B'
 
 [ -z "$failed" ] || echo "failed:$failed"
 echo "kernel paths: $("$B/sam3" --version 2>/dev/null | sed -n 's/^kernels: //p') (native)${ISAS:+, again on$ISAS}${MATRIX:+, builds $MATRIX}"
