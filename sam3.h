@@ -61,7 +61,8 @@ DOCUMENTATION
    * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
      Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
-   * Masks are width*height bytes of 0/1 at the size of the image you passed in.
+   * Masks are width*height bytes of 0/1 at the size of the image you passed in;
+     sam3_mask_to_rle writes one as COCO compressed RLE into your buffer (no allocation).
    * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options and
      sam3_tracker_options) are probabilities in [0,1], one unit for all three: a pixel is set where
      the mask's probability is above it. A probability rather than a logit because it is the unit

@@ -320,7 +320,8 @@ def _result_string(code):
 
 
 def _check(rc, ctx_ptr=None, what=""):
-    """rc < 0: raise Error with the context's message (or the code's name). Returns rc (OK or a note)."""
+    """rc < 0: raises rc's Error subclass (ERRORS) with the context's message (or the code's name).
+    Returns rc (OK or a note)."""
     if rc >= 0:
         return rc
     msg = load_library().sam3_ctx_last_error(ctx_ptr).decode("utf-8", "replace") if ctx_ptr else ""
