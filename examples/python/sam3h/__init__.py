@@ -488,10 +488,11 @@ class Segmentation:
             raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: no masks to encode (segment was called with masks=False)")
         return [mask_to_rle(m) for m in self.masks]
 
-    def to_coco(self, image_id=0, category_id=1):
-        """The instances as COCO result annotations (dicts, json-ready), with the fields of the CLI's
-        --format coco: image_id, category_id, bbox [x, y, width, height] from the model's box, area
-        (mask pixels), score, iscrowd 0, segmentation {"size": [H, W], "counts": RLE string}."""
+    def to_coco(self, image_id, category_id=1):
+        """The instances as COCO result annotations (dicts, json-ready) of image `image_id`, with the
+        fields of the CLI's --format coco: image_id, category_id, bbox [x, y, width, height] from the
+        model's box, area (mask pixels), score, iscrowd 0, segmentation {"size": [H, W], "counts":
+        RLE string}."""
         return [{"image_id": image_id, "category_id": category_id,
                  "bbox": [float(x0), float(y0), float(x1 - x0), float(y1 - y0)], "area": int(area), "score": float(score),
                  "iscrowd": 0, "segmentation": {"size": [self.height, self.width], "counts": counts}}
