@@ -54,7 +54,7 @@ BF16_SAM3 := $(patsubst %,$(BUILD)/%_bf16.sam3,$(TINY) $(SAM1_TINY))
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
-TESTS     += $(BUILD)/test_concept
+TESTS     += $(BUILD)/test_concept $(BUILD)/test_rle
 TESTS     += $(BUILD)/test_kernels $(BUILD)/test_parity_ref $(BUILD)/test_video_ref
 # REF_VIDEO=0 leaves out the video test on the reference kernels (`make asan`/`ubsan`: ~2 min of CPU
 # there; the reference kernels are under the sanitizers through test_parity_ref)
@@ -188,6 +188,9 @@ $(BUILD)/%_bf16.sam3: tests/data/%/model.safetensors tests/data/%/config.json to
 
 $(BUILD)/test_format: tests/test_format.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_format.c $(LIBS)
+# sam3_mask_to_rle against COCO's compressed RLE strings (no files).
+$(BUILD)/test_rle: tests/test_rle.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_rle.c $(LIBS)
 $(BUILD)/test_parity: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_parity.c $(LIBS)
 # The video tracker against its reference stream (frames cut from $(SHARED)/images/test_image.jpg).

@@ -61,7 +61,8 @@ DOCUMENTATION
    * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
      Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
-   * Masks are width*height bytes of 0/1 at the size of the image you passed in.
+   * Masks are width*height bytes of 0/1 at the size of the image you passed in;
+     sam3_mask_to_rle writes one as COCO compressed RLE into your buffer (no allocation).
    * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options and
      sam3_tracker_options) are probabilities in [0,1], one unit for all three: a pixel is set where
      the mask's probability is above it. A probability rather than a logit because it is the unit
@@ -556,6 +557,15 @@ SAM3DEF sam3_segment_options sam3_segment_options_default(void);
    *out and everything it points to stay valid until the next sam3_set_image / sam3_segment on
    this context or sam3_ctx_free. */
 SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_segment_prompt *prompt, const sam3_segment_options *opt, sam3_segment_result *out);
+
+/* A mask as COCO compressed RLE: the "counts" string pycocotools' mask.encode gives for it (as
+   its Fortran-order array), e.g. for an instance's mask in a COCO results file. mask is width x
+   height bytes, row-major, non-zero = set. Writes the string and its NUL into rle (capacity
+   bytes) and its length without the NUL to *length. To size the buffer, call with rle NULL and
+   capacity 0 (only *length is set), then with *length + 1 bytes. SAM3_ERR_INVALID_ARG for a
+   negative or overflowing size, a NULL mask (unless width or height is 0, which gives "0"), a
+   NULL length, or a capacity below *length + 1 (*length is still set; rle then holds ""). */
+SAM3DEF sam3_result sam3_mask_to_rle(const uint8_t *mask, int width, int height, char *rle, size_t capacity, size_t *length);
 
 /* ================================================================================================
    Interactive segmentation: clicks, a box and/or a previous mask -> one object (SAM 2-style head)
@@ -9298,6 +9308,53 @@ static sam3_result sam3__resize_threshold_n(sam3_ctx *c, int n, const float *con
         area[task] = s;
     }
     sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* One count of sam3_mask_to_rle's string (d: the count, or its difference to the count two
+   before): 5-bit groups, least significant first, each as the character 48 + (group | 0x20 when
+   more follow), the last group's 0x10 bit the sign (pycocotools' rleToString). Writes what fits
+   below capacity - 1 (room for the NUL); *len counts every character. */
+static void sam3__rle_put(int64_t d, char *rle, size_t capacity, size_t *len) {
+    int more = 1;
+    while (more) {
+        int g = (int)(d & 0x1f);
+        d = (d - g) / 32; /* floor(d / 32), as pycocotools' arithmetic shift of a negative long */
+        more = (g & 0x10) ? d != -1 : d != 0;
+        if (more) g |= 0x20;
+        if (rle && *len + 1 < capacity) rle[*len] = (char)(48 + g);
+        (*len)++;
+    }
+}
+
+/* sam3_mask_to_rle (pycocotools' rleEncode + rleToString, cocodataset/cocoapi common/maskApi.c):
+   runs over the mask column by column (x outer, y inner: pycocotools takes Fortran-order
+   arrays), starting with a run of zeros (0 long when the first pixel is set), the last run
+   included; each count from the fourth on is stored minus the count two before it. */
+SAM3DEF sam3_result sam3_mask_to_rle(const uint8_t *mask, int width, int height, char *rle, size_t capacity, size_t *length) {
+    int64_t before2 = 0, before1 = 0, cnt = 0; /* the two counts before this one, this one */
+    size_t n_counts = 0, len = 0, npix;
+    int x, y, prev = 0;
+    if (rle && capacity) rle[0] = 0;
+    if (!length || width < 0 || height < 0 || !sam3__mul((size_t)width, (size_t)height, &npix)) return SAM3_ERR_INVALID_ARG;
+    if (!mask && npix) return SAM3_ERR_INVALID_ARG;
+    for (x = 0; x < width; x++)
+        for (y = 0; y < height; y++) {
+            const int v = mask[(size_t)y * (size_t)width + (size_t)x] != 0;
+            if (v != prev) {
+                sam3__rle_put(n_counts > 2 ? cnt - before2 : cnt, rle, capacity, &len);
+                before2 = before1, before1 = cnt, cnt = 0, n_counts++, prev = v;
+            }
+            cnt++;
+        }
+    sam3__rle_put(n_counts > 2 ? cnt - before2 : cnt, rle, capacity, &len);
+    *length = len;
+    if (!rle && !capacity) return SAM3_OK; /* the size query */
+    if (!rle || len + 1 > capacity) {
+        if (rle && capacity) rle[0] = 0;
+        return SAM3_ERR_INVALID_ARG;
+    }
+    rle[len] = 0;
     return SAM3_OK;
 }
 

@@ -1,4 +1,4 @@
-/* cli_dataset.c - `sam3 segment` on many images (the input list, shards, COCO RLE masks) and the
+/* cli_dataset.c - `sam3 segment` on many images (the input list, shards) and the
    merge of per-image COCO files (`sam3 merge`): what examples/cli_dataset.h declares and describes. */
 #define _POSIX_C_SOURCE 200809L /* lstat, fdopen, O_NOFOLLOW under -std=c99 */
 #include "cli_dataset.h"
@@ -331,51 +331,6 @@ int cli_ds_file_has(const char *path, const char *marker, const char *line) {
     fclose(f);
     buf[n] = 0;
     return strstr(buf, marker) && strstr(buf, line);
-}
-
-/* ---- COCO compressed RLE (the string pycocotools' mask.encode gives, in its "counts") ----
-   Runs over the mask in column-major order (x outer, y inner: pycocotools takes Fortran-order
-   arrays), starting with a run of zeros (0 long when the first pixel is set), the last run
-   included. Each count, from the fourth on, is stored minus the count two before it; each value
-   goes out in 5-bit groups, least significant first, each group as the character 48 + (group |
-   0x20 when more follow), the last group's 0x10 bit being the sign. As in rleToString /
-   rleFrString of cocodataset/cocoapi, common/maskApi.c. Returns a malloc'ed string or NULL. */
-char *cli_ds_rle_string(const uint8_t *mask, int w, int h) {
-    size_t runs = 1, len = 0;
-    int x, y, prev = 0;
-    long c0 = 0, c1 = 0, cnt = 0; /* the two counts before this one, this one */
-    size_t i = 0;
-    char *s;
-    for (x = 0; x < w; x++)
-        for (y = 0; y < h; y++) {
-            int v = mask[(size_t)y * w + x] != 0;
-            if (v != prev) runs++, prev = v;
-        }
-    if (!(s = (char *)malloc(runs * 7 + 1))) return NULL; /* a count below 2^32 takes at most 7 groups */
-    prev = 0;
-    for (x = 0; x <= w; x++)
-        for (y = 0; y < h; y++) {
-            int last = x == w, v = last ? !prev : mask[(size_t)y * w + x] != 0;
-            if (v != prev || last) {
-                long d = i > 2 ? cnt - c0 : cnt;
-                int more = 1;
-                while (more) {
-                    int c = (int)(d & 0x1f);
-                    d >>= 5; /* arithmetic on the negative deltas, as pycocotools' long */
-                    more = (c & 0x10) ? d != -1 : d != 0;
-                    if (more) c |= 0x20;
-                    s[len++] = (char)(c + 48);
-                }
-                c0 = c1, c1 = cnt, cnt = 0, i++, prev = v;
-                if (last) {
-                    s[len] = 0;
-                    return s;
-                }
-            }
-            cnt++;
-        }
-    s[len] = 0; /* w == 0 or h == 0: no pixels */
-    return s;
 }
 
 /* ---- merging per-image coco.json files ----

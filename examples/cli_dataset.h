@@ -1,5 +1,5 @@
-/* cli_dataset.h - `sam3 segment` on many images: the input list, shards, resumption, COCO RLE
-   masks and the merge of per-image COCO files (`sam3 merge`). The code is examples/cli_dataset.c
+/* cli_dataset.h - `sam3 segment` on many images: the input list, shards, resumption, and the
+   merge of per-image COCO files (`sam3 merge`; their RLE masks come from sam3_mask_to_rle). The code is examples/cli_dataset.c
    (messages through cli_error, examples/cli_common.h); names cli_ds_*, cli_ds__* private to it
    but for the COCO reader below, which tests/fuzz_merge.c fuzzes.
 
@@ -42,10 +42,6 @@ void cli_ds_hash_str(uint64_t *h, const char *s);
 /* 1 when the file at path is a regular file whose first 12 KiB hold both marker and line: the
    manifest of an image done with the same settings. */
 int cli_ds_file_has(const char *path, const char *marker, const char *line);
-
-/* The COCO compressed RLE string of a mask (w*h bytes, non-zero = set), as pycocotools'
-   mask.encode gives in its "counts". Malloc'ed, or NULL. */
-char *cli_ds_rle_string(const uint8_t *mask, int w, int h);
 
 /* Merges the per-image coco.json files at paths (n of them) into one COCO file at out (written to
    a temporary file, renamed when complete). Without partial, every image of the run must be

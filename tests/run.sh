@@ -64,6 +64,7 @@ suite layout a "sam3.h's room rules: contents block, kernels and allocation in t
     '"$PY" tests/check_layout.py --self-test && "$PY" tests/check_layout.py sam3.h'
 suite compile c "C and C++ builds, several translation units, SAM3_STATIC" '$B/test_compile_c && $B/test_compile_cpp'
 suite format c "the .sam3 reader on ~60 corrupt files" '$B/test_format $B/tiny_a.sam3 $B/tiny_b.sam3 $B/tiny_a_bf16.sam3'
+suite rle c "sam3_mask_to_rle against COCO's RLE strings: known ones, round trips, the buffer contract" '$B/test_rle'
 suite tokenizer c "CLIP BPE against the reference ids" '"$PY" tests/make_tokenizer_file.py "$SH/clip" $B/tok_clip.sam3 &&
     $B/test_tokenizer tests/data/tokenizer_golden_synth.txt $B/tok_synth.sam3 tests/data/tokenizer_golden_clip.txt $B/tok_clip.sam3 --model $B/tiny_a.sam3'
 suite parity ck "every stage against HF on the tiny SAM 3 and SAM 1 models, quick_gelu" '
@@ -104,7 +105,7 @@ suite image_io c "the CLI's JPEG/PNG reader against djpeg, hostile images" 'sh t
 suite outdir c "the output-folder writer: links, reruns, manifests" '$B/test_outdir $B/test_outdir.d'
 suite quickstart a "sam3.h's QUICK START compiles and runs as printed" '"$PY" tests/test_quickstart.py sam3.h examples/embed_min.c'
 suite install a "make lib install, pkg-config, a fresh program" 'CC="${CC:-cc}" MAKE="${MAKE:-make}" sh tests/test_install.sh $B'
-suite python a "the Python binding" 'CC="${CC:-cc}" "$PY" tests/test_python.py $B'
+suite python a "the sam3h package: pip install offline into a venv, then the binding against the CLI" 'CC="${CC:-cc}" "$PY" tests/test_python.py $B'
 
 [ -z "$failed" ] || echo "failed:$failed"
 echo "kernel paths: $("$B/sam3" --version 2>/dev/null | sed -n 's/^kernels: //p') (native)${ISAS:+, again on$ISAS}${MATRIX:+, builds $MATRIX}"

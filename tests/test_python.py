@@ -1,22 +1,32 @@
-"""Tests the Python binding (examples/python/sam3.py) against the CLI on the tiny models.
+"""Tests the Python package sam3h (examples/python) against the CLI on the tiny models.
 
     tests/test_python.py [BUILD_DIR]     (needs BUILD_DIR/libsam3.so (make lib), BUILD_DIR/sam3,
-                                          BUILD_DIR/tiny_a.sam3, BUILD_DIR/sam1_a.sam3; $CC for the
-                                          layout check)
+                                          BUILD_DIR/tiny_a.sam3, BUILD_DIR/sam1_a.sam3,
+                                          BUILD_DIR/video_a.sam3; $CC for the layout check)
 
+- `pip install --no-build-isolation --no-index ./examples/python` into a fresh venv (made with
+  --system-site-packages, for numpy) works offline and bundles BUILD_DIR/libsam3.so; the rest runs
+  in that venv: `import sam3h` is the installed package, with its version and its library, and a
+  module named sam3 (a stand-in for Meta's package) imports next to it; README's Python example
+  runs (on the tiny model);
 - the ctypes mirrors of the C structs have the C compiler's field offsets and sizes;
 - `sam3 segment` (text + boxes, text alone, boxes alone) and `sam3 points` (clicks + box, --single,
   a SAM 1 file) give exactly the binding's results: scores, boxes, IoUs, object score and
   presence as results.json prints them (%.6g), areas, every mask PNG pixel for pixel;
+- mask_to_rle, Segmentation.rle() and to_coco(): known COCO RLE strings, the masks decoded back,
+  the CLI's --format coco strings;
 - the video Tracker and `sam3 track` on the same synthetic stream (tests/track_frames.py: clicks, a
   box, a mask prompt mid-stream, a correction) give exactly the same objects on every frame: ids,
   object-score logits (%.6g), boxes, areas, every mask pixel; its errors, remove_object, reset;
-- errors are Python exceptions with the library's code and message;
+- errors are sam3h.Error subclasses that are also the fitting builtins (FileNotFoundError,
+  ValueError, TypeError, ...), with the library's code and message;
 - examples/python/segment.py runs.
-Prints "test_python: N passed, N failed" last; exits 1 on failure.
+Prints "test_python: N passed, N failed" last; exits 1 on failure, 77 (skipped) when Python here
+has no venv or pip.
 """
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,15 +36,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 sys.path.insert(0, HERE)
 import cli_images  # noqa: E402  (read_png)
+import dataset_check  # noqa: E402  (rle_decode)
 import track_frames  # noqa: E402  (synthetic frames for the tracker)
 
 B = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # tests need not spin (see tests/test_cli.sh)
-os.environ["SAM3_LIB"] = os.path.join(B, "libsam3.so")
-import sam3  # noqa: E402
+LIB = os.path.join(B, "libsam3.so")
+IN_VENV = os.environ.get("SAM3H_TEST_VENV") == "1"  # the second run: in the venv the first made
+if IN_VENV:
+    import sam3h  # noqa: E402  (the installed package: tests/ is sys.path[0], examples/python is not on it)
 
 MODEL, SAM1 = os.path.join(B, "tiny_a.sam3"), os.path.join(B, "sam1_a.sam3")
 VIDEO = os.path.join(B, "video_a.sam3")
@@ -72,11 +84,11 @@ def test_layout():
     """offsetof/sizeof of every mirrored struct field, from the C compiler."""
     lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "sam3.h"', "int main(void) {"]
     expect = []
-    for cname, cls in sam3.C_STRUCTS.items():
+    for cname, cls in sam3h.C_STRUCTS.items():
         padded = any(f.startswith("_") for f, _ in cls._fields_)
         if not padded:
             lines.append('    printf("%%zu\\n", sizeof(%s));' % cname)
-            expect.append(("sizeof(%s)" % cname, sam3.ctypes.sizeof(cls)))
+            expect.append(("sizeof(%s)" % cname, sam3h.ctypes.sizeof(cls)))
         for f, _ in cls._fields_:
             if f.startswith("_"):
                 continue
@@ -163,11 +175,12 @@ def test_arguments(img):
             fn()
             check(False, "%s raises %s" % (what, exc.__name__))
         except exc as e:
-            check(str(e).startswith("sam3: ") and all(w in str(e) for w in words), "%s: %s %s" % (what, exc.__name__, e))
+            check(isinstance(e, sam3h.Error) and e.code == sam3h.ERR_INVALID_ARG and str(e).startswith("sam3: ") and
+                  all(w in str(e) for w in words), "%s: %s %s" % (what, exc.__name__, e))
         except Exception as e:  # noqa: BLE001 (the wrong kind is the failure reported)
             check(False, "%s raises %s, not %s: %s" % (what, exc.__name__, type(e).__name__, e))
     nan, inf = float("nan"), float("inf")
-    with sam3.Model(VIDEO) as m, sam3.Context(m, n_threads=1) as c:
+    with sam3h.Model(VIDEO) as m, sam3h.Context(m, n_threads=1) as c:
         c.set_image(img)
         raises(ValueError, "segment(score_threshold=NaN)", lambda: c.segment("a cat", score_threshold=nan), "score_threshold")
         raises(ValueError, "segment(mask_threshold=inf)", lambda: c.segment("a cat", mask_threshold=inf), "mask_threshold")
@@ -182,11 +195,11 @@ def test_arguments(img):
         raises(OverflowError, "segment_points(label 2**32 + 1)", lambda: c.segment_points(points=[(3, 3)], point_labels=[2**32 + 1]))
         raises(TypeError, "set_image(a str)", lambda: c.set_image("photo.png"), "image")
         raises(TypeError, "config_int(5)", lambda: m.config_int(5), "key")
-        raises(TypeError, "Context(a str)", lambda: sam3.Context("model.sam3"), "Model")
-        raises(OverflowError, "Context(n_threads=2**40)", lambda: sam3.Context(m, n_threads=2**40), "n_threads")
-        raises(TypeError, "Tracker(a Model)", lambda: sam3.Tracker(m), "Context")
-        raises(ValueError, "Tracker(mask_threshold=NaN)", lambda: sam3.Tracker(c, mask_threshold=nan), "mask_threshold")
-        with sam3.Tracker(c) as tr:
+        raises(TypeError, "Context(a str)", lambda: sam3h.Context("model.sam3"), "Model")
+        raises(OverflowError, "Context(n_threads=2**40)", lambda: sam3h.Context(m, n_threads=2**40), "n_threads")
+        raises(TypeError, "Tracker(a Model)", lambda: sam3h.Tracker(m), "Context")
+        raises(ValueError, "Tracker(mask_threshold=NaN)", lambda: sam3h.Tracker(c, mask_threshold=nan), "mask_threshold")
+        with sam3h.Tracker(c) as tr:
             raises(OverflowError, "add_prompt(frame 2**32)", lambda: tr.add_prompt(2**32, 1, points=[(3, 3)]), "frame")
             raises(OverflowError, "add_prompt(object 2**32 + 7)", lambda: tr.add_prompt(0, 2**32 + 7, points=[(3, 3)]), "object_id")
             raises(TypeError, "add_prompt(frame '0')", lambda: tr.add_prompt("0", 1, points=[(3, 3)]), "frame")
@@ -194,68 +207,108 @@ def test_arguments(img):
             raises(OverflowError, "remove_object(2**32 + 7)", lambda: tr.remove_object(2**32 + 7), "object_id")
 
 
-def test_errors(img):
+def expect(what, fn, cls, builtin, code, *words):
+    """fn() raises cls, which is also the builtin exception `builtin` and a sam3h.Error with .code
+    `code`, its message naming every word."""
     try:
-        sam3.Model(os.path.join(T, "missing.sam3"))
-        check(False, "Model(missing file) raises")
-    except sam3.Error as e:
-        check(e.code == sam3.ERR_IO and "missing.sam3" in str(e), "Model(missing file): ERR_IO naming the file: %d %s" % (e.code, e))
+        fn()
+        check(False, "%s raises %s" % (what, cls.__name__))
+    except Exception as e:  # noqa: BLE001 (the wrong kind is the failure reported)
+        check(type(e) is cls and isinstance(e, builtin) and isinstance(e, sam3h.Error) and e.code == code and
+              all(w in str(e) for w in words), "%s: %s (a %s, code %s): %s" % (what, type(e).__name__, builtin.__name__,
+                                                                              getattr(e, "code", None), e))
+
+
+def test_errors(img):
+    """Each failure is a sam3h.Error subclass that is also the fitting builtin exception."""
+    expect("Model(missing file)", lambda: sam3h.Model(os.path.join(T, "missing.sam3")), sam3h.NotFoundError, FileNotFoundError,
+           sam3h.ERR_IO, "missing.sam3")
+    expect("Model(a folder)", lambda: sam3h.Model(T), sam3h.FileReadError, OSError, sam3h.ERR_IO)
     bad = os.path.join(T, "bad.sam3")
     with open(bad, "wb") as f:
         f.write(b"NOPE" + bytes(200))
-    try:
-        sam3.Model(bad)
-        check(False, "Model(not a .sam3) raises")
-    except sam3.Error as e:
-        check(e.code == sam3.ERR_BAD_MAGIC and str(e), "Model(not a .sam3): ERR_BAD_MAGIC with a message: %d %s" % (e.code, e))
-    with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=1) as c:
-        try:
-            c.segment("a cat")
-            check(False, "segment before set_image raises")
-        except sam3.Error as e:
-            check(e.code == sam3.ERR_NO_IMAGE and str(e), "segment before set_image: ERR_NO_IMAGE: %d %s" % (e.code, e))
-        for bad_img, what in ((img.astype(np.float32), "float image"), (img[:, :, :2], "2-channel image")):
-            try:
-                c.set_image(bad_img)
-                check(False, "set_image(%s) raises" % what)
-            except sam3.Error as e:
-                check(e.code == sam3.ERR_INVALID_ARG, "set_image(%s): ERR_INVALID_ARG: %s" % (what, e))
+    expect("Model(not a .sam3)", lambda: sam3h.Model(bad), sam3h.FileFormatError, ValueError, sam3h.ERR_BAD_MAGIC)
+    with open(MODEL, "rb") as f:
+        head = f.read(4096)
+    cut = os.path.join(T, "cut.sam3")
+    with open(cut, "wb") as f:
+        f.write(head)
+    expect("Model(a cut .sam3)", lambda: sam3h.Model(cut), sam3h.FileFormatError, ValueError, sam3h.ERR_CORRUPT_FILE)
+    with sam3h.Model(MODEL) as m, sam3h.Context(m, n_threads=1) as c:
+        expect("segment before set_image", lambda: c.segment("a cat"), sam3h.NoImageError, RuntimeError, sam3h.ERR_NO_IMAGE)
+        expect("set_image(float image)", lambda: c.set_image(img.astype(np.float32)), sam3h.ArgumentTypeError, TypeError,
+               sam3h.ERR_INVALID_ARG, "uint8")
+        expect("set_image(2-channel image)", lambda: c.set_image(img[:, :, :2]), sam3h.ArgumentTypeError, TypeError,
+               sam3h.ERR_INVALID_ARG, "(H, W, 3)")
+        expect("set_image(0 x 0)", lambda: c.set_image(np.zeros((0, 0, 3), np.uint8)), sam3h.InvalidArgumentError, ValueError,
+               sam3h.ERR_INVALID_ARG)
         c.set_image(img)
-        try:
-            c.segment("a cat", boxes=[(float("nan"), 5, 10, 10)])
-            check(False, "segment(a NaN box) raises")
-        except ValueError as e:
-            check("NaN" in str(e), "segment(a NaN box): ValueError naming NaN: %s" % e)
-        try:
-            c.segment_points(points=[(1, 1)] * 65)
-            check(False, "segment_points(65 points) raises")
-        except sam3.Error as e:
-            check(e.code == sam3.ERR_INVALID_ARG and "65 points" in str(e), "segment_points(65 points): ERR_INVALID_ARG: %s" % e)
+        expect("segment(a NaN box)", lambda: c.segment("a cat", boxes=[(float("nan"), 5, 10, 10)]), sam3h.InvalidArgumentError,
+               ValueError, sam3h.ERR_INVALID_ARG, "NaN")
+        expect("segment(boxes (N, 3))", lambda: c.segment("a cat", boxes=[(1, 2, 3)]), sam3h.ArgumentTypeError, TypeError,
+               sam3h.ERR_INVALID_ARG, "(N, 4)")
+        expect("segment_points(65 points)", lambda: c.segment_points(points=[(1, 1)] * 65), sam3h.InvalidArgumentError, ValueError,
+               sam3h.ERR_INVALID_ARG, "65 points")
+        expect("segment(masks=False).rle()", lambda: c.segment("a cat", masks=False).rle(), sam3h.InvalidArgumentError,
+               ValueError, sam3h.ERR_INVALID_ARG, "masks=False")
         check(m.tokenize("a cat")[0] == m.config_int("text.bos_token_id") if _has_key(m, "text.bos_token_id") else
               len(m.tokenize("a cat")) >= 3, "tokenize: BOS first: %s" % m.tokenize("a cat"))
-    with sam3.Model(SAM1) as m, sam3.Context(m, n_threads=1) as c:
+    with sam3h.Model(SAM1) as m, sam3h.Context(m, n_threads=1) as c:
         c.set_image(img)
-        try:
-            c.segment("a cat")
-            check(False, "segment on a SAM 1 file raises")
-        except sam3.Error as e:
-            check(e.code == sam3.ERR_UNSUPPORTED and "SAM 3" in str(e), "segment on SAM 1: ERR_UNSUPPORTED: %s" % e)
-    m3 = sam3.Model(MODEL)
-    c3 = sam3.Context(m3, n_threads=1)
+        expect("segment on a SAM 1 file", lambda: c.segment("a cat"), sam3h.UnsupportedError, ValueError, sam3h.ERR_UNSUPPORTED,
+               "SAM 3")
+    m3 = sam3h.Model(MODEL)
+    c3 = sam3h.Context(m3, n_threads=1)
     m3.close()
-    try:
-        c3.set_image(img)
-        check(False, "a context whose model is closed raises")
-    except sam3.Error as e:
-        check(e.code == sam3.ERR_INVALID_ARG and "model is closed" in str(e), "a context whose model is closed: %s" % e)
+    expect("a context whose model is closed", lambda: c3.set_image(img), sam3h.InvalidArgumentError, ValueError,
+           sam3h.ERR_INVALID_ARG, "model is closed")
     c3.close()
-    c2 = sam3.Context(sam3.Model(MODEL), n_threads=1)
+    c2 = sam3h.Context(sam3h.Model(MODEL), n_threads=1)
     c2.close()
-    try:
-        c2.set_image(img)
-        check(False, "a closed context raises")
-    except sam3.Error as e:
-        check(e.code == sam3.ERR_INVALID_ARG, "a closed context: ERR_INVALID_ARG: %s" % e)
+    expect("a closed context", lambda: c2.set_image(img), sam3h.InvalidArgumentError, ValueError, sam3h.ERR_INVALID_ARG, "closed")
+    # every error code of sam3.h has its class, and the builtin each stands for
+    codes = re.findall(r"X\((SAM3_ERR_\w+), (-\d+),", open(os.path.join(ROOT, "sam3.h")).read())
+    classes = {name: sam3h.ERRORS.get(int(v)) for name, v in codes}
+    check(len(codes) >= 12 and all(classes.values()), "sam3h.ERRORS covers every SAM3_ERR_ code: %s" % classes)
+    for code, builtin in ((sam3h.ERR_OUT_OF_MEMORY, MemoryError), (sam3h.ERR_IO, OSError), (sam3h.ERR_INVALID_ARG, ValueError),
+                          (sam3h.ERR_SHAPE_MISMATCH, ValueError), (sam3h.ERR_MISSING_TENSOR, ValueError), (-99, Exception)):
+        e = sam3h._error(code, "x")
+        check(isinstance(e, builtin) and isinstance(e, sam3h.Error) and e.code == code and str(e) == "x",
+              "code %d raises %s, a %s" % (code, type(e).__name__, builtin.__name__))
+
+
+def test_rle(ctx, img):
+    """mask_to_rle, Segmentation.rle() and to_coco(): the strings of COCO's compressed RLE (known ones
+    worked by hand from cocoapi's maskApi.c; the masks decoded again by tests/dataset_check.py's
+    restatement of pycocotools' decoder), the CLI's --format coco strings, the annotation fields."""
+    hand = np.array([[0, 1, 1, 0, 0], [0, 1, 0, 1, 0], [0, 1, 1, 1, 0], [1, 0, 0, 0, 1]])  # counts 3 4 1 2 0 0 1 1 2 2 1
+    for mask, want in ((hand, "341M00112O"), (hand.astype(bool), "341M00112O"), (np.zeros((2, 3)), "6"), (np.ones((2, 3)), "06"),
+                       (np.zeros((0, 3)), "0"), (np.array([[1], [0], [1], [1], [0]]), "01110"), (np.array([[0, 0, 7, 7, 7]]), "23")):
+        got = sam3h.mask_to_rle(mask)
+        check(got == want, "mask_to_rle(%s %s) = %r, want %r" % (mask.dtype, mask.shape, got, want))
+    expect("mask_to_rle(a 3-D array)", lambda: sam3h.mask_to_rle(np.zeros((2, 2, 2))), sam3h.ArgumentTypeError, TypeError,
+           sam3h.ERR_INVALID_ARG, "2-D")
+    expect("mask_to_rle(strings)", lambda: sam3h.mask_to_rle(np.array([["a"]])), sam3h.ArgumentTypeError, TypeError,
+           sam3h.ERR_INVALID_ARG)
+    d = os.path.join(T, "seg_coco")
+    if not cli("segment", "-m", MODEL, "-i", IMAGE, "-t", "a cat", "--threshold", "0", "--format", "coco", "-o", d):
+        return
+    cli_counts = {inst["query"]: inst["segmentation"]["counts"] for inst in json.load(open(os.path.join(d, "results.json")))["instances"]}
+    seg = ctx.segment("a cat", score_threshold=0)
+    rle, ann = seg.rle(), seg.to_coco(image_id=7, category_id=3)
+    json.dumps(ann)  # plain Python types
+    same = 0
+    for i in range(len(seg)):
+        a = ann[i]
+        back = dataset_check.rle_decode(a["segmentation"]).astype(bool)
+        x0, y0, x1, y1 = seg.boxes[i]  # float32: the width is a float32 difference, as the CLI's
+        ok = a["segmentation"] == {"size": [img.shape[0], img.shape[1]], "counts": rle[i]} and np.array_equal(back, seg.masks[i])
+        ok &= rle[i] == cli_counts.get(int(seg.queries[i]))
+        ok &= a["image_id"] == 7 and a["category_id"] == 3 and a["iscrowd"] == 0 and a["area"] == int(seg.masks[i].sum())
+        ok &= a["bbox"] == [float(x0), float(y0), float(x1 - x0), float(y1 - y0)] and a["score"] == float(seg.scores[i])
+        same += bool(ok)
+        check(ok, "to_coco()[%d]: decodes to the mask, the CLI's string, fields: %s" % (i, {k: a[k] for k in a if k != "segmentation"}))
+    check(same == len(seg) == len(cli_counts) > 0, "to_coco: %d of %d instances round-trip (CLI %d)" % (same, len(seg), len(cli_counts)))
 
 
 def test_tracker():
@@ -274,7 +327,7 @@ def test_tracker():
     if not cli(*args):
         return
     lines = track_frames.read_tracks(out)
-    with sam3.Model(VIDEO) as m, sam3.Context(m, n_threads=THREADS, blas_threads=1) as ctx, sam3.Tracker(ctx) as tr:
+    with sam3h.Model(VIDEO) as m, sam3h.Context(m, n_threads=THREADS, blas_threads=1) as ctx, sam3h.Tracker(ctx) as tr:
         same = visible = 0
         for k, rgb in enumerate(frames):
             check(tr.next_frame == k, "next_frame %d, expected %d" % (tr.next_frame, k))
@@ -304,8 +357,8 @@ def test_tracker():
             try:
                 call()
                 check(False, "tracker: %s raises" % what)
-            except sam3.Error as e:
-                check(e.code == sam3.ERR_INVALID_ARG and word in str(e), "tracker: %s: ERR_INVALID_ARG with the library's detail: %s" % (what, e))
+            except sam3h.Error as e:
+                check(e.code == sam3h.ERR_INVALID_ARG and word in str(e), "tracker: %s: ERR_INVALID_ARG with the library's detail: %s" % (what, e))
         try:  # the binding's own check, before C (issue 36)
             tr.add_prompt(5, 4, points=[(float("nan"), 5)])
             check(False, "tracker: a NaN click raises")
@@ -320,23 +373,23 @@ def test_tracker():
         again = tr.push_frame(frames[0])
         check([g6(o["object_score"]) for o in again] == [g6(o["object_score_logit"]) for o in lines[0]["objects"]],
               "reset: frame 0 again gives the first run's scores")
-        with sam3.Tracker(ctx, masks=False) as t2:
+        with sam3h.Tracker(ctx, masks=False) as t2:
             t2.add_prompt(0, 5, points=[(16, 24)])
             o = t2.push_frame(frames[0])[0]
             check(o["mask"] is None and o["area"] == 0 and g6(o["object_score"]) == g6(lines[0]["objects"][0]["object_score_logit"]),
                   "Tracker(masks=False): no mask, the same score: %s" % o)
-        t3 = sam3.Tracker(ctx)
+        t3 = sam3h.Tracker(ctx)
     try:
         t3.push_frame(frames[0])
         check(False, "a tracker whose context is closed raises")
-    except sam3.Error as e:
-        check(e.code == sam3.ERR_INVALID_ARG and "closed" in str(e), "a tracker whose context is closed: %s" % e)
-    with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=1) as c:
+    except sam3h.Error as e:
+        check(e.code == sam3h.ERR_INVALID_ARG and "closed" in str(e), "a tracker whose context is closed: %s" % e)
+    with sam3h.Model(MODEL) as m, sam3h.Context(m, n_threads=1) as c:
         try:
-            sam3.Tracker(c)
+            sam3h.Tracker(c)
             check(False, "Tracker on a model without memory modules raises")
-        except sam3.Error as e:
-            check(e.code == sam3.ERR_UNSUPPORTED and "memory modules" in str(e), "Tracker without memory modules: ERR_UNSUPPORTED: %s" % e)
+        except sam3h.Error as e:
+            check(e.code == sam3h.ERR_UNSUPPORTED and "memory modules" in str(e), "Tracker without memory modules: ERR_UNSUPPORTED: %s" % e)
 
 
 def _has_key(m, key):
@@ -347,15 +400,77 @@ def _has_key(m, key):
         return False
 
 
-def main():
+def install():
+    """A fresh venv with sam3h installed offline; then this test again in it. Returns the exit code."""
     shutil.rmtree(T, ignore_errors=True)  # the CLI refuses output folders it did not write
     os.makedirs(T, exist_ok=True)
-    check(sam3.version() == open(os.path.join(ROOT, "sam3.h")).read().split('#define SAM3_VERSION_STRING "')[1].split('"')[0],
-          "sam3.version() = SAM3_VERSION_STRING: %s" % sam3.version())
-    check(sam3.version().split(".")[0] == str(sam3.API_MAJOR), "the binding's API_MAJOR %d is the library's major" % sam3.API_MAJOR)
+    venv = os.path.join(T, "venv")
+    r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True, text=True)
+    py = os.path.join(venv, "bin", "python")
+    if r.returncode != 0 or subprocess.run([py, "-m", "pip", "--version"], capture_output=True).returncode != 0:
+        print("skipped: %s cannot make a venv with pip (Debian: apt-get install python3-venv): %s" % (sys.executable, r.stderr.strip()[-300:]))
+        return 77
+    env = dict(os.environ, SAM3_LIB=LIB, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", os.path.join(ROOT, "examples", "python")],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print("FAIL pip install ./examples/python: exit %d\n%s%s" % (r.returncode, r.stdout[-1500:], r.stderr[-1500:]))
+        print("test_python: 0 passed, 1 failed")
+        return 1
+    print("pip install ./examples/python: %s" % r.stdout.strip().splitlines()[-1])
+    env = dict(os.environ, SAM3H_TEST_VENV="1")
+    env.pop("SAM3_LIB", None)  # the bundled copy
+    return subprocess.run([py, os.path.abspath(__file__), B], env=env).returncode
+
+
+def test_package():
+    """The installed package: where it is, its version and library, a module named sam3 beside it,
+    README's Python example."""
+    import importlib.metadata
+    site = os.path.join(sys.prefix, "lib")
+    check(sys.prefix != sys.base_prefix and os.path.abspath(sam3h.__file__).startswith(site + os.sep),
+          "sam3h is the venv's installed copy: %s" % sam3h.__file__)
+    want = open(os.path.join(ROOT, "sam3.h")).read().split('#define SAM3_VERSION_STRING "')[1].split('"')[0]
+    check(importlib.metadata.version("sam3h") == want, "the distribution's version %s is sam3.h's %s" % (
+        importlib.metadata.version("sam3h"), want))
+    bundled = os.path.join(os.path.dirname(sam3h.__file__), "libsam3.so")
+    check(os.path.isfile(bundled) and sam3h.load_library()._name == bundled, "the bundled libsam3.so is loaded: %s" % sam3h.load_library()._name)
+    with open(bundled, "rb") as f1, open(LIB, "rb") as f2:
+        check(f1.read() == f2.read(), "the bundled libsam3.so is the build's")
+    fake = os.path.join(T, "fake_meta")  # a stand-in for Meta's own `sam3` package
+    os.makedirs(os.path.join(fake, "sam3"), exist_ok=True)
+    with open(os.path.join(fake, "sam3", "__init__.py"), "w") as f:
+        f.write('WHO = "meta"\n')
+    sys.path.insert(0, fake)
+    import sam3  # noqa: F401  (the stand-in)
+    sys.path.remove(fake)
+    check(sam3.WHO == "meta" and sam3 is not sam3h and not hasattr(sam3, "Model") and sam3h.Model,
+          "a module named sam3 and sam3h import side by side")
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    check(len(blocks) == 1 and re.search(r"^import .*\bsam3h\b", blocks[0], re.M) and "sys.path" not in readme and
+          "pip install ./examples/python" in readme, "README: pip install ./examples/python, one Python example importing sam3h")
+    if blocks:
+        code = blocks[0].replace('"weights/sam3.sam3"', repr(MODEL))
+        scope = {}
+        try:
+            exec(compile(code, "README.md", "exec"), scope)
+            ok = isinstance(scope.get("seg"), sam3h.Segmentation) and isinstance(scope.get("annotations"), list)
+            check(ok and len(scope["annotations"]) == len(scope["seg"]), "README's Python example runs: %d instances" % len(scope["seg"]))
+        except Exception as e:  # noqa: BLE001
+            check(False, "README's Python example: %s: %s" % (type(e).__name__, e))
+
+
+def main():
+    if not IN_VENV:
+        return install()
+    test_package()
+    check(sam3h.version() == open(os.path.join(ROOT, "sam3.h")).read().split('#define SAM3_VERSION_STRING "')[1].split('"')[0],
+          "sam3h.version() = SAM3_VERSION_STRING: %s" % sam3h.version())
+    check(sam3h.version().split(".")[0] == str(sam3h.API_MAJOR), "the binding's API_MAJOR %d is the library's major" % sam3h.API_MAJOR)
     test_layout()
     img = cli_images.read_png(IMAGE)
-    with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=THREADS, blas_threads=1) as ctx:
+    with sam3h.Model(MODEL) as m, sam3h.Context(m, n_threads=THREADS, blas_threads=1) as ctx:
         check(m.arch == "sam3" and m.has_text and m.has_points and m.image_size > 0, "model properties: %s" % m.arch)
         ctx.set_image(img)
         compare_segment(ctx, img, "seg_text_boxes", "a cat", [(20, 15, 90, 70), (5, 5, 30, 40)], [1, 0])
@@ -366,9 +481,10 @@ def main():
         if r is not None:  # the mask prompt round trip: a previous result's logits refine the next click
             r2 = ctx.segment_points(points=[(40, 30), (60, 50)], point_labels=[1, 1], mask_logits=r.low_res_logits[r.best])
             check(len(r2) == 3 and r2.masks.shape[1:] == img.shape[:2], "segment_points with mask_logits")
+        test_rle(ctx, img)
         t = ctx.timings()
         check(t["vision_trunk"] > 0 and t["points"] > 0, "timings: %s" % t)
-    with sam3.Model(SAM1) as m1, sam3.Context(m1, n_threads=THREADS, blas_threads=1) as ctx:
+    with sam3h.Model(SAM1) as m1, sam3h.Context(m1, n_threads=THREADS, blas_threads=1) as ctx:
         check(m1.arch == "sam1" and not m1.has_text and m1.has_points, "SAM 1 model properties")
         ctx.set_image(img)
         compare_points(ctx, "pts_sam1", SAM1, [(40, 30)], [1])
@@ -376,7 +492,8 @@ def main():
     test_arguments(img)
     test_tracker()
     r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "segment.py"), MODEL, IMAGE, "a cat",
-                        "--threshold", "0", "--threads", "1", "--save", os.path.join(T, "ex.npz")], capture_output=True, text=True)
+                        "--threshold", "0", "--threads", "1", "--save", os.path.join(T, "ex.npz")], capture_output=True, text=True,
+                       env=dict(os.environ, SAM3_LIB=LIB))
     check(r.returncode == 0 and "instances" in r.stdout and "click at" in r.stdout,
           "examples/python/segment.py runs: %d %s %s" % (r.returncode, r.stdout[-300:], r.stderr[-300:]))
     if r.returncode == 0:

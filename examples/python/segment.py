@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""segment.py - sam3 from Python: every instance of a text prompt, then a click, on one image.
+"""segment.py - sam3h from Python: every instance of a text prompt, then a click, on one image.
 
     make lib
     python3 examples/python/segment.py weights/sam3.sam3 photo.png "yellow school bus" [--click X,Y]
@@ -7,18 +7,17 @@
 
 Prints each instance (score, box, mask area), then the masks a click gives (at the first instance's
 box centre, or --click). Images: PNG through the small reader below, or anything Pillow reads when
-it is installed. --save writes the masks and scores to an .npz file.
+it is installed. --save writes the masks and scores to an .npz file. It imports the sam3h package
+next to it (Python puts this folder first on sys.path), else the one pip installed.
 """
 import argparse
-import os
 import struct
 import sys
 import zlib
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sam3  # noqa: E402
+import sam3h
 
 
 def read_image(path):
@@ -71,7 +70,7 @@ def main():
 
     rgb = read_image(a.image)
     try:
-        with sam3.Model(a.model) as model, sam3.Context(model, n_threads=a.threads) as ctx:
+        with sam3h.Model(a.model) as model, sam3h.Context(model, n_threads=a.threads) as ctx:
             ctx.set_image(rgb)
             seg = ctx.segment(a.text, score_threshold=a.threshold)
             print("%r: %d instance%s (presence %.3f)" % (a.text, len(seg), "" if len(seg) == 1 else "s", seg.presence))
@@ -93,7 +92,7 @@ def main():
             if a.save:
                 np.savez_compressed(a.save, masks=seg.masks, boxes=seg.boxes, scores=seg.scores,
                                     click_masks=pts.masks if pts else np.zeros((0,) + rgb.shape[:2], bool))
-    except sam3.Error as e:
+    except sam3h.Error as e:
         sys.exit("segment.py: %s" % e)
 
 

@@ -1,21 +1,26 @@
-"""sam3 - Python binding of sam3.h (Meta SAM 3 segmentation in C) through ctypes. numpy only.
+"""sam3h - Python binding of sam3.h (Meta SAM 3 segmentation in C) through ctypes. numpy only.
 
-Loads the shared library that `make lib` builds (build/libsam3.so; or $SAM3_LIB, or an installed
-libsam3 found by ctypes.util.find_library). Images go in, masks, boxes and scores come out as numpy
-arrays that the caller owns (copied out of the context, so they stay valid after the next call).
+Install (offline): `make lib` at the top of the repository, then `pip install ./examples/python`
+(in a venv made with --system-site-packages where numpy is system-wide, add --no-build-isolation):
+the package bundles that build/libsam3.so. The import name is sam3h, so Meta's own `sam3`
+package can be installed next to it. The library is, first found: load_library(path), $SAM3_LIB,
+the bundled copy, build/libsam3.so of the source tree this file is in, an installed libsam3.
 
-    import numpy as np, sam3
-    with sam3.Model("weights/sam3.sam3") as model, sam3.Context(model) as ctx:
+    import numpy as np, sam3h
+    with sam3h.Model("weights/sam3.sam3") as model, sam3h.Context(model) as ctx:
         ctx.set_image(rgb)                          # (H, W, 3) uint8
         seg = ctx.segment("yellow school bus")      # seg.masks (N, H, W) bool, seg.boxes (N, 4), seg.scores (N,)
+        seg.to_coco(image_id=1)                     # COCO result annotations, masks as compressed RLE
         pts = ctx.segment_points(points=[(320, 200)])  # pts.masks (3, H, W) bool, pts.iou (3,), pts.best
 
-Errors raise sam3.Error, whose .code is the sam3_result (e.g. sam3.ERR_INVALID_ARG) and whose
-message is the library's (sam3_ctx_last_error, or the loader's log for sam3_load).
+Errors raise sam3h.Error (.code: the sam3_result, e.g. sam3h.ERR_INVALID_ARG; str(): the library's
+message), through a subclass that is also the fitting builtin: NotFoundError is a FileNotFoundError,
+InvalidArgumentError and FileFormatError are ValueErrors, ArgumentTypeError a TypeError,
+OutOfMemoryError a MemoryError (see ERRORS).
 
 Video: a Tracker on a Context follows prompted objects through a stream of frames (sam3_tracker_*):
 
-    with sam3.Tracker(ctx) as tr:
+    with sam3h.Tracker(ctx) as tr:
         tr.add_prompt(0, 1, points=[(320, 200)])    # object 1: a click on frame 0 (the next one)
         for rgb in frames:
             for ob in tr.push_frame(rgb):           # per object: id, object_score, box, area, mask, ...
@@ -33,7 +38,9 @@ import weakref
 
 import numpy as np
 
-__all__ = ["Error", "Model", "Context", "Segmentation", "PointsResult", "Tracker", "version", "load_library"]
+__all__ = ["Error", "NotFoundError", "FileReadError", "FileFormatError", "InvalidArgumentError", "ArgumentTypeError",
+           "ArgumentOverflowError", "OutOfMemoryError", "UnsupportedError", "NoImageError", "AbortedError", "BusyError",
+           "Model", "Context", "Segmentation", "PointsResult", "Tracker", "mask_to_rle", "version", "load_library"]
 
 API_MAJOR = 1  # the sam3.h major version whose structs this module mirrors
 
@@ -51,17 +58,76 @@ ERR_SHAPE_MISMATCH = -8
 ERR_UNSUPPORTED = -9
 ERR_ABORTED = -10
 ERR_NO_IMAGE = -11
+ERR_BUSY = -12
 
 RGB8, RGBA8, GRAY8 = 0, 1, 2  # sam3_pixel_format
 LOG_ERROR = 0
 
 
 class Error(Exception):
-    """A sam3 call failed: .code is its sam3_result, str() the library's message."""
+    """A sam3h call failed: .code is its sam3_result, str() the library's message. Raised as one
+    of the subclasses below, each also the builtin exception that fits (catch either)."""
 
     def __init__(self, code, message):
         super().__init__(message)
         self.code = code
+
+
+class NotFoundError(Error, FileNotFoundError):
+    """The model file does not exist (ERR_IO on a missing path)."""
+
+
+class FileReadError(Error, OSError):
+    """The file exists but cannot be read or mapped (ERR_IO)."""
+
+
+class FileFormatError(Error, ValueError):
+    """The file is not a usable .sam3 file: bad magic or version, corrupt, a tensor missing or misshapen."""
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad argument value (ERR_INVALID_ARG): NaN, out of range, too many points, a closed object."""
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type, or an array of the wrong dtype or number of dimensions."""
+
+
+class ArgumentOverflowError(Error, OverflowError):
+    """An integer argument that does not fit the C int it goes to."""
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """An allocation failed (ERR_OUT_OF_MEMORY)."""
+
+
+class UnsupportedError(Error, ValueError):
+    """The model (or build) cannot do this (ERR_UNSUPPORTED): text on a SAM 1 file, a tracker
+    on a file without memory modules."""
+
+
+class NoImageError(Error, RuntimeError):
+    """A prompt on a context with no image set (ERR_NO_IMAGE)."""
+
+
+class AbortedError(Error, RuntimeError):
+    """The abort callback stopped the call (ERR_ABORTED)."""
+
+
+class BusyError(Error, RuntimeError):
+    """The context is in use by a call on another thread (ERR_BUSY)."""
+
+
+# sam3_result -> the class raised for it
+ERRORS = {ERR_INVALID_ARG: InvalidArgumentError, ERR_OUT_OF_MEMORY: OutOfMemoryError, ERR_IO: FileReadError,
+          ERR_BAD_MAGIC: FileFormatError, ERR_BAD_VERSION: FileFormatError, ERR_CORRUPT_FILE: FileFormatError,
+          ERR_MISSING_TENSOR: FileFormatError, ERR_SHAPE_MISMATCH: FileFormatError, ERR_UNSUPPORTED: UnsupportedError,
+          ERR_ABORTED: AbortedError, ERR_NO_IMAGE: NoImageError, ERR_BUSY: BusyError}
+
+
+def _error(code, message):
+    """The exception for a sam3_result code (Error itself for a code this module does not know)."""
+    return ERRORS.get(code, Error)(code, message)
 
 
 # ---- C structs (sam3.h), field names as in C ----
@@ -209,19 +275,22 @@ _PROTOTYPES = {
     "sam3_tracker_reset": (None, [_vp]),
     "sam3_tracker_memory_used": (ctypes.c_size_t, [_vp]),
     "sam3_tracker_free": (None, [_vp]),
+    "sam3_mask_to_rle": (ctypes.c_int, [_P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+                                        _P(ctypes.c_size_t)]),
 }
 _lib = None
 
 
 def load_library(path=None):
-    """Loads libsam3 (once): `path`, else $SAM3_LIB, else build/libsam3.so of this repository, else an
-    installed libsam3 (ctypes.util.find_library)."""
+    """Loads libsam3 (once): `path`, else $SAM3_LIB, else the copy bundled by `pip install`, else
+    build/libsam3.so of the source tree this file is in, else an installed libsam3
+    (ctypes.util.find_library)."""
     global _lib
     if _lib is not None and path is None:
         return _lib
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [path, os.environ.get("SAM3_LIB"), os.path.join(here, "..", "..", "build", "libsam3.so"),
-                  ctypes.util.find_library("sam3")]
+    candidates = [path, os.environ.get("SAM3_LIB"), os.path.join(here, "libsam3.so"),
+                  os.path.join(here, "..", "..", "..", "build", "libsam3.so"), ctypes.util.find_library("sam3")]
     tried = []
     for c in candidates:
         if not c or (os.sep in c and not os.path.exists(c)):
@@ -232,13 +301,13 @@ def load_library(path=None):
         # the structs above mirror sam3.h 1.x; the library says which it is (sam3.h, section 8)
         major = lib.sam3_version() // 10000 if hasattr(lib, "sam3_version") else 0
         if major != API_MAJOR:
-            raise OSError("sam3: %s is libsam3 major version %d; this binding needs %d" % (c, major, API_MAJOR))
+            raise OSError("sam3h: %s is libsam3 major version %d; this binding needs %d" % (c, major, API_MAJOR))
         for name, (res, args) in _PROTOTYPES.items():
             f = getattr(lib, name)
             f.restype, f.argtypes = res, args
         _lib = lib
         return lib
-    raise OSError("sam3: libsam3 not found (tried %s): run `make lib`, or set SAM3_LIB" % (", ".join(tried) or "nothing"))
+    raise OSError("sam3h: libsam3 not found (tried %s): run `make lib`, or set SAM3_LIB" % (", ".join(tried) or "nothing"))
 
 
 def version():
@@ -251,16 +320,17 @@ def _result_string(code):
 
 
 def _check(rc, ctx_ptr=None, what=""):
-    """rc < 0: raise Error with the context's message (or the code's name). Returns rc (OK or a note)."""
+    """rc < 0: raises rc's Error subclass (ERRORS) with the context's message (or the code's name).
+    Returns rc (OK or a note)."""
     if rc >= 0:
         return rc
     msg = load_library().sam3_ctx_last_error(ctx_ptr).decode("utf-8", "replace") if ctx_ptr else ""
-    raise Error(rc, "%s%s" % (what + ": " if what else "", msg or _result_string(rc)))
+    raise _error(rc, "%s%s" % (what + ": " if what else "", msg or _result_string(rc)))
 
 
 def _text(s):
     if s is not None and not isinstance(s, str):
-        raise TypeError("sam3: the text must be a str or None, not %s" % type(s).__name__)
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: the text must be a str or None, not %s" % type(s).__name__)
     return None if s is None else s.encode("utf-8")
 
 
@@ -270,27 +340,54 @@ _FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def _int32(v, name):
-    """v as a C int: TypeError when it is not an integer, OverflowError when it needs more than 32 bits."""
+    """v as a C int: a TypeError when it is not an integer, an OverflowError when it needs more than 32 bits."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError("sam3: %s must be an int, not %s" % (name, type(v).__name__))
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: %s must be an int, not %s" % (name, type(v).__name__))
     v = int(v)
     if not -2**31 <= v < 2**31:
-        raise OverflowError("sam3: %s = %d does not fit a 32-bit int" % (name, v))
+        raise ArgumentOverflowError(ERR_INVALID_ARG, "sam3: %s = %d does not fit a 32-bit int" % (name, v))
     return v
 
 
 def _real(v, name):
-    """v as a C float: TypeError when it is not a number, ValueError when NaN, infinite or beyond float32."""
+    """v as a C float: a TypeError when it is not a number, a ValueError when NaN, infinite or beyond float32."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise TypeError("sam3: %s must be a number, not %s" % (name, type(v).__name__))
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: %s must be a number, not %s" % (name, type(v).__name__))
     f = float(v)
     if not abs(f) <= _FLT_MAX:
-        raise ValueError("sam3: %s must be a finite number, got %r" % (name, v))
+        raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: %s must be a finite number, got %r" % (name, v))
     return f
 
 
-class Model:
-    """A .sam3 file, loaded (mapped) and validated. Read-only: any number of Contexts may share it."""
+class _Handle:
+    """Owns one C object (_ptr): close() frees it once, through the C function named _free; `with`
+    and garbage collection close it too."""
+    _free = _what = ""
+
+    def close(self):
+        if getattr(self, "_ptr", None):
+            getattr(load_library(), self._free)(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _live(self):
+        if not getattr(self, "_ptr", None):
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: the %s is closed" % self._what)
+        return self._ptr
+
+
+class Model(_Handle):
+    """A .sam3 file, loaded (mapped) and validated. Read-only: any number of Contexts may share it.
+    close() frees it, after every Context on it is closed."""
+    _free, _what = "sam3_free", "model"
 
     def __init__(self, path, no_mmap=False):
         lib = load_library()
@@ -306,28 +403,11 @@ class Model:
         ptr = _vp()
         rc = lib.sam3_load(os.fsencode(path), opt, ctypes.byref(ptr))
         if rc < 0:
-            raise Error(rc, errors[0] if errors else "sam3_load: %s" % _result_string(rc))
+            msg = errors[0] if errors else "sam3_load: %s" % _result_string(rc)
+            if rc == ERR_IO and not os.path.exists(path):
+                raise NotFoundError(rc, msg)
+            raise _error(rc, msg)
         self._ptr = ptr
-
-    def close(self):
-        """Frees the model (after every Context on it is closed)."""
-        if getattr(self, "_ptr", None):
-            load_library().sam3_free(self._ptr)
-            self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-    def _live(self):
-        if not self._ptr:
-            raise Error(ERR_INVALID_ARG, "sam3: the model is closed")
-        return self._ptr
 
     @property
     def image_size(self):
@@ -348,7 +428,7 @@ class Model:
     def config_int(self, key):
         v = ctypes.c_int64()
         if not isinstance(key, str):
-            raise TypeError("sam3: a config key is a str, not %s" % type(key).__name__)
+            raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: a config key is a str, not %s" % type(key).__name__)
         if not load_library().sam3_model_config_int(self._live(), key.encode(), ctypes.byref(v)):
             raise KeyError(key)
         return v.value
@@ -362,13 +442,30 @@ class Model:
         return list(ids[: n.value])
 
 
+def mask_to_rle(mask):
+    """A (H, W) mask (non-zero = set) as COCO compressed RLE, through sam3_mask_to_rle: the str that
+    pycocotools' mask.encode(np.asfortranarray(mask))["counts"] gives (as bytes)."""
+    a = np.asarray(mask)
+    if a.dtype.kind not in "biuf" or a.ndim != 2:
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: a mask is a 2-D array of numbers or bools, got %s %s" % (a.dtype, a.shape))
+    m = np.ascontiguousarray(a != 0, dtype=np.uint8)
+    h, w = _int32(m.shape[0], "mask height"), _int32(m.shape[1], "mask width")
+    lib, n = load_library(), ctypes.c_size_t()
+    px = m.ctypes.data_as(c_uint8_p)
+    _check(lib.sam3_mask_to_rle(px, w, h, None, 0, ctypes.byref(n)), None, "sam3_mask_to_rle")
+    buf = ctypes.create_string_buffer(n.value + 1)
+    _check(lib.sam3_mask_to_rle(px, w, h, buf, n.value + 1, ctypes.byref(n)), None, "sam3_mask_to_rle")
+    return buf.value.decode("ascii")
+
+
 class Segmentation:
     """sam3 segment's result, in query order: masks (N, H, W) bool, boxes (N, 4) float32 x0 y0 x1 y1 in
     image pixels, scores (N,) float32, queries (N,) int, areas (N,) int64, presence float, and
-    text_truncated (the prompt was cut to the model's context)."""
+    text_truncated (the prompt was cut to the model's context); height, width: the image's."""
 
     def __init__(self, seg, with_masks):
         n, h, w = seg.n_instances, seg.height, seg.width
+        self.height, self.width = h, w
         self.scores = np.array([seg.instances[i].score for i in range(n)], dtype=np.float32)
         self.boxes = np.array([seg.instances[i].box.as_array() for i in range(n)], dtype=np.float32).reshape(n, 4)
         self.queries = np.array([seg.instances[i].query for i in range(n)], dtype=np.int32)
@@ -384,6 +481,22 @@ class Segmentation:
 
     def __len__(self):
         return len(self.scores)
+
+    def rle(self):
+        """Each mask as COCO compressed RLE: a list of N "counts" strings (see mask_to_rle)."""
+        if self.masks is None:
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: no masks to encode (segment was called with masks=False)")
+        return [mask_to_rle(m) for m in self.masks]
+
+    def to_coco(self, image_id, category_id=1):
+        """The instances as COCO result annotations (dicts, json-ready) of image `image_id`, with the
+        fields of the CLI's --format coco: image_id, category_id, bbox [x, y, width, height] from the
+        model's box, area (mask pixels), score, iscrowd 0, segmentation {"size": [H, W], "counts":
+        RLE string}."""
+        return [{"image_id": image_id, "category_id": category_id,
+                 "bbox": [float(x0), float(y0), float(x1 - x0), float(y1 - y0)], "area": int(area), "score": float(score),
+                 "iscrowd": 0, "segmentation": {"size": [self.height, self.width], "counts": counts}}
+                for (x0, y0, x1, y1), area, score, counts in zip(self.boxes, self.areas, self.scores, self.rle())]
 
 
 class PointsResult:
@@ -407,29 +520,29 @@ class PointsResult:
 def _as_image(image):
     """(H, W, 3) RGB, (H, W, 4) RGBA or (H, W) grey uint8 -> contiguous array, format."""
     if not isinstance(image, np.ndarray):
-        raise TypeError("sam3: the image must be a numpy uint8 array, not %s" % type(image).__name__)
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: the image must be a numpy uint8 array, not %s" % type(image).__name__)
     a = np.ascontiguousarray(image)
     if a.dtype != np.uint8:
-        raise Error(ERR_INVALID_ARG, "sam3: the image must be uint8, got %s" % a.dtype)
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: the image must be uint8, got %s" % a.dtype)
     if a.ndim == 2:
         return a, GRAY8
     if a.ndim == 3 and a.shape[2] in (3, 4):
         return a, RGB8 if a.shape[2] == 3 else RGBA8
-    raise Error(ERR_INVALID_ARG, "sam3: the image must be (H, W, 3), (H, W, 4) or (H, W), got %s" % (a.shape,))
+    raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: the image must be (H, W, 3), (H, W, 4) or (H, W), got %s" % (a.shape,))
 
 
 def _float_rows(x, width, what):
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError("sam3: %s must be numbers, shaped (N, %d)" % (what, width)) from None
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: %s must be numbers, shaped (N, %d)" % (what, width)) from None
     if a.size and not (np.abs(a) <= _FLT_MAX).all():
-        raise ValueError("sam3: %s must be finite numbers (no NaN or infinity)" % what)
+        raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: %s must be finite numbers (no NaN or infinity)" % what)
     if a.size == 0:
         return a.reshape(0, width)
     a = a.reshape(-1, width) if a.ndim == 1 and a.size == width else a
     if a.ndim != 2 or a.shape[1] != width:
-        raise Error(ERR_INVALID_ARG, "sam3: %s must be (N, %d), got %s" % (what, width, a.shape))
+        raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: %s must be (N, %d), got %s" % (what, width, a.shape))
     return a
 
 
@@ -440,58 +553,57 @@ def _box_arg(box):
     return ctypes.pointer(_Box(*[float(v) for v in _float_rows(box, 4, "box")[0]]))
 
 
+def _points_arg(points, labels):
+    """A sam3_point array from clicks ((N, 2) x y) and their labels (default all 1), and N; the
+    caller keeps the array alive for the call (it has room for one point even when N is 0)."""
+    p = _float_rows([] if points is None else points, 2, "points")
+    cp = (_Point * max(1, len(p)))()
+    for i, (row, l) in enumerate(zip(p, _labels(labels, len(p), "point"))):
+        cp[i] = _Point(row[0], row[1], l)
+    return cp, len(p)
+
+
 def _labels(labels, n, what):
     if labels is None:
         return [1] * n
     lab = [_int32(v, what + " label") for v in np.asarray(labels).reshape(-1).tolist()]
     if len(lab) != n:
-        raise Error(ERR_INVALID_ARG, "sam3: %d %s labels for %d %s" % (len(lab), what, n, what))
+        raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: %d %s labels for %d %s" % (len(lab), what, n, what))
     return lab
 
 
-class Context:
+class Context(_Handle):
     """Per-thread state on a Model: the cached image features, scratch memory and results. One
     thread at a time; any number of Contexts may run at once."""
+    _free, _what = "sam3_ctx_free", "context"
 
     def __init__(self, model, n_threads=0, blas_threads=0, precision="f32"):
         """precision: "f32" or "bf16" (products with weights in bf16; a --dtype bf16 file's are anyway)."""
         if not isinstance(model, Model):
-            raise TypeError("sam3: Context wants a Model, not %s" % type(model).__name__)
+            raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: Context wants a Model, not %s" % type(model).__name__)
         self.model = model  # kept alive as long as the context
         opt = _zeroed(_CtxOptions)
         opt.n_threads, opt.blas_threads = _int32(n_threads, "n_threads"), _int32(blas_threads, "blas_threads")
         if precision not in ("f32", "bf16"):
-            raise ValueError("precision must be 'f32' or 'bf16', not %r" % (precision,))
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: precision must be 'f32' or 'bf16', not %r" % (precision,))
         opt.precision = 1 if precision == "bf16" else 0
         ptr = _vp()
         rc = load_library().sam3_ctx_new(model._live(), opt, ctypes.byref(ptr))
         if rc < 0:
-            raise Error(rc, "sam3_ctx_new: %s" % _result_string(rc))
+            raise _error(rc, "sam3_ctx_new: %s" % _result_string(rc))
         self._ptr = ptr
         self.width = self.height = 0
 
     def close(self):
         for t in list(getattr(self, "_trackers", ())):  # a C tracker is freed before its context
             t.close()
-        if getattr(self, "_ptr", None):
-            load_library().sam3_ctx_free(self._ptr)
-            self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+        super().close()
 
     def _live(self):
-        if not self._ptr:
-            raise Error(ERR_INVALID_ARG, "sam3: the context is closed")
+        ptr = super()._live()
         if not self.model._ptr:  # the C context points into the model's weights
-            raise Error(ERR_INVALID_ARG, "sam3: the context's model is closed")
-        return self._ptr
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: the context's model is closed")
+        return ptr
 
     def set_image(self, image):
         """Runs the image encoder on image ((H, W, 3) RGB uint8; RGBA and grey also) and keeps its features."""
@@ -533,23 +645,19 @@ class Context:
         background, default all 1), a box (x0, y0, x1, y1) and/or mask_logits (a previous result's
         low_res_logits[i]) point at. Three candidate masks, or one with single_mask; mask_threshold
         is a probability, as in segment (0: every pixel)."""
-        p = _float_rows([] if points is None else points, 2, "points")
-        lab = _labels(point_labels, len(p), "point")
-        cp = (_Point * max(1, len(p)))()
-        for i, (row, l) in enumerate(zip(p, lab)):
-            cp[i] = _Point(row[0], row[1], l)
+        cp, n = _points_arg(points, point_labels)
         pp = _zeroed(_PointsPrompt)
-        pp.points = cp if len(p) else None
-        pp.n_points = len(p)
+        pp.points = cp if n else None
+        pp.n_points = n
         cbox = _box_arg(box)
         pp.box = cbox
         mk = None
         if mask_logits is not None:
             mk = np.ascontiguousarray(mask_logits, dtype=np.float32)
             if mk.ndim != 2:
-                raise Error(ERR_INVALID_ARG, "sam3: mask_logits must be (h, w), got %s" % (mk.shape,))
+                raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: mask_logits must be (h, w), got %s" % (mk.shape,))
             if not np.isfinite(mk).all():
-                raise ValueError("sam3: mask_logits must be finite (no NaN or infinity)")
+                raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: mask_logits must be finite (no NaN or infinity)")
             pp.mask_logits = mk.ctypes.data_as(c_float_p)
             pp.mask_height, pp.mask_width = mk.shape
         opt = _zeroed(_PointsOptions)
@@ -567,16 +675,17 @@ class Context:
         return {name: getattr(t, name) for name, _ in _Timings._fields_ if not name.startswith("_")}
 
 
-class Tracker:
+class Tracker(_Handle):
     """Follows prompted objects through a stream of frames (the SAM 3 tracker's memory), on a
     Context (whose image and results it replaces on every frame; a model converted with its memory
     modules). Frames are numbered 0, 1, ... in the order they are pushed. With masks=False the
     frame-size masks are skipped (boxes and areas are then 0); mask_threshold is their probability
-    threshold, as in Context.segment (0: every pixel)."""
+    threshold, as in Context.segment (0: every pixel). close() frees it (closing the Context does too)."""
+    _free, _what = "sam3_tracker_free", "tracker"
 
     def __init__(self, ctx, masks=True, mask_threshold=0.5):
         if not isinstance(ctx, Context):
-            raise TypeError("sam3: Tracker wants a Context, not %s" % type(ctx).__name__)
+            raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: Tracker wants a Context, not %s" % type(ctx).__name__)
         self.ctx = ctx  # kept alive as long as the tracker
         self.masks = masks
         opt = _zeroed(_TrackerOptions)
@@ -589,26 +698,10 @@ class Tracker:
         self._ptr = ptr
         ctx.__dict__.setdefault("_trackers", weakref.WeakSet()).add(self)
 
-    def close(self):
-        """Frees the tracker (before its Context is closed)."""
-        if getattr(self, "_ptr", None):
-            load_library().sam3_tracker_free(self._ptr)
-            self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
     def _live(self):
-        if not self._ptr:
-            raise Error(ERR_INVALID_ARG, "sam3: the tracker is closed")
+        ptr = super()._live()
         self.ctx._live()  # the C tracker works in its context's memory
-        return self._ptr
+        return ptr
 
     @property
     def next_frame(self):
@@ -625,21 +718,17 @@ class Tracker:
         clicks ((N, 2) x y in that frame's pixels; labels 1 on the object, 0 background, default
         all 1) and/or a box (x0, y0, x1, y1), or a mask ((h, w), non-zero = object, any size). A new
         id starts being tracked there; a known one is corrected (a conditioning frame)."""
-        p = _float_rows([] if points is None else points, 2, "points")
-        lab = _labels(labels, len(p), "point")
-        cp = (_Point * max(1, len(p)))()
-        for i, (row, l) in enumerate(zip(p, lab)):
-            cp[i] = _Point(row[0], row[1], l)
+        cp, n = _points_arg(points, labels)
         tp = _zeroed(_TrackerPrompt)
-        tp.points = cp if len(p) else None
-        tp.n_points = len(p)
+        tp.points = cp if n else None
+        tp.n_points = n
         mk = None
         cbox = _box_arg(box)
         tp.box = cbox
         if mask is not None:
             mk = np.ascontiguousarray(np.asarray(mask) != 0, dtype=np.uint8)
             if mk.ndim != 2:
-                raise Error(ERR_INVALID_ARG, "sam3: the mask must be (h, w), got %s" % (mk.shape,))
+                raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: the mask must be (h, w), got %s" % (mk.shape,))
             tp.mask = mk.ctypes.data_as(c_uint8_p)
             tp.mask_height, tp.mask_width = mk.shape
         t = self._live()
