@@ -78,7 +78,7 @@ suite video ck "the clicked-object tracker against HF, 10 frames" 'need_shared; 
     --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" --unsupported $B/tiny_a.sam3'
 suite concept ck "the concept tracker: mask ops, HF streams in both modes" 'need_shared; "$PY" tests/concept_ops.py $B/concept_ops.sam3 &&
     $B/test_concept --ops $B/concept_ops.sam3 --model $B/video_a.sam3 --ref tests/data/concept_a/ref_concept.sam3 --photo "$SH/images/test_image.jpg"'
-suite concept_refs c "the concept tracker on four more seeds, photos and prompts (native path)" 'need_shared; sh tests/test_concept_refs.sh $B "$SH"'
+suite concept_refs c "the concept tracker on five more seeds, photos and prompts (native path)" 'need_shared; sh tests/test_concept_refs.sh $B "$SH"'
 suite gemm cb "the built-in SGEMM and the bf16 GEMMs against double sums" 'unset SAM3_ISA; $B/test_gemm'
 suite noblas c "parity without BLAS (the built-in SGEMM)" 'for n in tiny_a tiny_b sam1_a sam1_b; do
     tail1 $B/test_parity_noblas --model $B/$n.sam3 --data tests/data/$n || exit 1; done'

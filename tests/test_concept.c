@@ -9,7 +9,7 @@
 
    (the last: tools/check_fullsize.sh concept, the 840M config; a dump from make_reference_concept.py
    --fullsize holds the streaming mode alone, 10 frames, and the max_num_objects HF ran with).
-   tests/test_concept_refs.sh runs the --parity-only form on tests/data/concept_b..e (other seeds,
+   tests/test_concept_refs.sh runs the --parity-only form on tests/data/concept_b..f (other seeds,
    photos and prompts; dumps from --frame0 --internals 3, whose dbg.s.f*.o* tensors are compared
    too: memory attention output and object pointer within TOL_TRACK, memory within 1e-2 (bf16)).
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The concept tracker against more HF Sam3VideoModel references (tests/data/concept_b..e): each
+# The concept tracker against more HF Sam3VideoModel references (tests/data/concept_b..f): each
 # its own seeded width-128 checkpoint (video_a's config, tools/make_random_checkpoint.py, rebuilt
 # here into BUILD/concept_ck and checked against the CRC-32 the dump recorded), photo and prompts,
 # 10 frames, both modes, the tracker's internals on streaming frames 0-2.
@@ -9,7 +9,7 @@ B=${1:-build}
 S=${2:-../shared}
 PY=${PYTHON:-python3}
 # dir seed photo
-for row in "b 11 truck" "c 31 test_image" "d 41 groceries" "e 67 test_image"; do
+for row in "b 11 truck" "c 31 test_image" "d 41 groceries" "e 67 test_image" "f 53 groceries"; do
     set -- $row
     ck=$B/concept_ck/s$2
     if [ ! -f $ck.sam3 ]; then
