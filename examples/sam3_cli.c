@@ -206,8 +206,9 @@ static const char *SEGMENT_HELP =
     "\n"
     "Finds every instance of a concept (a text, exemplar boxes, or both) in IMAGE and writes to OUTDIR:\n"
     "  results.json   {\"image\", \"width\", \"height\", \"prompt\", \"boxes\", \"presence\", \"instances\":\n"
-    "                 [{\"score\", \"box\": [x0,y0,x1,y1], \"area\", \"query\", \"mask\": \"mask_000.png\"}, ...]}\n"
-    "                 instances best score first; boxes in image pixels, not clamped to the image\n"
+    "                 [{\"score\", \"box\", \"detector_box\", \"area\", \"query\", \"mask\": \"mask_000.png\"}, ...]}\n"
+    "                 instances best score first; box: the mask's pixel bounds [x0,y0,x1,y1], x1 and y1\n"
+    "                 exclusive (zeros when empty); detector_box: the decoder's box, not clamped\n"
     "  mask_NNN.png   one 8-bit PNG per instance, the image's size: 255 = object, 0 = background\n"
     "  overlay.png    the image with each instance's mask, box and score in its own colour\n"
     "results.json is put in place last. With several -t, the image is encoded once and each prompt gets\n"
@@ -404,6 +405,29 @@ static const char *const SEG_OUT_NAMES[] = {"results.json", "overlay.png", "mask
 
 /* ---- the overlay ---- */
 
+/* A mask's pixel bounds (x1, y1 exclusive), as the tracker gives them: the "box" of every output
+   (the README's table); all 0 when the mask is empty. m: (h, w), non-zero = set. */
+static sam3_box mask_bounds(const uint8_t *m, int w, int h) {
+    sam3_box b = {0, 0, 0, 0};
+    int x, y, x0 = w, y0 = h, x1 = 0, y1 = 0;
+    for (y = 0; y < h; y++)
+        for (x = 0; x < w; x++)
+            if (m[(size_t)y * w + x]) {
+                if (x < x0) x0 = x;
+                if (x >= x1) x1 = x + 1;
+                if (y < y0) y0 = y;
+                y1 = y + 1;
+            }
+    if (x1 > 0) b.x0 = (float)x0, b.y0 = (float)y0, b.x1 = (float)x1, b.y1 = (float)y1;
+    return b;
+}
+
+/* "[x0, y0, x1, y1]" */
+static void tb_box(text_buf *b, const sam3_box *bx) {
+    tb_printf(b, "["), tb_json_number(b, bx->x0), tb_printf(b, ", "), tb_json_number(b, bx->y0), tb_printf(b, ", ");
+    tb_json_number(b, bx->x1), tb_printf(b, ", "), tb_json_number(b, bx->y1), tb_printf(b, "]");
+}
+
 static int clamp_int(double v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
 
 /* Each instance's mask tinted in its colour with a solid outline, then its box and score label. */
@@ -504,6 +528,23 @@ typedef struct seg_image_out {
     long n_ann;
 } seg_image_out;
 
+/* One COCO annotation line into io->coco: bbox [x, y, width, height] of the mask's bounds (mb),
+   the detector's box as "detector_box" [x0, y0, x1, y1] (not clamped), area = mask pixels. */
+static void coco_annotation(seg_image_out *io, int category, const sam3_instance *in, const sam3_box *mb, const char *rle, const cli_image *img) {
+    text_buf *b = io->coco;
+    tb_printf(b, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "", io->n_ann + 1,
+              io->image_id, category);
+    tb_json_number(b, mb->x0), tb_printf(b, ", "), tb_json_number(b, mb->y0), tb_printf(b, ", ");
+    tb_json_number(b, mb->x1 - mb->x0), tb_printf(b, ", "), tb_json_number(b, mb->y1 - mb->y0);
+    tb_printf(b, "], \"area\": %lld, \"score\": ", (long long)in->area);
+    tb_json_number(b, in->score);
+    tb_printf(b, ", \"detector_box\": "), tb_box(b, &in->box);
+    tb_printf(b, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
+    tb_json_string(b, rle);
+    tb_printf(b, "}}");
+    io->n_ann++;
+}
+
 /* Writes mask_NNN.png (--format png), overlay.png and results.json into od (put in place at the
    commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
    overlay: w*h*3 scratch. */
@@ -554,10 +595,8 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"boxes\": [");
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
-        tb_printf(&js, "%s{\"box\": [", k ? ", " : "");
-        tb_json_number(&js, b->x0), tb_printf(&js, ", "), tb_json_number(&js, b->y0), tb_printf(&js, ", ");
-        tb_json_number(&js, b->x1), tb_printf(&js, ", "), tb_json_number(&js, b->y1);
-        tb_printf(&js, "], \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
+        tb_printf(&js, "%s{\"box\": ", k ? ", " : ""), tb_box(&js, b);
+        tb_printf(&js, ", \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
     }
     tb_printf(&js, "],\n  \"threshold\": ");
     tb_json_number(&js, a->threshold);
@@ -568,31 +607,20 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"instances\": [");
     for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[idx[k]];
+        const sam3_box mb = mask_bounds(in->mask, img->w, img->h);
         tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
         tb_json_number(&js, in->score);
-        tb_printf(&js, ", \"box\": [");
-        tb_json_number(&js, in->box.x0), tb_printf(&js, ", "), tb_json_number(&js, in->box.y0), tb_printf(&js, ", ");
-        tb_json_number(&js, in->box.x1), tb_printf(&js, ", "), tb_json_number(&js, in->box.y1);
+        tb_printf(&js, ", \"box\": "), tb_box(&js, &mb), tb_printf(&js, ", \"detector_box\": "), tb_box(&js, &in->box);
         if (!io->coco) {
-            tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
+            tb_printf(&js, ", \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
             continue;
         }
         /* the RLE alphabet (characters 48..111) holds '\\', escaped in JSON */
-        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", (long long)in->area,
+        tb_printf(&js, ", \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", (long long)in->area,
                   in->query, img->h, img->w);
         tb_json_string(&js, rle[k]);
         tb_printf(&js, "}}");
-        /* COCO: bbox [x, y, width, height] from the model's box; area = mask pixels */
-        tb_printf(io->coco, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "",
-                  io->n_ann + 1, io->image_id, category);
-        tb_json_number(io->coco, in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y0), tb_printf(io->coco, ", ");
-        tb_json_number(io->coco, in->box.x1 - in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y1 - in->box.y0);
-        tb_printf(io->coco, "], \"area\": %lld, \"score\": ", (long long)in->area);
-        tb_json_number(io->coco, in->score);
-        tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
-        tb_json_string(io->coco, rle[k]);
-        tb_printf(io->coco, "}}");
-        io->n_ann++;
+        coco_annotation(io, category, in, &mb, rle[k], img);
     }
     tb_printf(&js, "%s]\n}\n", seg->n_instances ? "\n  " : "");
     if (js.oom || (io->coco && io->coco->oom)) {
@@ -725,6 +753,7 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
     int k;
     while (base > a->c.model && base[-1] != '/' && base[-1] != '\\') base--;
     cli_ds_hash_str(&h, "sam3 segment " SAM3_VERSION_STRING);
+    cli_ds_hash_str(&h, "outputs 2"); /* the layout (box = mask bounds): older folders are redone */
     cli_ds_hash_str(&h, base);
     snprintf(num, sizeof(num), "%llu %d %d %.9g %.9g %d", (unsigned long long)sam3_model_file_size(m), a->n_texts, a->n_boxes,
              a->threshold, a->mask_threshold, a->coco);
@@ -1082,10 +1111,11 @@ static const char *POINTS_HELP =
     "Segments the one object that clicks, a box and/or a rough mask point at, with the model's\n"
     "interactive head (SAM 3 files that carry it, and SAM 1 files), and writes to OUTDIR:\n"
     "  results.json   {\"image\", \"width\", \"height\", \"points\": [[x, y, label], ...], \"box\": [x0, y0,\n"
-    "                 x1, y1] or null, \"mask_prompt\": the --mask file or null, \"object_score\": a logit,\n"
+    "                 x1, y1] or null, \"mask_prompt\": the --mask file or null, \"object_score_logit\":\n"
     "                 > 0 when the model sees an object (null for SAM 1, which has no such head),\n"
-    "                 \"best\": the index of the mask with the highest predicted IoU, \"masks\":\n"
-    "                 [{\"iou\", \"area\", \"mask\": \"mask_000.png\"}, ...]}; labels 1 = object, 0 = background\n"
+    "                 \"best\": the index of the mask with the highest predicted IoU, \"masks\": [{\"iou\",\n"
+    "                 \"box\" (the mask's bounds), \"area\", \"mask\": \"mask_000.png\"}, ...]}; point labels 1 =\n"
+    "                 object, 0 = background\n"
     "  mask_NNN.png   one 8-bit PNG per mask, the image's size: 255 = object, 0 = background\n"
     "  overlay.png    the image with the best mask, the box (yellow) and the clicks (green: object,\n"
     "                 red: background; white rim)\n"
@@ -1275,25 +1305,22 @@ static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *
         tb_printf(&js, ", %d]", a->points[k].label);
     }
     tb_printf(&js, "],\n  \"box\": ");
-    if (a->has_box) {
-        tb_printf(&js, "["), tb_json_number(&js, a->box.x0), tb_printf(&js, ", "), tb_json_number(&js, a->box.y0);
-        tb_printf(&js, ", "), tb_json_number(&js, a->box.x1), tb_printf(&js, ", "), tb_json_number(&js, a->box.y1);
-        tb_printf(&js, "]");
-    } else {
-        tb_printf(&js, "null");
-    }
+    if (a->has_box) tb_box(&js, &a->box);
+    else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"mask_prompt\": ");
     if (a->mask) tb_json_string(&js, a->mask);
     else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"single\": %s,\n  \"mask_threshold\": ", a->single ? "true" : "false");
     tb_json_number(&js, a->mask_threshold);
-    tb_printf(&js, ",\n  \"object_score\": ");
+    tb_printf(&js, ",\n  \"object_score_logit\": ");
     if (res->has_object_score) tb_json_number(&js, res->object_score);
     else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"best\": %d,\n  \"masks\": [", res->best);
     for (k = 0; k < res->n_masks; k++) {
+        const sam3_box mb = mask_bounds(res->masks + (size_t)k * np, w, h);
         tb_printf(&js, "%s\n    {\"iou\": ", k ? "," : "");
         tb_json_number(&js, res->iou[k]);
+        tb_printf(&js, ", \"box\": "), tb_box(&js, &mb);
         tb_printf(&js, ", \"area\": %lld, \"mask\": \"mask_%03d.png\"}", (long long)area[k], k);
     }
     tb_printf(&js, "%s]\n}\n", res->n_masks ? "\n  " : "");

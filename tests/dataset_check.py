@@ -9,7 +9,8 @@
                                        --format png run with the same settings wrote (PNGDIR/...);
                                        checks the COCO structure; prints counts
     dataset_check.py coco FILE N_IMAGES N_CATS
-                                       checks one merged COCO file: ids, references, RLE sizes
+                                       checks one merged COCO file: ids, references, RLE sizes,
+                                       bbox = the RLE mask's bounds
 
 The RLE decoder below restates the COCO compressed RLE string ("counts" of pycocotools'
 mask.encode) from its definition, as read in cocodataset/cocoapi common/maskApi.c (rleFrString,
@@ -26,7 +27,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cli_images  # noqa: E402  (png_bytes, read_png)
+import cli_images  # noqa: E402  (png_bytes, read_png, bounds)
 
 STATS = {"counts": 0, "negative_deltas": 0, "multi_char": 0, "first_set": 0}
 
@@ -131,14 +132,19 @@ def rle(png_root, coco_root, stems, n_prompts):
                     raise ValueError("%s: RLE size" % cd)
                 if not np.array_equal(got, want):
                     raise ValueError("%s: RLE mask differs from %s in %d pixels" % (cd, ip["mask"], int((got != want).sum())))
-                if int(got.sum()) != ic["area"] or ic["score"] != ip["score"] or ic["box"] != ip["box"]:
+                if int(got.sum()) != ic["area"] or ic["score"] != ip["score"] or ic["box"] != ip["box"] or ic["box"] != cli_images.bounds(got):
                     raise ValueError("%s: area/score/box" % cd)
+                if ic["detector_box"] != ip["detector_box"]:
+                    raise ValueError("%s: detector_box" % cd)
                 a = anns[k_ann]
                 k_ann += 1
                 if a["segmentation"] != ic["segmentation"] or a["category_id"] != p + 1 or a["image_id"] != img["id"]:
                     raise ValueError("%s/coco.json: annotation %d differs from results.json" % (stem, a["id"]))
-                if a["area"] != ic["area"] or a["iscrowd"] != 0 or abs(a["bbox"][2] - (ic["box"][2] - ic["box"][0])) > 1e-3:
+                x0, y0, x1, y1 = ic["box"]
+                if a["area"] != ic["area"] or a["iscrowd"] != 0 or a["bbox"] != [x0, y0, x1 - x0, y1 - y0]:
                     raise ValueError("%s/coco.json: annotation %d fields" % (stem, a["id"]))
+                if a["score"] != ic["score"] or a["detector_box"] != ic["detector_box"]:
+                    raise ValueError("%s/coco.json: annotation %d score/detector_box" % (stem, a["id"]))
                 n_inst += 1
         if k_ann != len(anns):
             raise ValueError("%s/coco.json: %d annotations, results.json files have %d" % (stem, len(anns), k_ann))
@@ -162,8 +168,12 @@ def coco(path, n_images, n_cats):
     for a in anns:
         if a["image_id"] not in sizes or a["segmentation"]["size"] != sizes[a["image_id"]] or not 1 <= a["category_id"] <= n_cats:
             raise ValueError("annotation %d refers to nothing" % a["id"])
-        if int(rle_decode(a["segmentation"]).sum()) != a["area"]:
+        m = rle_decode(a["segmentation"])
+        if int(m.sum()) != a["area"]:
             raise ValueError("annotation %d: area" % a["id"])
+        x0, y0, x1, y1 = cli_images.bounds(m)
+        if a["bbox"] != [x0, y0, x1 - x0, y1 - y0] or len(a["detector_box"]) != 4:
+            raise ValueError("annotation %d: bbox %r, mask bounds %r" % (a["id"], a["bbox"], [x0, y0, x1, y1]))
     print(len(anns))
 
 
