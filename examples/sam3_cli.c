@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #if defined(_WIN32)
 #include <io.h>
 #define cli_isatty(f) _isatty(_fileno(f))
@@ -236,9 +237,9 @@ static const char *SEGMENT_HELP =
     "                              the CPU has them) or f32 (default); a --dtype bf16 file is bf16 anyway\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "  --format png|coco           png (default): mask_NNN.png files; coco: no mask PNGs, each instance's\n"
-    "                              mask in results.json as COCO compressed RLE, and coco.json (COCO:\n"
-    "                              images, annotations with RLE segmentation, categories = prompts)\n"
+    "                              mask in results.json as COCO compressed RLE, and coco.json (below)\n"
     "  --shard I/N                 with many images: only part I of N (0 <= I < N; see DATASETS)\n"
+    "  --image-root DIR            with --format coco: file_names relative to DIR (see DATASETS)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
     "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
@@ -258,7 +259,13 @@ static const char *SEGMENT_DATASETS_HELP =
     "--shard I/N takes the images at positions k (0-based, in the order above) with k % N == I; COCO\n"
     "image ids are k + 1 whatever the sharding. With --format coco and no --shard, OUTDIR/coco.json\n"
     "holds every image of the input; after a sharded run, 'sam3 merge -o coco.json OUTDIR...' makes the\n"
-    "same file from the shards' OUTDIRs (or rerun without --shard into the shared OUTDIR: all skipped).\n";
+    "same file from the shards' OUTDIRs (or rerun without --shard into the shared OUTDIR: all skipped).\n"
+    "coco.json: COCO's images (file_name: relative to FOLDER, or as the LIST line has it; with\n"
+    "--image-root DIR, relative to DIR, both taken as written and made absolute, links not followed),\n"
+    "annotations (bbox: the mask's bounds [x, y, width, height]; detector_box: the detector's [x0, y0,\n"
+    "x1, y1], not clamped; area: mask pixels; score), categories (the prompts), info (sam3.h, version,\n"
+    "model file name, date_created: today in UTC, or SOURCE_DATE_EPOCH's; a merge keeps the latest)\n"
+    "and licenses (empty: sam3 knows no image's licence).\n";
 
 #define SEG_MAX_PROMPTS 64
 
@@ -280,6 +287,7 @@ typedef struct seg_args {
     int n_boxes;
     float threshold, mask_threshold;
     int coco;             /* --format coco: RLE masks in JSON, coco.json, no mask PNGs */
+    const char *image_root; /* --image-root: COCO file_names relative to it */
     int shard_i, shard_n; /* --shard I/N; shard_n 0: none */
 } seg_args;
 
@@ -378,6 +386,8 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--format", &v)) > 0) {
             if (strcmp(v, "png") && strcmp(v, "coco")) return usage_error("segment", "--format wants png or coco, got '%s'", v);
             a->coco = !strcmp(v, "coco");
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--image-root", &v)) > 0) {
+            a->image_root = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--shard", &v)) > 0) {
             if (!cli_ds_parse_shard(v, &a->shard_i, &a->shard_n))
                 return usage_error("segment", "--shard wants I/N with 0 <= I < N (e.g. 0/4 ... 3/4), got '%s'", v);
@@ -389,6 +399,8 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
     }
     if (check_common_args("segment", &a->c) != CLI_OK) return CLI_USAGE;
     if (!a->n_texts && !a->n_boxes) return usage_error("segment", "nothing to look for: give -t TEXT and/or --box%s", NULL);
+    if (a->image_root && (!a->coco || !a->image_root[0]))
+        return usage_error("segment", "--image-root '%s' names the folder COCO's file_names are relative to: it needs --format coco", a->image_root);
     for (i = 0; i < a->n_texts; i++)
         if (!a->texts[i][0] && !a->n_boxes) return usage_error("segment", "empty -t TEXT (give a text or a --box)%s", NULL);
     return CLI_OK;
@@ -520,7 +532,9 @@ static void make_slug(const char *text, char *out, size_t cap) {
 /* What one image's outputs carry besides the masks: the image's path, the settings line (the
    resumption key), and with --format coco the COCO annotations gathered over the prompts. */
 typedef struct seg_image_out {
-    const char *image;
+    const char *image;     /* as opened: results.json's "image" */
+    const char *file_name; /* COCO's: relative to the input folder or --image-root, or as listed */
+    char info[320];        /* coco.json's "info" line, without its indent */
     char settings[64]; /* "\"settings\": \"<16 hex digits>\"" */
     long image_id;     /* COCO id: 1 + the image's position in the input */
     long n_images;     /* images in the input (all shards) */
@@ -743,17 +757,45 @@ static void session_drop_image(cli_session *s) {
     s->rgb = s->overlay = NULL;
 }
 
+/* The file name in a path (after its last '/' or '\\'). */
+static const char *path_base(const char *path) {
+    const char *b = path + strlen(path);
+    while (b > path && b[-1] != '/' && b[-1] != '\\') b--;
+    return b;
+}
+
+/* coco.json's "info" entry: description, version, model file name, year and date_created (UTC;
+   SOURCE_DATE_EPOCH, when set to seconds since 1970, stands for now: reproducible files). */
+static void coco_info(const char *model, char *out, size_t cap) {
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    time_t now = time(NULL);
+    struct tm *t;
+    text_buf b;
+    char *end;
+    if (sde && *sde) {
+        long long v = strtoll(sde, &end, 10);
+        if (!*end && v >= 0 && v < 253402300800ll) now = (time_t)v; /* before year 10000 */
+    }
+    t = gmtime(&now);
+    memset(&b, 0, sizeof(b));
+    tb_printf(&b, "\"info\": {\"description\": \"sam3.h\", \"version\": \"%s\", \"model\": ", SAM3_VERSION_STRING);
+    tb_json_string(&b, path_base(model));
+    if (t) tb_printf(&b, ", \"year\": %d, \"date_created\": \"%04d-%02d-%02d\"}", t->tm_year + 1900, t->tm_year + 1900, t->tm_mon + 1, t->tm_mday);
+    else tb_printf(&b, "}");
+    snprintf(out, cap, "%s", b.p && !b.oom && b.len < cap ? b.p : "\"info\": {\"description\": \"sam3.h\"}");
+    free(b.p);
+}
+
 /* The "settings" entry of results.json and coco.json: a hash of what changes an image's outputs
    (version, model file name and size, prompts, boxes, thresholds, format). A dataset rerun skips
    an image whose outputs carry the same entry. */
 static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size_t cap) {
     uint64_t h = 14695981039346656037ull;
-    const char *base = a->c.model + strlen(a->c.model);
+    const char *base = path_base(a->c.model);
     char num[128];
     int k;
-    while (base > a->c.model && base[-1] != '/' && base[-1] != '\\') base--;
     cli_ds_hash_str(&h, "sam3 segment " SAM3_VERSION_STRING);
-    cli_ds_hash_str(&h, "outputs 2"); /* the layout (box = mask bounds): older folders are redone */
+    cli_ds_hash_str(&h, "outputs 2"); /* the layout (box = mask bounds, COCO info): older folders are redone */
     cli_ds_hash_str(&h, base);
     snprintf(num, sizeof(num), "%llu %d %d %.9g %.9g %d", (unsigned long long)sam3_model_file_size(m), a->n_texts, a->n_boxes,
              a->threshold, a->mask_threshold, a->coco);
@@ -830,8 +872,8 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"run\": {\"images\": %ld", SAM3_VERSION_STRING, io->settings,
                   io->n_images);
         if (a->shard_n) tb_printf(&cj, ", \"shard\": \"%d/%d\"", a->shard_i, a->shard_n);
-        tb_printf(&cj, "},\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", io->image_id);
-        tb_json_string(&cj, io->image);
+        tb_printf(&cj, "},\n  %s,\n  \"licenses\": [],\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", io->info, io->image_id);
+        tb_json_string(&cj, io->file_name);
         tb_printf(&cj, ", \"width\": %d, \"height\": %d}\n  ],\n  \"annotations\": [\n", ss->img.w, ss->img.h);
         if (coco.len) tb_printf(&cj, "%s\n", coco.p);
         tb_printf(&cj, "  ],\n  \"categories\": [\n");
@@ -862,8 +904,9 @@ static int run_segment(const seg_args *a) {
     cli_session ss;
     cli_outdir od;
     seg_image_out io;
-    int rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0;
+    int rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0, oom = 0;
     double t0, t_write = 0;
+    char *rel_name = NULL; /* the --image-root file_name */
 
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
@@ -879,10 +922,16 @@ static int run_segment(const seg_args *a) {
         goto done;
     }
     if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) != CLI_OK) goto done;
-    io.image = a->c.image;
+    io.image = io.file_name = a->c.image;
     io.image_id = 1;
     io.n_images = 1;
+    if (a->image_root && !(io.file_name = rel_name = cli_ds_relative(a->c.image, a->image_root, &oom))) {
+        cli_error(oom ? "out of memory%s%s" : "'%s' is not inside --image-root '%s' (compared as written, made absolute: links are not followed)",
+                  oom ? "" : a->c.image, oom ? "" : a->image_root);
+        goto done;
+    }
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
+    coco_info(a->c.model, io.info, sizeof(io.info));
     if (segment_image(&ss, a, &od, &io, &t_write, &n_last) != CLI_OK) goto done;
     t0 = sam3_time_ms();
     if (!cli_outdir_commit(&od)) {
@@ -899,6 +948,7 @@ static int run_segment(const seg_args *a) {
     }
     rc = CLI_OK;
 done:
+    free(rel_name);
     cli_outdir_close(&od);
     session_free(&ss);
     return rc;
@@ -929,7 +979,7 @@ static int seg_image_done(const seg_args *a, const char *dir, const seg_image_ou
         int ok;
         memset(&want, 0, sizeof(want));
         tb_printf(&want, "    {\"id\": %ld, \"file_name\": ", io->image_id);
-        tb_json_string(&want, io->image);
+        tb_json_string(&want, io->file_name);
         snprintf(p, sizeof(p), "%s/coco.json", dir);
         ok = !want.oom && cli_ds_file_has(p, CLI_OUT_MARKER, io->settings) && cli_ds_file_has(p, CLI_OUT_MARKER, want.p);
         free(want.p);
@@ -959,6 +1009,10 @@ static int run_segment_dataset(const seg_args *a) {
     memset(&top_od, 0, sizeof(top_od));
     top_od.fd = -1;
     if (cli_ds_list_build(&l, a->c.image) != CLI_OK) return CLI_FAIL;
+    if (a->image_root && cli_ds_list_rebase(&l, a->image_root) != CLI_OK) {
+        cli_ds_list_free(&l);
+        return CLI_FAIL;
+    }
     if (!a->c.quiet && l.ignored)
         fprintf(stderr, "sam3: %s: %d file%s not named *.jpg, *.jpeg or *.png ignored\n", a->c.image, l.ignored, l.ignored == 1 ? "" : "s");
     if (!cli_outdir_lock_only(&top_od, a->c.outdir)) { /* one run writes an OUTDIR at a time */
@@ -983,6 +1037,7 @@ static int run_segment_dataset(const seg_args *a) {
         goto done;
     }
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
+    coco_info(a->c.model, io.info, sizeof(io.info));
     for (k = 0; k < l.n; k++) {
         char dir[4096];
         cli_outdir od;
@@ -991,6 +1046,7 @@ static int run_segment_dataset(const seg_args *a) {
         if (a->shard_n && k % a->shard_n != a->shard_i) continue;
         n_mine++;
         io.image = l.paths[k];
+        io.file_name = l.names[k];
         io.image_id = k + 1;
         io.n_images = l.n;
         if (snprintf(dir, sizeof(dir), "%s/%s", a->c.outdir, l.stems[k]) >= (int)sizeof(dir)) {

@@ -8,9 +8,12 @@
                                        and checks it equals, pixel for pixel, the mask PNG that the
                                        --format png run with the same settings wrote (PNGDIR/...);
                                        checks the COCO structure; prints counts
-    dataset_check.py coco FILE N_IMAGES N_CATS
+    dataset_check.py coco FILE N_IMAGES N_CATS [--names NAME,...] [--date YYYY-MM-DD]
                                        checks one merged COCO file: ids, references, RLE sizes,
-                                       bbox = the RLE mask's bounds
+                                       bbox = the RLE mask's bounds, info and licenses as the COCO
+                                       format has them (pycocotools' COCO.info() prints info's
+                                       items; licenses a list), the images' file_names (--names,
+                                       in id order) and info's date_created (--date)
 
 The RLE decoder below restates the COCO compressed RLE string ("counts" of pycocotools'
 mask.encode) from its definition, as read in cocodataset/cocoapi common/maskApi.c (rleFrString,
@@ -154,8 +157,19 @@ def rle(png_root, coco_root, stems, n_prompts):
           % (n_inst, STATS["counts"], STATS["negative_deltas"], STATS["multi_char"], STATS["first_set"]))
 
 
-def coco(path, n_images, n_cats):
+def coco(path, n_images, n_cats, names=None, date=None):
     cj = json.load(open(path))
+    info = cj["info"]
+    if not isinstance(info, dict) or info.get("description") != "sam3.h" or not isinstance(info.get("year"), int):
+        raise ValueError("info: %r" % info)
+    if not isinstance(info.get("version"), str) or not info.get("model", "").endswith(".sam3") or "/" in info["model"]:
+        raise ValueError("info: version or model file name: %r" % info)
+    if date is not None and info.get("date_created") != date:
+        raise ValueError("info: date_created %r, expected %r" % (info.get("date_created"), date))
+    if cj["licenses"] != []:
+        raise ValueError("licenses: %r" % cj["licenses"])
+    if names is not None and [im["file_name"] for im in cj["images"]] != names:
+        raise ValueError("file_names %r, expected %r" % ([im["file_name"] for im in cj["images"]], names))
     ids = [im["id"] for im in cj["images"]]
     if len(ids) != n_images or ids != sorted(set(ids)):
         raise ValueError("images: %r" % ids)
@@ -190,7 +204,10 @@ if __name__ == "__main__":
                 del args[i : i + 2]
             rle(args[0], args[1], args[2:], n)
         elif sys.argv[1] == "coco":
-            coco(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+            args = sys.argv[5:]
+            opt = {args[i][2:]: args[i + 1] for i in range(0, len(args), 2)}
+            coco(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                 opt["names"].split(",") if "names" in opt else None, opt.get("date"))
         else:
             raise SystemExit(__doc__)
     except (ValueError, KeyError, OSError, IndexError) as e:
