@@ -236,6 +236,7 @@ static const char *SEGMENT_HELP =
     "  --precision bf16|f32        products with weights in bf16 (f32 sums; AVX512-BF16 or AMX where\n"
     "                              the CPU has them) or f32 (default); a --dtype bf16 file is bf16 anyway\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
+    "  -v, --verbose               with many images: each one's stages and times too\n"
     "  --format png|coco           png (default): mask_NNN.png files; coco: no mask PNGs, each instance's\n"
     "                              mask in results.json as COCO compressed RLE, and coco.json (below)\n"
     "  --shard I/N                 with many images: only part I of N (0 <= I < N; see DATASETS)\n"
@@ -255,7 +256,9 @@ static const char *SEGMENT_DATASETS_HELP =
     "image whose folder already holds complete outputs of the same settings (model file name and size,\n"
     "prompts, boxes, thresholds, format, version) is skipped, so a rerun resumes; a half-written one is\n"
     "redone. An image that fails (unreadable, refused folder) is reported and the run goes on; the last\n"
-    "line counts done, skipped and failed images, and the exit status is 1 if any failed.\n"
+    "line counts done, skipped and failed images, and the exit status is 1 if any failed. Progress: a\n"
+    "line an image on stderr, 'k/N NAME  X.X img/s  ETA m:ss' (k of this run's N; NAME as in file_name\n"
+    "below; 'skipped (done before)' or 'failed' in place of the rate), with -v each image's stages too.\n"
     "--shard I/N takes the images at positions k (0-based, in the order above) with k % N == I; COCO\n"
     "image ids are k + 1 whatever the sharding. With --format coco and no --shard, OUTDIR/coco.json\n"
     "holds every image of the input; after a sharded run, 'sam3 merge -o coco.json OUTDIR...' makes the\n"
@@ -273,6 +276,7 @@ static const char *SEGMENT_DATASETS_HELP =
 typedef struct common_args {
     const char *model, *image, *outdir;
     int threads, blas_threads, quiet, force;
+    int verbose;                   /* -v: with many images, each one's stages and times too */
     unsigned long long max_pixels; /* image budget; 0: CLI_IMG_DEFAULT_MAX_PIXELS */
     int precision;                 /* --precision: SAM3_PRECISION_* */
     int keep_orientation;          /* --keep-orientation: the stored pixel order, EXIF ignored */
@@ -302,6 +306,10 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
     }
     if (!strcmp(opt, "--force")) {
         ca->force = 1;
+        return 1;
+    }
+    if (!strcmp(opt, "--verbose") || !strcmp(opt, "-v")) {
+        ca->verbose = 1;
         return 1;
     }
     if (!strcmp(opt, "--keep-orientation")) {
@@ -846,7 +854,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             fprintf(stderr, " failed: %s\n", sam3_ctx_last_error(ctx));
             goto done;
         }
-        if (!a->c.quiet) {
+        if (!ss->quiet) {
             sam3_timings t = sam3_ctx_timings(ctx);
             fprintf(stderr, "sam3: ");
             print_prompt_name(stderr, text, a->n_boxes);
@@ -1001,6 +1009,7 @@ static int run_segment_dataset(const seg_args *a) {
     char **coco_paths = NULL; /* (n_coco) the images' coco.json, in input order */
     int n_coco = 0;
     double t_run = sam3_time_ms();
+    cli_items prog;
 
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
@@ -1032,16 +1041,19 @@ static int run_segment_dataset(const seg_args *a) {
         }
     }
     if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
+    ss.quiet = a->c.quiet || !a->c.verbose; /* each image's stages: -v; else a line an image */
     if (model_is_sam1(ss.model)) {
         cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
     coco_info(a->c.model, io.info, sizeof(io.info));
+    memset(&prog, 0, sizeof(prog));
+    prog.n = a->shard_n ? (l.n - a->shard_i + a->shard_n - 1) / a->shard_n : l.n; /* this shard's images */
     for (k = 0; k < l.n; k++) {
         char dir[4096];
         cli_outdir od;
-        double t_write = 0;
+        double t_write = 0, t_img = sam3_time_ms();
         int n_last = 0, ok;
         if (a->shard_n && k % a->shard_n != a->shard_i) continue;
         n_mine++;
@@ -1056,20 +1068,26 @@ static int run_segment_dataset(const seg_args *a) {
         }
         if (seg_image_done(a, dir, &io)) {
             n_skipped++;
+            if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], -1, "skipped (done before)");
         } else {
-            if (!a->c.quiet) fprintf(stderr, "sam3: [%d/%d] %s -> %s/\n", k + 1, l.n, l.paths[k], dir);
+            if (!ss.quiet) fprintf(stderr, "sam3: image %d of the input: %s -> %s/\n", k + 1, l.paths[k], dir);
             ok = cli_outdir_open_at(&od, a->c.outdir, l.stems[k], SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
             if (!ok) cli_error("%s", od.err);
             ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) == CLI_OK;
             ok = ok && segment_image(&ss, a, &od, &io, &t_write, &n_last) == CLI_OK;
+            t_write -= sam3_time_ms();
             if (ok && !(ok = cli_outdir_commit(&od))) cli_error("%s", od.err);
+            t_write += sam3_time_ms();
             cli_outdir_close(&od);
             session_drop_image(&ss);
             if (!ok) {
                 fprintf(stderr, "sam3 segment: image '%s' failed (see above); going on with the others\n", l.paths[k]);
+                if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], -1, "failed");
                 n_failed++;
                 continue;
             }
+            if (!ss.quiet) fprintf(stderr, "sam3: writing %s/: %s\n", dir, fmt_ms(t_write));
+            if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], sam3_time_ms() - t_img, NULL);
             n_done++;
         }
         if (coco_paths) {

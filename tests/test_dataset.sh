@@ -49,6 +49,9 @@ SEG="segment -m $MODEL --threshold 0 --threads 2"
 run 0 "folder, png" $SEG -i "$T/imgs" -t "a cat" -o "$T/png1"
 summary "folder, png" "5 images: 5 done, 0 skipped (done before), 0 failed"
 grep -q "1 file not named" "$T/err" && ok || bad "folder: the ignored README.txt is not reported"
+# progress: a line an image, "k/N NAME  X.X img/s  ETA m:ss", and no stage lines without -v
+[ "$(grep -c '^[1-5]/5 [a-e]_[a-z]*\.\(png\|PNG\)  [0-9]*\.[0-9] img/s  ETA [0-9]*:[0-5][0-9]$' "$T/err")" -eq 5 ] &&
+    ! grep -q "image encoder\|instances" "$T/err" && ok || bad "folder: progress lines: $(cat "$T/err")"
 [ "$(ls "$T/png1" | tr '\n' ' ')" = "a_dog b_street c_cat d_field e_grey " ] && ok || bad "folder: OUTDIR holds $(ls "$T/png1" | tr '\n' ' ')"
 for s in a_dog e_grey; do
     img=$(ls "$T/imgs/$s".*)
@@ -78,10 +81,16 @@ if n=$("$PY" tests/dataset_check.py coco "$T/today/coco.json" 1 1 --names imgs/c
 cp "$T/coco2/coco.json" "$T/coco2.before"
 run 0 "rerun" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco -o "$T/coco2"
 summary "rerun skips all" "0 done, 5 skipped (done before), 0 failed"
+[ "$(grep -c '^[1-5]/5 [a-e]_[a-z]*\.\(png\|PNG\)  skipped (done before)$' "$T/err")" -eq 5 ] && ok || bad "rerun: progress lines: $(cat "$T/err")"
 cmp -s "$T/coco2/coco.json" "$T/coco2.before" && ok || bad "rerun: coco.json changed"
 rm "$T/coco2/c_cat/01_dog/results.json" "$T/coco2/e_grey/coco.json" # as if cut off half way
-run 0 "rerun after a cut" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco -o "$T/coco2"
+run 0 "rerun after a cut" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco -o "$T/coco2" -v
 summary "rerun after a cut" "2 done, 3 skipped (done before), 0 failed"
+# -v: each image's stages (image read, encoder, each prompt, writing) before its progress line
+[ "$(grep -c '^sam3: image encoder: ' "$T/err")" -eq 2 ] && [ "$(grep -c '^sam3: "\(a cat\|dog\)": [0-9]* instances' "$T/err")" -eq 4 ] &&
+    [ "$(grep -c '^sam3: writing .*/: [0-9]* ms$' "$T/err")" -eq 2 ] &&
+    [ "$(grep -A1 '^sam3: writing .*/c_cat/' "$T/err" | tail -n 1 | grep -c '^3/5 c_cat\.png  [0-9]*\.[0-9] img/s  ETA ')" -eq 1 ] &&
+    ok || bad "-v: stage lines: $(cat "$T/err")"
 cmp -s "$T/coco2/coco.json" "$T/coco2.before" && ok || bad "rerun after a cut: coco.json differs"
 run 0 "new threshold redoes all" $SEG -i "$T/imgs" -t "a cat" -t dog --format coco --mask-threshold 0.6 -o "$T/coco2"
 summary "new threshold" "5 done, 0 skipped"
@@ -110,11 +119,14 @@ printf 'not a png' >"$T/lists/broken.png"
 printf 'broken.png\n../imgs/b_street.png\nmissing.png\n' >"$T/lists/bad.txt"
 run 1 "failing images" $SEG -i @"$T/lists/bad.txt" -t "a cat" --format coco -o "$T/bad"
 summary "failing images" "3 images: 1 done, 0 skipped (done before), 2 failed"
+grep -q '^1/3 broken\.png  failed$' "$T/err" && grep -q '^2/3 \.\./imgs/b_street\.png  [0-9.]* img/s  ETA ' "$T/err" && ok ||
+    bad "failing images: progress lines: $(cat "$T/err")"
 [ -f "$T/bad/b_street/results.json" ] && [ ! -e "$T/bad/broken" ] && [ ! -e "$T/bad/missing" ] && ok || bad "failing images: $(ls "$T/bad")"
 grep -q "cannot read image.*broken.png" "$T/err" && grep -q "missing.png" "$T/err" && ok || bad "failing images: not named on stderr"
 if n=$("$PY" tests/dataset_check.py coco "$T/bad/coco.json" 1 1 2>&1); then ok; else bad "coco.json with failures: $n"; fi
 run 1 "failing images, quiet" $SEG -i @"$T/lists/bad.txt" -t "a cat" --format coco -q -o "$T/bad"
 summary "failing images, quiet: the summary still shows" "0 done, 1 skipped (done before), 2 failed"
+! grep -q '^[0-9]/3 ' "$T/err" && ok || bad "-q: progress lines: $(cat "$T/err")"
 
 # --- STEM collisions and empty inputs: refused before anything runs ---
 mkdir -p "$T/clash" && cp "$T/imgs/a_dog.png" "$T/clash/x.png" && cp "$T/imgs/c_cat.png" "$T/clash/x.jpg"
@@ -130,6 +142,8 @@ cmp -s "$T/foreign/coco.json" "$T/foreign.json" && ok || bad "a foreign coco.jso
 # --- shards: disjoint, complete, merged = unsharded ---
 REF=$T/coco1/coco.json
 for i in 0 1 2; do run 0 "shard $i/3" $SEG -i "$T/imgs" -t "a cat" --format coco --shard $i/3 -o "$T/shard$i"; done
+[ "$(grep -c '^[0-9]/[0-9] ' "$T/err")" -eq 1 ] && grep -q '^1/1 c_cat\.png  [0-9.]* img/s  ETA 0:00$' "$T/err" && ok ||
+    bad "shard 2/3: progress counts this shard's images: $(cat "$T/err")"
 all=$(ls "$T/shard0" "$T/shard1" "$T/shard2" | grep -v : | grep . | sort | tr '\n' ' ')
 [ "$all" = "a_dog b_street c_cat d_field e_grey " ] && ok || bad "shards: together they hold '$all'"
 [ "$(ls "$T/shard0" | tr '\n' ' ')" = "a_dog d_field " ] && [ ! -e "$T/shard0/coco.json" ] && ok || bad "shard 0/3: $(ls "$T/shard0" | tr '\n' ' ')"
