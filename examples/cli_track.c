@@ -82,7 +82,7 @@ static const char *TRACK_HELP_OPTIONS =
     "  --threads N                threads (default: all cores)\n"
     "  --precision bf16|f32       weight products in bf16 (f32 sums), as in `sam3 segment`\n"
     "  -q, --quiet                no progress on stderr\n"
-    "  -v, --verbose              each frame's objects and time too\n"
+    "  -v, --verbose              each frame's objects and times (image encoder, tracking) too\n"
     "\n"
     "Exit status: 0 done, 1 failed (unreadable model or frame, truncated stream, a prompt for a frame\n"
     "the input does not have, a file that could not be written), 2 bad command line.\n";
@@ -675,7 +675,12 @@ static void track_progress(const track_run *t, const sam3_tracker_result *out, c
     else if (t->ct && cout->frame >= 0)
         fprintf(stderr, ", frame %d out (%d object%s visible)", cout->frame, cout->n_objects, cout->n_objects == 1 ? "" : "s");
     else if (t->ct) fprintf(stderr, ", held back");
-    fprintf(stderr, ", %s\n", fmt_ms(sam3_time_ms() - t0));
+    fprintf(stderr, ", %s", fmt_ms(sam3_time_ms() - t0));
+    if (t->tr && !t->ct) { /* (the concept tracker's frame has stages of its own: the total alone) */
+        const sam3_timings tm = sam3_ctx_timings(t->c);
+        fprintf(stderr, " (image encoder %s, tracking %s)", fmt_ms(tm.preprocess + tm.vision_trunk + tm.vision_neck), fmt_ms(tm.tracking));
+    }
+    fputc('\n', stderr);
 }
 
 /* Frame t->f (rgb, w x h, its name) through the trackers: its prompts, its clicked objects' masks

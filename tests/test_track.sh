@@ -70,7 +70,7 @@ tracks "PNG folder" "$T/png" "$T/a/png" "$IDS"
 [ "$(grep -c '^[1-5]/5 f00[0-4]\.png  [0-9]*\.[0-9] img/s  ETA [0-9]*:[0-5][0-9]$' "$T/err")" -eq 5 ] &&
     ! grep -q '^sam3 track: frame ' "$T/err" && ok || bad "PNG folder: not one progress line per frame on stderr: $(cat "$T/err")"
 run 0 "PNG folder, -v" -m "$MODEL" -i "$T/a/png" -o "$T/png_v" $PROMPTS --threads 2 -v
-[ "$(grep -c '^sam3 track: frame [0-9]: 64x48, [23] objects ([0-9] visible), ' "$T/err")" -eq 5 ] &&
+[ "$(grep -c '^sam3 track: frame [0-9]: 64x48, [23] objects ([0-9] visible), [0-9]* ms (image encoder [0-9]* ms, tracking [0-9]* ms)$' "$T/err")" -eq 5 ] &&
     [ "$(grep -c '^[1-5]/5 f00[0-4]\.png  [0-9]*\.[0-9] img/s  ETA ' "$T/err")" -eq 5 ] && ok ||
     bad "PNG folder, -v: not a detailed line and a progress line per frame on stderr: $(cat "$T/err")"
 grep -q "^sam3 track: 5 frames in .*tracks.jsonl" "$T/err" && ok || bad "PNG folder: no summary line: $(tail -n 1 "$T/err")"
