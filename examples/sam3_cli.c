@@ -1134,11 +1134,12 @@ static const char *MERGE_HELP =
     "Merges the per-image coco.json files that 'sam3 segment -i FOLDER|@LIST --format coco' wrote into\n"
     "DIR/STEM/ (every subfolder of every DIR that holds one; e.g. the OUTDIRs of the shards of a\n"
     "--shard run) into one COCO file: images sorted by id (1 + the image's position in the input),\n"
-    "annotations numbered from 1 in that order, the categories (the prompts) once. The result is the\n"
-    "coco.json an unsharded run writes. The files must come from runs with the same settings (model,\n"
-    "prompts, boxes, thresholds, version) and have distinct image ids, or nothing is written. Every\n"
-    "line is checked (JSON, an annotation of its own image and categories). Every image of the run\n"
-    "must be there (the missing ones are named, with their shard) unless --partial.\n"
+    "annotations numbered from 1 in that order, the categories (the prompts) once, the latest \"info\"\n"
+    "(its date_created; runs on other days differ only there). The result is the coco.json an\n"
+    "unsharded run writes. The files must come from runs with the same settings (model, prompts,\n"
+    "boxes, thresholds, version) and have distinct image ids, or nothing is written. Every line is\n"
+    "checked (JSON, an annotation of its own image and categories). Every image of the run must be\n"
+    "there (the missing ones are named, with their shard) unless --partial.\n"
     "Exit status: 0 done, 1 failed (an incomplete set included), 2 bad command line.\n";
 
 static int cmd_merge(int argc, char **argv) {
