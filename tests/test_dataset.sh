@@ -113,6 +113,8 @@ if n=$("$PY" tests/dataset_check.py coco "$T/elsewhere/outr/coco.json" 3 1 --nam
 run 1 "an image outside --image-root" $SEG -i @"$T/lists/set.txt" -t "a cat" --format coco --image-root "$T/lists" -o "$T/outside"
 grep -q "c_cat.png' is not inside --image-root" "$T/err" && [ ! -e "$T/outside" ] && ok || bad "outside --image-root: $(cat "$T/err")"
 run 2 "--image-root without --format coco" $SEG -i "$T/imgs" -t "a cat" --image-root "$T/imgs" -o "$T/u"
+run 1 "one image outside --image-root" $SEG -i "$T/imgs/a_dog.png" -t "a cat" --format coco --image-root "$T/lists" -o "$T/outside1"
+grep -q "a_dog.png' is not inside --image-root" "$T/err" && [ ! -e "$T/outside1" ] && ok || bad "one image outside --image-root: $(cat "$T/err")"
 
 # --- failures: an unreadable image and a missing one do not stop the run ---
 printf 'not a png' >"$T/lists/broken.png"
