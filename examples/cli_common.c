@@ -208,6 +208,34 @@ const char *fmt_ms(double ms) {
     return b;
 }
 
+/* ---- progress over many items ---- */
+
+/* "m:ss", or "h:mm:ss" from an hour on */
+static void cli_fmt_eta(double s, char *out, size_t cap) {
+    long t = s < 0 ? 0 : s > 3.6e8 ? 360000000L : (long)(s + 0.5);
+    if (t < 3600) snprintf(out, cap, "%ld:%02ld", t / 60, t % 60);
+    else snprintf(out, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+void cli_items_line(cli_items *p, long k, const char *name, double ms, const char *note) {
+    char of[32], eta[32];
+    if (p->n > 0) snprintf(of, sizeof(of), "%ld/%ld", k, p->n);
+    else snprintf(of, sizeof(of), "%ld/?", k);
+    if (ms < 0) {
+        fprintf(stderr, "%s %s  %s\n", of, name, note ? note : "skipped");
+        return;
+    }
+    p->n_timed++;
+    p->ms += ms;
+    if (p->ms <= 0) p->ms = 1e-3; /* (a clock too coarse to see the item) */
+    fprintf(stderr, "%s %s  %.1f img/s", of, name, 1000.0 * (double)p->n_timed / p->ms);
+    if (p->n > 0) {
+        cli_fmt_eta((double)(p->n - k) * p->ms / (double)p->n_timed / 1000.0, eta, sizeof(eta));
+        fprintf(stderr, "  ETA %s", eta);
+    }
+    fputc('\n', stderr);
+}
+
 /* ---- results.json and friends ---- */
 
 void tb_printf(text_buf *b, const char *fmt, ...) {

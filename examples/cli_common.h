@@ -29,6 +29,19 @@ int usage_error(const char *cmd, const char *fmt, const char *arg);
 /* "850 ms" or "31.2 s"; eight rotating buffers, so one printf can show up to eight. */
 const char *fmt_ms(double ms);
 
+/* ---- progress over many items: the images of a folder or list, the frames of sam3 track ---- */
+
+typedef struct cli_items {
+    long n;        /* items in all; 0 when not known (a stream) */
+    long n_timed;  /* items processed so far (skipped ones not counted) */
+    double ms;     /* their time */
+} cli_items;
+
+/* One line on stderr after item k (1-based) of p->n took ms (ms < 0: skipped, and note says why):
+   "k/N name  X.X img/s  ETA m:ss", the rate and the time left from the items processed so far
+   ("k/? name  X.X img/s" when N is not known; h:mm:ss past an hour). */
+void cli_items_line(cli_items *p, long k, const char *name, double ms, const char *note);
+
 /* ---- the model ---- */
 
 /* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file

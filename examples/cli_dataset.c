@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #if defined(_WIN32)
+#include <direct.h> /* _getcwd */
 #include <io.h>
 #include <process.h>
 #include <windows.h> /* FindFirstFileA, MoveFileExA */
@@ -24,43 +25,142 @@
 #define S_ISDIR(mode) (((mode)&S_IFMT) == S_IFDIR)
 #endif
 
+static int cli_ds__is_abs(const char *p) {
+#if defined(_WIN32)
+    if (isalpha((unsigned char)p[0]) && p[1] == ':') return 1;
+    if (p[0] == '\\') return 1;
+#endif
+    return p[0] == '/';
+}
+
 void cli_ds_list_free(cli_ds_list *l) {
     int i;
-    for (i = 0; i < l->n; i++) free(l->paths[i]), free(l->stems[i]);
+    for (i = 0; i < l->n; i++) free(l->paths[i]), free(l->stems[i]), free(l->names[i]);
     free(l->paths);
     free(l->stems);
+    free(l->names);
     memset(l, 0, sizeof(*l));
 }
 
+/* Grows the three arrays to hold one more image; 0 when out of memory. */
+static int cli_ds__grow(cli_ds_list *l) {
+    int nc = l->cap ? 2 * l->cap : 64;
+    char **np, **ns, **nm;
+    if (l->n < l->cap) return 1;
+    if ((np = (char **)realloc(l->paths, sizeof(char *) * (size_t)nc)) != NULL) l->paths = np;
+    if (np && (ns = (char **)realloc(l->stems, sizeof(char *) * (size_t)nc)) != NULL) l->stems = ns;
+    else return 0;
+    if (!(nm = (char **)realloc(l->names, sizeof(char *) * (size_t)nc))) return 0;
+    l->names = nm;
+    l->cap = nc;
+    return 1;
+}
+
+/* One image: dir/name (name alone without dir), its STEM, and name as its COCO file_name. */
 static int cli_ds__add(cli_ds_list *l, const char *dir, const char *name) {
     size_t nd = dir ? strlen(dir) : 0, nn = strlen(name);
     const char *base = name + nn, *dot;
-    char *p, *s;
-    if (l->n == l->cap) {
-        int nc = l->cap ? 2 * l->cap : 64;
-        char **np = (char **)realloc(l->paths, sizeof(char *) * (size_t)nc), **ns;
-        if (np) l->paths = np;
-        if (!np || !(ns = (char **)realloc(l->stems, sizeof(char *) * (size_t)nc))) return 0;
-        l->stems = ns;
-        l->cap = nc;
-    }
+    char *p, *s, *c;
+    if (!cli_ds__grow(l)) return 0;
     while (base > name && base[-1] != '/' && base[-1] != '\\') base--;
     dot = strrchr(base, '.');
     if (!dot || dot == base) dot = base + strlen(base);
     p = (char *)malloc(nd + nn + 2);
     s = (char *)malloc((size_t)(dot - base) + 1);
-    if (!p || !s) {
+    c = (char *)malloc(nn + 1);
+    if (!p || !s || !c) {
         free(p);
         free(s);
+        free(c);
         return 0;
     }
     if (nd) memcpy(p, dir, nd), p[nd] = '/';
     memcpy(p + (nd ? nd + 1 : 0), name, nn + 1);
     memcpy(s, base, (size_t)(dot - base));
     s[dot - base] = 0;
+    memcpy(c, name, nn + 1);
     l->paths[l->n] = p;
+    l->names[l->n] = c;
     l->stems[l->n++] = s;
     return 1;
+}
+
+/* path made absolute (the working directory before a relative one) and normalised as text: '.',
+   empty components and NAME/.. dropped ('\\' read as '/' on Windows). Malloc'ed, or NULL. */
+static char *cli_ds__abs_norm(const char *path) {
+    char cwd[4096], *buf, *out;
+    size_t n, len = 0, i = 0;
+    if (cli_ds__is_abs(path)) cwd[0] = 0;
+#if defined(_WIN32)
+    else if (!_getcwd(cwd, sizeof(cwd))) return NULL;
+#else
+    else if (!getcwd(cwd, sizeof(cwd))) return NULL;
+#endif
+    n = strlen(cwd) + strlen(path) + 2;
+    if (!(buf = (char *)malloc(n)) || !(out = (char *)malloc(n + 1))) {
+        free(buf);
+        return NULL;
+    }
+    snprintf(buf, n, "%s%s%s", cwd, cwd[0] ? "/" : "", path);
+#if defined(_WIN32)
+    for (i = 0; buf[i]; i++)
+        if (buf[i] == '\\') buf[i] = '/';
+    i = 0;
+    if (isalpha((unsigned char)buf[0]) && buf[1] == ':') out[len++] = buf[0], out[len++] = ':', i = 2; /* the drive stays */
+#endif
+    while (buf[i]) {
+        size_t e = i;
+        while (buf[e] && buf[e] != '/') e++;
+        if (e - i == 2 && buf[i] == '.' && buf[i + 1] == '.') {
+            while (len > 0 && out[len - 1] != '/') len--;
+            if (len > 0) len--; /* (above the root: stays at the root) */
+        } else if (e > i && !(e - i == 1 && buf[i] == '.')) {
+            out[len++] = '/';
+            memcpy(out + len, buf + i, e - i);
+            len += e - i;
+        }
+        i = buf[e] ? e + 1 : e;
+    }
+    out[len] = 0;
+    free(buf);
+    return out;
+}
+
+/* path relative to root (a malloc'ed string, e.g. "sub/a.jpg"), both read as cli_ds__abs_norm
+   reads them: links are not followed, so give both the same way. NULL when path is not inside
+   root (or out of memory: *oom set). */
+char *cli_ds_relative(const char *path, const char *root, int *oom) {
+    char *p = cli_ds__abs_norm(path), *r = cli_ds__abs_norm(root), *out = NULL;
+    size_t nr;
+    *oom = !p || !r;
+    if (p && r) {
+        nr = strlen(r);
+        while (nr > 0 && r[nr - 1] == '/') nr--; /* the root "/" is "" */
+        if (!strncmp(p, r, nr) && p[nr] == '/' && p[nr + 1]) {
+            if ((out = (char *)malloc(strlen(p + nr + 1) + 1)) != NULL) strcpy(out, p + nr + 1);
+            else *oom = 1;
+        }
+    }
+    free(p);
+    free(r);
+    return out;
+}
+
+/* Every image's COCO file_name made relative to root. CLI_OK, or CLI_FAIL after one line on
+   stderr naming an image outside it. */
+int cli_ds_list_rebase(cli_ds_list *l, const char *root) {
+    int k, oom;
+    for (k = 0; k < l->n; k++) {
+        char *rel = cli_ds_relative(l->paths[k], root, &oom);
+        if (!rel) {
+            if (oom) cli_error("out of memory");
+            else cli_error("'%s' is not inside --image-root '%s' (compared as written, made absolute: links are not followed)", l->paths[k], root);
+            return CLI_FAIL;
+        }
+        free(l->names[k]);
+        l->names[k] = rel;
+    }
+    return CLI_OK;
 }
 
 static int cli_ds__is_image_name(const char *nm) {
@@ -160,14 +260,6 @@ static int cli_ds__from_dir(cli_ds_list *l, const char *dir) {
     cli_ds__free_names(names, n);
     if (!ok) cli_error("out of memory listing '%s'", dir);
     return ok ? CLI_OK : CLI_FAIL;
-}
-
-static int cli_ds__is_abs(const char *p) {
-#if defined(_WIN32)
-    if (isalpha((unsigned char)p[0]) && p[1] == ':') return 1;
-    if (p[0] == '\\') return 1;
-#endif
-    return p[0] == '/';
 }
 
 #define CLI_DS_MAX_LINE 4096          /* bytes of a list line, its end included */
@@ -335,7 +427,9 @@ int cli_ds_file_has(const char *path, const char *marker, const char *line) {
 
 /* ---- merging per-image coco.json files ----
    A per-image coco.json is written one item per line: "generator", "settings" and "run" lines
-   ("run": the number of images in the run's input and its --shard), then "images" with one line,
+   ("run": the number of images in the run's input and its --shard), "info" (COCO's: its
+   date_created, the one thing that may differ between the files, comes last but for the closing
+   brace, so the greatest line is the latest) and "licenses": [] lines, then "images" with one line,
    "annotations" with one line each, "categories" with one line each. The merge reads that layout
    only (its own files), checks every line is the JSON it should be (an annotation refers to its
    file's image and to a category there; nothing else on the line), sorts the images by id,
@@ -509,6 +603,11 @@ int cli_ds__coco_parse_text(cli_ds__coco *c, char *text, const char *path, char 
         if (!strncmp(line, "  \"generator\": ", 15)) {
             if (c->generator || !cli_ds__json_value(line + 15, 0) || *cli_ds__json_ws(cli_ds__json_value(line + 15, 0))) goto bad;
             c->generator = line;
+        } else if (!strncmp(line, "  \"info\": ", 10)) {
+            if (c->info || !cli_ds__json_object_line(line + 10)) goto bad;
+            c->info = line;
+        } else if (!strcmp(line, "  \"licenses\": []")) {
+            /* (sam3 knows no licence of the images: the merge writes the same empty list) */
         } else if (!strncmp(line, "  \"settings\": ", 14)) {
             if (c->settings || !cli_ds__json_value(line + 14, 0) || *cli_ds__json_ws(cli_ds__json_value(line + 14, 0))) goto bad;
             c->settings = line;
@@ -690,7 +789,11 @@ int cli_ds_coco_merge(const char *const *paths, int n, const char *out, int part
         cli_error("cannot write beside '%s': %s", out, strerror(errno));
         goto done;
     }
-    fprintf(f, "{\n%s,\n%s,\n  \"images\": [\n", cs[0].generator, cs[0].settings);
+    for (k = 0, j = -1; k < n; k++) /* the latest "info" (its date_created), as of a run over them all */
+        if (cs[k].info && (j < 0 || strcmp(cs[k].info, cs[j].info) > 0)) j = k;
+    fprintf(f, "{\n%s,\n%s,\n", cs[0].generator, cs[0].settings);
+    if (j >= 0) fprintf(f, "%s,\n", cs[j].info);
+    fprintf(f, "  \"licenses\": [],\n  \"images\": [\n");
     for (k = 0; k < n; k++) fprintf(f, "%s%s\n", cs[k].image, k + 1 < n ? "," : "");
     fprintf(f, "  ],\n  \"annotations\": [\n");
     for (k = 0; k < n; k++)

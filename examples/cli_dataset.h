@@ -23,6 +23,7 @@
 typedef struct cli_ds_list {
     char **paths; /* (n) the image files as opened */
     char **stems; /* (n) OUTDIR/STEM/ names */
+    char **names; /* (n) COCO file_name: the folder's entry or the list's line as written */
     int n, cap;
     int ignored; /* folder entries that are not .jpg/.jpeg/.png files */
 } cli_ds_list;
@@ -31,6 +32,12 @@ typedef struct cli_ds_list {
    one line on stderr with the list empty (nothing to free). */
 int cli_ds_list_build(cli_ds_list *l, const char *arg);
 void cli_ds_list_free(cli_ds_list *l);
+/* path relative to root, both made absolute and normalised as text ('.', '..', '//'; links not
+   followed): malloc'ed, or NULL when path is not inside root (or out of memory: *oom set). */
+char *cli_ds_relative(const char *path, const char *root, int *oom);
+/* Every image's COCO file_name made relative to root (--image-root). CLI_OK, or CLI_FAIL after
+   one line on stderr naming an image outside it. */
+int cli_ds_list_rebase(cli_ds_list *l, const char *root);
 /* 1 when -i names many images (a folder or @LIST). */
 int cli_ds_is_dataset(const char *arg);
 /* "I/N" with 0 <= I < N <= 1000000. */
@@ -57,6 +64,7 @@ typedef struct cli_ds__coco {
     char *text;        /* the file, lines NUL-terminated in place */
     char *generator;   /* its lines */
     char *settings;
+    char *info;        /* NULL in files of older versions */
     char *image;
     char **ann;        /* (n_ann) */
     int n_ann;

@@ -40,8 +40,8 @@ static const char *TRACK_HELP =
     "  overlays/      FFFFF.png with --overlay: the frame with every object's mask and id\n"
     "OUTDIR must be new, empty or an earlier sam3 output (else --force; other files are left alone);\n"
     "files are written to temporary names and renamed into place when the run succeeds, and the masks\n"
-    "and overlays an earlier run listed and this one did not write are removed. Progress goes to stderr\n"
-    "a line per frame. If the input fails part-way (a truncated stream, an unreadable frame), the frames\n"
+    "and overlays an earlier run listed and this one did not write are removed. Progress: a line a\n"
+    "frame on stderr, 'k/N NAME  X.X img/s  ETA m:ss' (a stream: 'k/? frame F  X.X img/s'). If the input fails part-way (a truncated stream, an unreadable frame), the frames\n"
     "before it are written and the run exits 1.\n"
     "With -t (experimental) every instance of each text concept is found and followed too (SAM 3's\n"
     "detector on every frame, the tracker's memory; one image encoder pass a frame serves both kinds of\n"
@@ -82,6 +82,7 @@ static const char *TRACK_HELP_OPTIONS =
     "  --threads N                threads (default: all cores)\n"
     "  --precision bf16|f32       weight products in bf16 (f32 sums), as in `sam3 segment`\n"
     "  -q, --quiet                no progress on stderr\n"
+    "  -v, --verbose              each frame's objects and times (image encoder, tracking) too\n"
     "\n"
     "Exit status: 0 done, 1 failed (unreadable model or frame, truncated stream, a prompt for a frame\n"
     "the input does not have, a file that could not be written), 2 bad command line.\n";
@@ -99,7 +100,7 @@ typedef struct track_prompt {
 
 typedef struct track_args {
     const char *model, *input, *outdir;
-    int threads, quiet, overlay, force;
+    int threads, quiet, verbose, overlay, force;
     int keep_orientation; /* --keep-orientation: frames as stored, EXIF ignored */
     int precision;        /* --precision: SAM3_PRECISION_* */
     unsigned long long max_pixels;
@@ -183,7 +184,9 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             *help = 1;
             return CLI_OK;
         }
-        if (!strcmp(opt, "-q") || !strcmp(opt, "--quiet")) {
+        if (!strcmp(opt, "-v") || !strcmp(opt, "--verbose")) {
+            a->verbose = 1;
+        } else if (!strcmp(opt, "-q") || !strcmp(opt, "--quiet")) {
             a->quiet = 1;
         } else if (!strcmp(opt, "--overlay")) {
             a->overlay = 1;
@@ -526,6 +529,7 @@ typedef struct track_run {
     long long id0;    /* the concept objects' first id */
     int f;            /* frames read */
     int input_failed; /* the input failed part-way */
+    cli_items prog;   /* the progress line's counts */
 } track_run;
 
 /* The concept tracker and its prompts (-t, --concept-box), with a->prompt_arg. */
@@ -605,6 +609,7 @@ static int track_open_source(track_run *t) {
     } else if (frame_src_dir(&t->src, a->input) != CLI_OK) {
         return CLI_FAIL;
     }
+    t->prog.n = t->src.y4m ? 0 : t->src.n_names;
     /* a folder's length is known: a prompt past its end fails now rather than after the last frame */
     for (i = 0; !t->src.y4m && i < a->n_prompts; i++)
         if (a->prompts[i].frame >= t->src.n_names) {
@@ -670,7 +675,12 @@ static void track_progress(const track_run *t, const sam3_tracker_result *out, c
     else if (t->ct && cout->frame >= 0)
         fprintf(stderr, ", frame %d out (%d object%s visible)", cout->frame, cout->n_objects, cout->n_objects == 1 ? "" : "s");
     else if (t->ct) fprintf(stderr, ", held back");
-    fprintf(stderr, ", %s\n", fmt_ms(sam3_time_ms() - t0));
+    fprintf(stderr, ", %s", fmt_ms(sam3_time_ms() - t0));
+    if (t->tr && !t->ct) { /* (the concept tracker's frame has stages of its own: the total alone) */
+        const sam3_timings tm = sam3_ctx_timings(t->c);
+        fprintf(stderr, " (image encoder %s, tracking %s)", fmt_ms(tm.preprocess + tm.vision_trunk + tm.vision_neck), fmt_ms(tm.tracking));
+    }
+    fputc('\n', stderr);
 }
 
 /* Frame t->f (rgb, w x h, its name) through the trackers: its prompts, its clicked objects' masks
@@ -716,7 +726,12 @@ static int track_frame(track_run *t, const unsigned char *rgb, int w, int h, con
         tb_json_number(&p->objs, to->object_score);
         track_json_tail(&p->objs, f, to->id, &to->box, (long long)to->area);
     }
-    if (!a->quiet) track_progress(t, &out, &cout, w, h, t0);
+    if (!a->quiet && a->verbose) track_progress(t, &out, &cout, w, h, t0);
+    if (!a->quiet) {
+        char label[64];
+        snprintf(label, sizeof(label), "frame %d", f);
+        cli_items_line(&t->prog, f + 1, t->src.y4m ? label : name, sam3_time_ms() - t0, NULL);
+    }
     if (!t->ct) return track_finish(a, p, NULL, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl) ? CLI_OK : CLI_FAIL;
     if (cout.frame >= 0 && !track_finish(a, &t->pend[cout.frame % t->n_pend], &cout, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl))
         return CLI_FAIL;

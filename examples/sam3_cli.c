@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #if defined(_WIN32)
 #include <io.h>
 #define cli_isatty(f) _isatty(_fileno(f))
@@ -206,8 +207,9 @@ static const char *SEGMENT_HELP =
     "\n"
     "Finds every instance of a concept (a text, exemplar boxes, or both) in IMAGE and writes to OUTDIR:\n"
     "  results.json   {\"image\", \"width\", \"height\", \"prompt\", \"boxes\", \"presence\", \"instances\":\n"
-    "                 [{\"score\", \"box\": [x0,y0,x1,y1], \"area\", \"query\", \"mask\": \"mask_000.png\"}, ...]}\n"
-    "                 instances best score first; boxes in image pixels, not clamped to the image\n"
+    "                 [{\"score\", \"box\", \"detector_box\", \"area\", \"query\", \"mask\": \"mask_000.png\"}, ...]}\n"
+    "                 instances best score first; box: the mask's pixel bounds [x0,y0,x1,y1], x1 and y1\n"
+    "                 exclusive (zeros when empty); detector_box: the decoder's box, not clamped\n"
     "  mask_NNN.png   one 8-bit PNG per instance, the image's size: 255 = object, 0 = background\n"
     "  overlay.png    the image with each instance's mask, box and score in its own colour\n"
     "results.json is put in place last. With several -t, the image is encoded once and each prompt gets\n"
@@ -234,10 +236,11 @@ static const char *SEGMENT_HELP =
     "  --precision bf16|f32        products with weights in bf16 (f32 sums; AVX512-BF16 or AMX where\n"
     "                              the CPU has them) or f32 (default); a --dtype bf16 file is bf16 anyway\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
+    "  -v, --verbose               with many images: each one's stages and times too\n"
     "  --format png|coco           png (default): mask_NNN.png files; coco: no mask PNGs, each instance's\n"
-    "                              mask in results.json as COCO compressed RLE, and coco.json (COCO:\n"
-    "                              images, annotations with RLE segmentation, categories = prompts)\n"
+    "                              mask in results.json as COCO compressed RLE, and coco.json (below)\n"
     "  --shard I/N                 with many images: only part I of N (0 <= I < N; see DATASETS)\n"
+    "  --image-root DIR            with --format coco: file_names relative to DIR (see DATASETS)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
     "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
@@ -253,11 +256,19 @@ static const char *SEGMENT_DATASETS_HELP =
     "image whose folder already holds complete outputs of the same settings (model file name and size,\n"
     "prompts, boxes, thresholds, format, version) is skipped, so a rerun resumes; a half-written one is\n"
     "redone. An image that fails (unreadable, refused folder) is reported and the run goes on; the last\n"
-    "line counts done, skipped and failed images, and the exit status is 1 if any failed.\n"
+    "line counts done, skipped and failed images, and the exit status is 1 if any failed. Progress: a\n"
+    "line an image on stderr, 'k/N NAME  X.X img/s  ETA m:ss' (k of this run's N; NAME as in file_name\n"
+    "below; 'skipped (done before)' or 'failed' in place of the rate), with -v each image's stages too.\n"
     "--shard I/N takes the images at positions k (0-based, in the order above) with k % N == I; COCO\n"
     "image ids are k + 1 whatever the sharding. With --format coco and no --shard, OUTDIR/coco.json\n"
     "holds every image of the input; after a sharded run, 'sam3 merge -o coco.json OUTDIR...' makes the\n"
-    "same file from the shards' OUTDIRs (or rerun without --shard into the shared OUTDIR: all skipped).\n";
+    "same file from the shards' OUTDIRs (or rerun without --shard into the shared OUTDIR: all skipped).\n"
+    "coco.json: COCO's images (file_name: relative to FOLDER, or as the LIST line has it; with\n"
+    "--image-root DIR, relative to DIR, both taken as written and made absolute, links not followed),\n"
+    "annotations (bbox: the mask's bounds [x, y, width, height]; detector_box: the detector's [x0, y0,\n"
+    "x1, y1], not clamped; area: mask pixels; score), categories (the prompts), info (sam3.h, version,\n"
+    "model file name, date_created: today in UTC, or SOURCE_DATE_EPOCH's; a merge keeps the latest)\n"
+    "and licenses (empty: sam3 knows no image's licence).\n";
 
 #define SEG_MAX_PROMPTS 64
 
@@ -265,6 +276,7 @@ static const char *SEGMENT_DATASETS_HELP =
 typedef struct common_args {
     const char *model, *image, *outdir;
     int threads, blas_threads, quiet, force;
+    int verbose;                   /* -v: with many images, each one's stages and times too */
     unsigned long long max_pixels; /* image budget; 0: CLI_IMG_DEFAULT_MAX_PIXELS */
     int precision;                 /* --precision: SAM3_PRECISION_* */
     int keep_orientation;          /* --keep-orientation: the stored pixel order, EXIF ignored */
@@ -279,6 +291,7 @@ typedef struct seg_args {
     int n_boxes;
     float threshold, mask_threshold;
     int coco;             /* --format coco: RLE masks in JSON, coco.json, no mask PNGs */
+    const char *image_root; /* --image-root: COCO file_names relative to it */
     int shard_i, shard_n; /* --shard I/N; shard_n 0: none */
 } seg_args;
 
@@ -293,6 +306,10 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
     }
     if (!strcmp(opt, "--force")) {
         ca->force = 1;
+        return 1;
+    }
+    if (!strcmp(opt, "--verbose") || !strcmp(opt, "-v")) {
+        ca->verbose = 1;
         return 1;
     }
     if (!strcmp(opt, "--keep-orientation")) {
@@ -377,6 +394,8 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--format", &v)) > 0) {
             if (strcmp(v, "png") && strcmp(v, "coco")) return usage_error("segment", "--format wants png or coco, got '%s'", v);
             a->coco = !strcmp(v, "coco");
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--image-root", &v)) > 0) {
+            a->image_root = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--shard", &v)) > 0) {
             if (!cli_ds_parse_shard(v, &a->shard_i, &a->shard_n))
                 return usage_error("segment", "--shard wants I/N with 0 <= I < N (e.g. 0/4 ... 3/4), got '%s'", v);
@@ -388,6 +407,8 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
     }
     if (check_common_args("segment", &a->c) != CLI_OK) return CLI_USAGE;
     if (!a->n_texts && !a->n_boxes) return usage_error("segment", "nothing to look for: give -t TEXT and/or --box%s", NULL);
+    if (a->image_root && (!a->coco || !a->image_root[0]))
+        return usage_error("segment", "--image-root '%s' names the folder COCO's file_names are relative to: it needs --format coco", a->image_root);
     for (i = 0; i < a->n_texts; i++)
         if (!a->texts[i][0] && !a->n_boxes) return usage_error("segment", "empty -t TEXT (give a text or a --box)%s", NULL);
     return CLI_OK;
@@ -403,6 +424,29 @@ static const char *const SEG_OUT_NAMES[] = {"results.json", "overlay.png", "mask
 #define CLI_OUT_MANIFEST "results.json"
 
 /* ---- the overlay ---- */
+
+/* A mask's pixel bounds (x1, y1 exclusive), as the tracker gives them: the "box" of every output
+   (the README's table); all 0 when the mask is empty. m: (h, w), non-zero = set. */
+static sam3_box mask_bounds(const uint8_t *m, int w, int h) {
+    sam3_box b = {0, 0, 0, 0};
+    int x, y, x0 = w, y0 = h, x1 = 0, y1 = 0;
+    for (y = 0; y < h; y++)
+        for (x = 0; x < w; x++)
+            if (m[(size_t)y * w + x]) {
+                if (x < x0) x0 = x;
+                if (x >= x1) x1 = x + 1;
+                if (y < y0) y0 = y;
+                y1 = y + 1;
+            }
+    if (x1 > 0) b.x0 = (float)x0, b.y0 = (float)y0, b.x1 = (float)x1, b.y1 = (float)y1;
+    return b;
+}
+
+/* "[x0, y0, x1, y1]" */
+static void tb_box(text_buf *b, const sam3_box *bx) {
+    tb_printf(b, "["), tb_json_number(b, bx->x0), tb_printf(b, ", "), tb_json_number(b, bx->y0), tb_printf(b, ", ");
+    tb_json_number(b, bx->x1), tb_printf(b, ", "), tb_json_number(b, bx->y1), tb_printf(b, "]");
+}
 
 static int clamp_int(double v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
 
@@ -496,13 +540,32 @@ static void make_slug(const char *text, char *out, size_t cap) {
 /* What one image's outputs carry besides the masks: the image's path, the settings line (the
    resumption key), and with --format coco the COCO annotations gathered over the prompts. */
 typedef struct seg_image_out {
-    const char *image;
+    const char *image;     /* as opened: results.json's "image" */
+    const char *file_name; /* COCO's: relative to the input folder or --image-root, or as listed */
+    char info[320];        /* coco.json's "info" line, without its indent */
     char settings[64]; /* "\"settings\": \"<16 hex digits>\"" */
     long image_id;     /* COCO id: 1 + the image's position in the input */
     long n_images;     /* images in the input (all shards) */
     text_buf *coco;    /* annotation lines, ",\n"-separated; NULL with --format png */
     long n_ann;
 } seg_image_out;
+
+/* One COCO annotation line into io->coco: bbox [x, y, width, height] of the mask's bounds (mb),
+   the detector's box as "detector_box" [x0, y0, x1, y1] (not clamped), area = mask pixels. */
+static void coco_annotation(seg_image_out *io, int category, const sam3_instance *in, const sam3_box *mb, const char *rle, const cli_image *img) {
+    text_buf *b = io->coco;
+    tb_printf(b, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "", io->n_ann + 1,
+              io->image_id, category);
+    tb_json_number(b, mb->x0), tb_printf(b, ", "), tb_json_number(b, mb->y0), tb_printf(b, ", ");
+    tb_json_number(b, mb->x1 - mb->x0), tb_printf(b, ", "), tb_json_number(b, mb->y1 - mb->y0);
+    tb_printf(b, "], \"area\": %lld, \"score\": ", (long long)in->area);
+    tb_json_number(b, in->score);
+    tb_printf(b, ", \"detector_box\": "), tb_box(b, &in->box);
+    tb_printf(b, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
+    tb_json_string(b, rle);
+    tb_printf(b, "}}");
+    io->n_ann++;
+}
 
 /* Writes mask_NNN.png (--format png), overlay.png and results.json into od (put in place at the
    commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
@@ -556,10 +619,8 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"boxes\": [");
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
-        tb_printf(&js, "%s{\"box\": [", k ? ", " : "");
-        tb_json_number(&js, b->x0), tb_printf(&js, ", "), tb_json_number(&js, b->y0), tb_printf(&js, ", ");
-        tb_json_number(&js, b->x1), tb_printf(&js, ", "), tb_json_number(&js, b->y1);
-        tb_printf(&js, "], \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
+        tb_printf(&js, "%s{\"box\": ", k ? ", " : ""), tb_box(&js, b);
+        tb_printf(&js, ", \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
     }
     tb_printf(&js, "],\n  \"threshold\": ");
     tb_json_number(&js, a->threshold);
@@ -570,31 +631,20 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"instances\": [");
     for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[idx[k]];
+        const sam3_box mb = mask_bounds(in->mask, img->w, img->h);
         tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
         tb_json_number(&js, in->score);
-        tb_printf(&js, ", \"box\": [");
-        tb_json_number(&js, in->box.x0), tb_printf(&js, ", "), tb_json_number(&js, in->box.y0), tb_printf(&js, ", ");
-        tb_json_number(&js, in->box.x1), tb_printf(&js, ", "), tb_json_number(&js, in->box.y1);
+        tb_printf(&js, ", \"box\": "), tb_box(&js, &mb), tb_printf(&js, ", \"detector_box\": "), tb_box(&js, &in->box);
         if (!io->coco) {
-            tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
+            tb_printf(&js, ", \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
             continue;
         }
         /* the RLE alphabet (characters 48..111) holds '\\', escaped in JSON */
-        tb_printf(&js, "], \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", (long long)in->area,
+        tb_printf(&js, ", \"area\": %lld, \"query\": %d, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", (long long)in->area,
                   in->query, img->h, img->w);
         tb_json_string(&js, rle[k]);
         tb_printf(&js, "}}");
-        /* COCO: bbox [x, y, width, height] from the model's box; area = mask pixels */
-        tb_printf(io->coco, "%s    {\"id\": %ld, \"image_id\": %ld, \"category_id\": %d, \"bbox\": [", io->n_ann ? ",\n" : "",
-                  io->n_ann + 1, io->image_id, category);
-        tb_json_number(io->coco, in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y0), tb_printf(io->coco, ", ");
-        tb_json_number(io->coco, in->box.x1 - in->box.x0), tb_printf(io->coco, ", "), tb_json_number(io->coco, in->box.y1 - in->box.y0);
-        tb_printf(io->coco, "], \"area\": %lld, \"score\": ", (long long)in->area);
-        tb_json_number(io->coco, in->score);
-        tb_printf(io->coco, ", \"iscrowd\": 0, \"segmentation\": {\"size\": [%d, %d], \"counts\": ", img->h, img->w);
-        tb_json_string(io->coco, rle[k]);
-        tb_printf(io->coco, "}}");
-        io->n_ann++;
+        coco_annotation(io, category, in, &mb, rle[k], img);
     }
     tb_printf(&js, "%s]\n}\n", seg->n_instances ? "\n  " : "");
     if (js.oom || (io->coco && io->coco->oom)) {
@@ -717,16 +767,45 @@ static void session_drop_image(cli_session *s) {
     s->rgb = s->overlay = NULL;
 }
 
+/* The file name in a path (after its last '/' or '\\'). */
+static const char *path_base(const char *path) {
+    const char *b = path + strlen(path);
+    while (b > path && b[-1] != '/' && b[-1] != '\\') b--;
+    return b;
+}
+
+/* coco.json's "info" entry: description, version, model file name, year and date_created (UTC;
+   SOURCE_DATE_EPOCH, when set to seconds since 1970, stands for now: reproducible files). */
+static void coco_info(const char *model, char *out, size_t cap) {
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    time_t now = time(NULL);
+    struct tm *t;
+    text_buf b;
+    char *end;
+    if (sde && *sde) {
+        long long v = strtoll(sde, &end, 10);
+        if (!*end && v >= 0 && v < 253402300800ll) now = (time_t)v; /* before year 10000 */
+    }
+    t = gmtime(&now);
+    memset(&b, 0, sizeof(b));
+    tb_printf(&b, "\"info\": {\"description\": \"sam3.h\", \"version\": \"%s\", \"model\": ", SAM3_VERSION_STRING);
+    tb_json_string(&b, path_base(model));
+    if (t) tb_printf(&b, ", \"year\": %d, \"date_created\": \"%04d-%02d-%02d\"}", t->tm_year + 1900, t->tm_year + 1900, t->tm_mon + 1, t->tm_mday);
+    else tb_printf(&b, "}");
+    snprintf(out, cap, "%s", b.p && !b.oom && b.len < cap ? b.p : "\"info\": {\"description\": \"sam3.h\"}");
+    free(b.p);
+}
+
 /* The "settings" entry of results.json and coco.json: a hash of what changes an image's outputs
    (version, model file name and size, prompts, boxes, thresholds, format). A dataset rerun skips
    an image whose outputs carry the same entry. */
 static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size_t cap) {
     uint64_t h = 14695981039346656037ull;
-    const char *base = a->c.model + strlen(a->c.model);
+    const char *base = path_base(a->c.model);
     char num[128];
     int k;
-    while (base > a->c.model && base[-1] != '/' && base[-1] != '\\') base--;
     cli_ds_hash_str(&h, "sam3 segment " SAM3_VERSION_STRING);
+    cli_ds_hash_str(&h, "outputs 2"); /* the layout (box = mask bounds, COCO info): older folders are redone */
     cli_ds_hash_str(&h, base);
     snprintf(num, sizeof(num), "%llu %d %d %.9g %.9g %d", (unsigned long long)sam3_model_file_size(m), a->n_texts, a->n_boxes,
              a->threshold, a->mask_threshold, a->coco);
@@ -777,7 +856,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             fprintf(stderr, " failed: %s\n", sam3_ctx_last_error(ctx));
             goto done;
         }
-        if (!a->c.quiet) {
+        if (!ss->quiet) {
             sam3_timings t = sam3_ctx_timings(ctx);
             fprintf(stderr, "sam3: ");
             print_prompt_name(stderr, text, a->n_boxes);
@@ -803,8 +882,8 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"run\": {\"images\": %ld", SAM3_VERSION_STRING, io->settings,
                   io->n_images);
         if (a->shard_n) tb_printf(&cj, ", \"shard\": \"%d/%d\"", a->shard_i, a->shard_n);
-        tb_printf(&cj, "},\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", io->image_id);
-        tb_json_string(&cj, io->image);
+        tb_printf(&cj, "},\n  %s,\n  \"licenses\": [],\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", io->info, io->image_id);
+        tb_json_string(&cj, io->file_name);
         tb_printf(&cj, ", \"width\": %d, \"height\": %d}\n  ],\n  \"annotations\": [\n", ss->img.w, ss->img.h);
         if (coco.len) tb_printf(&cj, "%s\n", coco.p);
         tb_printf(&cj, "  ],\n  \"categories\": [\n");
@@ -835,8 +914,9 @@ static int run_segment(const seg_args *a) {
     cli_session ss;
     cli_outdir od;
     seg_image_out io;
-    int rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0;
+    int rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0, oom = 0;
     double t0, t_write = 0;
+    char *rel_name = NULL; /* the --image-root file_name */
 
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
@@ -852,10 +932,16 @@ static int run_segment(const seg_args *a) {
         goto done;
     }
     if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) != CLI_OK) goto done;
-    io.image = a->c.image;
+    io.image = io.file_name = a->c.image;
     io.image_id = 1;
     io.n_images = 1;
+    if (a->image_root && !(io.file_name = rel_name = cli_ds_relative(a->c.image, a->image_root, &oom))) {
+        cli_error(oom ? "out of memory%s%s" : "'%s' is not inside --image-root '%s' (compared as written, made absolute: links are not followed)",
+                  oom ? "" : a->c.image, oom ? "" : a->image_root);
+        goto done;
+    }
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
+    coco_info(a->c.model, io.info, sizeof(io.info));
     if (segment_image(&ss, a, &od, &io, &t_write, &n_last) != CLI_OK) goto done;
     t0 = sam3_time_ms();
     if (!cli_outdir_commit(&od)) {
@@ -872,6 +958,7 @@ static int run_segment(const seg_args *a) {
     }
     rc = CLI_OK;
 done:
+    free(rel_name);
     cli_outdir_close(&od);
     session_free(&ss);
     return rc;
@@ -902,7 +989,7 @@ static int seg_image_done(const seg_args *a, const char *dir, const seg_image_ou
         int ok;
         memset(&want, 0, sizeof(want));
         tb_printf(&want, "    {\"id\": %ld, \"file_name\": ", io->image_id);
-        tb_json_string(&want, io->image);
+        tb_json_string(&want, io->file_name);
         snprintf(p, sizeof(p), "%s/coco.json", dir);
         ok = !want.oom && cli_ds_file_has(p, CLI_OUT_MARKER, io->settings) && cli_ds_file_has(p, CLI_OUT_MARKER, want.p);
         free(want.p);
@@ -924,6 +1011,7 @@ static int run_segment_dataset(const seg_args *a) {
     char **coco_paths = NULL; /* (n_coco) the images' coco.json, in input order */
     int n_coco = 0;
     double t_run = sam3_time_ms();
+    cli_items prog;
 
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
@@ -932,6 +1020,10 @@ static int run_segment_dataset(const seg_args *a) {
     memset(&top_od, 0, sizeof(top_od));
     top_od.fd = -1;
     if (cli_ds_list_build(&l, a->c.image) != CLI_OK) return CLI_FAIL;
+    if (a->image_root && cli_ds_list_rebase(&l, a->image_root) != CLI_OK) {
+        cli_ds_list_free(&l);
+        return CLI_FAIL;
+    }
     if (!a->c.quiet && l.ignored)
         fprintf(stderr, "sam3: %s: %d file%s not named *.jpg, *.jpeg or *.png ignored\n", a->c.image, l.ignored, l.ignored == 1 ? "" : "s");
     if (!cli_outdir_lock_only(&top_od, a->c.outdir)) { /* one run writes an OUTDIR at a time */
@@ -951,19 +1043,24 @@ static int run_segment_dataset(const seg_args *a) {
         }
     }
     if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
+    ss.quiet = a->c.quiet || !a->c.verbose; /* each image's stages: -v; else a line an image */
     if (model_is_sam1(ss.model)) {
         cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
+    coco_info(a->c.model, io.info, sizeof(io.info));
+    memset(&prog, 0, sizeof(prog));
+    prog.n = a->shard_n ? (l.n - a->shard_i + a->shard_n - 1) / a->shard_n : l.n; /* this shard's images */
     for (k = 0; k < l.n; k++) {
         char dir[4096];
         cli_outdir od;
-        double t_write = 0;
+        double t_write = 0, t_img = sam3_time_ms();
         int n_last = 0, ok;
         if (a->shard_n && k % a->shard_n != a->shard_i) continue;
         n_mine++;
         io.image = l.paths[k];
+        io.file_name = l.names[k];
         io.image_id = k + 1;
         io.n_images = l.n;
         if (snprintf(dir, sizeof(dir), "%s/%s", a->c.outdir, l.stems[k]) >= (int)sizeof(dir)) {
@@ -973,20 +1070,26 @@ static int run_segment_dataset(const seg_args *a) {
         }
         if (seg_image_done(a, dir, &io)) {
             n_skipped++;
+            if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], -1, "skipped (done before)");
         } else {
-            if (!a->c.quiet) fprintf(stderr, "sam3: [%d/%d] %s -> %s/\n", k + 1, l.n, l.paths[k], dir);
+            if (!ss.quiet) fprintf(stderr, "sam3: image %d of the input: %s -> %s/\n", k + 1, l.paths[k], dir);
             ok = cli_outdir_open_at(&od, a->c.outdir, l.stems[k], SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force);
             if (!ok) cli_error("%s", od.err);
             ok = ok && session_encode(&ss, l.paths[k], a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) == CLI_OK;
             ok = ok && segment_image(&ss, a, &od, &io, &t_write, &n_last) == CLI_OK;
+            t_write -= sam3_time_ms();
             if (ok && !(ok = cli_outdir_commit(&od))) cli_error("%s", od.err);
+            t_write += sam3_time_ms();
             cli_outdir_close(&od);
             session_drop_image(&ss);
             if (!ok) {
                 fprintf(stderr, "sam3 segment: image '%s' failed (see above); going on with the others\n", l.paths[k]);
+                if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], -1, "failed");
                 n_failed++;
                 continue;
             }
+            if (!ss.quiet) fprintf(stderr, "sam3: writing %s/: %s\n", dir, fmt_ms(t_write));
+            if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], sam3_time_ms() - t_img, NULL);
             n_done++;
         }
         if (coco_paths) {
@@ -1033,11 +1136,12 @@ static const char *MERGE_HELP =
     "Merges the per-image coco.json files that 'sam3 segment -i FOLDER|@LIST --format coco' wrote into\n"
     "DIR/STEM/ (every subfolder of every DIR that holds one; e.g. the OUTDIRs of the shards of a\n"
     "--shard run) into one COCO file: images sorted by id (1 + the image's position in the input),\n"
-    "annotations numbered from 1 in that order, the categories (the prompts) once. The result is the\n"
-    "coco.json an unsharded run writes. The files must come from runs with the same settings (model,\n"
-    "prompts, boxes, thresholds, version) and have distinct image ids, or nothing is written. Every\n"
-    "line is checked (JSON, an annotation of its own image and categories). Every image of the run\n"
-    "must be there (the missing ones are named, with their shard) unless --partial.\n"
+    "annotations numbered from 1 in that order, the categories (the prompts) once, the latest \"info\"\n"
+    "(its date_created; runs on other days differ only there). The result is the coco.json an\n"
+    "unsharded run writes. The files must come from runs with the same settings (model, prompts,\n"
+    "boxes, thresholds, version) and have distinct image ids, or nothing is written. Every line is\n"
+    "checked (JSON, an annotation of its own image and categories). Every image of the run must be\n"
+    "there (the missing ones are named, with their shard) unless --partial.\n"
     "Exit status: 0 done, 1 failed (an incomplete set included), 2 bad command line.\n";
 
 static int cmd_merge(int argc, char **argv) {
@@ -1084,10 +1188,11 @@ static const char *POINTS_HELP =
     "Segments the one object that clicks, a box and/or a rough mask point at, with the model's\n"
     "interactive head (SAM 3 files that carry it, and SAM 1 files), and writes to OUTDIR:\n"
     "  results.json   {\"image\", \"width\", \"height\", \"points\": [[x, y, label], ...], \"box\": [x0, y0,\n"
-    "                 x1, y1] or null, \"mask_prompt\": the --mask file or null, \"object_score\": a logit,\n"
+    "                 x1, y1] or null, \"mask_prompt\": the --mask file or null, \"object_score_logit\":\n"
     "                 > 0 when the model sees an object (null for SAM 1, which has no such head),\n"
-    "                 \"best\": the index of the mask with the highest predicted IoU, \"masks\":\n"
-    "                 [{\"iou\", \"area\", \"mask\": \"mask_000.png\"}, ...]}; labels 1 = object, 0 = background\n"
+    "                 \"best\": the index of the mask with the highest predicted IoU, \"masks\": [{\"iou\",\n"
+    "                 \"box\" (the mask's bounds), \"area\", \"mask\": \"mask_000.png\"}, ...]}; point labels 1 =\n"
+    "                 object, 0 = background\n"
     "  mask_NNN.png   one 8-bit PNG per mask, the image's size: 255 = object, 0 = background\n"
     "  overlay.png    the image with the best mask, the box (yellow) and the clicks (green: object,\n"
     "                 red: background; white rim)\n"
@@ -1277,25 +1382,22 @@ static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *
         tb_printf(&js, ", %d]", a->points[k].label);
     }
     tb_printf(&js, "],\n  \"box\": ");
-    if (a->has_box) {
-        tb_printf(&js, "["), tb_json_number(&js, a->box.x0), tb_printf(&js, ", "), tb_json_number(&js, a->box.y0);
-        tb_printf(&js, ", "), tb_json_number(&js, a->box.x1), tb_printf(&js, ", "), tb_json_number(&js, a->box.y1);
-        tb_printf(&js, "]");
-    } else {
-        tb_printf(&js, "null");
-    }
+    if (a->has_box) tb_box(&js, &a->box);
+    else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"mask_prompt\": ");
     if (a->mask) tb_json_string(&js, a->mask);
     else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"single\": %s,\n  \"mask_threshold\": ", a->single ? "true" : "false");
     tb_json_number(&js, a->mask_threshold);
-    tb_printf(&js, ",\n  \"object_score\": ");
+    tb_printf(&js, ",\n  \"object_score_logit\": ");
     if (res->has_object_score) tb_json_number(&js, res->object_score);
     else tb_printf(&js, "null");
     tb_printf(&js, ",\n  \"best\": %d,\n  \"masks\": [", res->best);
     for (k = 0; k < res->n_masks; k++) {
+        const sam3_box mb = mask_bounds(res->masks + (size_t)k * np, w, h);
         tb_printf(&js, "%s\n    {\"iou\": ", k ? "," : "");
         tb_json_number(&js, res->iou[k]);
+        tb_printf(&js, ", \"box\": "), tb_box(&js, &mb);
         tb_printf(&js, ", \"area\": %lld, \"mask\": \"mask_%03d.png\"}", (long long)area[k], k);
     }
     tb_printf(&js, "%s]\n}\n", res->n_masks ? "\n  " : "");

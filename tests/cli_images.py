@@ -5,7 +5,7 @@
                                       prints the instance count, or what is wrong (exit 1)
     cli_images.py points OUTDIR W H N_MASKS sam3|sam1
                                       the same for `sam3 points` output: N_MASKS masks, best = the
-                                      highest predicted IoU, object_score a number (sam3) or null (sam1)
+                                      highest predicted IoU, object_score_logit a number (sam3) or null (sam1)
     cli_images.py detector_only SRC DST
                                       copies a checkpoint directory (released sam3_video layout)
                                       without its tracker tensors and with unprefixed detector names:
@@ -173,6 +173,13 @@ def make(d):
             f.write(data)
 
 
+def bounds(m):
+    """The box every sam3 output gives: a boolean mask's pixel bounds [x0, y0, x1, y1], x1 and y1
+    exclusive, all 0 when empty (as the tracker's sam3_box)."""
+    ys, xs = np.nonzero(m)
+    return [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1] if len(xs) else [0, 0, 0, 0]
+
+
 def check(outdir, w, h):
     with open(os.path.join(outdir, "results.json"), encoding="ascii") as f:
         r = json.load(f)
@@ -185,8 +192,9 @@ def check(outdir, w, h):
         assert i["mask"] == f"mask_{k:03d}.png", f"instance {k}: mask {i['mask']}"
         assert 0 <= i["score"] <= 1 and i["score"] <= prev, f"instance {k}: score {i['score']} (not sorted?)"
         prev = i["score"]
-        assert len(i["box"]) == 4 and all(isinstance(v, (int, float)) for v in i["box"]), f"instance {k}: box {i['box']}"
+        assert len(i["detector_box"]) == 4 and all(isinstance(v, (int, float)) for v in i["detector_box"]), f"instance {k}: {i}"
         m = read_png(os.path.join(outdir, i["mask"]))
+        assert i["box"] == bounds(m[:, :, 0] == 255), f"instance {k}: box {i['box']}, mask bounds {bounds(m[:, :, 0] == 255)}"
         assert m.shape == (h, w, 1), f"{i['mask']}: shape {m.shape}"
         assert set(np.unique(m)) <= {0, 255}, f"{i['mask']}: values other than 0 and 255"
         assert int((m == 255).sum()) == i["area"], f"{i['mask']}: {(m == 255).sum()} pixels set, area {i['area']}"
@@ -209,15 +217,16 @@ def check_points(outdir, w, h, n_masks, arch):
         assert all(0 <= v <= 1 for v in ious), f"iou {ious}"
     assert 0 <= r["best"] < n_masks and ious[r["best"]] == max(ious), f"best {r['best']}, iou {ious}"
     if arch == "sam3":
-        assert isinstance(r["object_score"], (int, float)), f"object_score {r['object_score']}"
+        assert isinstance(r["object_score_logit"], (int, float)), f"object_score_logit {r['object_score_logit']}"
     else:
-        assert r["object_score"] is None, f"object_score {r['object_score']}, expected null"
+        assert r["object_score_logit"] is None, f"object_score_logit {r['object_score_logit']}, expected null"
     for k, m in enumerate(masks):
         assert m["mask"] == f"mask_{k:03d}.png", f"mask {k}: {m['mask']}"
         a = read_png(os.path.join(outdir, m["mask"]))
         assert a.shape == (h, w, 1), f"{m['mask']}: shape {a.shape}"
         assert set(np.unique(a)) <= {0, 255}, f"{m['mask']}: values other than 0 and 255"
         assert int((a == 255).sum()) == m["area"], f"{m['mask']}: {(a == 255).sum()} pixels set, area {m['area']}"
+        assert m["box"] == bounds(a[:, :, 0] == 255), f"mask {k}: box {m['box']}, mask bounds {bounds(a[:, :, 0] == 255)}"
     ov = read_png(os.path.join(outdir, "overlay.png"))
     assert ov.shape == (h, w, 3), f"overlay.png: shape {ov.shape}"
     for x, y, label in r["points"]:  # each click: a dot, green on the object, red on the background

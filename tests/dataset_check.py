@@ -8,8 +8,12 @@
                                        and checks it equals, pixel for pixel, the mask PNG that the
                                        --format png run with the same settings wrote (PNGDIR/...);
                                        checks the COCO structure; prints counts
-    dataset_check.py coco FILE N_IMAGES N_CATS
-                                       checks one merged COCO file: ids, references, RLE sizes
+    dataset_check.py coco FILE N_IMAGES N_CATS [--names NAME,...] [--date YYYY-MM-DD]
+                                       checks one merged COCO file: ids, references, RLE sizes,
+                                       bbox = the RLE mask's bounds, info and licenses as the COCO
+                                       format has them (pycocotools' COCO.info() prints info's
+                                       items; licenses a list), the images' file_names (--names,
+                                       in id order) and info's date_created (--date)
 
 The RLE decoder below restates the COCO compressed RLE string ("counts" of pycocotools'
 mask.encode) from its definition, as read in cocodataset/cocoapi common/maskApi.c (rleFrString,
@@ -26,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cli_images  # noqa: E402  (png_bytes, read_png)
+import cli_images  # noqa: E402  (png_bytes, read_png, bounds)
 
 STATS = {"counts": 0, "negative_deltas": 0, "multi_char": 0, "first_set": 0}
 
@@ -131,14 +135,19 @@ def rle(png_root, coco_root, stems, n_prompts):
                     raise ValueError("%s: RLE size" % cd)
                 if not np.array_equal(got, want):
                     raise ValueError("%s: RLE mask differs from %s in %d pixels" % (cd, ip["mask"], int((got != want).sum())))
-                if int(got.sum()) != ic["area"] or ic["score"] != ip["score"] or ic["box"] != ip["box"]:
+                if int(got.sum()) != ic["area"] or ic["score"] != ip["score"] or ic["box"] != ip["box"] or ic["box"] != cli_images.bounds(got):
                     raise ValueError("%s: area/score/box" % cd)
+                if ic["detector_box"] != ip["detector_box"]:
+                    raise ValueError("%s: detector_box" % cd)
                 a = anns[k_ann]
                 k_ann += 1
                 if a["segmentation"] != ic["segmentation"] or a["category_id"] != p + 1 or a["image_id"] != img["id"]:
                     raise ValueError("%s/coco.json: annotation %d differs from results.json" % (stem, a["id"]))
-                if a["area"] != ic["area"] or a["iscrowd"] != 0 or abs(a["bbox"][2] - (ic["box"][2] - ic["box"][0])) > 1e-3:
+                x0, y0, x1, y1 = ic["box"]
+                if a["area"] != ic["area"] or a["iscrowd"] != 0 or a["bbox"] != [x0, y0, x1 - x0, y1 - y0]:
                     raise ValueError("%s/coco.json: annotation %d fields" % (stem, a["id"]))
+                if a["score"] != ic["score"] or a["detector_box"] != ic["detector_box"]:
+                    raise ValueError("%s/coco.json: annotation %d score/detector_box" % (stem, a["id"]))
                 n_inst += 1
         if k_ann != len(anns):
             raise ValueError("%s/coco.json: %d annotations, results.json files have %d" % (stem, len(anns), k_ann))
@@ -148,8 +157,19 @@ def rle(png_root, coco_root, stems, n_prompts):
           % (n_inst, STATS["counts"], STATS["negative_deltas"], STATS["multi_char"], STATS["first_set"]))
 
 
-def coco(path, n_images, n_cats):
+def coco(path, n_images, n_cats, names=None, date=None):
     cj = json.load(open(path))
+    info = cj["info"]
+    if not isinstance(info, dict) or info.get("description") != "sam3.h" or not isinstance(info.get("year"), int):
+        raise ValueError("info: %r" % info)
+    if not isinstance(info.get("version"), str) or not info.get("model", "").endswith(".sam3") or "/" in info["model"]:
+        raise ValueError("info: version or model file name: %r" % info)
+    if date is not None and info.get("date_created") != date:
+        raise ValueError("info: date_created %r, expected %r" % (info.get("date_created"), date))
+    if cj["licenses"] != []:
+        raise ValueError("licenses: %r" % cj["licenses"])
+    if names is not None and [im["file_name"] for im in cj["images"]] != names:
+        raise ValueError("file_names %r, expected %r" % ([im["file_name"] for im in cj["images"]], names))
     ids = [im["id"] for im in cj["images"]]
     if len(ids) != n_images or ids != sorted(set(ids)):
         raise ValueError("images: %r" % ids)
@@ -162,8 +182,12 @@ def coco(path, n_images, n_cats):
     for a in anns:
         if a["image_id"] not in sizes or a["segmentation"]["size"] != sizes[a["image_id"]] or not 1 <= a["category_id"] <= n_cats:
             raise ValueError("annotation %d refers to nothing" % a["id"])
-        if int(rle_decode(a["segmentation"]).sum()) != a["area"]:
+        m = rle_decode(a["segmentation"])
+        if int(m.sum()) != a["area"]:
             raise ValueError("annotation %d: area" % a["id"])
+        x0, y0, x1, y1 = cli_images.bounds(m)
+        if a["bbox"] != [x0, y0, x1 - x0, y1 - y0] or len(a["detector_box"]) != 4:
+            raise ValueError("annotation %d: bbox %r, mask bounds %r" % (a["id"], a["bbox"], [x0, y0, x1, y1]))
     print(len(anns))
 
 
@@ -180,7 +204,10 @@ if __name__ == "__main__":
                 del args[i : i + 2]
             rle(args[0], args[1], args[2:], n)
         elif sys.argv[1] == "coco":
-            coco(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+            args = sys.argv[5:]
+            opt = {args[i][2:]: args[i + 1] for i in range(0, len(args), 2)}
+            coco(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                 opt["names"].split(",") if "names" in opt else None, opt.get("date"))
         else:
             raise SystemExit(__doc__)
     except (ValueError, KeyError, OSError, IndexError) as e:

@@ -10,6 +10,8 @@ GOOD = """{
   "generator": "sam3 segment 0.1.0",
   "settings": "0123456789abcdef",
   "run": {"images": 3, "shard": "1/3"},
+  "info": {"description": "sam3.h", "version": "0.1.0", "model": "m.sam3", "year": 2026, "date_created": "2026-01-02"},
+  "licenses": [],
   "images": [
     {"id": 2, "file_name": "imgs/b \\"q\\" \\u00e9.png", "width": 64, "height": 48}
   ],
@@ -43,6 +45,10 @@ def main():
         "trailing.json": GOOD.replace('"iscrowd": 0},', '"iscrowd": 0} x,', 1),
         "category_ids_out_of_order.json": GOOD.replace('{"id": 2, "name": "dog"}', '{"id": 3, "name": "dog"}'),
         "empty.json": "",
+        "no_info.json": GOOD.replace(GOOD.splitlines()[4] + "\n", "").replace('  "licenses": [],\n', ""),  # an older version's
+        "bad_info.json": GOOD.replace('"info": {', '"info": [{', 1),
+        "two_infos.json": GOOD.replace('  "licenses"', GOOD.splitlines()[4] + '\n  "licenses"', 1),
+        "licensed.json": GOOD.replace('"licenses": []', '"licenses": [{"id": 1}]', 1),
     }
     for name, text in seeds.items():
         with open(os.path.join(d, name), "w", encoding="utf-8") as f:

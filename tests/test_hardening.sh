@@ -202,7 +202,8 @@ cp "$T/m/orig.json" "$f"
 
 # merge's reader on hostile files (tests/fuzz_merge.c's replay): only the two good seeds parse
 rm -rf "$T/mseeds" && "$PY" tests/make_merge_seeds.py "$T/mseeds" && "$B/fuzz_merge_replay" -v "$T/mseeds" >"$T/mv" && ok || bad "merge seeds: $(tail -3 "$T/mv")"
-[ "$(grep -c ': ok$' "$T/mv")" -eq 2 ] && grep -q 'good.json: ok' "$T/mv" && grep -q 'no_shard.json: ok' "$T/mv" && ok || bad "merge seeds: $(cat "$T/mv")"
+[ "$(grep -c ': ok$' "$T/mv")" -eq 3 ] && grep -q 'good.json: ok' "$T/mv" && grep -q 'no_shard.json: ok' "$T/mv" && grep -q 'no_info.json: ok' "$T/mv" &&
+    ok || bad "merge seeds: $(cat "$T/mv")"
 "$B/fuzz_merge_replay" "$T"/m/s*/*/coco.json >"$T/mv" && ok || bad "merge replay of real files: $(cat "$T/mv")"
 
 # --- 5. --verify covers every byte; sam3_load checks the small tensors for NaN ---

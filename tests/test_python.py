@@ -129,7 +129,7 @@ def compare_segment(ctx, img, name, text, boxes, labels):
             continue
         i = i[0]
         ok = g6(seg.scores[i]) == g6(inst["score"])
-        ok &= [g6(v) for v in seg.boxes[i]] == [g6(v) for v in inst["box"]]
+        ok &= [g6(v) for v in seg.boxes[i]] == [g6(v) for v in inst["detector_box"]]
         ok &= int(seg.areas[i]) == inst["area"] == int(seg.masks[i].sum())
         ok &= bool(np.array_equal(seg.masks[i], mask_png(d, inst["mask"])))
         same += bool(ok)
@@ -154,7 +154,7 @@ def compare_points(ctx, name, model, points, labels, box=None, single=False):
     k = len(r)
     check(k == len(js["masks"]) and k == (1 if single else 3), "%s: %d masks, CLI %d" % (name, k, len(js["masks"])))
     check(r.best == js["best"], "%s: best %d, CLI %d" % (name, r.best, js["best"]))
-    os_cli = js["object_score"]
+    os_cli = js["object_score_logit"]
     check((r.object_score is None and os_cli is None) or (r.object_score is not None and os_cli is not None and
                                                           g6(r.object_score) == g6(os_cli)),
           "%s: object_score %s, CLI %s" % (name, r.object_score, os_cli))

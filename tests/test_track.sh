@@ -66,8 +66,13 @@ IDS="1,2;1,2;1,2,3;1,2,3;1,2,3"
 run 0 "PNG folder" -m "$MODEL" -i "$T/a/png" -o "$T/png" $PROMPTS --overlay --threads 2
 tracks "PNG folder" "$T/png" "$T/a/png" "$IDS"
 [ "$visible" -ge 3 ] && ok || bad "PNG folder: only $visible non-empty masks: the box/area checks need some"
-[ "$(grep -c '^sam3 track: frame [0-9]: 64x48, [23] objects ([0-9] visible), ' "$T/err")" -eq 5 ] && ok ||
-    bad "PNG folder: no progress line per frame on stderr: $(cat "$T/err")"
+# progress: a line a frame, "k/N NAME  X.X img/s  ETA m:ss"; -v adds each frame's objects
+[ "$(grep -c '^[1-5]/5 f00[0-4]\.png  [0-9]*\.[0-9] img/s  ETA [0-9]*:[0-5][0-9]$' "$T/err")" -eq 5 ] &&
+    ! grep -q '^sam3 track: frame ' "$T/err" && ok || bad "PNG folder: not one progress line per frame on stderr: $(cat "$T/err")"
+run 0 "PNG folder, -v" -m "$MODEL" -i "$T/a/png" -o "$T/png_v" $PROMPTS --threads 2 -v
+[ "$(grep -c '^sam3 track: frame [0-9]: 64x48, [23] objects ([0-9] visible), [0-9]* ms (image encoder [0-9]* ms, tracking [0-9]* ms)$' "$T/err")" -eq 5 ] &&
+    [ "$(grep -c '^[1-5]/5 f00[0-4]\.png  [0-9]*\.[0-9] img/s  ETA ' "$T/err")" -eq 5 ] && ok ||
+    bad "PNG folder, -v: not a detailed line and a progress line per frame on stderr: $(cat "$T/err")"
 grep -q "^sam3 track: 5 frames in .*tracks.jsonl" "$T/err" && ok || bad "PNG folder: no summary line: $(tail -n 1 "$T/err")"
 "$PY" tests/track_frames.py overlays "$T/png" "$T/a/png" && ok || bad "--overlay: overlays/ wrong"
 # the --mask prompt: object 3 on frame 2 is that mask (through the model's 4x-smaller grid and back)
@@ -106,6 +111,7 @@ tracks "rerun into a used folder" "$T/rerun" "$T/two" "1;1"
 
 # --- the same frames as YUV4MPEG2 on stdin: the same bytes in, so the same results out ---
 IN=$T/a/stream.y4m run 0 "Y4M 4:4:4" -m "$MODEL" -i - -o "$T/y444" $PROMPTS --threads 2
+[ "$(grep -c '^[1-5]/? frame [0-4]  [0-9]*\.[0-9] img/s$' "$T/err")" -eq 5 ] && ok || bad "Y4M: progress lines (no ETA): $(cat "$T/err")"
 tracks "Y4M 4:4:4" "$T/y444" 5 "$IDS"
 "$PY" tests/track_frames.py same "$T/png" "$T/y444" && ok || bad "Y4M 4:4:4 differs from its PNG frames"
 run 0 "PNG folder, 63x47" -m "$MODEL" -i "$T/b/png" -o "$T/png420" $PROMPTS --threads 2 -q
@@ -191,7 +197,7 @@ PYEOF
 # --hotstart 3 (clip mode, frames held back 2 pushes, then flushed) with clicked objects: the
 # clicked objects as above, the concept objects what the API's clip mode gives on these frames
 # (test_concept --frame prints them)
-run 0 "-t --hotstart 3 with clicks" -m "$MODEL" -i "$T/a/png" -o "$T/clip" $PROMPTS -t "a cat" -t "the red car" --threshold 0.3 --hotstart 3 --threads 2
+run 0 "-t --hotstart 3 with clicks" -m "$MODEL" -i "$T/a/png" -o "$T/clip" $PROMPTS -t "a cat" -t "the red car" --threshold 0.3 --hotstart 3 --threads 2 -v
 grep -q "^sam3 track: frame 0: 64x48, 2 objects (0 visible), held back, " "$T/err" && grep -q "^sam3 track: frame 2: .*, frame 0 out (" "$T/err" && ok ||
     bad "--hotstart 3: progress lines: $(cat "$T/err")"
 # like_api NAME DIR CLICKDIR K TEXTS TEST_CONCEPT_ARGS...: DIR's clicked objects are CLICKDIR's (- for
