@@ -41,7 +41,8 @@ static const char *TRACK_HELP =
     "                 none: \"segmentation\": {\"size\": [h, w], \"counts\": COCO RLE} in place of \"mask\",\n"
     "                 left out when the mask is empty\n"
     "  overlays/      FFFFF.png with --overlay: the frame with each object's mask, box and id, the\n"
-    "                 prompts given on it, and the clicked objects not seen on it (\"lost: 3, 5\")\n"
+    "                 prompts given on it, and \"lost: 3, 5\": the clicked objects with an empty mask,\n"
+    "                 the -t objects seen before and not on it\n"
     "OUTDIR must be new, empty or an earlier sam3 output (else --force; other files are left alone);\n"
     "files are written to temporary names and renamed into place when the run succeeds, and the masks\n"
     "and overlays an earlier run listed and this one did not write are removed. Progress goes to stderr\n"
@@ -475,6 +476,8 @@ typedef struct track_run {
     long long id0;    /* the concept objects' first id */
     int f;            /* frames read */
     int input_failed; /* the input failed part-way */
+    long long *seen;  /* (n_seen) the concept objects given out so far, for the overlays' lost list */
+    int n_seen, cap_seen;
     FILE *vf;         /* --video-out's stream (stdout for -), NULL without */
     cli_y4m_out vo;   /* its writer, opened on the first frame written (vo.f NULL before) */
 } track_run;
@@ -526,25 +529,54 @@ static int track_object_out(const track_run *t, track_pending *p, text_buf *js, 
     return 1;
 }
 
-/* On p->ov: in the top left corner the clicked objects lost on this frame ("lost: 3, 5"), then
-   the prompts given on it (boxes in their object's colour, clicks as dots) over everything. */
-static void track_draw_marks(const track_run *t, track_pending *p) {
+/* "lost: 3, 5": as many ids as draw_text's 63 characters hold, then how many more. */
+static void track_lost_add(char *label, size_t cap, int *len, int *more, long long id) {
+    if (*len < 36) *len += snprintf(label + *len, cap - (size_t)*len, "%s%lld", *len ? ", " : "lost: ", id);
+    else ++*more;
+}
+
+/* On p->ov: in the top left corner the objects lost on this frame (clicked ones with an empty
+   mask, concept ones given out before and not in cout), then the prompts given on it (boxes in
+   their object's colour, clicks as dots) over everything. */
+static void track_draw_marks(const track_run *t, track_pending *p, const sam3_concept_tracker_result *cout) {
     static const unsigned char grey[3] = {60, 60, 60};
     const track_args *a = t->a;
     char label[64];
-    int i, len;
-    if (p->n_lost) {
-        /* as many ids as the label holds (draw_text's 63 characters), then how many more */
-        len = snprintf(label, sizeof(label), "lost: %d", p->lost[0]);
-        for (i = 1; i < p->n_lost && len < 36; i++) len += snprintf(label + len, sizeof(label) - (size_t)len, ", %d", p->lost[i]);
-        if (i < p->n_lost) snprintf(label + len, sizeof(label) - (size_t)len, " and %d more", p->n_lost - i);
-        draw_tag(p->ov, p->w, p->h, 0, 0, line_scale(p->w, p->h), label, grey);
+    int i, k, len = 0, more = 0;
+    for (i = 0; i < p->n_lost; i++) track_lost_add(label, sizeof(label), &len, &more, p->lost[i]);
+    for (k = 0; k < t->n_seen; k++) {
+        for (i = 0; cout && i < cout->n_objects && t->id0 + cout->objects[i].id != t->seen[k]; i++) {}
+        if (!cout || i == cout->n_objects) track_lost_add(label, sizeof(label), &len, &more, t->seen[k]);
     }
+    if (more) snprintf(label + len, sizeof(label) - (size_t)len, " and %d more", more);
+    if (len) draw_tag(p->ov, p->w, p->h, 0, 0, line_scale(p->w, p->h), label, grey);
     for (i = 0; i < a->n_prompts; i++) {
         const track_prompt *tp = &a->prompts[i];
         if (tp->frame == p->frame)
             draw_prompt(p->ov, p->w, p->h, tp->points, tp->n_points, tp->has_box ? &tp->box : NULL, PALETTE[(unsigned)tp->id % 12]);
     }
+}
+
+/* The concept objects of cout not given out before, into t->seen. 0: out of memory (printed). */
+static int track_concept_seen(track_run *t, const sam3_concept_tracker_result *cout) {
+    int i, k;
+    for (i = 0; i < cout->n_objects; i++) {
+        const long long id = t->id0 + cout->objects[i].id;
+        for (k = 0; k < t->n_seen && t->seen[k] != id; k++) {}
+        if (k < t->n_seen) continue;
+        if (t->n_seen == t->cap_seen) {
+            const int cap = t->cap_seen ? 2 * t->cap_seen : 64;
+            long long *ns = (long long *)realloc(t->seen, (size_t)cap * sizeof(long long));
+            if (!ns) {
+                cli_error("out of memory");
+                return 0;
+            }
+            t->seen = ns;
+            t->cap_seen = cap;
+        }
+        t->seen[t->n_seen++] = id;
+    }
+    return 1;
 }
 
 /* Frame p->frame's overlay into the --video-out stream. The file is created, and the stream's
@@ -603,7 +635,8 @@ static int track_finish(track_run *t, track_pending *p, const sam3_concept_track
         return 0;
     }
     if (!p->ov) return 1;
-    track_draw_marks(t, p);
+    track_draw_marks(t, p, cout);
+    if (cout && !track_concept_seen(t, cout)) return 0;
     snprintf(oname, sizeof(oname), "%05d.png", p->frame);
     return (!a->overlay || write_png(t->ovd, oname, p->ov, p->w, p->h, 3)) && (!a->video_out || track_video_frame(t, p));
 }
@@ -876,6 +909,7 @@ static void track_close(track_run *t) {
         free(t->pend[i].objs.p);
     }
     free(t->pend);
+    free(t->seen);
     cli_y4m_out_free(&t->vo);
     if (t->vf && t->vf != stdout) {
         fclose(t->vf);

@@ -268,6 +268,7 @@ run 0 "-t --hotstart 3 --format coco --video-out" -m "$MODEL" -i "$T/a/png" -o "
     --threshold 0.3 --hotstart 3 --threads 2 -q --format coco --overlay --video-out "$T/clip.y4m"
 msg=$("$PY" tests/track_frames.py coco "$T/clip" "$T/clipc" 2>&1) && ok || bad "-t --format coco: $msg"
 msg=$("$PY" tests/track_frames.py y4m "$T/clip.y4m" "$T/clipc" 64 48 5 25:1 2>&1) && ok || bad "-t --video-out: $msg"
+msg=$("$PY" tests/track_frames.py marks "$T/clipc" "0:16,24:pos;3:22,24:pos;3:5,5:neg" 2>&1) && ok || bad "-t --overlay: clicks or lost tag: $msg"
 # box exemplars (--concept-box): a prompt of a box only (before any -t), and a text with a positive
 # and a negative box, as the API's concept tracker given the same prompts
 run 0 "--concept-box" -m "$MODEL" -i "$T/a/png" -o "$T/ex" --concept-box 10,8,40,30 -t "a cat" --concept-box 10,8,40,30 \

@@ -14,8 +14,9 @@ PNG files and as YUV4MPEG2 streams, and checks of what `sam3 track` writes. nump
     track_frames.py overlays OUTDIR FRAMES  one overlay per frame, at its size, differing from the
                                             frame where an object is listed (drawn, or lost)
     track_frames.py marks OUTDIR CLICKS     on each overlay the "lost" tag (its grey at the top left
-                                            corner) where a listed object has an empty mask, and
-                                            the clicks CLICKS ("F:x,y:pos|neg;...") as dots
+                                            corner) where a clicked object has an empty mask or a
+                                            concept object seen before is missing, and the clicks
+                                            CLICKS ("F:x,y:pos|neg;...") as dots
     track_frames.py coco PNG_OUT COCO_OUT   a --format coco run is the --format png run with each
                                             non-empty mask as its RLE (decoded here, pixel for
                                             pixel), no "segmentation" on an empty one, no masks/
@@ -149,15 +150,27 @@ def same(a, b):
                 assert f.read() == g.read(), "%s differs" % o["mask"]
 
 
+def lost_by_frame(tracks):
+    """Per frame, whether its overlay lists lost objects: a clicked object with an empty mask, or a
+    concept object listed on an earlier frame and not on this one."""
+    seen, out = set(), []
+    for t in tracks:
+        now = {o["id"] for o in t["objects"] if "prompt" in o}
+        out.append(any(o["area"] == 0 for o in t["objects"] if "prompt" not in o) or bool(seen - now))
+        seen |= now
+    return out
+
+
 def overlays(outdir, frames):
     names = sorted(n for n in os.listdir(frames) if not n.startswith("."))
     tracks = read_tracks(outdir)
+    lost = lost_by_frame(tracks)
     for k, n in enumerate(names):
         rgb = cli_images.read_png(os.path.join(frames, n))
         ov = cli_images.read_png(os.path.join(outdir, "overlays", "%05d.png" % k))
         assert ov.shape == rgb.shape, "overlay %d: %s, frame %s" % (k, ov.shape, rgb.shape)
-        listed = bool(tracks[k]["objects"])
-        assert listed == bool((ov != rgb).any()), "overlay %d: objects listed %s, differs from the frame %s" % (k, listed, (ov != rgb).any())
+        drawn = bool(tracks[k]["objects"]) or lost[k]
+        assert drawn == bool((ov != rgb).any()), "overlay %d: objects listed or lost %s, differs from the frame %s" % (k, drawn, (ov != rgb).any())
 
 
 def overlays_marks(outdir, clicks):
@@ -167,10 +180,11 @@ def overlays_marks(outdir, clicks):
     for c in filter(None, clicks.split(";")):
         f, xy, lab = c.split(":")
         want.setdefault(int(f), []).append([int(v) for v in xy.split(",")] + [lab])
+    lost = lost_by_frame(tracks)
+    assert any(lost), "no frame with a lost object: nothing checked"
     for k, t in enumerate(tracks):
         ov = cli_images.read_png(os.path.join(outdir, "overlays", "%05d.png" % k)).astype(int)
-        lost = any(o["area"] == 0 for o in t["objects"])
-        assert (list(ov[0, 0]) == grey) == lost, "overlay %d: lost tag %s, objects %s" % (k, list(ov[0, 0]), t["objects"])
+        assert (list(ov[0, 0]) == grey) == lost[k], "overlay %d: lost tag %s, objects %s" % (k, list(ov[0, 0]), t["objects"])
         for x, y, lab in want.get(k, []):
             assert list(ov[y, x]) == (green if lab == "pos" else red), "overlay %d: click %d,%d is %s" % (k, x, y, list(ov[y, x]))
 
