@@ -387,7 +387,8 @@ fuzz-image:
 	    -artifact_prefix=$(BUILD)/fuzz_image_run/crashes/ $(BUILD)/fuzz_image_run/corpus $(BUILD)/fuzz_image_seeds
 	@if ls $(BUILD)/fuzz_image_run/crashes | grep -q .; then echo "make fuzz-image: crashes in $(BUILD)/fuzz_image_run/crashes/"; exit 1; fi
 # libFuzzer on the CLI's YUV4MPEG2 reader (tests/fuzz_y4m.c over examples/cli_y4m.h: what
-# `sam3 track -i -` runs on stdin), from tests/make_y4m_seeds.py's streams.
+# `sam3 track -i -` runs on stdin; each first frame also through the writer of --video-out and
+# back), from tests/make_y4m_seeds.py's streams.
 FUZZ_Y4M_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
 $(BUILD)/fuzz_y4m: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
 	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \

@@ -142,6 +142,7 @@ mkdir -p "$T/mixed" && cp "$T/a/png/f000.png" "$T/mixed/f000.png" && cp "$T/b/pn
 fails 1 "one size" "--video-out with frames of two sizes" -m "$MODEL" -i "$T/mixed" -o "$T/o" --point 0:1:16,24 --video-out "$T/mixed.y4m"
 fails 1 "$T/none/v.y4m" "--video-out into a missing folder" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out "$T/none/v.y4m"
 [ ! -e "$T/o/tracks.jsonl" ] && ok || bad "--video-out into a missing folder: tracks.jsonl written"
+fails 1 "cannot create" "--video-out a folder" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out "$T/a"
 if [ -c /dev/full ] && [ -w /dev/full ]; then # (a container may have a plain file there)
     fails 1 "video-out" "--video-out /dev/full" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out /dev/full
 fi
