@@ -390,7 +390,8 @@ fuzz-image:
 	    -artifact_prefix=$(BUILD)/fuzz_image_run/crashes/ $(BUILD)/fuzz_image_run/corpus $(BUILD)/fuzz_image_seeds
 	@if ls $(BUILD)/fuzz_image_run/crashes | grep -q .; then echo "make fuzz-image: crashes in $(BUILD)/fuzz_image_run/crashes/"; exit 1; fi
 # libFuzzer on the CLI's YUV4MPEG2 reader (tests/fuzz_y4m.c over examples/cli_y4m.h: what
-# `sam3 track -i -` runs on stdin), from tests/make_y4m_seeds.py's streams.
+# `sam3 track -i -` runs on stdin; each first frame also through the writer of --video-out and
+# back), from tests/make_y4m_seeds.py's streams.
 FUZZ_Y4M_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
 $(BUILD)/fuzz_y4m: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
 	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
@@ -503,13 +504,19 @@ test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@echo "test-cross: $(CROSS_TRIPLET) tests passed under $(QEMU)"
 
 # Segment the bundled image with the tiny model into out/demo/ (results.json, mask PNGs,
-# overlay.png). Its weights are random numbers, so the masks are meaningless: the demo shows that
-# everything runs and what the output looks like. With real weights:
+# overlay.png), then follow one clicked object with the tiny video model through 6 frames panned
+# across that image (tests/make_video_frames.c) into out/demo-track/ (tracks.jsonl, overlays/,
+# masks/, overlay.y4m). Their weights are random numbers, so the masks are meaningless: the demo
+# shows that everything runs and what the output looks like. With real weights:
 #   build/sam3 segment -m weights/sam3.sam3 -i photo.jpg -t "yellow school bus" -o out/bus
-demo: deps all $(BUILD)/tiny_a.sam3
+demo: deps all $(BUILD)/tiny_a.sam3 $(VIDEO_SAM3) $(BUILD)/make_video_frames
 	$(BUILD)/sam3 segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png -t "a cat" --box 20,15,90,70 \
 	    --threshold 0.25 --force -o out/demo
-	@echo "make demo: wrote out/demo/ (random-weight model: the masks are meaningless; see README.md)"
+	rm -rf $(BUILD)/demo_frames && mkdir -p $(BUILD)/demo_frames
+	$(BUILD)/make_video_frames tests/data/tiny_a/image.png 6 $(BUILD)/demo_frames >/dev/null
+	$(BUILD)/sam3 track -m $(VIDEO_SAM3) -i $(BUILD)/demo_frames --point 0:1:28,25 --overlay \
+	    --video-out out/demo-track/overlay.y4m --force -q -o out/demo-track
+	@echo "make demo: wrote out/demo/ and out/demo-track/ (random-weight models: the masks are meaningless; see README.md)"
 
 # Convert the real checkpoint in weights/ (see weights/README.md).
 convert:

@@ -417,3 +417,43 @@ void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, 
     fill_rect(rgb, w, h, x0, y0, x0 + s, y1 + 1, col);
     fill_rect(rgb, w, h, x1 + 1 - s, y0, x1 + 1, y1 + 1, col);
 }
+
+/* A label on a filled tag of col (black or white text, whichever reads better on it): above the
+   point (x, y) when it fits, else below it, moved left to stay inside the image. */
+void draw_tag(unsigned char *rgb, int w, int h, int x, int y, int s, const char *label, const unsigned char *col) {
+    static const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255};
+    int tw, th, lw, lh, lx, ly;
+    draw_text(rgb, w, h, 0, 0, s, label, col, 0, &tw, &th);
+    lw = tw + 3 * s, lh = th + 2 * s; /* the text with a margin */
+    lx = x + lw > w ? (w - lw > 0 ? w - lw : 0) : x;
+    ly = y - lh >= 0 ? y - lh : y;
+    fill_rect(rgb, w, h, lx, ly, lx + lw, ly + lh, col);
+    draw_text(rgb, w, h, lx + 2 * s, ly + s, s, label, 3 * col[1] + 2 * col[0] + col[2] > 900 ? black : white, 1, &tw, &th);
+}
+
+/* A filled disc of radius r (pixels) centred on pixel (cx, cy), clipped to the image. */
+static void fill_disc(unsigned char *rgb, int w, int h, int cx, int cy, int r, const unsigned char *col) {
+    int x, y;
+    for (y = cy - r; y <= cy + r; y++)
+        for (x = cx - r; x <= cx + r; x++)
+            if (x >= 0 && y >= 0 && x < w && y < h && (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r + r)
+                memcpy(rgb + 3 * ((size_t)y * w + x), col, 3);
+}
+
+static int clamp_px(double v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
+
+/* A prompt: its box (when not NULL) outlined in box_col, then each click as a green (object) or
+   red (background) dot with a white rim. */
+void draw_prompt(unsigned char *rgb, int w, int h, const sam3_point *points, int n_points, const sam3_box *box, const unsigned char *box_col) {
+    static const unsigned char white[3] = {255, 255, 255}, green[3] = {40, 200, 60}, red[3] = {230, 30, 40};
+    int k, s = line_scale(w, h);
+    if (box)
+        draw_box(rgb, w, h, clamp_px(floor(box->x0), 0, w - 1), clamp_px(floor(box->y0), 0, h - 1), clamp_px(floor(box->x1), 0, w - 1),
+                 clamp_px(floor(box->y1), 0, h - 1), s, box_col);
+    for (k = 0; k < n_points; k++) {
+        const sam3_point *p = &points[k];
+        int cx = clamp_px(floor(p->x), -1000000, 1000000), cy = clamp_px(floor(p->y), -1000000, 1000000);
+        fill_disc(rgb, w, h, cx, cy, 3 * s + 2, white);
+        fill_disc(rgb, w, h, cx, cy, 2 * s + 1, p->label ? green : red);
+    }
+}

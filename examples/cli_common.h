@@ -118,6 +118,11 @@ void tint_mask(unsigned char *rgb, int w, int h, const uint8_t *m, const unsigne
 int line_scale(int w, int h);
 /* The outline of the pixels x0..x1, y0..y1 (inclusive, inside the image), s pixels wide, inwards. */
 void draw_box(unsigned char *rgb, int w, int h, int x0, int y0, int x1, int y1, int s, const unsigned char *col);
+/* A label on a filled tag of col: above the point (x, y) when it fits, else below, kept inside. */
+void draw_tag(unsigned char *rgb, int w, int h, int x, int y, int s, const char *label, const unsigned char *col);
+/* A prompt: its box (when not NULL) outlined in box_col, each click a green (object) or red
+   (background) dot with a white rim. */
+void draw_prompt(unsigned char *rgb, int w, int h, const sam3_point *points, int n_points, const sam3_box *box, const unsigned char *box_col);
 
 /* ---- the commands in other units (argv after the command's name) ---- */
 

@@ -4,6 +4,7 @@
    messages, JSON, PNG out, overlays). */
 #define _POSIX_C_SOURCE 200809L /* fileno, lstat under -std=c99 */
 #include "cli_common.h"
+#include "cli_dataset.h" /* cli_ds_rle_string */
 #include "cli_outdir.h"
 #include "cli_y4m.h"
 #include "image_io.h"
@@ -23,7 +24,7 @@
 
 static const char *TRACK_HELP =
     "usage: sam3 track -m FILE -i FRAMES -o OUTDIR [--point F:ID:x,y[,neg]]... [--box F:ID:x0,y0,x1,y1]...\n"
-    "                  [--mask F:ID:PNG]... [--overlay] [--force] [--max-pixels N] [--threads N] [-q]\n"
+    "                  [--mask F:ID:PNG]... [--overlay] [--video-out FILE|-] [--format png|coco] [--force] ...\n"
     "       sam3 track -m FILE -i FRAMES -o OUTDIR -t TEXT [-t TEXT]... [--point/--box/--mask ...] ...\n"
     "\n"
     "Follows objects through a stream of frames: each object is given by clicks, a box or a mask on\n"
@@ -36,8 +37,12 @@ static const char *TRACK_HELP =
     "                 \"masks/FFFFF_ID.png\"}, ...]} (NAME null for a stream; with --overlay also\n"
     "                 \"overlay\": \"overlays/FFFFF.png\"; box: the mask's pixel bounds, x1 and y1\n"
     "                 exclusive, zeros when empty; an object is visible where its logit L > 0)\n"
-    "  masks/         FFFFF_ID.png: 255 = object, 0 = background, the frame's size\n"
-    "  overlays/      FFFFF.png with --overlay: the frame with every object's mask and id\n"
+    "  masks/         FFFFF_ID.png: 255 = object, 0 = background, the frame's size; with --format coco\n"
+    "                 none: \"segmentation\": {\"size\": [h, w], \"counts\": COCO RLE} in place of \"mask\",\n"
+    "                 left out when the mask is empty\n"
+    "  overlays/      FFFFF.png with --overlay: the frame with each object's mask, box and id, the\n"
+    "                 prompts given on it, and \"lost: 3, 5\": the clicked objects with an empty mask,\n"
+    "                 the -t objects seen before and not on it\n"
     "OUTDIR must be new, empty or an earlier sam3 output (else --force; other files are left alone);\n"
     "files are written to temporary names and renamed into place when the run succeeds, and the masks\n"
     "and overlays an earlier run listed and this one did not write are removed. Progress: a line a\n"
@@ -76,6 +81,10 @@ static const char *TRACK_HELP_OPTIONS =
     "                             non-zero on the object; any size; not with --point/--box for F:ID\n"
     "  -o, --output OUTDIR        output folder, created if missing\n"
     "  --overlay                  also write overlays/\n"
+    "  --video-out FILE|-         the overlays as a YUV4MPEG2 video (4:2:0; the input stream's frame rate,\n"
+    "                             else 25/s), - for stdout; frames of one size. For an MP4:\n"
+    "                               sam3 track ... --video-out - | ffmpeg -i - -c:v libx264 out.mp4\n"
+    "  --format png|coco          masks as masks/ PNGs (default) or as RLE in tracks.jsonl\n"
     "  --force                    write into a folder that holds other files (they are kept)\n"
     "  --max-pixels N             refuse frames and masks over N pixels (default 100000000)\n"
     "  --keep-orientation         JPEG frames as stored: their EXIF orientation is not applied\n"
@@ -101,6 +110,8 @@ typedef struct track_prompt {
 typedef struct track_args {
     const char *model, *input, *outdir;
     int threads, quiet, verbose, overlay, force;
+    int coco;              /* --format coco: masks as RLE in tracks.jsonl, no mask PNGs */
+    const char *video_out; /* --video-out: a file, or "-" for stdout; NULL: none */
     int keep_orientation; /* --keep-orientation: frames as stored, EXIF ignored */
     int precision;        /* --precision: SAM3_PRECISION_* */
     unsigned long long max_pixels;
@@ -192,6 +203,12 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             a->overlay = 1;
         } else if (!strcmp(opt, "--force")) {
             a->force = 1;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--format", &v)) != 0) {
+            if (r < 0 || (strcmp(v, "png") && strcmp(v, "coco"))) return usage_error("track", "--format wants png or coco, got '%s'", r < 0 ? "" : v);
+            a->coco = !strcmp(v, "coco");
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--video-out", &v)) != 0) {
+            if (r < 0 || !v[0]) return usage_error("track", "--video-out wants a file name or - (stdout), got '%s'", r < 0 ? "" : v);
+            a->video_out = v;
         } else if (!strcmp(opt, "--keep-orientation")) {
             a->keep_orientation = 1;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--max-pixels", &v)) != 0) {
@@ -440,79 +457,12 @@ static const char *const TRACK_OUT_NAMES[] = {"tracks.jsonl", "masks/", "overlay
 typedef struct track_pending {
     int frame, w, h;
     char name[1024];
-    unsigned char *ov; /* (h, w, 3) the frame with the objects drawn so far, with --overlay */
+    unsigned char *ov; /* (h, w, 3) the frame with the objects drawn so far, with --overlay or --video-out */
     text_buf objs;     /* the clicked objects' JSON */
     int n_obj;
+    int lost[SAM3_MAX_TRACKED_OBJECTS]; /* (n_lost) the clicked objects with an empty mask */
+    int n_lost;
 } track_pending;
-
-/* masks/FFFFF_ID.png of one object, and the object drawn on ov (when not NULL). 0: failed (printed). */
-static int track_object_out(cli_outdir *md, int f, long long id, const uint8_t *mask, const sam3_box *box, long long area, int w, int h,
-                            unsigned char *ov) {
-    char mname[64];
-    unsigned char *m255 = (unsigned char *)malloc((size_t)w * h);
-    size_t q;
-    int ok;
-    if (!m255) {
-        cli_error("out of memory");
-        return 0;
-    }
-    snprintf(mname, sizeof(mname), "%05d_%lld.png", f, id);
-    for (q = 0; q < (size_t)w * h; q++) m255[q] = mask[q] ? 255 : 0;
-    ok = write_png(md, mname, m255, w, h, 1); /* (it printed why) */
-    free(m255);
-    if (ok && ov) {
-        const unsigned char *col = PALETTE[(unsigned long long)id % 12];
-        char label[32];
-        int tw, th;
-        tint_mask(ov, w, h, mask, col);
-        if (area > 0) {
-            snprintf(label, sizeof(label), "%lld", id);
-            draw_box(ov, w, h, (int)box->x0, (int)box->y0, (int)box->x1 - 1, (int)box->y1 - 1, line_scale(w, h), col);
-            draw_text(ov, w, h, (int)box->x0 + 2, (int)box->y0 + 2, line_scale(w, h), label, col, 1, &tw, &th);
-        }
-    }
-    return ok;
-}
-
-/* The fields every object ends with. */
-static void track_json_tail(text_buf *b, int f, long long id, const sam3_box *box, long long area) {
-    tb_printf(b, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld, \"mask\": \"masks/%05d_%lld.png\"}", box->x0, box->y0, box->x1, box->y1, area, f,
-              id);
-}
-
-/* Frame p->frame's line: its clicked objects, then the concept tracker's (cout, or NULL) with ids
-   from id0 on (id0 = 1 + the largest clicked id, so the two kinds never share an id); their masks
-   and the overlay. 0: failed (printed). */
-static int track_finish(const track_args *a, track_pending *p, const sam3_concept_tracker_result *cout, long long id0, int stream,
-                        cli_outdir *md, cli_outdir *ovd, text_buf *jl) {
-    char oname[32];
-    int i, n = p->n_obj;
-    tb_printf(jl, "{\"frame\": %d, \"image\": ", p->frame);
-    if (stream) tb_printf(jl, "null");
-    else tb_json_string(jl, p->name);
-    if (a->overlay) tb_printf(jl, ", \"overlay\": \"overlays/%05d.png\"", p->frame);
-    tb_printf(jl, ", \"objects\": [%s", p->objs.len ? p->objs.p : "");
-    for (i = 0; cout && i < cout->n_objects; i++) {
-        const sam3_concept_tracker_object *co = &cout->objects[i];
-        const long long id = id0 + co->id;
-        if (!track_object_out(md, p->frame, id, co->mask, &co->box, (long long)co->area, p->w, p->h, p->ov)) return 0;
-        tb_printf(jl, "%s{\"id\": %lld, \"prompt\": ", n++ ? ", " : "", id);
-        if (a->texts[a->prompt_arg[co->prompt]]) tb_json_string(jl, a->texts[a->prompt_arg[co->prompt]]);
-        else tb_printf(jl, "null");
-        tb_printf(jl, ", \"score\": ");
-        tb_json_number(jl, co->score);
-        tb_printf(jl, ", \"tracker_score\": ");
-        tb_json_number(jl, co->tracker_score);
-        track_json_tail(jl, p->frame, id, &co->box, (long long)co->area);
-    }
-    tb_printf(jl, "]}\n");
-    if (jl->oom || p->objs.oom) {
-        cli_error("out of memory");
-        return 0;
-    }
-    snprintf(oname, sizeof(oname), "%05d.png", p->frame);
-    return !a->overlay || write_png(ovd, oname, p->ov, p->w, p->h, 3);
-}
 
 /* One run of sam3 track: what its stages share. */
 typedef struct track_run {
@@ -522,7 +472,7 @@ typedef struct track_run {
     sam3_tracker *tr;         /* the click tracker (--point/--box/--mask) */
     sam3_concept_tracker *ct; /* -t */
     frame_src src;
-    cli_outdir od, *md, *ovd; /* OUTDIR, masks/, overlays/ (with --overlay) */
+    cli_outdir od, *md, *ovd; /* OUTDIR, masks/ (not with --format coco), overlays/ (with --overlay) */
     text_buf jl;              /* tracks.jsonl */
     track_pending *pend;      /* (n_pend) frames not written yet, frame f in pend[f % n_pend] */
     int n_pend;
@@ -530,7 +480,170 @@ typedef struct track_run {
     int f;            /* frames read */
     int input_failed; /* the input failed part-way */
     cli_items prog;   /* the progress line's counts */
+    long long *seen;  /* (n_seen) the concept objects given out so far, for the overlays' lost list */
+    int n_seen, cap_seen;
+    FILE *vf;         /* --video-out's stream (stdout for -), NULL without */
+    cli_y4m_out vo;   /* its writer, opened on the first frame written (vo.f NULL before) */
 } track_run;
+
+/* One object of frame p->frame: masks/FFFFF_ID.png (--format png), its JSON from "box" on into js
+   (the mask's file, or with --format coco its RLE when not empty), and the object drawn on p->ov
+   (when not NULL). 0: failed (printed). */
+static int track_object_out(const track_run *t, track_pending *p, text_buf *js, long long id, const uint8_t *mask, const sam3_box *box,
+                            long long area) {
+    const int w = p->w, h = p->h, f = p->frame;
+    char mname[64];
+    tb_printf(js, ", \"box\": [%.0f, %.0f, %.0f, %.0f], \"area\": %lld", box->x0, box->y0, box->x1, box->y1, area);
+    if (!t->a->coco) {
+        unsigned char *m255 = (unsigned char *)malloc((size_t)w * h);
+        size_t q;
+        int ok;
+        if (!m255) {
+            cli_error("out of memory");
+            return 0;
+        }
+        snprintf(mname, sizeof(mname), "%05d_%lld.png", f, id);
+        for (q = 0; q < (size_t)w * h; q++) m255[q] = mask[q] ? 255 : 0;
+        ok = write_png(t->md, mname, m255, w, h, 1); /* (it printed why) */
+        free(m255);
+        if (!ok) return 0;
+        tb_printf(js, ", \"mask\": \"masks/%s\"", mname);
+    } else if (area > 0) {
+        char *rle = cli_ds_rle_string(mask, w, h);
+        if (!rle) {
+            cli_error("out of memory");
+            return 0;
+        }
+        /* the RLE alphabet (characters 48..111) holds '\\', escaped in JSON */
+        tb_printf(js, ", \"segmentation\": {\"size\": [%d, %d], \"counts\": ", h, w);
+        tb_json_string(js, rle);
+        tb_printf(js, "}");
+        free(rle);
+    }
+    tb_printf(js, "}");
+    if (p->ov && area > 0) {
+        const unsigned char *col = PALETTE[(unsigned long long)id % 12];
+        const int s = line_scale(w, h);
+        char label[32];
+        tint_mask(p->ov, w, h, mask, col);
+        snprintf(label, sizeof(label), "%lld", id);
+        draw_box(p->ov, w, h, (int)box->x0, (int)box->y0, (int)box->x1 - 1, (int)box->y1 - 1, s, col);
+        draw_tag(p->ov, w, h, (int)box->x0, (int)box->y0, s, label, col);
+    }
+    return 1;
+}
+
+/* "lost: 3, 5": as many ids as draw_text's 63 characters hold, then how many more. */
+static void track_lost_add(char *label, size_t cap, int *len, int *more, long long id) {
+    if (*len < 36) *len += snprintf(label + *len, cap - (size_t)*len, "%s%lld", *len ? ", " : "lost: ", id);
+    else ++*more;
+}
+
+/* On p->ov: in the top left corner the objects lost on this frame (clicked ones with an empty
+   mask, concept ones given out before and not in cout), then the prompts given on it (boxes in
+   their object's colour, clicks as dots) over everything. */
+static void track_draw_marks(const track_run *t, track_pending *p, const sam3_concept_tracker_result *cout) {
+    static const unsigned char grey[3] = {60, 60, 60};
+    const track_args *a = t->a;
+    char label[64];
+    int i, k, len = 0, more = 0;
+    for (i = 0; i < p->n_lost; i++) track_lost_add(label, sizeof(label), &len, &more, p->lost[i]);
+    for (k = 0; k < t->n_seen; k++) {
+        for (i = 0; cout && i < cout->n_objects && t->id0 + cout->objects[i].id != t->seen[k]; i++) {}
+        if (!cout || i == cout->n_objects) track_lost_add(label, sizeof(label), &len, &more, t->seen[k]);
+    }
+    if (more) snprintf(label + len, sizeof(label) - (size_t)len, " and %d more", more);
+    if (len) draw_tag(p->ov, p->w, p->h, 0, 0, line_scale(p->w, p->h), label, grey);
+    for (i = 0; i < a->n_prompts; i++) {
+        const track_prompt *tp = &a->prompts[i];
+        if (tp->frame == p->frame)
+            draw_prompt(p->ov, p->w, p->h, tp->points, tp->n_points, tp->has_box ? &tp->box : NULL, PALETTE[(unsigned)tp->id % 12]);
+    }
+}
+
+/* The concept objects of cout not given out before, into t->seen. 0: out of memory (printed). */
+static int track_concept_seen(track_run *t, const sam3_concept_tracker_result *cout) {
+    int i, k;
+    for (i = 0; i < cout->n_objects; i++) {
+        const long long id = t->id0 + cout->objects[i].id;
+        for (k = 0; k < t->n_seen && t->seen[k] != id; k++) {}
+        if (k < t->n_seen) continue;
+        if (t->n_seen == t->cap_seen) {
+            const int cap = t->cap_seen ? 2 * t->cap_seen : 64;
+            long long *ns = (long long *)realloc(t->seen, (size_t)cap * sizeof(long long));
+            if (!ns) {
+                cli_error("out of memory");
+                return 0;
+            }
+            t->seen = ns;
+            t->cap_seen = cap;
+        }
+        t->seen[t->n_seen++] = id;
+    }
+    return 1;
+}
+
+/* Frame p->frame's overlay into the --video-out stream. The file is created, and the stream's
+   header written (the input stream's frame rate, else 25 a second), with the first frame: a run
+   that fails before it leaves an existing file alone. 0: failed (printed). */
+static int track_video_frame(track_run *t, const track_pending *p) {
+    const char *path = t->a->video_out;
+    if (!t->vf && !strcmp(path, "-")) {
+#if defined(_WIN32)
+        _setmode(_fileno(stdout), _O_BINARY); /* no LF -> CR-LF in the frames' bytes */
+#endif
+        t->vf = stdout;
+    } else if (!t->vf && !(t->vf = fopen(path, "wb"))) {
+        cli_error("--video-out: cannot create '%s': %s", path, strerror(errno));
+        return 0;
+    }
+    if (!t->vo.f && !cli_y4m_out_open(&t->vo, t->vf, p->w, p->h, t->src.y4.fps_n ? t->src.y4.fps_n : 25, t->src.y4.fps_n ? t->src.y4.fps_d : 1)) {
+        cli_error("--video-out: %s", t->vo.err);
+        return 0;
+    }
+    if (!cli_y4m_out_frame(&t->vo, p->ov, p->w, p->h) || fflush(t->vf) != 0) {
+        cli_error("--video-out %s: %s", path, t->vo.err[0] ? t->vo.err : "cannot write");
+        return 0;
+    }
+    return 1;
+}
+
+/* Frame p->frame's line: its clicked objects, then the concept tracker's (cout, or NULL) with ids
+   from t->id0 on (1 + the largest clicked id, so the two kinds never share an id); their masks,
+   the overlay and the video frame. 0: failed (printed). */
+static int track_finish(track_run *t, track_pending *p, const sam3_concept_tracker_result *cout) {
+    const track_args *a = t->a;
+    text_buf *jl = &t->jl;
+    char oname[32];
+    int i, n = p->n_obj;
+    tb_printf(jl, "{\"frame\": %d, \"image\": ", p->frame);
+    if (t->src.y4m) tb_printf(jl, "null");
+    else tb_json_string(jl, p->name);
+    if (a->overlay) tb_printf(jl, ", \"overlay\": \"overlays/%05d.png\"", p->frame);
+    tb_printf(jl, ", \"objects\": [%s", p->objs.len ? p->objs.p : "");
+    for (i = 0; cout && i < cout->n_objects; i++) {
+        const sam3_concept_tracker_object *co = &cout->objects[i];
+        const long long id = t->id0 + co->id;
+        tb_printf(jl, "%s{\"id\": %lld, \"prompt\": ", n++ ? ", " : "", id);
+        if (a->texts[a->prompt_arg[co->prompt]]) tb_json_string(jl, a->texts[a->prompt_arg[co->prompt]]);
+        else tb_printf(jl, "null");
+        tb_printf(jl, ", \"score\": ");
+        tb_json_number(jl, co->score);
+        tb_printf(jl, ", \"tracker_score\": ");
+        tb_json_number(jl, co->tracker_score);
+        if (!track_object_out(t, p, jl, id, co->mask, &co->box, (long long)co->area)) return 0;
+    }
+    tb_printf(jl, "]}\n");
+    if (jl->oom || p->objs.oom) {
+        cli_error("out of memory");
+        return 0;
+    }
+    if (!p->ov) return 1;
+    track_draw_marks(t, p, cout);
+    if (cout && !track_concept_seen(t, cout)) return 0;
+    snprintf(oname, sizeof(oname), "%05d.png", p->frame);
+    return (!a->overlay || write_png(t->ovd, oname, p->ov, p->w, p->h, 3)) && (!a->video_out || track_video_frame(t, p));
+}
 
 /* The concept tracker and its prompts (-t, --concept-box), with a->prompt_arg. */
 static int track_open_concepts(track_run *t) {
@@ -569,7 +682,7 @@ static int track_open(track_run *t) {
     sam3_result r;
     int i;
     if (!cli_outdir_open(&t->od, a->outdir, TRACK_OUT_NAMES, "tracks.jsonl", CLI_OUT_MARKER, a->force) ||
-        !(t->md = cli_outdir_open_sub(&t->od, "masks", NULL, CLI_OUT_MARKER, a->force)) ||
+        (!a->coco && !(t->md = cli_outdir_open_sub(&t->od, "masks", NULL, CLI_OUT_MARKER, a->force))) ||
         (a->overlay && !(t->ovd = cli_outdir_open_sub(&t->od, "overlays", NULL, CLI_OUT_MARKER, a->force)))) {
         cli_error("%s", t->od.err);
         return CLI_FAIL;
@@ -697,12 +810,12 @@ static int track_frame(track_run *t, const unsigned char *rgb, int w, int h, con
     free(p->ov);
     p->ov = NULL;
     p->objs.len = 0;
-    p->n_obj = 0;
+    p->n_obj = p->n_lost = 0;
     p->frame = f;
     p->w = w;
     p->h = h;
     snprintf(p->name, sizeof(p->name), "%s", name);
-    if (a->overlay) {
+    if (a->overlay || a->video_out) {
         if (!(p->ov = (unsigned char *)malloc((size_t)w * h * 3))) {
             cli_error("out of memory");
             return CLI_FAIL;
@@ -721,10 +834,10 @@ static int track_frame(track_run *t, const unsigned char *rgb, int w, int h, con
     }
     for (i = 0; i < out.n_objects; i++) {
         const sam3_tracker_object *to = &out.objects[i];
-        if (!track_object_out(t->md, f, to->id, to->mask, &to->box, (long long)to->area, w, h, p->ov)) return CLI_FAIL;
         tb_printf(&p->objs, "%s{\"id\": %d, \"object_score_logit\": ", p->n_obj++ ? ", " : "", to->id);
         tb_json_number(&p->objs, to->object_score);
-        track_json_tail(&p->objs, f, to->id, &to->box, (long long)to->area);
+        if (!track_object_out(t, p, &p->objs, to->id, to->mask, &to->box, (long long)to->area)) return CLI_FAIL;
+        if (!to->area) p->lost[p->n_lost++] = to->id;
     }
     if (!a->quiet && a->verbose) track_progress(t, &out, &cout, w, h, t0);
     if (!a->quiet) {
@@ -732,8 +845,8 @@ static int track_frame(track_run *t, const unsigned char *rgb, int w, int h, con
         snprintf(label, sizeof(label), "frame %d", f);
         cli_items_line(&t->prog, f + 1, t->src.y4m ? label : name, sam3_time_ms() - t0, NULL);
     }
-    if (!t->ct) return track_finish(a, p, NULL, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl) ? CLI_OK : CLI_FAIL;
-    if (cout.frame >= 0 && !track_finish(a, &t->pend[cout.frame % t->n_pend], &cout, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl))
+    if (!t->ct) return track_finish(t, p, NULL) ? CLI_OK : CLI_FAIL;
+    if (cout.frame >= 0 && !track_finish(t, &t->pend[cout.frame % t->n_pend], &cout))
         return CLI_FAIL;
     return CLI_OK;
 }
@@ -762,7 +875,7 @@ static int track_frames(track_run *t) {
             goto done;
         }
         if (cout.frame < 0) break;
-        if (!track_finish(t->a, &t->pend[cout.frame % t->n_pend], &cout, t->id0, t->src.y4m != NULL, t->md, t->ovd, &t->jl)) goto done;
+        if (!track_finish(t, &t->pend[cout.frame % t->n_pend], &cout)) goto done;
     }
     rc = CLI_OK;
 done:
@@ -778,6 +891,14 @@ static int track_end(track_run *t, double t_all) {
     if (t->f > 0 && (!cli_outdir_write(&t->od, "tracks.jsonl", t->jl.p, t->jl.len) || !cli_outdir_commit(&t->od))) {
         cli_error("%s", t->od.err);
         return CLI_FAIL;
+    }
+    if (t->vf && t->vf != stdout) { /* (stdout was flushed after every frame) */
+        FILE *vf = t->vf;
+        t->vf = NULL;
+        if (fclose(vf) != 0) {
+            cli_error("--video-out %s: cannot write: %s", a->video_out, strerror(errno));
+            return CLI_FAIL;
+        }
     }
     if (t->input_failed) return CLI_FAIL;
     if (t->f == 0) { /* a stream with a header and no frame: nothing tracked, nothing written */
@@ -803,6 +924,12 @@ static void track_close(track_run *t) {
         free(t->pend[i].objs.p);
     }
     free(t->pend);
+    free(t->seen);
+    cli_y4m_out_free(&t->vo);
+    if (t->vf && t->vf != stdout) {
+        fclose(t->vf);
+        if (!t->vo.frames) remove(t->a->video_out); /* created by this run, which wrote no frame into it */
+    }
     frame_src_free(&t->src);
     sam3_tracker_free(t->tr);
     sam3_concept_tracker_free(t->ct);

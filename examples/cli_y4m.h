@@ -1,6 +1,6 @@
 /* cli_y4m.h - the sam3 command-line tool's YUV4MPEG2 reader (`sam3 track -i -`), on its own so
-   that tests/fuzz_y4m.c fuzzes the very same code. A header of static functions: of the CLI, only
-   examples/cli_track.c includes it.
+   that tests/fuzz_y4m.c fuzzes the very same code, and its writer (`sam3 track --video-out`). A
+   header of static functions: of the CLI, only examples/cli_track.c includes it.
 
    What is read, and the bounds on it:
    * The stream header "YUV4MPEG2 W<w> H<h> [C<colour space>] [I<interlacing>] [X<extension>]..."
@@ -14,7 +14,13 @@
    * Each frame: a line "FRAME[ params]" of at most CLI_Y4M_MAX_FRAME_HEADER bytes, then exactly
      the planes' bytes. A stream that ends inside a frame is an error (the frames before it were
      returned); one that ends between frames is the end.
+   * The frame rate F<n>:<d> is kept (fps_n, fps_d; 0 when absent or not two numbers).
    Memory: one frame's planes and its RGB, allocated once the header is read.
+
+   What is written (cli_y4m_out_*): "YUV4MPEG2 W<w> H<h> F<n>:<d> Ip A1:1 C420jpeg
+   XCOLORRANGE=LIMITED", then each RGB8 frame as BT.601 limited range, each chroma sample the mean
+   of its 2x2 block (the blocks of the last column and row of an odd size are halves), what
+   ffmpeg's yuv420p holds and the reader above reads back.
 
    Names: cli_y4m_* public to the CLI, cli_y4m__* private. Messages go to y->err; nothing is printed. */
 #ifndef SAM3_CLI_Y4M_H
@@ -35,6 +41,7 @@ typedef struct cli_y4m {
     FILE *f;
     int w, h, chroma444, full_range;
     int frames;         /* frames returned so far */
+    int fps_n, fps_d;   /* the header's frame rate; 0 when it has none */
     unsigned char *yuv; /* one frame's planes */
     char err[512];
 } cli_y4m;
@@ -117,6 +124,11 @@ static int cli_y4m_open(cli_y4m *y, FILE *f, uint64_t max_pixels) {
                          tok + 1);
                 return 0;
             }
+        } else if (tok[0] == 'F') {
+            char *colon = strchr(tok + 1, ':');
+            if (colon) *colon = 0;
+            if (!colon || !cli_y4m__int(tok + 1, 1, 1000000, &y->fps_n) || !cli_y4m__int(colon + 1, 1, 1000000, &y->fps_d))
+                y->fps_n = y->fps_d = 0;
         } else if (tok[0] == 'I' && tok[1] != 'p' && tok[1] != '?') {
             snprintf(y->err, sizeof(y->err), "YUV4MPEG2 interlacing '%.40s' is not supported (progressive frames only)", tok + 1);
             return 0;
@@ -187,6 +199,79 @@ static int cli_y4m_next(cli_y4m *y, unsigned char **rgb) {
         }
     y->frames++;
     *rgb = o;
+    return 1;
+}
+
+/* ---- the writer ---- */
+
+typedef struct cli_y4m_out {
+    FILE *f;
+    int w, h;           /* every frame's size, from the first */
+    int frames;         /* frames written */
+    unsigned char *yuv; /* one frame's planes: Y (h, w), then U and V ((h+1)/2, (w+1)/2) */
+    char err[512];
+} cli_y4m_out;
+
+static void cli_y4m_out_free(cli_y4m_out *o) {
+    free(o->yuv);
+    o->yuv = NULL;
+}
+
+/* The stream header for w x h frames at fps_n/fps_d frames a second, to f. 1, or 0 with o->err. */
+static int cli_y4m_out_open(cli_y4m_out *o, FILE *f, int w, int h, int fps_n, int fps_d) {
+    memset(o, 0, sizeof(*o));
+    o->f = f;
+    o->w = w;
+    o->h = h;
+    if (w < 1 || h < 1 || w > SAM3_MAX_IMAGE_DIM || h > SAM3_MAX_IMAGE_DIM || fps_n < 1 || fps_d < 1) {
+        snprintf(o->err, sizeof(o->err), "YUV4MPEG2 output: bad frame size %dx%d or rate %d:%d", w, h, fps_n, fps_d);
+        return 0;
+    }
+    /* (w * h + 2 * cw * ch <= 3 * w * h, under 2^30 for the sides above) */
+    if (!(o->yuv = (unsigned char *)malloc((size_t)w * h * 3))) {
+        snprintf(o->err, sizeof(o->err), "out of memory for %dx%d frames", w, h);
+        return 0;
+    }
+    if (fprintf(f, "YUV4MPEG2 W%d H%d F%d:%d Ip A1:1 C420jpeg XCOLORRANGE=LIMITED\n", w, h, fps_n, fps_d) < 0) {
+        snprintf(o->err, sizeof(o->err), "YUV4MPEG2 output: cannot write the header");
+        return 0;
+    }
+    return 1;
+}
+
+/* One RGB8 frame (w x h, rows of w * 3 bytes) onto the stream. 1, or 0 with o->err. */
+static int cli_y4m_out_frame(cli_y4m_out *o, const unsigned char *rgb, int w, int h) {
+    const int cw = (o->w + 1) / 2, chh = (o->h + 1) / 2;
+    const size_t ny = (size_t)o->w * o->h, nc = (size_t)cw * chh;
+    int x, y, dx, dy;
+    if (w != o->w || h != o->h) {
+        snprintf(o->err, sizeof(o->err), "frame %d is %dx%d, the video %dx%d: a YUV4MPEG2 stream holds frames of one size", o->frames, w, h,
+                 o->w, o->h);
+        return 0;
+    }
+    for (y = 0; y < h; y++)
+        for (x = 0; x < w; x++) {
+            const unsigned char *p = rgb + ((size_t)y * w + x) * 3;
+            o->yuv[(size_t)y * w + x] = (unsigned char)(16 + ((66 * p[0] + 129 * p[1] + 25 * p[2] + 128) >> 8));
+        }
+    for (y = 0; y < chh; y++)
+        for (x = 0; x < cw; x++) {
+            int u = 0, v = 0, n = 0; /* sums over the block's pixels, in 1/256ths */
+            for (dy = 0; dy < 2 && 2 * y + dy < h; dy++)
+                for (dx = 0; dx < 2 && 2 * x + dx < w; dx++, n++) {
+                    const unsigned char *p = rgb + ((size_t)(2 * y + dy) * w + 2 * x + dx) * 3;
+                    u += -38 * p[0] - 74 * p[1] + 112 * p[2];
+                    v += 112 * p[0] - 94 * p[1] - 18 * p[2];
+                }
+            /* 128 + the mean, rounded: (sum + 128 n) / (256 n), over non-negative numerators */
+            o->yuv[ny + (size_t)y * cw + x] = cli_y4m__clip((u + 256 * 128 * n + 128 * n) / (256 * n));
+            o->yuv[ny + nc + (size_t)y * cw + x] = cli_y4m__clip((v + 256 * 128 * n + 128 * n) / (256 * n));
+        }
+    if (fputs("FRAME\n", o->f) < 0 || fwrite(o->yuv, 1, ny + 2 * nc, o->f) != ny + 2 * nc) {
+        snprintf(o->err, sizeof(o->err), "YUV4MPEG2 output: cannot write frame %d", o->frames);
+        return 0;
+    }
+    o->frames++;
     return 1;
 }
 

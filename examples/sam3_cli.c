@@ -458,20 +458,14 @@ static void draw_overlay(unsigned char *rgb, int w, int h, const sam3_segment_re
     for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[order[k]];
         const unsigned char *col = PALETTE[k % 12];
-        const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255};
-        int x0, y0, x1, y1, tw, th, lw, lh, lx, ly;
+        int x0, y0, x1, y1;
         char label[32];
         if (!isfinite(in->box.x0) || !isfinite(in->box.y0) || !isfinite(in->box.x1) || !isfinite(in->box.y1)) continue;
         x0 = clamp_int(floor(in->box.x0), 0, w - 1), y0 = clamp_int(floor(in->box.y0), 0, h - 1);
         x1 = clamp_int(floor(in->box.x1), 0, w - 1), y1 = clamp_int(floor(in->box.y1), 0, h - 1);
         draw_box(rgb, w, h, x0, y0, x1, y1, s, col);
         snprintf(label, sizeof(label), "%.2f", in->score);
-        draw_text(rgb, w, h, 0, 0, s, label, col, 0, &tw, &th);
-        lw = tw + 3 * s, lh = th + 2 * s; /* label: the text with a margin, above the box if it fits */
-        lx = x0 + lw > w ? (w - lw > 0 ? w - lw : 0) : x0;
-        ly = y0 - lh >= 0 ? y0 - lh : y0;
-        fill_rect(rgb, w, h, lx, ly, lx + lw, ly + lh, col);
-        draw_text(rgb, w, h, lx + 2 * s, ly + s, s, label, 3 * col[1] + 2 * col[0] + col[2] > 900 ? black : white, 1, &tw, &th);
+        draw_tag(rgb, w, h, x0, y0, s, label, col);
     }
 }
 
@@ -1320,31 +1314,12 @@ static int read_mask_prompt(const char *path, unsigned long long max_pixels, flo
     return CLI_OK;
 }
 
-/* A filled disc of radius r (pixels) centred on pixel (cx, cy), clipped to the image. */
-static void fill_disc(unsigned char *rgb, int w, int h, int cx, int cy, int r, const unsigned char *col) {
-    int x, y;
-    for (y = cy - r; y <= cy + r; y++)
-        for (x = cx - r; x <= cx + r; x++)
-            if (x >= 0 && y >= 0 && x < w && y < h && (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r + r)
-                memcpy(rgb + 3 * ((size_t)y * w + x), col, 3);
-}
-
 /* The best mask tinted blue, the box in yellow, then each click as a green (object) or red
    (background) dot with a white rim. */
 static void draw_points_overlay(unsigned char *rgb, int w, int h, const uint8_t *mask, const pts_args *a) {
-    static const unsigned char blue[3] = {0, 130, 200}, yellow[3] = {255, 225, 25}, white[3] = {255, 255, 255},
-                               green[3] = {40, 200, 60}, red[3] = {230, 30, 40};
-    int k, s = line_scale(w, h);
+    static const unsigned char blue[3] = {0, 130, 200}, yellow[3] = {255, 225, 25};
     if (mask) tint_mask(rgb, w, h, mask, blue);
-    if (a->has_box)
-        draw_box(rgb, w, h, clamp_int(floor(a->box.x0), 0, w - 1), clamp_int(floor(a->box.y0), 0, h - 1),
-                 clamp_int(floor(a->box.x1), 0, w - 1), clamp_int(floor(a->box.y1), 0, h - 1), s, yellow);
-    for (k = 0; k < a->n_points; k++) {
-        const sam3_point *p = &a->points[k];
-        int cx = clamp_int(floor(p->x), -1000000, 1000000), cy = clamp_int(floor(p->y), -1000000, 1000000);
-        fill_disc(rgb, w, h, cx, cy, 3 * s + 2, white);
-        fill_disc(rgb, w, h, cx, cy, 2 * s + 1, p->label ? green : red);
-    }
+    draw_prompt(rgb, w, h, a->points, a->n_points, a->has_box ? &a->box : NULL, yellow);
 }
 
 /* Writes mask_NNN.png, overlay.png and results.json into od (put in place at the commit). */

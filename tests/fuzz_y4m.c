@@ -10,7 +10,9 @@
                           (one "R G B" line a pixel: tests/test_hardening.sh checks the colours)
 
    Invariants on every input: a failure has a reason; every frame returned has the header's size
-   within the budget and every RGB byte written (summed: ASan/valgrind see any byte that was not). */
+   within the budget and every RGB byte written (summed: ASan/valgrind see any byte that was not);
+   the first frame, written by the writer (cli_y4m_out_*, what `sam3 track --video-out` writes),
+   reads back as one frame of its size, each pixel's luma within 3. */
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/cli_y4m.h"
 
@@ -22,6 +24,38 @@
 #define FZ_FRAMES 16
 
 static volatile unsigned fz_sink;
+
+/* 0 when rgb (w x h) written as a stream reads back as one frame of that size, each pixel's luma
+   within 3 of what was written. */
+static int fz_roundtrip(const unsigned char *rgb, int w, int h) {
+    cli_y4m_out o;
+    cli_y4m y;
+    char *buf = NULL;
+    size_t len = 0, i;
+    unsigned char *back = NULL, *again = NULL;
+    FILE *f = open_memstream(&buf, &len);
+    int bad = 1;
+    if (!f) return 0; /* no memory: nothing to check */
+    bad = !cli_y4m_out_open(&o, f, w, h, 25, 1) || !cli_y4m_out_frame(&o, rgb, w, h) || o.frames != 1;
+    cli_y4m_out_free(&o);
+    fclose(f);
+    if (!bad && (f = fmemopen(buf, len, "rb")) != NULL) {
+        bad = !cli_y4m_open(&y, f, FZ_BUDGET) || y.w != w || y.h != h || y.fps_n != 25 || y.fps_d != 1 || cli_y4m_next(&y, &back) != 1 ||
+              cli_y4m_next(&y, &again) != 0;
+        for (i = 0; !bad && i < (size_t)w * h; i++) {
+            const unsigned char *p = rgb + 3 * i, *q = back + 3 * i;
+            const int ya = 66 * p[0] + 129 * p[1] + 25 * p[2], yb = 66 * q[0] + 129 * q[1] + 25 * q[2];
+            /* luma survives 4:2:0 (only chroma is shared) unless a channel clipped on the way back */
+            if (q[0] > 0 && q[1] > 0 && q[2] > 0 && q[0] < 255 && q[1] < 255 && q[2] < 255) bad = abs(ya - yb) > 3 * 256;
+        }
+        free(back);
+        free(again);
+        cli_y4m_free(&y);
+        fclose(f);
+    }
+    free(buf);
+    return bad;
+}
 
 /* 0 when reading (data, size) as a stream keeps every invariant. */
 static int fz_one(const uint8_t *data, size_t size) {
@@ -42,6 +76,7 @@ static int fz_one(const uint8_t *data, size_t size) {
                 break;
             }
             for (i = 0; i < (size_t)y.w * y.h * 3; i++) sum += rgb[i];
+            if (k == 0) bad = fz_roundtrip(rgb, y.w, y.h);
             free(rgb);
         }
     }

@@ -98,7 +98,7 @@ suite cli ck "sam3 segment / points / info / bench on the tiny models; --threads
 suite track ck "sam3 track: frames, Y4M, prompts, --threads 1 and 2 the same bytes" 'sh tests/test_track.sh $B'
 suite cli_robust c "the CLI on hostile command lines and files" 'sh tests/test_cli_robust.sh $B'
 suite dataset c "folders, lists, shards, COCO, sam3 merge" 'sh tests/test_dataset.sh $B'
-suite y4m c "the Y4M reader on valid and hostile streams (fuzz seeds, replayed)" 'rm -rf $B/y4m_seeds &&
+suite y4m c "the Y4M reader on valid and hostile streams, the writer on their frames (fuzz seeds)" 'rm -rf $B/y4m_seeds &&
     "$PY" tests/make_y4m_seeds.py $B/y4m_seeds && $B/fuzz_y4m_replay $B/y4m_seeds'
 suite hardening c "hostile folders, lists, streams, shards, files and arguments end cleanly" 'sh tests/test_hardening.sh $B'
 suite image_io c "the CLI's JPEG/PNG reader against djpeg, hostile images" 'sh tests/test_image_io.sh $B'

@@ -8,6 +8,8 @@
 # input does not have and a model without memory modules fail with exit 1 and one clear line; bad
 # command lines exit 2. -t (text concepts): tracks.jsonl with a prompt per object; -t with clicked
 # objects: each kind as in a run of its own; --hotstart (clip mode) as the API's clip mode.
+# Overlays show the clicks and a "lost" tag; --format coco gives the PNG run's masks as RLE;
+# --video-out writes the overlays as a YUV4MPEG2 stream (to a file, or to stdout with nothing else).
 #   tests/test_track.sh [BUILD_DIR]     (needs BUILD_DIR/sam3, BUILD_DIR/video_a.sam3, BUILD_DIR/tiny_a.sam3,
 #                                        BUILD_DIR/test_concept)
 # Prints "test_track: N passed, N failed" last; exits non-zero on failure.
@@ -75,6 +77,27 @@ run 0 "PNG folder, -v" -m "$MODEL" -i "$T/a/png" -o "$T/png_v" $PROMPTS --thread
     bad "PNG folder, -v: not a detailed line and a progress line per frame on stderr: $(cat "$T/err")"
 grep -q "^sam3 track: 5 frames in .*tracks.jsonl" "$T/err" && ok || bad "PNG folder: no summary line: $(tail -n 1 "$T/err")"
 "$PY" tests/track_frames.py overlays "$T/png" "$T/a/png" && ok || bad "--overlay: overlays/ wrong"
+msg=$("$PY" tests/track_frames.py marks "$T/png" "0:16,24:pos;3:22,24:pos;3:5,5:neg") && ok || bad "--overlay: clicks or lost tag: $msg"
+
+# --format coco and --video-out: the same objects, each non-empty mask as RLE (decoded, pixel for
+# pixel the PNG run's), no masks/; the video's frames the overlays
+run 0 "--format coco --video-out FILE" -m "$MODEL" -i "$T/a/png" -o "$T/coco" $PROMPTS --overlay --threads 2 -q --format coco \
+    --video-out "$T/coco.y4m"
+msg=$("$PY" tests/track_frames.py coco "$T/png" "$T/coco" 2>&1) && ok || bad "--format coco: $msg"
+[ "$msg" -ge 3 ] 2>/dev/null && ok || bad "--format coco: only '$msg' masks compared"
+for f in 0 1 2 3 4; do cmp -s "$T/png/overlays/0000$f.png" "$T/coco/overlays/0000$f.png" || bad "--format coco: overlay $f differs"; done
+msg=$("$PY" tests/track_frames.py y4m "$T/coco.y4m" "$T/coco" 64 48 5 25:1 2>&1) && ok || bad "--video-out FILE: $msg"
+# to stdout from a 63x47 4:2:0 stream at 30000/1001 a second: only the stream on stdout, at that rate
+sed '1s/F25:1/F30000:1001/' "$T/b/stream.y4m" >"$T/b30.y4m" || exit 1
+IN=$T/b30.y4m run 0 "--video-out -" -m "$MODEL" -i - -o "$T/vo" $PROMPTS --overlay --video-out - --threads 2
+msg=$("$PY" tests/track_frames.py y4m "$T/out" "$T/vo" 63 47 5 30000:1001 2>&1) && ok || bad "--video-out -, 63x47: $msg"
+[ "$(grep -c '^sam3 track: frame ' "$T/err")" -eq 5 ] && ok || bad "--video-out -: progress not on stderr: $(cat "$T/err")"
+if command -v ffprobe >/dev/null 2>&1; then
+    n=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames,width,height -of csv=p=0 "$T/coco.y4m")
+    [ "$n" = "64,48,5" ] && ok || bad "ffprobe reads --video-out as '$n', expected 64,48,5"
+else
+    echo "test_track: ffprobe not installed: the --video-out stream is checked by tests/track_frames.py alone"
+fi
 # the --mask prompt: object 3 on frame 2 is that mask (through the model's 4x-smaller grid and back)
 "$PY" - "$T/png" "$T/a/mask.png" <<'EOF' && ok || bad "--mask prompt: object 3's mask on frame 2 is not the prompt's"
 import json, sys
@@ -121,6 +144,14 @@ tracks "Y4M 4:2:0" "$T/y420" 5 "$IDS"
 "$PY" tests/track_frames.py same "$T/png420" "$T/y420" && ok || bad "Y4M 4:2:0 differs from its PNG frames"
 
 # --- failures: exit 1, one line ---
+mkdir -p "$T/mixed" && cp "$T/a/png/f000.png" "$T/mixed/f000.png" && cp "$T/b/png/f001.png" "$T/mixed/f001.png" || exit 1
+fails 1 "one size" "--video-out with frames of two sizes" -m "$MODEL" -i "$T/mixed" -o "$T/o" --point 0:1:16,24 --video-out "$T/mixed.y4m"
+fails 1 "$T/none/v.y4m" "--video-out into a missing folder" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out "$T/none/v.y4m"
+[ ! -e "$T/o/tracks.jsonl" ] && ok || bad "--video-out into a missing folder: tracks.jsonl written"
+fails 1 "cannot create" "--video-out a folder" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out "$T/a"
+if [ -c /dev/full ] && [ -w /dev/full ]; then # (a container may have a plain file there)
+    fails 1 "video-out" "--video-out /dev/full" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out /dev/full
+fi
 head -c 30000 "$T/a/stream.y4m" >"$T/cut.y4m" # 3 frames of 9222 bytes and part of the 4th
 IN=$T/cut.y4m fails 1 "truncated in frame 3" "truncated Y4M" -m "$MODEL" -i - -o "$T/cut" --point 0:1:16,24
 [ "$(wc -l <"$T/cut/tracks.jsonl")" -eq 4 ] && ok || bad "truncated Y4M: the generator line and the 3 whole frames are not in tracks.jsonl"
@@ -136,6 +167,9 @@ fails 1 "memory modules" "a model without memory modules" -m "$B/tiny_a.sam3" -i
 fails 1 "mask.png" "a missing --mask PNG" -m "$MODEL" -i "$T/a/png" -o "$T/o" --mask 0:1:"$T/none/mask.png"
 fails 1 "folder" "a missing input folder" -m "$MODEL" -i "$T/none" -o "$T/o" --point 0:1:16,24
 fails 1 "$T/none.sam3" "a missing model" -m "$T/none.sam3" -i "$T/a/png" -o "$T/o" --point 0:1:16,24
+printf 'keep' >"$T/keep.y4m" || exit 1
+fails 1 "$T/none.sam3" "a missing model, --video-out" -m "$T/none.sam3" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --video-out "$T/keep.y4m"
+[ "$(cat "$T/keep.y4m")" = keep ] && ok || bad "a run that failed before its first frame changed the --video-out file"
 many=""
 for i in $(seq 1 65); do many="$many --point 0:$i:5,5"; done
 fails 2 "at most 64" "65 objects (the library's limit)" -m "$MODEL" -i "$T/a/png" -o "$T/o" $many
@@ -236,6 +270,12 @@ PYEOF
 }
 like_api "--hotstart 3" "$T/clip" "$T/png" 4 '["a cat", "the red car"]' --text "a cat" --text "the red car" --hotstart 3 --threshold 0.3 \
     --threads 2
+# the same run with --format coco and --video-out: the frames held back reach the video in order
+run 0 "-t --hotstart 3 --format coco --video-out" -m "$MODEL" -i "$T/a/png" -o "$T/clipc" $PROMPTS -t "a cat" -t "the red car" \
+    --threshold 0.3 --hotstart 3 --threads 2 -q --format coco --overlay --video-out "$T/clip.y4m"
+msg=$("$PY" tests/track_frames.py coco "$T/clip" "$T/clipc" 2>&1) && ok || bad "-t --format coco: $msg"
+msg=$("$PY" tests/track_frames.py y4m "$T/clip.y4m" "$T/clipc" 64 48 5 25:1 2>&1) && ok || bad "-t --video-out: $msg"
+msg=$("$PY" tests/track_frames.py marks "$T/clipc" "0:16,24:pos;3:22,24:pos;3:5,5:neg" 2>&1) && ok || bad "-t --overlay: clicks or lost tag: $msg"
 # box exemplars (--concept-box): a prompt of a box only (before any -t), and a text with a positive
 # and a negative box, as the API's concept tracker given the same prompts
 run 0 "--concept-box" -m "$MODEL" -i "$T/a/png" -o "$T/ex" --concept-box 10,8,40,30 -t "a cat" --concept-box 10,8,40,30 \
@@ -259,6 +299,8 @@ fails 2 "frame" "a negative frame" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point -
 fails 2 "ID" "a non-numeric id" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:cat:5,5
 fails 2 "no objects" "no prompt" -m "$MODEL" -i "$T/a/png" -o "$T/o"
 fails 2 "-o" "no output" -m "$MODEL" -i "$T/a/png" --point 0:1:5,5
+fails 2 "png or coco" "--format jpeg" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --format jpeg
+fails 2 "--video-out" "an empty --video-out" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --video-out ""
 fails 2 "unknown option" "an unknown option" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --frobnicate
 run 0 "--help" --help
 grep -q "usage: sam3 track" "$T/out" && ok || bad "--help: no usage line"

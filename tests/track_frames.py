@@ -12,7 +12,19 @@ PNG files and as YUV4MPEG2 streams, and checks of what `sam3 track` writes. nump
     track_frames.py same OUT_A OUT_B        the two outputs are equal (tracks.jsonl but the image
                                             names, every mask PNG byte for byte)
     track_frames.py overlays OUTDIR FRAMES  one overlay per frame, at its size, differing from the
-                                            frame where an object is visible
+                                            frame where an object is listed (drawn, or lost)
+    track_frames.py marks OUTDIR CLICKS     on each overlay the "lost" tag (its grey at the top left
+                                            corner) where a clicked object has an empty mask or a
+                                            concept object seen before is missing, and the clicks
+                                            CLICKS ("F:x,y:pos|neg;...") as dots
+    track_frames.py coco PNG_OUT COCO_OUT   a --format coco run is the --format png run with each
+                                            non-empty mask as its RLE (decoded here, pixel for
+                                            pixel), no "segmentation" on an empty one, no masks/
+    track_frames.py y4m STREAM OUTDIR W H N FPS
+                                            STREAM is a YUV4MPEG2 4:2:0 stream of N W x H frames at
+                                            FPS ("25:1") whose frames are OUTDIR's overlays (BT.601
+                                            limited range, chroma from 2x2 means); prints the mean
+                                            colour error of the frames read back
 
 The frames are made in YUV and turned into RGB with the exact integer BT.601 formula the CLI
 documents (limited range, chroma replicated); the PNG files hold that RGB. A stream and its PNG
@@ -138,15 +150,122 @@ def same(a, b):
                 assert f.read() == g.read(), "%s differs" % o["mask"]
 
 
+def lost_by_frame(tracks):
+    """Per frame, whether its overlay lists lost objects: a clicked object with an empty mask, or a
+    concept object listed on an earlier frame and not on this one."""
+    seen, out = set(), []
+    for t in tracks:
+        now = {o["id"] for o in t["objects"] if "prompt" in o}
+        out.append(any(o["area"] == 0 for o in t["objects"] if "prompt" not in o) or bool(seen - now))
+        seen |= now
+    return out
+
+
 def overlays(outdir, frames):
     names = sorted(n for n in os.listdir(frames) if not n.startswith("."))
     tracks = read_tracks(outdir)
+    lost = lost_by_frame(tracks)
     for k, n in enumerate(names):
         rgb = cli_images.read_png(os.path.join(frames, n))
         ov = cli_images.read_png(os.path.join(outdir, "overlays", "%05d.png" % k))
         assert ov.shape == rgb.shape, "overlay %d: %s, frame %s" % (k, ov.shape, rgb.shape)
-        shown = any(o["area"] > 0 for o in tracks[k]["objects"])
-        assert shown == bool((ov != rgb).any()), "overlay %d: objects shown %s, differs from the frame %s" % (k, shown, (ov != rgb).any())
+        drawn = bool(tracks[k]["objects"]) or lost[k]
+        assert drawn == bool((ov != rgb).any()), "overlay %d: objects listed or lost %s, differs from the frame %s" % (k, drawn, (ov != rgb).any())
+
+
+def overlays_marks(outdir, clicks):
+    tracks = read_tracks(outdir)
+    grey, green, red = [60, 60, 60], [40, 200, 60], [230, 30, 40]
+    want = {}
+    for c in filter(None, clicks.split(";")):
+        f, xy, lab = c.split(":")
+        want.setdefault(int(f), []).append([int(v) for v in xy.split(",")] + [lab])
+    lost = lost_by_frame(tracks)
+    assert any(lost), "no frame with a lost object: nothing checked"
+    for k, t in enumerate(tracks):
+        ov = cli_images.read_png(os.path.join(outdir, "overlays", "%05d.png" % k)).astype(int)
+        assert (list(ov[0, 0]) == grey) == lost[k], "overlay %d: lost tag %s, objects %s" % (k, list(ov[0, 0]), t["objects"])
+        for x, y, lab in want.get(k, []):
+            assert list(ov[y, x]) == (green if lab == "pos" else red), "overlay %d: click %d,%d is %s" % (k, x, y, list(ov[y, x]))
+
+
+def rle_decode(rle):
+    """COCO compressed RLE (cocoapi maskApi.c rleFrString) -> a (h, w) 0/1 array."""
+    h, w = rle["size"]
+    s, counts, p = rle["counts"], [], 0
+    while p < len(s):
+        x, k, more = 0, 0, 1
+        while more:
+            c = ord(s[p]) - 48
+            x |= (c & 0x1F) << (5 * k)
+            more = c & 0x20
+            p, k = p + 1, k + 1
+            if not more and (c & 0x10):
+                x |= -1 << (5 * k)
+        if len(counts) > 2:
+            x += counts[-2]
+        counts.append(x)
+    flat = np.zeros(h * w, np.uint8)
+    at = 0
+    for i, n in enumerate(counts):
+        assert n >= 0 and at + n <= h * w, "RLE run %d of %d past the mask" % (i, n)
+        flat[at:at + n] = i % 2
+        at += n
+    assert at == h * w, "RLE covers %d of %d pixels" % (at, h * w)
+    return flat.reshape(w, h).T  # column-major
+
+
+def coco(png_out, coco_out):
+    tp, tc = read_tracks(png_out), read_tracks(coco_out)
+    assert len(tp) == len(tc), "%d vs %d frames" % (len(tp), len(tc))
+    assert not os.path.exists(os.path.join(coco_out, "masks")), "--format coco wrote masks/"
+    n = 0
+    for x, y in zip(tp, tc):
+        assert len(x["objects"]) == len(y["objects"]), (x, y)
+        for a, b in zip(x["objects"], y["objects"]):
+            m = cli_images.read_png(os.path.join(png_out, a["mask"]))[:, :, 0] > 0
+            assert {k: v for k, v in a.items() if k != "mask"} == {k: v for k, v in b.items() if k != "segmentation"}, (a, b)
+            if not m.any():
+                assert "segmentation" not in b, "frame %d: an empty mask has a segmentation: %s" % (x["frame"], b)
+                continue
+            d = rle_decode(b["segmentation"])
+            assert d.shape == m.shape and (d.astype(bool) == m).all(), "frame %d object %d: RLE differs from the PNG" % (x["frame"], a["id"])
+            n += 1
+    assert n > 0, "no non-empty mask to compare"
+    return n
+
+
+def y4m(stream, outdir, w, h, n, fps):
+    data = open(stream, "rb").read()
+    head, rest = data.split(b"\n", 1)
+    want = b"YUV4MPEG2 W%d H%d F%s Ip A1:1 C420jpeg XCOLORRANGE=LIMITED" % (w, h, fps.encode())
+    assert head == want, "header %r, expected %r" % (head, want)
+    cw, ch = (w + 1) // 2, (h + 1) // 2
+    size = 6 + w * h + 2 * cw * ch
+    assert len(rest) == n * size, "%d bytes of frames, expected %d frames of %d" % (len(rest), n, size)
+    worst = 0
+    for k in range(n):
+        fr = rest[k * size:(k + 1) * size]
+        assert fr[:6] == b"FRAME\n", "frame %d: %r" % (k, fr[:6])
+        Y = np.frombuffer(fr, np.uint8, w * h, 6).reshape(h, w)
+        U = np.frombuffer(fr, np.uint8, cw * ch, 6 + w * h).reshape(ch, cw)
+        V = np.frombuffer(fr, np.uint8, cw * ch, 6 + w * h + cw * ch).reshape(ch, cw)
+        ov = cli_images.read_png(os.path.join(outdir, "overlays", "%05d.png" % k)).astype(int)
+        luma = 16 + ((66 * ov[:, :, 0] + 129 * ov[:, :, 1] + 25 * ov[:, :, 2] + 128) >> 8)
+        assert (np.abs(Y.astype(int) - luma) <= 0).all(), "frame %d: luma differs from the overlay's" % k
+        # chroma: BT.601 of each 2x2 block's mean (the blocks of an odd size's last column and row
+        # are halves), rounded
+        for plane, cf, name in ((U, (-38, -74, 112), "U"), (V, (112, -94, -18), "V")):
+            c = cf[0] * ov[:, :, 0] + cf[1] * ov[:, :, 1] + cf[2] * ov[:, :, 2]
+            pad = np.zeros((2 * ch, 2 * cw), np.int64)
+            cnt = np.zeros((2 * ch, 2 * cw), np.int64)
+            pad[:h, :w], cnt[:h, :w] = c, 1
+            s4 = pad.reshape(ch, 2, cw, 2).sum((1, 3))
+            n4 = cnt.reshape(ch, 2, cw, 2).sum((1, 3))
+            want = (s4 + 256 * 128 * n4 + 128 * n4) // (256 * n4)
+            assert (plane.astype(int) == want).all(), "frame %d: %s differs from the overlay's" % (k, name)
+        worst = max(worst, float(np.abs(yuv_to_rgb(Y, U, V).astype(int) - ov).mean()))
+    return worst
 
 
 def main(argv):
@@ -159,6 +278,12 @@ def main(argv):
             same(argv[1], argv[2])
         elif argv[0] == "overlays" and len(argv) == 3:
             overlays(argv[1], argv[2])
+        elif argv[0] == "marks" and len(argv) == 3:
+            overlays_marks(argv[1], argv[2])
+        elif argv[0] == "coco" and len(argv) == 3:
+            print(coco(argv[1], argv[2]))
+        elif argv[0] == "y4m" and len(argv) == 7:
+            print("%.2f" % y4m(argv[1], argv[2], int(argv[3]), int(argv[4]), int(argv[5]), argv[6]))
         else:
             print(__doc__, file=sys.stderr)
             return 2
