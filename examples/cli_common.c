@@ -309,6 +309,17 @@ void tb_json_number(text_buf *b, double v) {
     else tb_printf(b, "null");
 }
 
+char *cli_rle_string(const uint8_t *mask, int w, int h) {
+    size_t len;
+    char *s;
+    if (sam3_mask_to_rle(mask, w, h, NULL, 0, &len) != SAM3_OK || !(s = (char *)malloc(len + 1))) return NULL;
+    if (sam3_mask_to_rle(mask, w, h, s, len + 1, &len) != SAM3_OK) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 /* ---- images in and out ---- */
 
 int read_image(const char *path, unsigned long long max_pixels, int keep_orientation, cli_image *img) {

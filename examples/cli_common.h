@@ -81,6 +81,8 @@ void tb_printf(text_buf *b, const char *fmt, ...);
 void tb_json_string(text_buf *b, const char *s);
 /* %.6g, or null when not finite. */
 void tb_json_number(text_buf *b, double v);
+/* A mask's COCO compressed RLE (sam3_mask_to_rle) as a malloc'ed string; NULL: out of memory. */
+char *cli_rle_string(const uint8_t *mask, int w, int h);
 
 /* ---- images in and out ---- */
 

@@ -4,7 +4,6 @@
    messages, JSON, PNG out, overlays). */
 #define _POSIX_C_SOURCE 200809L /* fileno, lstat under -std=c99 */
 #include "cli_common.h"
-#include "cli_dataset.h" /* cli_ds_rle_string */
 #include "cli_outdir.h"
 #include "cli_y4m.h"
 #include "image_io.h"
@@ -509,7 +508,7 @@ static int track_object_out(const track_run *t, track_pending *p, text_buf *js, 
         if (!ok) return 0;
         tb_printf(js, ", \"mask\": \"masks/%s\"", mname);
     } else if (area > 0) {
-        char *rle = cli_ds_rle_string(mask, w, h);
+        char *rle = cli_rle_string(mask, w, h);
         if (!rle) {
             cli_error("out of memory");
             return 0;

@@ -585,10 +585,8 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
 
     for (k = 0; k < seg->n_instances; k++) {
         const uint8_t *m = seg->instances[idx[k]].mask;
-        if (io->coco) { /* the size, then the string */
-            size_t len;
-            if (sam3_mask_to_rle(m, img->w, img->h, NULL, 0, &len) != SAM3_OK || !(rle[k] = (char *)malloc(len + 1)) ||
-                sam3_mask_to_rle(m, img->w, img->h, rle[k], len + 1, &len) != SAM3_OK) {
+        if (io->coco) {
+            if (!(rle[k] = cli_rle_string(m, img->w, img->h))) {
                 cli_error("out of memory");
                 goto done;
             }
