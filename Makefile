@@ -480,10 +480,15 @@ CROSS_DEBARCH ?= arm64
 QEMU          ?= qemu-aarch64
 CROSS_DIR     := $(BUILD)/$(CROSS_TRIPLET)
 CROSS_RUN     := QEMU_LD_PREFIX=/ OMP_WAIT_POLICY=passive $(QEMU)
+# An AVX2-only x86-64 CPU (no AVX-512), as many laptops and CI machines: this build's own binaries
+# under qemu-user's Haswell model (cpuid without AVX-512), which must pick the AVX2 path by
+# themselves. OMP_WAIT_POLICY set: the CLI would otherwise run itself again natively.
+X86_QEMU      ?= qemu-x86_64 -cpu Haswell
+X86_RUN       := OMP_WAIT_POLICY=passive $(X86_QEMU)
 CROSS_BINS    := $(CROSS_DIR)/test_format $(CROSS_DIR)/test_parity $(CROSS_DIR)/test_gemm $(CROSS_DIR)/test_robust \
                  $(CROSS_DIR)/test_parity_noblas $(CROSS_DIR)/sam3
 CROSS_BINS    += $(CROSS_DIR)/test_kernels
-test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
+test-cross: deps $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tiny_a_bf16.sam3 $(BUILD)/sam3 $(BUILD)/test_parity
 	@if [ "$$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx $(CROSS_DEBARCH); then \
 	    dpkg --add-architecture $(CROSS_DEBARCH) && apt-get update -q; fi
 	@$(MAKE) --no-print-directory deps DEB_PKGS="gcc-$(CROSS_TRIPLET) qemu-user libopenblas-dev:$(CROSS_DEBARCH) libgomp1:$(CROSS_DEBARCH) \
@@ -502,6 +507,11 @@ test-cross: deps $(TINY_SAM3) $(SAM1_SAM3)
 	@rm -rf $(CROSS_DIR)/out && $(CROSS_RUN) $(CROSS_DIR)/sam3 segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \
 	    -t "a cat" --threshold 0 -q -o $(CROSS_DIR)/out && test -s $(CROSS_DIR)/out/results.json
 	@echo "test-cross: $(CROSS_TRIPLET) tests passed under $(QEMU)"
+	@$(X86_RUN) $(BUILD)/sam3 --version 2>/dev/null | grep -qx 'kernels: avx2' || \
+	    { echo "test-cross: on an AVX2-only CPU ($(X86_QEMU)) sam3 did not pick the AVX2 path"; exit 1; }
+	@$(X86_RUN) $(BUILD)/test_parity --model $(BUILD)/tiny_a_bf16.sam3 --data tests/data/tiny_a --bf16 >$(BUILD)/x86_cpu.log 2>&1 || \
+	    { grep -v "TCG doesn't support" $(BUILD)/x86_cpu.log | tail -n 15; exit 1; }
+	@echo "test-cross: an AVX2-only x86-64 CPU ($(X86_QEMU)): kernels: avx2; bf16 file $$(tail -n 1 $(BUILD)/x86_cpu.log)"
 
 # Segment the bundled image with the tiny model into out/demo/ (results.json, mask PNGs,
 # overlay.png), then follow one clicked object with the tiny video model through 6 frames panned
