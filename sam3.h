@@ -223,6 +223,8 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.3.0  sam3_load_options.image_size: SAM 3 at a smaller (or larger) square input, any multiple
+          of the patch, as the reference with that config.image_size.
    1.2.0  kernels chosen at run time (sam3_isa, sam3_ctx_options.isa, $SAM3_ISA, sam3_isa_name,
           sam3_isa_mask, sam3_isa_default, sam3_ctx_isa; SAM3_NO_DISPATCH, SAM3_HEADER_NAME):
           one build runs AVX2, AVX-512, AVX512-BF16, AMX or NEON where the CPU has them; the
@@ -253,9 +255,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 2
+#define SAM3_VERSION_MINOR 3
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "1.2.0"
+#define SAM3_VERSION_STRING "1.3.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
@@ -2834,7 +2836,7 @@ static int sam3__check_image_size(sam3__loader *L, int image, int patch, int wid
     const sam3_result bad = L->image_size ? SAM3_ERR_INVALID_ARG : SAM3_ERR_CORRUPT_FILE;
     if (L->rc != SAM3_OK) return 0;
     if (image < 2 * patch || image > 65536 || image % patch)
-        sam3__lfail(L, bad, "image_size %d: not a multiple of the patch size %d from %d to 65536", image, patch, 2 * patch);
+        sam3__lfail(L, bad, "image_size %d: must be a multiple of the patch size %d, from %d to 65536", image, patch, 2 * patch);
     else if ((double)(image / patch) * (image / patch) * widest > (double)INT_MAX)
         sam3__lfail(L, bad, "image_size %d: too large (a %dx%d token grid overflows the buffers)", image, image / patch, image / patch);
     return L->rc == SAM3_OK;

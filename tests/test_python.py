@@ -208,6 +208,13 @@ def test_errors(img):
         check(False, "Model(not a .sam3) raises")
     except sam3.Error as e:
         check(e.code == sam3.ERR_BAD_MAGIC and str(e), "Model(not a .sam3): ERR_BAD_MAGIC with a message: %d %s" % (e.code, e))
+    with sam3.Model(MODEL, image_size=70) as m:
+        check(m.image_size == 70, "Model(image_size=70): input side %d" % m.image_size)
+    try:
+        sam3.Model(MODEL, image_size=71)
+        check(False, "Model(image_size=71) raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_INVALID_ARG and "image_size 71" in str(e), "Model(image_size=71): ERR_INVALID_ARG: %d %s" % (e.code, e))
     with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=1) as c:
         try:
             c.segment("a cat")
