@@ -190,6 +190,10 @@ DOCUMENTATION
    * Text prompts are at most text.max_position_embeddings ids (32 for SAM 3) including BOS and
      EOS: longer prompts are truncated (EOS kept) and the call returns SAM3_TRUNCATED.
    * At most SAM3_MAX_BOXES boxes per prompt, SAM3_MAX_POINTS clicks per click prompt.
+   * The model's input is square: the file's side (1008 for SAM 3) or sam3_load_options.image_size,
+     a multiple of the patch from two patches to 65536 (SAM 1: its own only). A token grid that is
+     no multiple of the window (24 tokens) pads the windowed layers' windows, as the reference
+     does, so 784 (grid 56 -> 72) costs nearly what 1008 does; 672 and 336 pad nothing.
    * A tracker follows at most SAM3_MAX_TRACKED_OBJECTS objects; each correction adds one object
      pointer (D floats) for the rest of the stream (transformers 5.17 reads every past conditioning
      frame's pointer).

@@ -53,10 +53,10 @@ static const char *BENCH_HELP =
     "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
     "new prompt on the cached image (also without its post-processing, the stages a PyTorch forward\n"
     "runs), the first click after an image (it runs the interactive head's own neck) and a\n"
-    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, and\n"
-    "the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same run. A SAM 1 file\n"
-    "has no text encoder or detector: its image encoder (ViT + neck) and clicks are timed. The image\n"
-    "is synthetic (default 1280x960); each click is at a new place.\n"
+    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, the\n"
+    "context's memory and the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same\n"
+    "run. A SAM 1 file has no text encoder or detector: its image encoder (ViT + neck) and clicks are\n"
+    "timed. The image is synthetic (default 1280x960); each click is at a new place.\n"
     "  -m, --model FILE  the .sam3 file\n"
     "  --threads N       threads (default: all cores)\n"
     "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
@@ -678,6 +678,7 @@ done:
 typedef struct bench_times {
     double *load, *trunk, *neck, *pre, *text, *det, *new_prompt, *nopost, *click;
     double first_click;
+    size_t ctx_image; /* sam3_ctx_memory_used after the first image: what the input size drives */
 } bench_times;
 
 /* The rounds: the image, a first prompt on it, then a new prompt on the cached image. Paired
@@ -698,6 +699,7 @@ static int bench_rounds(sam3_ctx *c, const unsigned char *img, int W, int H, int
         }
         t = sam3_ctx_timings(c);
         t_img = t.vision_trunk + t.vision_neck;
+        if (!bt->ctx_image) bt->ctx_image = sam3_ctx_memory_used(c);
         if (i >= 0) {
             bt->pre[i] = t.preprocess;
             bt->trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
@@ -807,6 +809,8 @@ static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sa
     bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", bt->first_click);
     bench_line("click on the cached image", bt->first_click < 0 ? -1 : median(bt->click, runs));
     printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
+    printf("  %-40s %10.1f MB\n", "context after the first image", bt->ctx_image / 1e6);
+    printf("  %-40s %10.1f MB\n", "context at the end (results too)", sam3_ctx_memory_used(c) / 1e6);
     printf("  %-40s %10.1f GFLOP/s (%.4g GFLOP)\n", "image encoder", enc, gf);
     printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, split over our threads", sg);
     if (sg_ob > 0) printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, OpenBLAS's threads", sg_ob);
