@@ -215,6 +215,11 @@ def test_errors(img):
         check(False, "Model(image_size=71) raises")
     except sam3.Error as e:
         check(e.code == sam3.ERR_INVALID_ARG and "image_size 71" in str(e), "Model(image_size=71): ERR_INVALID_ARG: %d %s" % (e.code, e))
+    try:
+        sam3.Model(SAM1, image_size=64)
+        check(False, "Model(SAM 1, image_size=64) raises")
+    except sam3.Error as e:
+        check(e.code == sam3.ERR_UNSUPPORTED and "SAM 1" in str(e), "Model(SAM 1, image_size=64): ERR_UNSUPPORTED: %d %s" % (e.code, e))
     with sam3.Model(MODEL) as m, sam3.Context(m, n_threads=1) as c:
         try:
             c.segment("a cat")
