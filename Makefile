@@ -51,6 +51,8 @@ SAM1_SAM3 := $(patsubst %,$(BUILD)/%.sam3,$(SAM1_TINY))
 VIDEO_SAM3 := $(BUILD)/video_a.sam3
 # The same tiny models converted with --dtype bf16 (test_parity --bf16, test_format)
 BF16_SAM3 := $(patsubst %,$(BUILD)/%_bf16.sam3,$(TINY) $(SAM1_TINY))
+# tiny_a converted with --image-size 70 (test_parity against tests/data/tiny_a_s70)
+SIZED_SAM3 := $(BUILD)/tiny_a_s70.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
@@ -182,6 +184,8 @@ uninstall:
 # Tiny random-weight models converted from the committed reference checkpoints.
 $(BUILD)/%.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
 	$(PYTHON) tools/convert.py --quiet tests/data/$* $@
+$(BUILD)/tiny_a_s70.sam3: tests/data/tiny_a/model.safetensors tests/data/tiny_a/config.json tools/convert.py tools/sam3file.py | $(BUILD)
+	$(PYTHON) tools/convert.py --quiet --image-size 70 tests/data/tiny_a $@
 # and with bf16 Linear/Conv weights
 $(BUILD)/%_bf16.sam3: tests/data/%/model.safetensors tests/data/%/config.json tools/convert.py tools/sam3file.py | $(BUILD)
 	$(PYTHON) tools/convert.py --quiet --dtype bf16 tests/data/$* $@
@@ -276,7 +280,7 @@ $(QGELU): tests/make_quick_gelu.py tools/convert.py tools/sam3file.py tools/make
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
 TEST_C_DEPS := $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 \
-               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU)
+               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU) $(SIZED_SAM3)
 test-c: deps $(TEST_C_DEPS)
 	@SHARED=$(SHARED) REF_VIDEO=$(REF_VIDEO) sh tests/run.sh $(BUILD) c
 

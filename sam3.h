@@ -48,8 +48,8 @@ DOCUMENTATION
 1. Concepts
    * Images are 8-bit, top-left origin, rows `stride` bytes apart: RGB (3 bytes a pixel), RGBA (4,
      alpha ignored) or gray (1). Any size from 1x1 to SAM3_MAX_IMAGE_DIM on each side.
-     `sam3_set_image` squashes the image to the model's square input (1008x1008 for SAM 3; aspect
-     ratio NOT kept, exactly as Meta's and Hugging Face's processors do) with the reference's
+     `sam3_set_image` squashes the image to the model's square input (1008x1008 for SAM 3, or
+     sam3_load_options.image_size; aspect ratio NOT kept, exactly as Meta's and Hugging Face's processors do) with the reference's
      two-pass fixed-point antialiased bilinear resize (bit-identical to torchvision's uint8 kernel),
      then normalises with the file's mean/std. The result is cached in the context: every prompt
      on that image reuses the image features.
@@ -191,6 +191,10 @@ DOCUMENTATION
    * Text prompts are at most text.max_position_embeddings ids (32 for SAM 3) including BOS and
      EOS: longer prompts are truncated (EOS kept) and the call returns SAM3_TRUNCATED.
    * At most SAM3_MAX_BOXES boxes per prompt, SAM3_MAX_POINTS clicks per click prompt.
+   * The model's input is square: the file's side (1008 for SAM 3) or sam3_load_options.image_size,
+     a multiple of the patch from two patches to 65536 (SAM 1: its own only). A token grid that is
+     no multiple of the window (24 tokens) pads the windowed layers' windows, as the reference
+     does, so 784 (grid 56 -> 72) costs nearly what 1008 does; 672 and 336 pad nothing.
    * A tracker follows at most SAM3_MAX_TRACKED_OBJECTS objects; each correction adds one object
      pointer (D floats) for the rest of the stream (transformers 5.17 reads every past conditioning
      frame's pointer).
@@ -224,6 +228,8 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.3.0  sam3_load_options.image_size: SAM 3 at a smaller (or larger) square input, any multiple
+          of the patch, as the reference with that config.image_size.
    1.2.0  kernels chosen at run time (sam3_isa, sam3_ctx_options.isa, $SAM3_ISA, sam3_isa_name,
           sam3_isa_mask, sam3_isa_default, sam3_ctx_isa; SAM3_NO_DISPATCH, SAM3_HEADER_NAME):
           one build runs AVX2, AVX-512, AVX512-BF16, AMX or NEON where the CPU has them; the
@@ -254,9 +260,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 2
+#define SAM3_VERSION_MINOR 3
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "1.2.0"
+#define SAM3_VERSION_STRING "1.3.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
@@ -348,6 +354,11 @@ typedef struct sam3_load_options {
                     the tensor. 0 (default): the weights are not read at load (zero-copy, fast) */
     char *error;       /* optional: a failed load writes its reason here (NUL-terminated, cut to */
     size_t error_size; /* error_size bytes); "" after a successful one. No log callback needed. */
+    int image_size;    /* SAM 3: square input side in pixels, a multiple of the patch (14): smaller is
+                          faster (e.g. 560: ~1/3 of the encoder's time at 1008). 0 = the file's.
+                          Fixed at load, as every size-dependent table and buffer follows from it;
+                          the model equals HF's with that config.image_size (video: memory RoPE grid
+                          image_size / patch). SAM 1 (learned position grid) takes only its own. */
 } sam3_load_options;
 
 typedef enum sam3_pixel_format { SAM3_RGB8 = 0, SAM3_RGBA8 = 1, SAM3_GRAY8 = 2 } sam3_pixel_format;
@@ -2615,6 +2626,7 @@ typedef struct sam3__loader {
     char *err;
     size_t cap;
     sam3_result rc;
+    int image_size; /* sam3_load_options.image_size: 0, or the side that replaces the file's */
 } sam3__loader;
 
 static void sam3__lfail(sam3__loader *L, sam3_result rc, const char *fmt, ...) {
@@ -2824,6 +2836,26 @@ static int sam3__check_heads(sam3__loader *L, const char *what, int dim, int hea
     return L->rc == SAM3_OK;
 }
 
+/* A SAM 3 input side: the file's key, or sam3_load_options.image_size in its place (the
+   vision, processor and prompt-encoder sides are one size and change together). */
+static int sam3__image_size(sam3__loader *L, const char *key) {
+    const int s = (int)sam3__cfg_i(L, key, 1, 65536);
+    return L->image_size ? L->image_size : s;
+}
+
+/* The input side must tile into patches, give a grid whose half (the neck's 0.5x level, which the
+   reference computes) is not empty, and keep the token rows, g^2 x widest floats, within an int
+   (the neck checks its own 4x level). */
+static int sam3__check_image_size(sam3__loader *L, int image, int patch, int widest) {
+    const sam3_result bad = L->image_size ? SAM3_ERR_INVALID_ARG : SAM3_ERR_CORRUPT_FILE;
+    if (L->rc != SAM3_OK) return 0;
+    if (image < 2 * patch || image > 65536 || image % patch)
+        sam3__lfail(L, bad, "image_size %d: must be a multiple of the patch size %d, from %d to 65536", image, patch, 2 * patch);
+    else if ((double)(image / patch) * (image / patch) * widest > (double)INT_MAX)
+        sam3__lfail(L, bad, "image_size %d: too large (a %dx%d token grid overflows the buffers)", image, image / patch, image / patch);
+    return L->rc == SAM3_OK;
+}
+
 /* The prompt encoder and mask decoder keys that the SAM 3 interactive head ("tracker") and SAM 1
    ("sam1") share, in the order both read them. */
 static void sam3__load_head_config(sam3__loader *L, const char *pre, sam3__trk_cfg *t) {
@@ -2831,7 +2863,7 @@ static void sam3__load_head_config(sam3__loader *L, const char *pre, sam3__trk_c
     char k[96];
 #define SAM3__HKEY(name) (snprintf(k, sizeof(k), "%s.%s", pre, name), k)
     t->D = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.hidden_size"), 1, BIG);
-    t->image = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.image_size"), 1, 65536);
+    t->image = sam3__image_size(L, SAM3__HKEY("prompt_encoder.image_size"));
     t->grid = t->image / (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.patch_size"), 1, 65536);
     t->mask_in_ch = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.mask_input_channels"), 4, BIG);
     t->n_point_emb = (int)sam3__cfg_i(L, SAM3__HKEY("prompt_encoder.num_point_embeddings"), 4, SAM3__MAX_FFN);
@@ -2984,6 +3016,11 @@ static void sam3__load_sam1_config(sam3_model *m, sam3__loader *L) {
     v->out_ch = (int)sam3__cfg_i(L, "sam1.vision.output_channels", 1, BIG);
     v->layers = (int)sam3__cfg_i(L, "sam1.vision.num_hidden_layers", 1, 4096);
     v->heads = (int)sam3__cfg_i(L, "sam1.vision.num_attention_heads", 1, 4096);
+    if (L->image_size && L->rc == SAM3_OK) {
+        /* SamVisionEncoder's absolute position embedding is a learned (image/patch)^2 grid */
+        sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "image_size %d: a SAM 1 model runs only at its own input size", L->image_size);
+        return;
+    }
     v->image = (int)sam3__cfg_i(L, "sam1.vision.image_size", 1, 65536);
     v->patch = (int)sam3__cfg_i(L, "sam1.vision.patch_size", 1, 65536);
     v->window = (int)sam3__cfg_i(L, "sam1.vision.window_size", 0, 65536);
@@ -3048,7 +3085,7 @@ static void sam3__load_vision_config(sam3_model *m, sam3__loader *L) {
     v->layers = (int)sam3__cfg_i(L, "vision.num_hidden_layers", 1, 4096);
     v->heads = (int)sam3__cfg_i(L, "vision.num_attention_heads", 1, 4096);
     v->channels = (int)sam3__cfg_i(L, "vision.num_channels", 1, 3);
-    v->image = (int)sam3__cfg_i(L, "vision.image_size", 1, 65536);
+    v->image = sam3__image_size(L, "vision.image_size");
     v->patch = (int)sam3__cfg_i(L, "vision.patch_size", 1, 65536);
     v->pretrain_grid = (int)sam3__cfg_i(L, "vision.pretrain_image_size", 1, 65536);
     v->window = (int)sam3__cfg_i(L, "vision.window_size", 1, 65536);
@@ -3057,6 +3094,7 @@ static void sam3__load_vision_config(sam3_model *m, sam3__loader *L) {
     sam3__cfg_act(L, "vision.hidden_act", "gelu");
     if (L->rc != SAM3_OK) return;
     if (v->channels != 3) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "vision.num_channels = %d: only RGB models are supported", v->channels); return; }
+    if (!sam3__check_image_size(L, v->image, v->patch, SAM3__MAX(3 * v->hidden, v->inter))) return;
     v->grid = v->image / v->patch;
     v->pretrain_grid /= v->patch;
     if (v->grid < 1 || v->pretrain_grid < 1) { sam3__lfail(L, SAM3_ERR_CORRUPT_FILE, "vision: image/pretrain size smaller than one patch"); return; }
@@ -3067,7 +3105,7 @@ static void sam3__load_vision_config(sam3_model *m, sam3__loader *L) {
 
 /* The processor: the size it resizes to and its pixel normalisation. */
 static void sam3__load_processor_config(sam3_model *m, sam3__loader *L) {
-    m->proc.image = (int)sam3__cfg_i(L, "processor.image_size", 1, 65536);
+    m->proc.image = sam3__image_size(L, "processor.image_size");
     m->proc.rescale = sam3__cfg_f(L, "processor.rescale_factor", 1e-12, 1e12);
     sam3__load_norm_config(m, L);
     if (L->rc != SAM3_OK) return;
@@ -3116,6 +3154,10 @@ static void sam3__load_neck_config(sam3_model *m, sam3__loader *L) {
         nk->scale_x2[i] = s2;
         nk->side[i] = s2 == 1 ? v->grid / 2 : v->grid * s2 / 2;
         if (nk->side[i] < 1) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck level %d would be empty", i); return; }
+        if ((double)nk->side[i] * nk->side[i] * SAM3__MAX(nk->fpn, v->hidden) > (double)INT_MAX) {
+            sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck level %d: a %dx%d map is too large", i, nk->side[i], nk->side[i]);
+            return;
+        }
         if (s2 == 8 && v->hidden % 4) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck: vision hidden %d not divisible by 4", v->hidden); return; }
         if (s2 == 4 && v->hidden % 2) { sam3__lfail(L, SAM3_ERR_UNSUPPORTED, "neck: vision hidden %d not divisible by 2", v->hidden); return; }
     }
@@ -3733,6 +3775,7 @@ static sam3_result sam3__model_open(const uint8_t *blob, size_t size, int free_m
     L.err = err;
     L.cap = sizeof(err);
     L.rc = SAM3_OK;
+    L.image_size = opt ? opt->image_size : 0;
     sam3__load_config(m, &L);
     if (L.rc == SAM3_OK) sam3__load_weights(m, &L);
     if (L.rc == SAM3_OK) L.rc = sam3__file_check_small(&m->file, err, sizeof(err));

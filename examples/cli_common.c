@@ -59,8 +59,8 @@ static void on_load_log(void *user, int level, const char *msg) {
 }
 
 /* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file
-   or directory"). Returns 1 on success. */
-int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3_model **out) {
+   or directory"); image_size: sam3_load_options.image_size (0: the file's). Returns 1 on success. */
+int load_model_ex(const char *cmd, const char *path, int quiet, int verify, int image_size, sam3_model **out) {
     sam3_load_options lo = sam3_load_options_default();
     load_log ll;
     sam3_result r;
@@ -77,6 +77,7 @@ int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3
     lo.log = on_load_log;
     lo.log_user = &ll;
     lo.verify = verify;
+    lo.image_size = image_size;
     lo.error = err; /* the reason of a failure, from the library itself */
     lo.error_size = sizeof(err);
     if ((r = sam3_load(path, &lo, out)) != SAM3_OK) {
@@ -93,7 +94,7 @@ int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3
 }
 
 int load_model(const char *cmd, const char *path, int quiet, sam3_model **out) {
-    return load_model_ex(cmd, path, quiet, 0, out);
+    return load_model_ex(cmd, path, quiet, 0, 0, out);
 }
 
 /* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */

@@ -46,7 +46,7 @@ void cli_items_line(cli_items *p, long k, const char *name, double ms, const cha
 
 /* sam3_load with one line on stderr on failure ("sam3 CMD: cannot open model 'x': No such file
    or directory"); load notes on stderr unless quiet. Returns 1 on success. */
-int load_model_ex(const char *cmd, const char *path, int quiet, int verify, sam3_model **out);
+int load_model_ex(const char *cmd, const char *path, int quiet, int verify, int image_size, sam3_model **out);
 int load_model(const char *cmd, const char *path, int quiet, sam3_model **out);
 /* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */
 int model_is_sam1(const sam3_model *m);

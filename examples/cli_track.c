@@ -89,6 +89,7 @@ static const char *TRACK_HELP_OPTIONS =
     "  --keep-orientation         JPEG frames as stored: their EXIF orientation is not applied\n"
     "  --threads N                threads (default: all cores)\n"
     "  --precision bf16|f32       weight products in bf16 (f32 sums), as in `sam3 segment`\n"
+    "  --image-size N             the model's input side, a multiple of 14, as in `sam3 segment`\n"
     "  -q, --quiet                no progress on stderr\n"
     "  -v, --verbose              each frame's objects and times (image encoder, tracking) too\n"
     "\n"
@@ -113,6 +114,7 @@ typedef struct track_args {
     const char *video_out; /* --video-out: a file, or "-" for stdout; NULL: none */
     int keep_orientation; /* --keep-orientation: frames as stored, EXIF ignored */
     int precision;        /* --precision: SAM3_PRECISION_* */
+    int image_size;       /* --image-size: sam3_load_options.image_size, 0: the file's */
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
@@ -233,6 +235,9 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             if (r < 0 || (strcmp(v, "bf16") && strcmp(v, "f32")))
                 return usage_error("track", "--precision wants bf16 or f32, got '%s'", r < 0 ? "" : v);
             a->precision = strcmp(v, "bf16") ? SAM3_PRECISION_F32 : SAM3_PRECISION_BF16;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--image-size", &v)) != 0) {
+            if (r < 0 || !parse_int(v, 1, 65536, &a->image_size))
+                return usage_error("track", "--image-size wants a side from 1 to 65536 pixels, got '%s'", r < 0 ? "" : v);
         } else if ((r = opt_value(argc, argv, &i, NULL, "--threshold", &v)) != 0) {
             if (r < 0 || !parse_float(v, &a->threshold) || !(a->threshold > 0) || a->threshold >= 1)
                 return usage_error("track", "--threshold wants a number between 0 and 1, got '%s'", r < 0 ? "" : v);
@@ -686,7 +691,7 @@ static int track_open(track_run *t) {
         cli_error("%s", t->od.err);
         return CLI_FAIL;
     }
-    if (!load_model("track", a->model, a->quiet, &t->m)) return CLI_FAIL;
+    if (!load_model_ex("track", a->model, a->quiet, 0, a->image_size, &t->m)) return CLI_FAIL;
     co.n_threads = a->threads;
     co.blas_threads = 1;
     co.precision = a->precision;

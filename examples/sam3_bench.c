@@ -47,16 +47,16 @@ static void on_load_log(void *user, int level, const char *msg) {
 
 static const char *BENCH_HELP =
     "usage: sam3 bench -m FILE [--threads N] [--runs R] [--size WxH] [--paired] [--precision bf16|f32]\n"
-    "       [--video K [--frames N] | --concept K [--threshold T]] [--warm W]\n"
+    "       [--image-size N] [--video K [--frames N] | --concept K [--threshold T]] [--warm W]\n"
     "\n"
     "Times, as medians over R runs (default 3): load (open + validate + map), the image encoder\n"
     "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
     "new prompt on the cached image (also without its post-processing, the stages a PyTorch forward\n"
     "runs), the first click after an image (it runs the interactive head's own neck) and a\n"
-    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, and\n"
-    "the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same run. A SAM 1 file\n"
-    "has no text encoder or detector: its image encoder (ViT + neck) and clicks are timed. The image\n"
-    "is synthetic (default 1280x960); each click is at a new place.\n"
+    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, the\n"
+    "context's memory and the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same\n"
+    "run. A SAM 1 file has no text encoder or detector: its image encoder (ViT + neck) and clicks are\n"
+    "timed. The image is synthetic (default 1280x960); each click is at a new place.\n"
     "  -m, --model FILE  the .sam3 file\n"
     "  --threads N       threads (default: all cores)\n"
     "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
@@ -64,6 +64,7 @@ static const char *BENCH_HELP =
     "  --runs R          repetitions (default 3)\n"
     "  --precision P     bf16: products with weights in bf16 (a --dtype bf16 file's are anyway); f32 (default)\n"
     "  --size WxH        the synthetic image's size\n"
+    "  --image-size N    the model's input side, a multiple of 14 (default: the file's)\n"
     "  --paired          for tools/bench_vs_pytorch.sh: after an untimed round prints \"ready\", then\n"
     "                    each run (image, first prompt, new prompt) waits for a line on stdin and\n"
     "                    prints its times, so that another program's runs alternate with ours\n"
@@ -88,7 +89,8 @@ static const char *BENCH_HELP =
     "                    busy processes (one spinning thread each; the order alternates per round),\n"
     "                    then the medians and their ratios, the new prompt's and the first click's by stage\n"
     "                    (not on Windows)\n"
-    "\n"
+    "\n";
+static const char *BENCH_HELP_GEMM = /* apart: one string literal would pass C99's 4095 characters */
     "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
     "  --gemm            no model: C = A B^T (M x K times (N x K)^T, as the linear layers; default\n"
     "                    5184x1024x1024, the ViT's tokens at 1008 px) on N threads, the median of R runs,\n"
@@ -133,7 +135,7 @@ static int cfg_array(const sam3_model *m, const char *key, double *v, int cap) {
 static double vision_gflop(const sam3_model *m) {
     double C = (double)cfgi(m, "vision.hidden_size"), Ih = (double)cfgi(m, "vision.intermediate_size");
     double p = (double)cfgi(m, "vision.patch_size"), D = (double)cfgi(m, "neck.fpn_hidden_size");
-    int64_t g = cfgi(m, "vision.image_size") / cfgi(m, "vision.patch_size"), ws = cfgi(m, "vision.window_size");
+    int64_t g = sam3_model_image_size(m) / cfgi(m, "vision.patch_size"), ws = cfgi(m, "vision.window_size"); /* the size it runs at */
     int64_t L = cfgi(m, "vision.num_hidden_layers"), nwy = (g + ws - 1) / ws, l;
     double N = (double)(g * g), nwin = (double)(nwy * nwy * ws * ws), f = 2 * N * C * 3 * p * p;
     double scales[8], gi[64];
@@ -224,6 +226,7 @@ typedef struct bench_args {
     int gemm, gm, gn, gk;    /* --gemm [MxNxK] */
     int load;                /* --load N busy processes */
     int precision;           /* --precision bf16|f32: SAM3_PRECISION_* */
+    int image_size;          /* --image-size N: sam3_load_options.image_size, 0: the file's */
     int concept;             /* --concept K objects at most */
     double threshold;        /* --threshold T (with --concept); < 0: chosen from the image */
 } bench_args;
@@ -242,6 +245,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             fputs(BENCH_HELP, stdout);
+            fputs(BENCH_HELP_GEMM, stdout);
             return CLI_OK;
         } else if ((!strcmp(arg, "-m") || !strcmp(arg, "--model")) && val) {
             a->path = val, i++;
@@ -253,6 +257,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             else if (!strcmp(val, "f32")) a->precision = SAM3_PRECISION_F32;
             else return usage_error("--precision wants bf16 or f32, got '%s'", val);
             i++;
+        } else if (!strcmp(arg, "--image-size") && val) {
+            a->image_size = atoi(val), i++;
+            if (a->image_size < 1 || a->image_size > 65536) return usage_error("--image-size wants a side from 1 to 65536 pixels, got '%s'", val);
         } else if (!strcmp(arg, "--blas-threads") && val) {
             a->blas_threads = atoi(val), i++;
             if (a->blas_threads < 0) return usage_error("--blas-threads must be >= 0, got '%s'", val);
@@ -671,6 +678,7 @@ done:
 typedef struct bench_times {
     double *load, *trunk, *neck, *pre, *text, *det, *new_prompt, *nopost, *click;
     double first_click;
+    size_t ctx_image; /* sam3_ctx_memory_used after the first image: what the input size drives */
 } bench_times;
 
 /* The rounds: the image, a first prompt on it, then a new prompt on the cached image. Paired
@@ -691,6 +699,7 @@ static int bench_rounds(sam3_ctx *c, const unsigned char *img, int W, int H, int
         }
         t = sam3_ctx_timings(c);
         t_img = t.vision_trunk + t.vision_neck;
+        if (!bt->ctx_image) bt->ctx_image = sam3_ctx_memory_used(c);
         if (i >= 0) {
             bt->pre[i] = t.preprocess;
             bt->trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
@@ -780,8 +789,8 @@ static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sa
     double tl = median(bt->load, runs), tp = median(bt->pre, runs), tt = median(bt->trunk, runs), tn = median(bt->neck, runs);
     double enc = gf / ((tt + tn) / 1000.0), ref = sg > sg_ob ? sg : sg_ob;
     long rss_kb = peak_rss_kb();
-    printf("sam3 bench: %s (%s), image %dx%d, %d run%s, threads %s%d, BLAS threads %d%s, precision %s\n", a->path, sam1 ? "SAM 1" : "SAM 3",
-           a->width, a->height, runs, runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : sam3_ctx_n_threads(c),
+    printf("sam3 bench: %s (%s), image %dx%d, input %d, %d run%s, threads %s%d, BLAS threads %d%s, precision %s\n", a->path, sam1 ? "SAM 1" : "SAM 3",
+           a->width, a->height, sam3_model_image_size(m), runs, runs > 1 ? "s (medians)" : "", threads ? "" : "all = ", threads ? threads : sam3_ctx_n_threads(c),
            a->blas_threads, sam3_ctx_splits_products(c) ? " (products split by sam3)" : "",
            a->precision == SAM3_PRECISION_BF16 ? "bf16" : "f32 (bf16 weights: bf16)");
     bench_line("load (open + validate + map)", tl);
@@ -800,6 +809,8 @@ static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sa
     bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", bt->first_click);
     bench_line("click on the cached image", bt->first_click < 0 ? -1 : median(bt->click, runs));
     printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
+    printf("  %-40s %10.1f MB\n", "context after the first image", bt->ctx_image / 1e6);
+    printf("  %-40s %10.1f MB\n", "context at the end (results too)", sam3_ctx_memory_used(c) / 1e6);
     printf("  %-40s %10.1f GFLOP/s (%.4g GFLOP)\n", "image encoder", enc, gf);
     printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, split over our threads", sg);
     if (sg_ob > 0) printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, OpenBLAS's threads", sg_ob);
@@ -849,6 +860,7 @@ int bench_main(int argc, char **argv) {
     load_error[0] = 0;
     lo.log = on_load_log;
     lo.log_user = load_error;
+    lo.image_size = a.image_size;
     for (i = 0; i < runs; i++) {
         t0 = sam3_time_ms();
         rc = sam3_load(path, &lo, &m);

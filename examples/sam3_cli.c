@@ -98,7 +98,7 @@ static int cmd_info(int argc, char **argv) {
         }
     }
     if (!path) return usage_error("info", "missing -m FILE%s", NULL);
-    if (!load_model_ex("info", path, 0, verify, &m)) return CLI_FAIL;
+    if (!load_model_ex("info", path, 0, verify, 0, &m)) return CLI_FAIL;
     printf("file: %s (%llu bytes)\n", path, (unsigned long long)sam3_model_file_size(m));
     printf("config:\n");
     n = sam3_model_config_count(m);
@@ -235,6 +235,8 @@ static const char *SEGMENT_HELP =
     "                              threads, so one thread pool does the work; 0 leaves BLAS as it is)\n"
     "  --precision bf16|f32        products with weights in bf16 (f32 sums; AVX512-BF16 or AMX where\n"
     "                              the CPU has them) or f32 (default); a --dtype bf16 file is bf16 anyway\n"
+    "  --image-size N              SAM 3's square input side, a multiple of 14 (default: the file's,\n"
+    "                              1008): smaller is faster and coarser, e.g. 560 or 448\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "  -v, --verbose               with many images: each one's stages and times too\n"
     "  --format png|coco           png (default): mask_NNN.png files; coco: no mask PNGs, each instance's\n"
@@ -279,6 +281,7 @@ typedef struct common_args {
     int verbose;                   /* -v: with many images, each one's stages and times too */
     unsigned long long max_pixels; /* image budget; 0: CLI_IMG_DEFAULT_MAX_PIXELS */
     int precision;                 /* --precision: SAM3_PRECISION_* */
+    int image_size;                /* --image-size: sam3_load_options.image_size, 0: the file's */
     int keep_orientation;          /* --keep-orientation: the stored pixel order, EXIF ignored */
 } common_args;
 
@@ -330,6 +333,8 @@ static int parse_common_arg(const char *cmd, int argc, char **argv, int *i, comm
         if (!strcmp(v, "bf16")) ca->precision = SAM3_PRECISION_BF16;
         else if (!strcmp(v, "f32")) ca->precision = SAM3_PRECISION_F32;
         else r = usage_error(cmd, "--precision wants bf16 or f32, got '%s'", v);
+    } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--image-size", &v)) > 0) {
+        if (!parse_int(v, 1, 65536, &ca->image_size)) r = usage_error(cmd, "--image-size wants a side from 1 to 65536 pixels, got '%s'", v);
     } else if (r == 0 && (r = opt_value(argc, argv, i, NULL, "--max-pixels", &v)) > 0) {
         char *end;
         errno = 0;
@@ -675,7 +680,8 @@ typedef struct cli_session {
     unsigned char *overlay; /* (h, w, 3) scratch for overlay.png */
     cli_progress prog;
     int quiet;
-    int precision; /* SAM3_PRECISION_* for the context */
+    int precision;  /* SAM3_PRECISION_* for the context */
+    int image_size; /* sam3_load_options.image_size for the model */
 } cli_session;
 
 static void session_free(cli_session *s) {
@@ -692,7 +698,7 @@ static int session_load(cli_session *s, const char *model, int quiet) {
     double t0;
     s->quiet = quiet;
     t0 = sam3_time_ms();
-    if (!load_model(cli_cmd, model, quiet, &s->model)) return CLI_FAIL;
+    if (!load_model_ex(cli_cmd, model, quiet, 0, s->image_size, &s->model)) return CLI_FAIL;
     if (!quiet) fprintf(stderr, "sam3: model %s (%.1f MB) loaded in %s\n", model, sam3_model_file_size(s->model) / 1e6, fmt_ms(sam3_time_ms() - t0));
     return CLI_OK;
 }
@@ -789,7 +795,7 @@ static void coco_info(const char *model, char *out, size_t cap) {
 }
 
 /* The "settings" entry of results.json and coco.json: a hash of what changes an image's outputs
-   (version, model file name and size, prompts, boxes, thresholds, format). A dataset rerun skips
+   (version, model file name and size, input size, prompts, boxes, thresholds, format). A dataset rerun skips
    an image whose outputs carry the same entry. */
 static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size_t cap) {
     uint64_t h = 14695981039346656037ull;
@@ -802,6 +808,10 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
     snprintf(num, sizeof(num), "%llu %d %d %.9g %.9g %d", (unsigned long long)sam3_model_file_size(m), a->n_texts, a->n_boxes,
              a->threshold, a->mask_threshold, a->coco);
     cli_ds_hash_str(&h, num);
+    if (a->c.image_size) { /* the file's own size leaves the entry as it was */
+        snprintf(num, sizeof(num), "image_size %d", a->c.image_size);
+        cli_ds_hash_str(&h, num);
+    }
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
@@ -913,6 +923,7 @@ static int run_segment(const seg_args *a) {
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
+    ss.image_size = a->c.image_size;
     memset(&io, 0, sizeof(io));
     if (!cli_outdir_open(&od, a->c.outdir, SEG_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
         cli_error("%s", od.err);
@@ -1008,6 +1019,7 @@ static int run_segment_dataset(const seg_args *a) {
     cli_cmd = "segment";
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
+    ss.image_size = a->c.image_size;
     memset(&io, 0, sizeof(io));
     memset(&top_od, 0, sizeof(top_od));
     top_od.fd = -1;
@@ -1210,6 +1222,7 @@ static const char *POINTS_HELP =
     "  --threads N                 threads (default: all cores)\n"
     "  --blas-threads B            BLAS's own threads (default 1; 0 leaves BLAS as it is)\n"
     "  --precision bf16|f32        products with weights in bf16 or f32 (default; see segment --help)\n"
+    "  --image-size N              SAM 3's input side, a multiple of 14 (default: the file's; see segment --help)\n"
     "  -q, --quiet                 print nothing on success (errors still go to stderr)\n"
     "\n"
     "Give at least one --point, --box or --mask. Progress and timings go to stderr. Exit status:\n"
@@ -1404,6 +1417,7 @@ static int run_points(const pts_args *a) {
     cli_cmd = "points";
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
+    ss.image_size = a->c.image_size;
     if (!cli_outdir_open(&od, a->c.outdir, CLI_OUT_NAMES, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force)) { /* before the slow parts */
         cli_error("%s", od.err);
         goto done;

@@ -88,6 +88,14 @@ outputs "--quiet" "$T/quiet" 150 100
 run 0 "--threads 1 --blas-threads 0" $SEG -i "$IMAGE" -t "a cat" --threads 1 --blas-threads 0 -q -o "$T/threads"
 cmp -s "$T/threads/results.json" "$T/text/results.json" && ok || bad "--threads 1 changed results.json"
 
+# --image-size: the model at a 70-pixel input; consistent outputs, not those of the file's size
+run 0 "--image-size 70" $SEG -i "$IMAGE" -t "a cat" --threshold 0.2 --image-size 70 -q -o "$T/s70"
+outputs "--image-size 70" "$T/s70" 150 100
+run 0 "points --image-size 98" points -m "$MODEL" -i "$IMAGE" -p 75,50 --image-size 98 -q -o "$T/pts_s98"
+cmp -s "$T/s70/results.json" "$T/text/results.json" && bad "--image-size 70: the results of the file's size" || ok
+fails 1 "image_size 100" "--image-size 100 (no multiple of the patch)" $SEG -i "$IMAGE" -t cat --image-size 100 -q -o "$T/x_s"
+fails 2 "--image-size" "--image-size -14" $SEG -i "$IMAGE" -t cat --image-size -14 -q -o "$T/x_s"
+
 # several prompts: one directory each, NN_SLUG
 run 0 "several -t" $SEG -i "$IMAGE" -t "a cat" -t "Yellow school-bus!" -t "a cat" --threshold 0.2 -o "$T/multi"
 for d in 00_a_cat 01_yellow_school_bus 02_a_cat; do outputs "several -t: $d" "$T/multi/$d" 150 100; done

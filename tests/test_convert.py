@@ -138,6 +138,26 @@ def keep_names(cfg, video=False):
 # ----------------------------------------------------------------------------------------
 
 @test
+def image_size_option():
+    """--image-size N rewrites the three input-side keys and no tensor; bad sides and SAM 1 fail with one line."""
+    d = tmpdir("image_size")
+    src = os.path.join(ROOT, "tests", "data", "video_a")
+    base, out = os.path.join(d, "base.sam3"), os.path.join(d, "s70.sam3")
+    for path, args in ((base, ()), (out, ("--image-size", "70"))):
+        rc, so, se = run_convert(src, path, "--quiet", *args)
+        check(rc == 0, f"rc {rc}: {se}")
+    a, b = sam3file.read(base), sam3file.read(out)
+    keys = ("vision.image_size", "processor.image_size", "tracker.prompt_encoder.image_size")
+    check(all(b.config[k] == 70 for k in keys) and all(a.config[k] == 112 for k in keys), "the input-side keys")
+    check({k: v for k, v in a.config.items() if k not in keys} == {k: v for k, v in b.config.items() if k not in keys},
+          "--image-size changed another config key")
+    check(a.order == b.order and all(np.array_equal(a.get(n), b.get(n)) for n in a.order), "--image-size changed a tensor")
+    for n in ("71", "14", "-28", "65548"):
+        expect_failure(src, f"--image-size {n}: must be a multiple of the patch size 14", args=("--image-size", n))
+    expect_failure(os.path.join(ROOT, "tests", "data", "sam1_a"), "SAM 1", args=("--image-size", "64"))
+
+
+@test
 def empty_tensor_checksum():
     """A 0-element tensor (reference dumps have them) is written and checksummed as no bytes."""
     d = tmpdir("empty")

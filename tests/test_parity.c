@@ -11,13 +11,18 @@
    issue's bars instead: every instance the reference keeps kept (one whose score is within the
    score tolerance of the threshold may fall on the other side), scores, IoU predictions and
    object scores within 2e-2, masks IoU >= 0.98 on average and >= 0.95 at worst; the stages only
-   within 5e-2 relative (a guard against gross errors). The measured figures end the output. */
+   within 5e-2 relative (a guard against gross errors). The measured figures end the output.
+
+   --image-size N (after --data DIR, before --bf16): loads FILE with sam3_load_options.image_size
+   = N, against dumps made by HF with that config.image_size (make_reference.py --image-size);
+   sides that are no multiple of the patch, or below two patches, must be refused. */
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
 #include "test_dump.h"
 
-static int g_bf16; /* --bf16 */
+static int g_bf16;      /* --bf16 */
+static int g_image_size; /* --image-size N: sam3_load_options.image_size */
 #define TOL (g_bf16 ? 5e-2 : 1e-4)      /* f32 stages */
 #define TOL_MASK (g_bf16 ? 5e-2 : 1e-3) /* mask and semantic logits (the bar) */
 #define MIN_IOU (g_bf16 ? 0.95 : 0.99)
@@ -854,6 +859,26 @@ done:
     free(wt), free(bias), free(x), free(sk), free(y), free(ref), free(st);
 }
 
+/* Input sides the patch does not divide, one patch (its 0.5x neck level would be empty) and
+   beyond the limit are invalid arguments that name the size. */
+static void test_bad_image_sizes(const char *cfg, const char *model_path, int p) {
+    const int bad[] = {g_image_size + 1, g_image_size - 1, p, (65536 / p + 1) * p, -2 * p};
+    size_t i;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[256], want[32];
+        sam3_load_options lo = sam3_load_options_default();
+        sam3_model *m = NULL;
+        sam3_result rc;
+        lo.image_size = bad[i];
+        lo.error = err;
+        lo.error_size = sizeof(err);
+        rc = sam3_load(model_path, &lo, &m);
+        snprintf(want, sizeof(want), "image_size %d", bad[i]);
+        t_check(rc == SAM3_ERR_INVALID_ARG && !m && strstr(err, want), "%s: image_size %d: %s (%s)", cfg, bad[i], sam3_result_string(rc), err);
+        sam3_free(m);
+    }
+}
+
 static void run_config(const char *cfg, const char *model_path, const char *dir) {
     static const char *cases[] = {"text", "text_boxes", "boxes", "boxes_edge"};
     sam3_model *m;
@@ -861,9 +886,14 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
     dump vis;
     int i;
     char path[512];
-    rc = sam3_load(model_path, NULL, &m);
+    sam3_load_options lo = sam3_load_options_default();
+    lo.image_size = g_image_size;
+    rc = sam3_load(model_path, &lo, &m);
     t_check(rc == SAM3_OK, "%s: sam3_load(%s): %s", cfg, model_path, sam3_result_string(rc));
     if (rc != SAM3_OK) return;
+    t_check(!g_image_size || sam3_model_image_size(m) == g_image_size, "%s: model input side %d, asked %d", cfg,
+            sam3_model_image_size(m), g_image_size);
+    if (g_image_size) test_bad_image_sizes(cfg, model_path, m->arch == SAM3__ARCH_SAM1 ? m->s1.patch : m->vit.patch);
     if (m->arch == SAM3__ARCH_SAM1) {
         printf("%s: SAM 1 (vision encoder and interactive head)\n", cfg);
         test_points(cfg, dir, m, "ref_sam1");
@@ -915,8 +945,14 @@ int main(int argc, char **argv) {
     int i;
     sam3__allocator_resolve(NULL, &g_alloc);
     if (argc >= 5 && !strcmp(argv[1], "--model") && !strcmp(argv[3], "--data")) {
-        g_bf16 = argc >= 6 && !strcmp(argv[5], "--bf16");
-        g_bf16_att = g_bf16 && argc >= 7 && !strcmp(argv[6], "--bf16-attention");
+        int a = 5;
+        if (argc >= 7 && !strcmp(argv[5], "--image-size")) {
+            g_image_size = atoi(argv[6]);
+            if (g_image_size <= 0) { fprintf(stderr, "test_parity: --image-size takes a positive side, got '%s'\n", argv[6]); return 2; }
+            a = 7;
+        }
+        g_bf16 = argc > a && !strcmp(argv[a], "--bf16");
+        g_bf16_att = g_bf16 && argc > a + 1 && !strcmp(argv[a + 1], "--bf16-attention");
         run_config(argv[4], argv[2], argv[4]);
         if (g_bf16) {
             const double mean = g_bf.masks ? g_bf.iou_sum / g_bf.masks : 1;
@@ -929,7 +965,7 @@ int main(int argc, char **argv) {
     }
     if (argc < 2) {
         fprintf(stderr, "usage: test_parity NAME...        (build/NAME.sam3 against tests/data/NAME/)\n"
-                        "       test_parity --model FILE --data DIR [--bf16 [--bf16-attention]]\n");
+                        "       test_parity --model FILE --data DIR [--image-size N] [--bf16 [--bf16-attention]]\n");
         return 2;
     }
     for (i = 1; i < argc; i++) {

@@ -234,6 +234,12 @@ def test_errors(img):
     with open(cut, "wb") as f:
         f.write(head)
     expect("Model(a cut .sam3)", lambda: sam3h.Model(cut), sam3h.FileFormatError, ValueError, sam3h.ERR_CORRUPT_FILE)
+    with sam3h.Model(MODEL, image_size=70) as m:
+        check(m.image_size == 70, "Model(image_size=70): input side %d" % m.image_size)
+    expect("Model(image_size=71)", lambda: sam3h.Model(MODEL, image_size=71), sam3h.InvalidArgumentError, ValueError,
+           sam3h.ERR_INVALID_ARG, "image_size 71")
+    expect("Model(SAM 1, image_size=64)", lambda: sam3h.Model(SAM1, image_size=64), sam3h.UnsupportedError, ValueError,
+           sam3h.ERR_UNSUPPORTED, "SAM 1")
     with sam3h.Model(MODEL) as m, sam3h.Context(m, n_threads=1) as c:
         expect("segment before set_image", lambda: c.segment("a cat"), sam3h.NoImageError, RuntimeError, sam3h.ERR_NO_IMAGE)
         expect("set_image(float image)", lambda: c.set_image(img.astype(np.float32)), sam3h.ArgumentTypeError, TypeError,

@@ -302,6 +302,13 @@ fails 2 "-o" "no output" -m "$MODEL" -i "$T/a/png" --point 0:1:5,5
 fails 2 "png or coco" "--format jpeg" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --format jpeg
 fails 2 "--video-out" "an empty --video-out" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --video-out ""
 fails 2 "unknown option" "an unknown option" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:5,5 --frobnicate
+# --image-size: the model at a 70-pixel input (grid 5: windows padded, position grid cropped,
+# memory RoPE and mask downsampler on 5x5): outputs consistent and not those of the file's size
+run 0 "--image-size 70" -m "$MODEL" -i "$T/a/png" -o "$T/s70" $PROMPTS --image-size 70 --threads 2 -q
+tracks "--image-size 70" "$T/s70" "$T/a/png" "$IDS"
+cmp -s "$T/s70/tracks.jsonl" "$T/png/tracks.jsonl" && bad "--image-size 70: the tracks of the file's size" || ok
+fails 1 "image_size 71" "--image-size 71 (no multiple of the patch)" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --image-size 71
+fails 2 "image-size" "--image-size x" -m "$MODEL" -i "$T/a/png" -o "$T/o" --point 0:1:16,24 --image-size x
 run 0 "--help" --help
 grep -q "usage: sam3 track" "$T/out" && ok || bad "--help: no usage line"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Convert a Hugging Face SAM 3 (or SAM 1) checkpoint to a .sam3 file for sam3.h.
 
-    /usr/bin/python3 tools/convert.py SRC_DIR OUT.sam3 [--dtype f32] [--verify] [--quiet]
+    /usr/bin/python3 tools/convert.py SRC_DIR OUT.sam3 [--dtype f32] [--verify] [--quiet] [--image-size N]
 
 SRC_DIR holds what the Hugging Face hub gives for facebook/sam3: config.json,
 model.safetensors (or model.safetensors.index.json + shards), vocab.json, merges.txt
@@ -19,6 +19,11 @@ levels; an OUT that is, or links to, a file in SRC_DIR (same inode, or same reso
 existing OUT.tmp (created exclusively, never through a link); a config sam3.h cannot run
 (_check_runnable: e.g. a processor image size other than vision image_size, an activation
 sam3.h does not implement), with the reason.
+
+--image-size N (SAM 3 only): the file's model input side becomes N, a multiple of the patch size
+(14) from two patches to 65536: vision.image_size, processor.image_size and
+tracker.prompt_encoder.image_size are written as N (the weights do not change), as HF's
+config.image_size = N sets them; the same as sam3_load_options.image_size = N on the original file.
 
 Input
 -----
@@ -1693,6 +1698,18 @@ def verify(path, config, tensors):
     return len(tensors)
 
 
+def set_image_size(config, n):
+    """--image-size N: the input side of a planned SAM 3 config, checked as sam3.h checks it."""
+    if config.get("arch") != "sam3":
+        fail(f"--image-size {n}: a SAM 1 model runs only at its own input size (its position embedding is learned per patch)")
+    p = config["vision.patch_size"]
+    if n % p or n < 2 * p or n > 65536:
+        fail(f"--image-size {n}: must be a multiple of the patch size {p}, from {2 * p} to 65536")
+    for k in ("vision.image_size", "processor.image_size", "tracker.prompt_encoder.image_size"):
+        if k in config:
+            config[k] = n
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="convert.py", description=__doc__.split("\n")[0])
     ap.add_argument("src", metavar="SRC_DIR")
@@ -1702,11 +1719,15 @@ def main(argv=None):
                          "(about half the file); norms, biases, embeddings and position tables stay f32")
     ap.add_argument("--verify", action="store_true", help="re-read OUT and compare with the source")
     ap.add_argument("--quiet", action="store_true", help="print only the totals")
+    ap.add_argument("--image-size", type=int, metavar="N",
+                    help="SAM 3: the model's input side, a multiple of the patch size (default: the checkpoint's)")
     args = ap.parse_args(argv)
     t0 = time.time()
     try:
         check_output(args.src, args.out)
         config, tensors, dropped, notes = plan(args.src)
+        if args.image_size is not None:
+            set_image_size(config, args.image_size)
         tensors = storage_order(tensors)
         for n in notes:
             print(f"convert.py: {n}", file=sys.stderr)

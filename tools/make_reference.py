@@ -3,7 +3,7 @@
 
 Needs torch + transformers 5.17 (+ safetensors), so it runs on the GPU machine (on its CPU, fp32):
 
-    python3 tools/make_reference.py OUTDIR [--clip DIR] [--only NAME,...]
+    python3 tools/make_reference.py OUTDIR [--clip DIR] [--only NAME,...] [--image-size N]
 
 For every tiny configuration in CONFIGS it
   * builds Sam3Model and Sam3TrackerModel from small configs with seeded random weights, scaled so
@@ -20,6 +20,9 @@ For every tiny configuration in CONFIGS it
       ref_case_*.sam3   one per prompt case: inputs, geometry features, combined prompt, DETR encoder
                         memory, decoder queries/boxes/presence per layer, pred_logits, pred_boxes,
                         presence, pred_masks, semantic_seg, and the post-processed instances
+With --image-size N every selected configuration is built with image_size N instead (the same
+weights: they are seeded per tensor name and no shape depends on the input size) into OUTDIR/NAME_sN,
+as sam3_load_options.image_size = N must reproduce it (tools/make_reference_points.py takes NAME_sN).
 It also writes tokenizer goldens (OUTDIR/tokenizer_golden_*.txt: one line per prompt,
 `hex(utf-8 bytes)<TAB>ids`, BOS/EOS included, no padding, no truncation) for the prompts in
 tests/data/tokenizer_prompts.json, with the synthetic vocabulary and, when --clip is given, the
@@ -77,6 +80,26 @@ CASES = [
 
 def log(*a):
     print(*a, flush=True)
+
+
+def sized(name, image_size):
+    """CONFIGS[name] at another input side: (NAME_sN, config), or (name, CONFIGS[name]) for None."""
+    c = CONFIGS[name]
+    if image_size is None:
+        return name, c
+    if image_size % c["patch"] or image_size < 2 * c["patch"]:
+        raise ValueError(f"--image-size {image_size}: not a multiple of {name}'s patch {c['patch']} (at least two patches)")
+    return f"{name}_s{image_size}", dict(c, image_size=image_size)
+
+
+def config_of(name):
+    """The configuration of a name make_reference writes: NAME or NAME_sN."""
+    if name in CONFIGS:
+        return CONFIGS[name]
+    base, _, n = name.rpartition("_s")
+    if base in CONFIGS and n.isdigit():
+        return sized(base, int(n))[1]
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -465,6 +488,7 @@ def main():
     ap.add_argument("--clip", help="dir with the real CLIP vocab.json + merges.txt (goldens only)")
     ap.add_argument("--only", default="")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--image-size", type=int, help="build the configurations at this input side (into NAME_sN)")
     ap.add_argument("--from-checkpoint", metavar="SRC", help="dump an existing checkpoint dir (config.json, "
                     "model.safetensors, vocab.json, merges.txt) instead of building the tiny ones")
     ap.add_argument("--name", default="full", help="output subfolder with --from-checkpoint")
@@ -498,10 +522,11 @@ def main():
                 failures.append(f"goldens {label}")
                 traceback.print_exc()
 
-    for name, c in CONFIGS.items():
+    for name in CONFIGS:
         if a.only and name not in a.only.split(","):
             continue
-        log(f"== {name}")
+        name, c = sized(name, a.image_size)
+        log(f"== {name} (image_size {c['image_size']})")
         try:
             d = os.path.join(a.outdir, name)
             os.makedirs(d, exist_ok=True)

@@ -732,8 +732,8 @@ def main():
     if a.from_checkpoint:
         jobs = [(a.name, a.from_checkpoint, a.image)]
     else:
-        names = [n for n in mr.CONFIGS if not a.only or n in a.only.split(",")]
-        unknown = [n for n in a.only.split(",") if n and n not in mr.CONFIGS]
+        names = [n for n in a.only.split(",") if n and mr.config_of(n)] if a.only else list(mr.CONFIGS)
+        unknown = [n for n in a.only.split(",") if n and not mr.config_of(n)]
         if unknown:
             log(f"unknown config names: {unknown}")
             failures += unknown
@@ -748,9 +748,9 @@ def main():
                 img = mr.test_image(640, 480, a.seed)
             img = np.ascontiguousarray(img[..., :3], dtype=np.uint8)
             log(f"  image {image or 'synthetic'}: {img.shape[1]}x{img.shape[0]}")
-            if name in mr.CONFIGS and not a.from_checkpoint and tuple(mr.CONFIGS[name]["image_wh"]) != \
+            if mr.config_of(name) and not a.from_checkpoint and tuple(mr.config_of(name)["image_wh"]) != \
                     (img.shape[1], img.shape[0]):
-                log(f"  WARNING: image is not the {mr.CONFIGS[name]['image_wh']} that make_reference.py wrote")
+                log(f"  WARNING: image is not the {mr.config_of(name)['image_wh']} that make_reference.py wrote")
             fails = dump_model(src, img, os.path.join(a.outdir, name), a, tf_version)
             failures += [f"{name}/{x}" for x in fails]
         except Exception:  # noqa: BLE001

@@ -142,7 +142,8 @@ class _Allocator(ctypes.Structure):
 
 class _LoadOptions(ctypes.Structure):
     _fields_ = [("allocator", _Allocator), ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("no_mmap", ctypes.c_int),
-                ("verify", ctypes.c_int), ("error", ctypes.c_char_p), ("error_size", ctypes.c_size_t)]
+                ("verify", ctypes.c_int), ("error", ctypes.c_char_p), ("error_size", ctypes.c_size_t),
+                ("image_size", ctypes.c_int)]
 
 
 class _CtxOptions(ctypes.Structure):
@@ -386,10 +387,11 @@ class _Handle:
 
 class Model(_Handle):
     """A .sam3 file, loaded (mapped) and validated. Read-only: any number of Contexts may share it.
-    close() frees it, after every Context on it is closed."""
+    image_size: SAM 3's square input side, a multiple of the patch (14); 0 = the file's. close() frees
+    it, after every Context on it is closed."""
     _free, _what = "sam3_free", "model"
 
-    def __init__(self, path, no_mmap=False):
+    def __init__(self, path, no_mmap=False, image_size=0):
         lib = load_library()
         errors = []
 
@@ -400,6 +402,7 @@ class Model(_Handle):
         opt = _zeroed(_LoadOptions)
         opt.log = LOG_FN(log)  # kept alive by `opt` during the call
         opt.no_mmap = 1 if no_mmap else 0
+        opt.image_size = int(image_size)
         ptr = _vp()
         rc = lib.sam3_load(os.fsencode(path), opt, ctypes.byref(ptr))
         if rc < 0:
