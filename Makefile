@@ -54,7 +54,7 @@ BF16_SAM3 := $(patsubst %,$(BUILD)/%_bf16.sam3,$(TINY) $(SAM1_TINY))
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
-TESTS     += $(BUILD)/test_concept
+TESTS     += $(BUILD)/test_concept $(BUILD)/test_saved_concept
 TESTS     += $(BUILD)/test_kernels $(BUILD)/test_parity_ref $(BUILD)/test_video_ref
 # REF_VIDEO=0 leaves out the video test on the reference kernels (`make asan`/`ubsan`: ~2 min of CPU
 # there; the reference kernels are under the sanitizers through test_parity_ref)
@@ -195,6 +195,13 @@ $(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h t
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_video.c $(LIBS)
 # The concept tracker (Sam3VideoModel): its mask primitives against tests/concept_ops.py, its
 # stream against HF's (frames cut from $(SHARED)/images/test_image.jpg, as test_video's).
+$(BUILD)/test_saved_concept: tests/test_saved_concept.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_saved_concept.c $(LIBS)
+# tiny_a's config with one tensor's weights moved: a model a concept of tiny_a must not pass for
+$(BUILD)/tiny_a_alt.sam3: tests/data/tiny_a/model.safetensors tests/data/tiny_a/config.json tools/patch_tensor.py tools/convert.py | $(BUILD)
+	rm -rf $(BUILD)/tiny_a_alt && mkdir -p $(BUILD)/tiny_a_alt && cp tests/data/tiny_a/*.json tests/data/tiny_a/merges.txt tests/data/tiny_a/model.safetensors $(BUILD)/tiny_a_alt/
+	$(PYTHON) tools/patch_tensor.py $(BUILD)/tiny_a_alt/model.safetensors detector_model.detr_decoder.box_head.layer1.weight 0.01
+	$(PYTHON) tools/convert.py --quiet $(BUILD)/tiny_a_alt $@
 $(BUILD)/test_concept: tests/test_concept.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_concept.c $(LIBS)
 # The same frames as PNG files, for tools/make_reference_video.py on the GPU machine:
@@ -273,7 +280,7 @@ $(QGELU): tests/make_quick_gelu.py tools/convert.py tools/sam3file.py tools/make
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
 TEST_C_DEPS := $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 \
-               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU)
+               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU) $(BUILD)/tiny_a_alt.sam3
 test-c: deps $(TEST_C_DEPS)
 	@SHARED=$(SHARED) REF_VIDEO=$(REF_VIDEO) sh tests/run.sh $(BUILD) c
 

@@ -103,7 +103,7 @@ class _Box(ctypes.Structure):
 
 class _SegmentPrompt(ctypes.Structure):
     _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("box_labels", ctypes.POINTER(ctypes.c_int)),
-                ("n_boxes", ctypes.c_int)]
+                ("n_boxes", ctypes.c_int), ("concepts", ctypes.POINTER(ctypes.c_void_p)), ("n_concepts", ctypes.c_int)]
 
 
 class _SegmentOptions(ctypes.Structure):
