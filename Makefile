@@ -66,7 +66,7 @@ SHARED    ?= ../shared
 # -O3; the tests themselves run in order, one at a time). `make test JOBS=1` for one compile at a time.
 JOBS      ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-y4m fuzz-merge fuzz-corpus clean debug test-mingw warnings test-cross
+.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-y4m fuzz-merge fuzz-concept fuzz-corpus clean debug test-mingw warnings test-cross
 
 # The command-line tool. Its translation units (examples/cli_common.h says what each holds; sam3.h's
 # implementation is compiled in sam3_cli.c alone, stb_image_write's in cli_common.c) and headers:
@@ -238,7 +238,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 
 # ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
 ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay $(BUILD)/test_outdir
-ROBUST     += $(BUILD)/fuzz_y4m_replay $(BUILD)/fuzz_merge_replay
+ROBUST     += $(BUILD)/fuzz_y4m_replay $(BUILD)/fuzz_merge_replay $(BUILD)/fuzz_concept_replay
 FUZZ_SEEDS := $(BUILD)/fuzz_seeds/micro.sam3
 FUZZ_KEPT  := $(BUILD)/fuzz_kept/.unpacked
 $(BUILD)/test_robust: tests/test_robust.c tests/test_util.h sam3.h | $(BUILD)
@@ -256,6 +256,8 @@ $(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.c examples/imag
 $(BUILD)/fuzz_y4m_replay: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_y4m.c
 # `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.c) under the replay main().
+$(BUILD)/fuzz_concept_replay: tests/fuzz_concept.c tests/fuzz_replay.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_concept.c $(LIBS)
 FUZZ_MERGE_SRCS := tests/fuzz_merge.c examples/cli_dataset.c
 FUZZ_MERGE_DEPS := $(FUZZ_MERGE_SRCS) examples/cli_dataset.h examples/cli_common.h examples/cli_outdir.h sam3.h
 $(BUILD)/fuzz_merge_replay: $(FUZZ_MERGE_DEPS) | $(BUILD)
@@ -421,6 +423,21 @@ fuzz-merge:
 	$(BUILD)/fuzz_merge $(FUZZ_MERGE_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	    -artifact_prefix=$(BUILD)/fuzz_merge_run/crashes/ $(BUILD)/fuzz_merge_run/corpus $(BUILD)/fuzz_merge_seeds
 	@if ls $(BUILD)/fuzz_merge_run/crashes | grep -q .; then echo "make fuzz-merge: crashes in $(BUILD)/fuzz_merge_run/crashes/"; exit 1; fi
+# libFuzzer on the concept reader (tests/fuzz_concept.c: sam3_concept_load, then save and segment
+# with what loads) for tiny_a, from the concepts test_saved_concept makes and damages.
+FUZZ_CONCEPT_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
+$(BUILD)/fuzz_concept: tests/fuzz_concept.c tests/fuzz_replay.h sam3.h | $(BUILD)
+	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -DSAM3_NO_BLAS -o $@ tests/fuzz_concept.c -lm
+fuzz-concept: $(BUILD)/test_saved_concept $(TINY_SAM3)
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev"
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_concept
+	@rm -rf $(BUILD)/fuzz_concept_seeds && mkdir -p $(BUILD)/fuzz_concept_seeds $(BUILD)/fuzz_concept_run/corpus $(BUILD)/fuzz_concept_run/crashes
+	$(BUILD)/test_saved_concept --model $(BUILD)/tiny_a.sam3 --data tests/data/tiny_a --seeds $(BUILD)/fuzz_concept_seeds >/dev/null
+	SAM3_FUZZ_CONCEPT_MODEL=$(BUILD)/tiny_a.sam3 $(BUILD)/fuzz_concept $(FUZZ_CONCEPT_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 \
+	    -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz_concept_run/crashes/ \
+	    $(BUILD)/fuzz_concept_run/corpus $(BUILD)/fuzz_concept_seeds
+	@if ls $(BUILD)/fuzz_concept_run/crashes | grep -q .; then echo "make fuzz-concept: crashes in $(BUILD)/fuzz_concept_run/crashes/"; exit 1; fi
 # Minimises the committed corpus plus what `make fuzz` found (keeping only inputs that add coverage
 # beyond the seeds) and every crash reproducer into tests/fuzz/corpus.tar.xz.
 fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)

@@ -14,7 +14,10 @@
       by sam3_concept_load and by sam3_segment;
    4. damaged bytes: every truncation, every single-byte change of the header and checksum, a
       changed float, trailing bytes, bad magic and version are each a clear error, never a concept;
-   5. misuse: no image, NULL concepts, a short save buffer. */
+   5. misuse: no image, NULL concepts, a short save buffer.
+
+   --seeds DIR also writes the concepts made here and damaged copies of one into DIR: the seeds of
+   tests/fuzz_concept.c (for the model given with --model). */
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
@@ -27,6 +30,16 @@
 
 #define SCORE_TOL 1e-4
 #define MIN_IOU 0.99
+
+static const char *g_seeds; /* --seeds DIR, or NULL */
+static void write_seed(const char *name, const uint8_t *b, size_t n) {
+    char path[512];
+    FILE *f;
+    if (!g_seeds) return;
+    snprintf(path, sizeof(path), "%s/%s.concept", g_seeds, name);
+    f = fopen(path, "wb");
+    t_check(f && fwrite(b, 1, n, f) == n && fclose(f) == 0, "cannot write %s", path);
+}
 
 static const sam3_box g_boxes[2] = {{15.0f, 20.0f, 82.5f, 70.0f}, {90.0f, 5.0f, 142.5f, 40.0f}};
 static const int g_labels[2] = {1, 0};
@@ -128,6 +141,7 @@ static void test_own_image(sam3_model *m, sam3_ctx *c, const dump *d) {
         t_check(k && run_all(c, &pk, &r) >= 0 && same_as(&ref, &r), "%s: the concept on its own image differs from the prompt (%d instances)",
                 names[i], ref.n);
         bytes = k ? save(k, &n) : NULL;
+        if (bytes) write_seed(i == 0 ? "text" : i == 1 ? "boxes" : "text_boxes", bytes, n);
         t_check(bytes && sam3_concept_load(m, bytes, n, &k2, err, sizeof(err)) == SAM3_OK, "%s: save/load: %s", names[i], bytes ? err : "save failed");
         list[0] = k2;
         t_check(k2 && run_all(c, &pk, &r) >= 0 && same_as(&ref, &r), "%s: the loaded concept differs from the prompt", names[i]);
@@ -287,6 +301,7 @@ static void test_damaged(sam3_model *m, sam3_ctx *c) {
         if (rc >= 0 || k2 || !err[0]) ok = 0;
         cut += rc == SAM3_ERR_CORRUPT_FILE && strstr(err, "truncated") != NULL;
     }
+    write_seed("truncated", good, n / 2);
     t_check(ok && cut == (int)n, "damaged: all %lu truncations refused as truncated (%d said so)", (unsigned long)n, cut);
     for (i = 0; i < n; i++) { /* one byte changed: header, a float, the checksum */
         if (i >= 48 && i + 8 < n && i % 97) continue;
@@ -299,6 +314,7 @@ static void test_damaged(sam3_model *m, sam3_ctx *c) {
     t_check(ok, "damaged: a changed byte was accepted");
     memcpy(bad, good, n);
     bad[n - 20] ^= 1;
+    write_seed("flipped", bad, n);
     rc = sam3_concept_load(m, bad, n, &k2, err, sizeof(err));
     t_check(rc == SAM3_ERR_CORRUPT_FILE && strstr(err, "checksum"), "damaged float: %s '%s'", sam3_result_string(rc), err);
     printf("  damaged float: %s\n", err);
@@ -370,9 +386,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--data")) data = argv[i + 1];
         else if (!strcmp(argv[i], "--other")) other = argv[i + 1];
         else if (!strcmp(argv[i], "--same-config")) alt = argv[i + 1];
+        else if (!strcmp(argv[i], "--seeds")) g_seeds = argv[i + 1];
     }
     if (!model || !data) {
-        fprintf(stderr, "usage: test_saved_concept --model M.sam3 --data DIR [--other M2.sam3] [--same-config M3.sam3]\n");
+        fprintf(stderr, "usage: test_saved_concept --model M.sam3 --data DIR [--other M2.sam3] [--same-config M3.sam3] [--seeds DIR]\n");
         return 2;
     }
     sam3__allocator_resolve(NULL, &g_alloc);
