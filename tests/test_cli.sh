@@ -348,5 +348,29 @@ rm -rf "$T/exif_out"
 "$B/sam3" segment -m "$MODEL" -i "$T/exif_plain.jpg" -t cat -o "$T/exif_out" -q &&
     ! grep -q exif_orientation "$T/exif_out/results.json" && ok || bad "a JPEG without EXIF orientation: results.json names one"
 
+# sam3 concept, then segment --concept: on its own image the same instances and masks as -t and
+# --box given directly; a concept of another model, a truncated one, a missing one: one line, exit 1
+C=$T/concept
+mkdir -p "$C"
+run 0 "concept" concept -m "$MODEL" -i "$IMAGE" -t "a cat" --box 15,20,82.5,70 --box 90,5,142.5,40,neg -o "$C/cat.concept" -q
+run 0 "segment direct" segment -m "$MODEL" -i "$IMAGE" -t "a cat" --box 15,20,82.5,70 --box 90,5,142.5,40,neg --threshold 0.2 -q -o "$C/direct"
+run 0 "segment --concept" segment -m "$MODEL" -i "$IMAGE" --concept "$C/cat.concept" --threshold 0.2 -q -o "$C/via"
+"$PY" - "$C/direct/results.json" "$C/via/results.json" <<'PYEOF' && ok || bad "segment --concept on its own image differs from -t and --box"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert b["concept"].endswith("cat.concept") and b["prompt"] is None, b
+assert a["instances"] and a["instances"] == b["instances"] and a["presence"] == b["presence"], (a["instances"], b["instances"])
+PYEOF
+for f in "$C"/direct/mask_*.png; do cmp -s "$f" "$C/via/$(basename "$f")" || bad "segment --concept: $(basename "$f") differs"; done
+run 0 "segment -t and --concept" segment -m "$MODEL" -i "$IMAGE" -t dog --concept "$C/cat.concept" -q -o "$C/two"
+[ -f "$C/two/00_dog/results.json" ] && [ -f "$C/two/01_cat/results.json" ] && ok || bad "segment -t dog --concept cat.concept: folders $(ls "$C/two")"
+fails 1 "another model" "a concept of another model" segment -m "$B/tiny_b.sam3" -i "$IMAGE" --concept "$C/cat.concept" -q -o "$C/x"
+head -c 500 "$C/cat.concept" >"$C/cut.concept"
+fails 1 "truncated" "a truncated concept" segment -m "$MODEL" -i "$IMAGE" --concept "$C/cut.concept" -q -o "$C/x"
+fails 1 "nope.concept" "a missing concept" segment -m "$MODEL" -i "$IMAGE" --concept "$C/nope.concept" -q -o "$C/x"
+fails 2 "nothing to save" "concept without -t or --box" concept -m "$MODEL" -i "$IMAGE" -o "$C/y.concept"
+fails 2 "one -t" "concept with two -t" concept -m "$MODEL" -i "$IMAGE" -t a -t b -o "$C/y.concept"
+[ ! -e "$C/y.concept" ] && [ ! -e "$C/x" ] && ok || bad "a failed concept or segment left files behind"
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
