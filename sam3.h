@@ -795,7 +795,9 @@ SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *t, const
    *index as _add_text (the same text, boxes and labels twice: the same index). The detector gets
    the boxes on every frame in that frame's pixels, as sam3_segment would on the frame alone: they
    mark a place in the picture, not an object, so they do not follow what they framed. Not in the
-   reference (HF 5.17's Sam3VideoProcessor takes text only); the arrays are copied. */
+   reference (HF 5.17's Sam3VideoProcessor takes text only); the arrays are copied. The prompt's
+   concepts (sam3_concept) are copied too and never merged with another prompt: their box tokens
+   stay those of the image they were made on, on every frame. */
 SAM3DEF sam3_result sam3_concept_tracker_add_prompt(sam3_concept_tracker *t, const sam3_segment_prompt *prompt, int *index);
 /* Processes the next frame (pixels as sam3_set_image takes them). *out stays valid until the next
    call on this tracker. On an error, an abort included, the tracker is as before the call. */
@@ -10948,6 +10950,45 @@ static sam3_result sam3__cpt_check(sam3_ctx *c, const char *fn, int i, const sam
     return SAM3_OK;
 }
 
+/* A prompt's concepts (fn names the entry point): 0..SAM3_MAX_CONCEPTS, each given and made by
+   c's model. */
+static sam3_result sam3__cpt_check_all(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr) {
+    uint64_t fp;
+    int i;
+    sam3_result rc;
+    if (pr->n_concepts < 0 || pr->n_concepts > SAM3_MAX_CONCEPTS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d concepts, expected 0..%d (SAM3_MAX_CONCEPTS)", fn, pr->n_concepts, SAM3_MAX_CONCEPTS);
+    if (!pr->n_concepts) return SAM3_OK;
+    if (!pr->concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: n_concepts = %d but concepts is NULL", fn, pr->n_concepts);
+    fp = sam3__cpt_fingerprint(c->m);
+    for (i = 0; i < pr->n_concepts; i++)
+        if ((rc = sam3__cpt_check(c, fn, i, pr->concepts[i], fp)) != SAM3_OK) return rc;
+    return SAM3_OK;
+}
+
+/* A prompt's concepts joined into one the caller owns (from c's allocator; tokens in order), for
+   the concept tracker, which keeps its prompts; *out NULL when the prompt has none. */
+static sam3_result sam3__cpt_join(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr, sam3_concept **out) {
+    sam3_concept *k;
+    sam3_result rc;
+    int i, n = 0, at = 0;
+    *out = NULL;
+    if ((rc = sam3__cpt_check_all(c, fn, pr)) != SAM3_OK || !pr->n_concepts) return rc;
+    for (i = 0; i < pr->n_concepts; i++) n += pr->concepts[i]->n_tok; /* each <= SAM3__CPT_MAX_TOKENS, at most 64 */
+    if (n > SAM3__CPT_MAX_TOKENS) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d concept tokens, at most %d", fn, n, SAM3__CPT_MAX_TOKENS);
+    if (!(k = sam3__cpt_alloc(&c->a, c->m->neck.fpn, n))) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    k->fp = pr->concepts[0]->fp;
+    for (i = 0; i < pr->n_concepts; i++) {
+        const sam3_concept *q = pr->concepts[i];
+        memcpy(k->tok + (size_t)at * k->D, q->tok, (size_t)q->n_tok * q->D * sizeof(float));
+        at += q->n_tok;
+        k->n_text += q->n_text;
+        k->truncated |= q->truncated;
+    }
+    *out = k;
+    return SAM3_OK;
+}
+
 SAM3DEF int sam3_concept_n_tokens(const sam3_concept *k, int *n_text) {
     if (n_text) *n_text = k ? k->n_text : 0;
     return k ? k->n_tok : 0;
@@ -11275,6 +11316,7 @@ typedef struct sam3__seg_state {
    stage timings. */
 static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr, const sam3_segment_options *opt,
                                        sam3__seg_state *st) {
+    sam3_result rc;
     int i;
     st->o = sam3_segment_options_default();
     if (c->m->arch != SAM3__ARCH_SAM3)
@@ -11303,16 +11345,7 @@ static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_s
     }
     c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
     st->text = pr->text && pr->text[0] ? pr->text : st->nb ? "visual" : NULL;
-    if (pr->n_concepts < 0 || pr->n_concepts > SAM3_MAX_CONCEPTS)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d concepts, expected 0..%d (SAM3_MAX_CONCEPTS)", fn, pr->n_concepts, SAM3_MAX_CONCEPTS);
-    if (pr->n_concepts && !pr->concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: n_concepts = %d but concepts is NULL", fn, pr->n_concepts);
-    if (pr->n_concepts) {
-        const uint64_t fp = sam3__cpt_fingerprint(c->m);
-        for (i = 0; i < pr->n_concepts; i++) {
-            sam3_result rc = sam3__cpt_check(c, fn, i, pr->concepts[i], fp);
-            if (rc != SAM3_OK) return rc;
-        }
-    }
+    if ((rc = sam3__cpt_check_all(c, fn, pr)) != SAM3_OK) return rc;
     if (!st->text && !pr->n_concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: empty prompt: give a text, boxes, concepts, or some of them", fn);
     return SAM3_OK;
 }
@@ -12797,6 +12830,7 @@ struct sam3_concept_tracker {
     sam3_concept_tracker_options opt;
     int n_prompts;
     char *text[SAM3_MAX_CONCEPT_PROMPTS];     /* NULL: boxes only */
+    sam3_concept *cpt[SAM3_MAX_CONCEPT_PROMPTS]; /* the prompt's concepts joined (its own copy), or NULL */
     sam3_box *boxes[SAM3_MAX_CONCEPT_PROMPTS]; /* (n_boxes[p]) exemplars, or NULL */
     int *labels[SAM3_MAX_CONCEPT_PROMPTS];     /* (n_boxes[p]) 1 positive, 0 negative */
     int n_boxes[SAM3_MAX_CONCEPT_PROMPTS];
@@ -12852,6 +12886,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *ct) {
     a = ct->t->c->a;
     for (i = 0; i < ct->n_prompts; i++) {
         sam3__afree(&a, ct->text[i]);
+        sam3_concept_free(ct->cpt[i]);
         sam3__afree(&a, ct->boxes[i]);
         sam3__afree(&a, ct->labels[i]);
     }
@@ -12919,6 +12954,8 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
     int *lb = NULL;
     float *dp, *dl;
     int *dq;
+    sam3_concept *joined = NULL;
+    sam3_result rc;
     if (!ct) return SAM3_ERR_INVALID_ARG;
     c = ct->t->c;
     c->err[0] = 0;
@@ -12934,13 +12971,11 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
         if (pr->box_labels && pr->box_labels[i] != 0 && pr->box_labels[i] != 1)
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has label %d, expected 1 (positive) or 0 (negative)", fn, i, pr->box_labels[i]);
     }
-    if (pr->n_concepts)
-        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "%s: the concept tracker takes texts and boxes, not sam3_concept (give its text or boxes)", fn);
-    if (!text && !nb) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: the prompt is empty (give a text, boxes, or both)", fn);
+    if (!text && !nb && !pr->n_concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: the prompt is empty (give a text, boxes, concepts)", fn);
     if (text && (len = strlen(text)) > SAM3_MAX_PROMPT_BYTES)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %zu bytes, more than SAM3_MAX_PROMPT_BYTES", fn, len);
     for (i = 0; i < ct->n_prompts; i++) {
-        int k, same = (text ? ct->text[i] && !strcmp(ct->text[i], text) : !ct->text[i]) && ct->n_boxes[i] == nb;
+        int k, same = !pr->n_concepts && !ct->cpt[i] && (text ? ct->text[i] && !strcmp(ct->text[i], text) : !ct->text[i]) && ct->n_boxes[i] == nb;
         for (k = 0; same && k < nb; k++)
             same = !memcmp(&ct->boxes[i][k], &pr->boxes[k], sizeof(sam3_box)) && ct->labels[i][k] == (pr->box_labels ? pr->box_labels[k] : 1);
         if (same) {
@@ -12950,6 +12985,7 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
     }
     if (ct->n_prompts >= SAM3_MAX_CONCEPT_PROMPTS)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: already %d prompts (SAM3_MAX_CONCEPT_PROMPTS)", fn, SAM3_MAX_CONCEPT_PROMPTS);
+    if ((rc = sam3__cpt_join(c, fn, pr, &joined)) != SAM3_OK) return rc;
     Q = c->m->dec.queries;
     lp = (size_t)c->m->neck.side[0] * c->m->neck.side[0];
     nd = (size_t)Q * (ct->n_prompts + 1);
@@ -12968,6 +13004,7 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
         sam3__afree(&c->a, dp);
         sam3__afree(&c->a, dq);
         sam3__afree(&c->a, dl);
+        sam3_concept_free(joined);
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     if (text) memcpy(copy, text, len + 1);
@@ -12983,6 +13020,7 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
     ct->det_low = dl;
     ct->cap_det = nd;
     ct->text[ct->n_prompts] = copy;
+    ct->cpt[ct->n_prompts] = joined;
     ct->boxes[ct->n_prompts] = bx;
     ct->labels[ct->n_prompts] = lb;
     ct->n_boxes[ct->n_prompts] = nb;
@@ -13226,6 +13264,8 @@ static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_
         sam3_segment_prompt pr;
         memset(&pr, 0, sizeof(pr));
         pr.text = ct->text[p];
+        pr.concepts = (const sam3_concept *const *)&ct->cpt[p];
+        pr.n_concepts = ct->cpt[p] != NULL;
         pr.boxes = ct->boxes[p];
         pr.box_labels = ct->labels[p];
         pr.n_boxes = ct->n_boxes[p];

@@ -748,42 +748,11 @@ static void session_drop_image(cli_session *s) {
     s->rgb = s->overlay = NULL;
 }
 
-/* A whole file into memory (malloc'd, *n bytes), or NULL with the reason in cli_error. */
-static unsigned char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    long len;
-    unsigned char *b = NULL;
-    if (!f) {
-        cli_error("cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) || !(b = (unsigned char *)malloc((size_t)len + 1)) ||
-        fread(b, 1, (size_t)len, f) != (size_t)len) {
-        cli_error("cannot read '%s'", path);
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = b ? (size_t)len : 0;
-    return b;
-}
-
 /* The --concept files, for the model m (one that another model made is refused, by name). */
 static int seg_load_concepts(seg_args *a, const sam3_model *m) {
     int k;
-    for (k = 0; k < a->n_concepts; k++) {
-        char err[256];
-        size_t n = 0;
-        unsigned char *b = read_all(a->concept_paths[k], &n);
-        sam3_result r;
-        if (!b) return CLI_FAIL;
-        r = sam3_concept_load(m, b, n, &a->concepts[k], err, sizeof(err));
-        free(b);
-        if (r != SAM3_OK) {
-            cli_error("'%s': %s", a->concept_paths[k], err);
-            return CLI_FAIL;
-        }
-    }
+    for (k = 0; k < a->n_concepts; k++)
+        if (!load_concept(a->concept_paths[k], m, &a->concepts[k])) return CLI_FAIL;
     return CLI_OK;
 }
 

@@ -75,7 +75,7 @@ suite parity_bf16 ck "bf16 files and bf16 products against the f32 references" '
     tail1 $B/test_parity --model $B/tiny_b_bf16.sam3 --data tests/data/tiny_b --bf16 --bf16-attention'
 suite saved_concept ck "sam3_concept: bit-identical on its image, HF on another, other models and damaged files refused" \
     'rm -rf $B/concept_seeds && mkdir -p $B/concept_seeds &&
-    tail1 $B/test_saved_concept --model $B/tiny_a.sam3 --data tests/data/tiny_a --other $B/tiny_b.sam3 --same-config $B/tiny_a_alt.sam3 \
+    tail1 $B/test_saved_concept --model $B/tiny_a.sam3 --data tests/data/tiny_a --other $B/tiny_b.sam3 --same-config $B/tiny_a_alt.sam3 --video $B/video_a.sam3 \
         --seeds $B/concept_seeds && SAM3_FUZZ_CONCEPT_MODEL=$B/tiny_a.sam3 $B/fuzz_concept_replay $B/concept_seeds'
 suite video ck "the clicked-object tracker against HF, 10 frames" 'need_shared; $B/test_video --model $B/video_a.sam3 \
     --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" --unsupported $B/tiny_a.sam3'

@@ -372,5 +372,23 @@ fails 2 "nothing to save" "concept without -t or --box" concept -m "$MODEL" -i "
 fails 2 "one -t" "concept with two -t" concept -m "$MODEL" -i "$IMAGE" -t a -t b -o "$C/y.concept"
 [ ! -e "$C/y.concept" ] && [ ! -e "$C/x" ] && ok || bad "a failed concept or segment left files behind"
 
+# track --concept: on the concept's own frame the same objects as its -t and --concept-box
+if [ -f "$B/video_a.sam3" ]; then
+    mkdir -p "$C/frames" && cp "$IMAGE" "$C/frames/000.png" && cp tests/data/tiny_b/image.png "$C/frames/001.png"
+    run 0 "concept (video model)" concept -m "$B/video_a.sam3" -i "$IMAGE" -t "a cat" --box 15,20,82.5,70 -o "$C/v.concept" -q
+    run 0 "track --concept" track -m "$B/video_a.sam3" -i "$C/frames" --concept "$C/v.concept" --threshold 0.001 -o "$C/t1" -q
+    run 0 "track -t --concept-box" track -m "$B/video_a.sam3" -i "$C/frames" -t "a cat" --concept-box 15,20,82.5,70 --threshold 0.001 -o "$C/t2" -q
+    "$PY" - "$C/t1/tracks.jsonl" "$C/t2/tracks.jsonl" <<'PYEOF' && ok || bad "track --concept on its own frame differs from -t and --concept-box"
+import json, sys
+a, b = ([json.loads(l) for l in open(f)][1] for f in sys.argv[1:])
+for o in a["objects"]:
+    assert o.pop("concept").endswith("v.concept") and o.pop("prompt") is None, o
+for o in b["objects"]:
+    assert o.pop("prompt") == "a cat", o
+assert a["objects"] and a["objects"] == b["objects"], (a, b)
+PYEOF
+    fails 1 "another model" "track with another model's concept" track -m "$B/video_a.sam3" -i "$C/frames" --concept "$C/cat.concept" -o "$C/t3" -q
+fi
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -14,7 +14,9 @@
       by sam3_concept_load and by sam3_segment;
    4. damaged bytes: every truncation, every single-byte change of the header and checksum, a
       changed float, trailing bytes, bad magic and version are each a clear error, never a concept;
-   5. misuse: no image, NULL concepts, a short save buffer.
+   5. misuse: no image, NULL concepts, a short save buffer;
+   6. (--video V.sam3) the concept tracker with a concept prompt: on the concept's own image the
+      same objects, scores, boxes and masks as with its text and boxes.
 
    --seeds DIR also writes the concepts made here and damaged copies of one into DIR: the seeds of
    tests/fuzz_concept.c (for the model given with --model). */
@@ -374,8 +376,75 @@ static void test_misuse(sam3_model *m) {
     sam3_ctx_free(c);
 }
 
+/* 6: the concept tracker (a video model) with a concept prompt: on the concept's own image the same
+   objects, scores, boxes and masks as with its text and boxes; the concept is the tracker's own
+   copy (freed by the caller before the next frame). */
+static int same_objects(const sam3_concept_tracker_result *a, const sam3_concept_tracker_result *b) {
+    int i;
+    size_t plane = (size_t)a->width * a->height;
+    if (a->n_objects != b->n_objects || a->frame != b->frame) return 0;
+    for (i = 0; i < a->n_objects; i++) {
+        const sam3_concept_tracker_object *x = &a->objects[i], *y = &b->objects[i];
+        if (x->id != y->id || x->score != y->score || x->tracker_score != y->tracker_score || memcmp(&x->box, &y->box, sizeof(x->box)) ||
+            x->area != y->area || memcmp(x->mask, y->mask, plane))
+            return 0;
+    }
+    return 1;
+}
+static void test_concept_tracker(const char *video_path, const dump *d) {
+    const sam3__tensor *ia = dump_get(d, "input.image_a", SAM3__DT_U8), *ib = dump_get(d, "input.image_b", SAM3__DT_U8);
+    sam3_model *m = NULL;
+    sam3_ctx *c[3] = {NULL, NULL, NULL};
+    sam3_concept_tracker *t[2] = {NULL, NULL};
+    sam3_concept_tracker_options o = sam3_concept_tracker_options_default();
+    sam3_concept_tracker_result r[2];
+    sam3_segment_prompt pr, pc;
+    sam3_concept *k = NULL;
+    const sam3_concept *list[1];
+    int i, j, ok = 1, n0 = 0;
+    if (sam3_load(video_path, NULL, &m) != SAM3_OK) {
+        t_check(0, "cannot load %s", video_path);
+        return;
+    }
+    for (i = 0; i < 3; i++) ok &= sam3_ctx_new(m, NULL, &c[i]) == SAM3_OK;
+    memset(&pr, 0, sizeof(pr));
+    memset(&pc, 0, sizeof(pc));
+    pr.text = "a cat";
+    pr.boxes = g_boxes;
+    pr.box_labels = g_labels;
+    pr.n_boxes = 2;
+    ok = ok && sam3_set_image(c[2], (const uint8_t *)ia->data, (int)ia->shape[1], (int)ia->shape[0], (int)ia->shape[1] * 3, SAM3_RGB8) == SAM3_OK &&
+         sam3_concept_new(c[2], &pr, &k) == SAM3_OK;
+    list[0] = k;
+    pc.concepts = list;
+    pc.n_concepts = 1;
+    o.detection_threshold = o.new_object_threshold = 1e-3f; /* random weights: every query a detection */
+    ok = ok && sam3_concept_tracker_new(c[0], &o, &t[0]) == SAM3_OK && sam3_concept_tracker_new(c[1], &o, &t[1]) == SAM3_OK &&
+         sam3_concept_tracker_add_prompt(t[0], &pr, NULL) == SAM3_OK && sam3_concept_tracker_add_prompt(t[1], &pc, NULL) == SAM3_OK;
+    t_check(ok, "concept tracker: set up: %s / %s", sam3_ctx_last_error(c[0]), sam3_ctx_last_error(c[1]));
+    sam3_concept_free(k); /* the tracker keeps its own copy */
+    for (j = 0; ok && j < 2; j++) {
+        const sam3__tensor *im = j ? ib : ia;
+        for (i = 0; i < 2; i++)
+            ok &= sam3_concept_tracker_push_frame(t[i], (const uint8_t *)im->data, (int)im->shape[1], (int)im->shape[0], (int)im->shape[1] * 3,
+                                                  SAM3_RGB8, &r[i]) == SAM3_OK;
+        t_check(ok, "concept tracker: frame %d: %s / %s", j, sam3_ctx_last_error(c[0]), sam3_ctx_last_error(c[1]));
+        if (!ok) break;
+        if (j == 0) {
+            n0 = r[0].n_objects;
+            t_check(n0 > 0 && same_objects(&r[0], &r[1]), "concept tracker: on the concept's image %d / %d objects, not all the same", n0,
+                    r[1].n_objects);
+        }
+    }
+    printf("  concept tracker (%s): frame 0 on the concept's image, %d objects bit-identical to its text and boxes; frame 1 %d / %d objects\n",
+           video_path, n0, r[0].n_objects, r[1].n_objects);
+    for (i = 0; i < 2; i++) sam3_concept_tracker_free(t[i]);
+    for (i = 0; i < 3; i++) sam3_ctx_free(c[i]);
+    sam3_free(m);
+}
+
 int main(int argc, char **argv) {
-    const char *model = NULL, *data = NULL, *other = NULL, *alt = NULL;
+    const char *model = NULL, *data = NULL, *other = NULL, *alt = NULL, *video = NULL;
     char path[512];
     sam3_model *m = NULL;
     sam3_ctx *c = NULL;
@@ -387,9 +456,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--other")) other = argv[i + 1];
         else if (!strcmp(argv[i], "--same-config")) alt = argv[i + 1];
         else if (!strcmp(argv[i], "--seeds")) g_seeds = argv[i + 1];
+        else if (!strcmp(argv[i], "--video")) video = argv[i + 1];
     }
     if (!model || !data) {
-        fprintf(stderr, "usage: test_saved_concept --model M.sam3 --data DIR [--other M2.sam3] [--same-config M3.sam3] [--seeds DIR]\n");
+        fprintf(stderr, "usage: test_saved_concept --model M.sam3 --data DIR [--other M2.sam3] [--same-config M3.sam3] [--seeds DIR] [--video V.sam3]\n");
         return 2;
     }
     sam3__allocator_resolve(NULL, &g_alloc);
@@ -408,6 +478,7 @@ int main(int argc, char **argv) {
     test_other_models(c, other, alt, &d);
     test_damaged(m, c);
     test_misuse(m);
+    if (video) test_concept_tracker(video, &d);
     dump_close(&d);
     sam3_ctx_free(c);
     sam3_free(m);
