@@ -222,6 +222,8 @@ static const char *SEGMENT_HELP =
     "  -t, --text TEXT             the concept, e.g. \"yellow school bus\"; repeat for several prompts\n"
     "  -b, --box x0,y0,x1,y1[,L]   an exemplar box in image pixels, x0 < x1, y0 < y1; L is pos (the\n"
     "                              default) or neg (also 1 or 0); repeat for several boxes\n"
+    "  --classes FILE              one -t a line of FILE (a vocabulary: blank and '#' lines skipped); each\n"
+    "                              results.json then has \"category_id\" (COCO's: 1 + the prompt's index)\n"
     "  --concept FILE              a prompt saved by 'sam3 concept' (its boxes from its own image);\n"
     "                              repeatable, each a prompt like a -t (after them; --box goes with all)\n"
     "  --threshold T               keep instances scoring above T, 0..1 (default 0.5; 0 keeps all)\n"
@@ -243,8 +245,7 @@ static const char *SEGMENT_HELP =
     "  --shard I/N                 with many images: only part I of N (0 <= I < N; see DATASETS)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
-    "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
-    CLI_IMAGES_HELP;
+    "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n";
 static const char *SEGMENT_DATASETS_HELP =
     "\n"
     "DATASETS: -i FOLDER takes the folder's *.jpg, *.jpeg and *.png files (any case; not hidden files,\n"
@@ -262,7 +263,7 @@ static const char *SEGMENT_DATASETS_HELP =
     "holds every image of the input; after a sharded run, 'sam3 merge -o coco.json OUTDIR...' makes the\n"
     "same file from the shards' OUTDIRs (or rerun without --shard into the shared OUTDIR: all skipped).\n";
 
-#define SEG_MAX_PROMPTS 64
+#define SEG_MAX_PROMPTS 256 /* -t, --classes lines and --concept files together (COCO has 80 classes) */
 
 /* The options segment and points share: model, image, output directory, threads, quiet. */
 typedef struct common_args {
@@ -280,6 +281,7 @@ typedef struct seg_args {
     const char *concept_paths[SEG_MAX_PROMPTS]; /* (n_concepts) --concept files: prompts after the texts */
     sam3_concept *concepts[SEG_MAX_PROMPTS];    /* (n_concepts) loaded once the model is (seg_load_concepts) */
     int n_concepts;
+    char *classes;  /* --classes FILE's text (malloc'd); its lines are entries of texts */
     sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
     int box_labels[SAM3_MAX_BOXES]; /* (n_boxes) 1 positive, 0 negative */
     int n_boxes;
@@ -339,6 +341,38 @@ static int check_common_args(const char *cmd, const common_args *ca) {
     return CLI_OK;
 }
 
+/* --classes FILE: one class a line (spaces at both ends trimmed; blank and '#' lines skipped), each
+   a -t prompt in file order; at most 1 MiB. CLI_OK, CLI_FAIL (unreadable) or CLI_USAGE (printed). */
+static int seg_read_classes(seg_args *a, const char *path) {
+    FILE *f;
+    long n = 0;
+    char *p, *line, *next;
+    if (a->classes) return usage_error("segment", "one --classes FILE%s", NULL);
+    if (!(f = fopen(path, "rb"))) {
+        cli_error("cannot open --classes '%s': %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || n > (1L << 20) || fseek(f, 0, SEEK_SET) || !(a->classes = (char *)malloc((size_t)n + 1)) ||
+        fread(a->classes, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        cli_error("cannot read --classes '%s'%s", path, n > (1L << 20) ? " (over 1 MiB)" : "");
+        return CLI_FAIL;
+    }
+    fclose(f);
+    a->classes[n] = 0;
+    if (strlen(a->classes) != (size_t)n) return usage_error("segment", "--classes '%s' holds a NUL byte", path);
+    for (line = a->classes; line; line = next) {
+        if ((next = strchr(line, '\n')) != NULL) *next++ = 0;
+        while (*line == ' ' || *line == '\t') line++;
+        for (p = line + strlen(line); p > line && (p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\r'); p--) p[-1] = 0;
+        if (!*line || *line == '#') continue;
+        if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS)
+            return usage_error("segment", "too many -t, --classes and --concept prompts (at most 256)%s", NULL);
+        a->texts[a->n_texts++] = line;
+    }
+    return CLI_OK;
+}
+
 /* Returns CLI_OK with the arguments in *a, CLI_OK with *help set after printing the help, or
    CLI_USAGE after printing what is wrong. */
 static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
@@ -353,6 +387,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         const char *opt = argv[i];
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             fputs(SEGMENT_HELP, stdout);
+            fputs(CLI_IMAGES_HELP, stdout); /* apart: C99 promises string literals of 4095 bytes */
             fputs(CLI_OUTDIR_HELP, stdout); /* apart: C99 promises string literals of 4095 bytes */
             fputs(SEGMENT_DATASETS_HELP, stdout);
             *help = 1;
@@ -364,10 +399,12 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         }
         v = NULL;
         if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) > 0) {
-            if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS) return usage_error("segment", "too many -t and --concept prompts (at most 64)%s", NULL);
+            if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS) return usage_error("segment", "too many -t, --classes and --concept prompts (at most 256)%s", NULL);
             a->texts[a->n_texts++] = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--classes", &v)) > 0) {
+            if ((r = seg_read_classes(a, v)) != CLI_OK) return r;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--concept", &v)) > 0) {
-            if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS) return usage_error("segment", "too many -t and --concept prompts (at most 64)%s", NULL);
+            if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS) return usage_error("segment", "too many -t, --classes and --concept prompts (at most 256)%s", NULL);
             if (!v[0]) return usage_error("segment", "--concept needs a file name%s", NULL);
             a->concept_paths[a->n_concepts++] = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
@@ -584,6 +621,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
         tb_printf(&js, ",\n  \"concept\": ");
         tb_json_string(&js, concept);
     }
+    if (a->classes) tb_printf(&js, ",\n  \"category_id\": %d", category);
     tb_printf(&js, ",\n  \"boxes\": [");
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
@@ -771,6 +809,7 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
              a->threshold, a->mask_threshold, a->coco);
     cli_ds_hash_str(&h, num);
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
+    if (a->classes) cli_ds_hash_str(&h, "--classes"); /* results.json carries category_id */
     for (k = 0; k < a->n_concepts; k++) { /* a concept by its bytes: a new file under an old name is a new setting */
         size_t n = 0;
         unsigned char *b = NULL;
@@ -1083,11 +1122,15 @@ done:
 static int cmd_segment(int argc, char **argv) {
     seg_args a;
     int k, help, rc = parse_segment_args(argc, argv, &a, &help);
-    if (rc != CLI_OK || help) return rc;
+    if (rc != CLI_OK || help) {
+        free(a.classes);
+        return rc;
+    }
     if (cli_ds_is_dataset(a.c.image)) rc = run_segment_dataset(&a);
-    else if (a.shard_n) return usage_error("segment", "--shard needs -i FOLDER or -i @LIST (many images), not one file '%s'", a.c.image);
+    else if (a.shard_n) rc = usage_error("segment", "--shard needs -i FOLDER or -i @LIST (many images), not one file '%s'", a.c.image);
     else rc = run_segment(&a);
     for (k = 0; k < a.n_concepts; k++) sam3_concept_free(a.concepts[k]);
+    free(a.classes);
     return rc;
 }
 
