@@ -164,6 +164,7 @@ DOCUMENTATION
                            AVX512-BF16 too (no faster than that there), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
+   SAM3_MAX_CONCEPTS       saved concepts (sam3_concept) per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
@@ -570,7 +571,9 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_segment_prompt *promp
    tokens are used as they are: on its own image, a concept gives exactly the results of its prompt.
    It records a fingerprint of the model (config, tensor names, shapes and sampled bytes); a
    concept from another model is refused (SAM3_ERR_INVALID_ARG naming both fingerprints). A concept
-   is immutable: share it between contexts and threads of one model. */
+   is immutable: share it between contexts and threads of one model. Its memory comes from the
+   allocator of the context (sam3_concept_new) or model (sam3_concept_load) that made it, which
+   must outlive it; the context and model themselves need not. */
 /* The concept of `prompt` on the context's image (sam3_set_image first; the prompt's own concepts,
    if any, are folded in). SAM3_TRUNCATED: the text was cut to the model's context (concept valid). */
 SAM3DEF sam3_result sam3_concept_new(sam3_ctx *ctx, const sam3_segment_prompt *prompt, sam3_concept **out);
