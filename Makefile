@@ -56,7 +56,7 @@ SIZED_SAM3 := $(BUILD)/tiny_a_s70.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
-TESTS     += $(BUILD)/test_concept $(BUILD)/test_rle
+TESTS     += $(BUILD)/test_concept $(BUILD)/test_rle $(BUILD)/test_saved_concept
 TESTS     += $(BUILD)/test_kernels $(BUILD)/test_parity_ref $(BUILD)/test_video_ref
 # REF_VIDEO=0 leaves out the video test on the reference kernels (`make asan`/`ubsan`: ~2 min of CPU
 # there; the reference kernels are under the sanitizers through test_parity_ref)
@@ -68,7 +68,7 @@ SHARED    ?= ../shared
 # -O3; the tests themselves run in order, one at a time). `make test JOBS=1` for one compile at a time.
 JOBS      ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-y4m fuzz-merge fuzz-corpus clean debug test-mingw warnings test-cross
+.PHONY: all deps examples test test-c demo convert bench asan ubsan tsan valgrind fuzz fuzz-image fuzz-y4m fuzz-merge fuzz-concept fuzz-corpus clean debug test-mingw warnings test-cross
 
 # The command-line tool. Its translation units (examples/cli_common.h says what each holds; sam3.h's
 # implementation is compiled in sam3_cli.c alone, stb_image_write's in cli_common.c) and headers:
@@ -202,6 +202,13 @@ $(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h t
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_video.c $(LIBS)
 # The concept tracker (Sam3VideoModel): its mask primitives against tests/concept_ops.py, its
 # stream against HF's (frames cut from $(SHARED)/images/test_image.jpg, as test_video's).
+$(BUILD)/test_saved_concept: tests/test_saved_concept.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_saved_concept.c $(LIBS)
+# tiny_a's config with one tensor's weights moved: a model a concept of tiny_a must not pass for
+$(BUILD)/tiny_a_alt.sam3: tests/data/tiny_a/model.safetensors tests/data/tiny_a/config.json tools/patch_tensor.py tools/convert.py | $(BUILD)
+	rm -rf $(BUILD)/tiny_a_alt && mkdir -p $(BUILD)/tiny_a_alt && cp tests/data/tiny_a/*.json tests/data/tiny_a/merges.txt tests/data/tiny_a/model.safetensors $(BUILD)/tiny_a_alt/
+	$(PYTHON) tools/patch_tensor.py $(BUILD)/tiny_a_alt/model.safetensors detector_model.detr_decoder.box_head.layer1.weight 0.01
+	$(PYTHON) tools/convert.py --quiet $(BUILD)/tiny_a_alt $@
 $(BUILD)/test_concept: tests/test_concept.c tests/video_frames.h tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(STB_INC) -o $@ tests/test_concept.c $(LIBS)
 # The same frames as PNG files, for tools/make_reference_video.py on the GPU machine:
@@ -238,7 +245,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 
 # ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
 ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay $(BUILD)/test_outdir
-ROBUST     += $(BUILD)/fuzz_y4m_replay $(BUILD)/fuzz_merge_replay
+ROBUST     += $(BUILD)/fuzz_y4m_replay $(BUILD)/fuzz_merge_replay $(BUILD)/fuzz_concept_replay
 FUZZ_SEEDS := $(BUILD)/fuzz_seeds/micro.sam3
 FUZZ_KEPT  := $(BUILD)/fuzz_kept/.unpacked
 $(BUILD)/test_robust: tests/test_robust.c tests/test_util.h sam3.h | $(BUILD)
@@ -256,6 +263,8 @@ $(BUILD)/fuzz_image_replay: tests/fuzz_image.c examples/image_io.c examples/imag
 $(BUILD)/fuzz_y4m_replay: tests/fuzz_y4m.c examples/cli_y4m.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_y4m.c
 # `sam3 merge`'s reader of per-image coco.json files (examples/cli_dataset.c) under the replay main().
+$(BUILD)/fuzz_concept_replay: tests/fuzz_concept.c tests/fuzz_replay.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_FUZZ_REPLAY -o $@ tests/fuzz_concept.c $(LIBS)
 FUZZ_MERGE_SRCS := tests/fuzz_merge.c examples/cli_dataset.c
 FUZZ_MERGE_DEPS := $(FUZZ_MERGE_SRCS) examples/cli_dataset.h examples/cli_common.h examples/cli_outdir.h sam3.h
 $(BUILD)/fuzz_merge_replay: $(FUZZ_MERGE_DEPS) | $(BUILD)
@@ -280,7 +289,7 @@ $(QGELU): tests/make_quick_gelu.py tools/convert.py tools/sam3file.py tools/make
 # The C tests, the example programs and the CLI on the tiny models, and the fuzz inputs replayed:
 # `make test` runs these; `make asan` / `make ubsan` build and run them again with sanitizers.
 TEST_C_DEPS := $(TESTS) $(ROBUST) $(EXAMPLES) $(BUILD)/sam3 $(TINY_SAM3) $(SAM1_SAM3) $(VIDEO_SAM3) $(BUILD)/tok_synth.sam3 \
-               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU) $(SIZED_SAM3)
+               $(FUZZ_SEEDS) $(FUZZ_KEPT) $(BF16_SAM3) $(QGELU) $(SIZED_SAM3) $(BUILD)/tiny_a_alt.sam3
 test-c: deps $(TEST_C_DEPS)
 	@SHARED=$(SHARED) REF_VIDEO=$(REF_VIDEO) sh tests/run.sh $(BUILD) c
 
@@ -422,6 +431,21 @@ fuzz-merge:
 	$(BUILD)/fuzz_merge $(FUZZ_MERGE_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	    -artifact_prefix=$(BUILD)/fuzz_merge_run/crashes/ $(BUILD)/fuzz_merge_run/corpus $(BUILD)/fuzz_merge_seeds
 	@if ls $(BUILD)/fuzz_merge_run/crashes | grep -q .; then echo "make fuzz-merge: crashes in $(BUILD)/fuzz_merge_run/crashes/"; exit 1; fi
+# libFuzzer on the concept reader (tests/fuzz_concept.c: sam3_concept_load, then save and segment
+# with what loads) for tiny_a, from the concepts test_saved_concept makes and damages.
+FUZZ_CONCEPT_OPTS := -timeout=10 -rss_limit_mb=2048 -max_len=65536
+$(BUILD)/fuzz_concept: tests/fuzz_concept.c tests/fuzz_replay.h sam3.h | $(BUILD)
+	$(FUZZ_CC) -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -DSAM3_NO_BLAS -o $@ tests/fuzz_concept.c -lm
+fuzz-concept: $(BUILD)/test_saved_concept $(TINY_SAM3)
+	@$(MAKE) --no-print-directory deps DEB_PKGS="clang libclang-rt-dev"
+	@$(MAKE) --no-print-directory $(BUILD)/fuzz_concept
+	@rm -rf $(BUILD)/fuzz_concept_seeds && mkdir -p $(BUILD)/fuzz_concept_seeds $(BUILD)/fuzz_concept_run/corpus $(BUILD)/fuzz_concept_run/crashes
+	$(BUILD)/test_saved_concept --model $(BUILD)/tiny_a.sam3 --data tests/data/tiny_a --seeds $(BUILD)/fuzz_concept_seeds >/dev/null
+	SAM3_FUZZ_CONCEPT_MODEL=$(BUILD)/tiny_a.sam3 $(BUILD)/fuzz_concept $(FUZZ_CONCEPT_OPTS) -fork=$(FUZZ_JOBS) -ignore_crashes=1 \
+	    -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz_concept_run/crashes/ \
+	    $(BUILD)/fuzz_concept_run/corpus $(BUILD)/fuzz_concept_seeds
+	@if ls $(BUILD)/fuzz_concept_run/crashes | grep -q .; then echo "make fuzz-concept: crashes in $(BUILD)/fuzz_concept_run/crashes/"; exit 1; fi
 # Minimises the committed corpus plus what `make fuzz` found (keeping only inputs that add coverage
 # beyond the seeds) and every crash reproducer into tests/fuzz/corpus.tar.xz.
 fuzz-corpus: $(FUZZ_SEEDS) $(FUZZ_KEPT)

@@ -165,6 +165,7 @@ DOCUMENTATION
                            AVX512-BF16 too (no faster than that there), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
+   SAM3_MAX_CONCEPTS       saved concepts (sam3_concept) per sam3_segment prompt (default 64)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
@@ -288,6 +289,9 @@ RECENT REVISIONS
 
 #ifndef SAM3_MAX_BOXES
 #define SAM3_MAX_BOXES 64
+#endif
+#ifndef SAM3_MAX_CONCEPTS
+#define SAM3_MAX_CONCEPTS 64
 #endif
 
 #ifdef __cplusplus
@@ -519,11 +523,14 @@ SAM3DEF sam3_result sam3_tokenize(const sam3_model *model, const char *text, int
 /* ================================================================================================
    Concept segmentation: text and/or box exemplars -> every matching instance
    ============================================================================================= */
+typedef struct sam3_concept sam3_concept; /* a saved prompt: see sam3_concept_new */
 typedef struct sam3_segment_prompt {
     const char *text;       /* UTF-8; NULL or "" with boxes: the reference's "visual" placeholder */
     const sam3_box *boxes;  /* n_boxes exemplars, or NULL */
     const int *box_labels;  /* n_boxes labels, 1 positive exemplar, 0 negative; NULL: all positive */
     int n_boxes;            /* 0..SAM3_MAX_BOXES */
+    const sam3_concept *const *concepts; /* n_concepts saved prompts (sam3_concept_new), or NULL */
+    int n_concepts;         /* 0..SAM3_MAX_CONCEPTS; their tokens follow the text's and boxes' */
 } sam3_segment_prompt;
 
 typedef struct sam3_segment_options {
@@ -577,6 +584,30 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_segment_prompt *promp
    negative or overflowing size, a NULL mask (unless width or height is 0, which gives "0"), a
    NULL length, or a capacity below *length + 1 (*length is still set; rle then holds ""). */
 SAM3DEF sam3_result sam3_mask_to_rle(const uint8_t *mask, int width, int height, char *rle, size_t capacity, size_t *length);
+/* A concept: a prompt made once and reused, on other images and in other processes. It holds
+   the prompt's tokens as sam3_segment computes them: the text encoder's features (of "visual" for
+   boxes alone) and, with boxes, the geometry encoder's tokens of the boxes on the image they were
+   drawn on (the context's image at sam3_concept_new). Given in sam3_segment_prompt.concepts, its
+   tokens are used as they are: on its own image, a concept gives exactly the results of its prompt.
+   It records a fingerprint of the model (config, tensor names, shapes and sampled bytes); a
+   concept from another model is refused (SAM3_ERR_INVALID_ARG naming both fingerprints). A concept
+   is immutable: share it between contexts and threads of one model. Its memory comes from the
+   allocator of the context (sam3_concept_new) or model (sam3_concept_load) that made it, which
+   must outlive it; the context and model themselves need not. */
+/* The concept of `prompt` on the context's image (sam3_set_image first; the prompt's own concepts,
+   if any, are folded in). SAM3_TRUNCATED: the text was cut to the model's context (concept valid). */
+SAM3DEF sam3_result sam3_concept_new(sam3_ctx *ctx, const sam3_segment_prompt *prompt, sam3_concept **out);
+/* The concept as bytes (a versioned format: magic, version, fingerprint, sizes, f32 data, FNV-1a
+   checksum): *size = the bytes it takes; with buf NULL only that (SAM3_OK); cap < *size is
+   SAM3_ERR_INVALID_ARG and writes nothing. */
+SAM3DEF sam3_result sam3_concept_save(const sam3_concept *concept, void *buf, size_t cap, size_t *size);
+/* A concept from sam3_concept_save's bytes, for `model`: every field checked (a truncated or damaged
+   file is SAM3_ERR_CORRUPT_FILE or SAM3_ERR_BAD_MAGIC/_BAD_VERSION; another model's concept is
+   SAM3_ERR_INVALID_ARG), the message in err (err_cap bytes, may be NULL). The data is copied. */
+SAM3DEF sam3_result sam3_concept_load(const sam3_model *model, const void *data, size_t size, sam3_concept **out, char *err, size_t err_cap);
+/* Tokens it holds, and of them text tokens (NULL-safe: 0). */
+SAM3DEF int sam3_concept_n_tokens(const sam3_concept *concept, int *n_text);
+SAM3DEF void sam3_concept_free(sam3_concept *concept);
 
 /* ================================================================================================
    Interactive segmentation: clicks, a box and/or a previous mask -> one object (SAM 2-style head)
@@ -787,7 +818,9 @@ SAM3DEF sam3_result sam3_concept_tracker_add_text(sam3_concept_tracker *t, const
    *index as _add_text (the same text, boxes and labels twice: the same index). The detector gets
    the boxes on every frame in that frame's pixels, as sam3_segment would on the frame alone: they
    mark a place in the picture, not an object, so they do not follow what they framed. Not in the
-   reference (HF 5.17's Sam3VideoProcessor takes text only); the arrays are copied. */
+   reference (HF 5.17's Sam3VideoProcessor takes text only); the arrays are copied. The prompt's
+   concepts (sam3_concept) are copied too and never merged with another prompt: their box tokens
+   stay those of the image they were made on, on every frame. */
 SAM3DEF sam3_result sam3_concept_tracker_add_prompt(sam3_concept_tracker *t, const sam3_segment_prompt *prompt, int *index);
 /* Processes the next frame (pixels as sam3_set_image takes them). *out stays valid until the next
    call on this tracker. On an error, an abort included, the tracker is as before the call. */
@@ -843,6 +876,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
    video memory (Sam3TrackerVideoModel: memory attention, memory encoder)  what a tracker remembers
    public API  model and context lifetime, options, the kernel path choice
    benchmark support  threads, clock and GEMM rates for benchmarks and tools
+   concepts (sam3_concept: a prompt's tokens, saved and reused)  fingerprint, file format, load and save
    images (sam3_set_image, sam3_segment, sam3_segment_points)  the image entry points and their drivers
    video tracker (Sam3TrackerVideoModel in streaming mode)  sam3_tracker_*: clicked objects frame by frame
    concept tracker (Sam3VideoModel: detections and masklets of text concepts)  sam3_concept_tracker_*
@@ -10271,6 +10305,245 @@ SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, in
     return SAM3_OK;
 }
 
+/* ==== sam3: concepts (sam3_concept: a prompt's tokens, saved and reused) ==== */
+/* A concept is the prompt token sequence sam3_segment builds (text features, then the geometry
+   encoder's tokens of the boxes on their own image), kept with the fingerprint of the model that
+   made it. The file (sam3_concept_save), little-endian:
+     0  "SAM3CPT\0"   8  u32 version (1)   12 u32 D   16 u64 model fingerprint
+     24 u32 n_tok     28 u32 n_text        32 u32 flags (bit 0: the text was truncated)   36 u32 0
+     40 f32 tokens (n_tok, D)              then u64 FNV-1a 64 of every byte before it */
+#define SAM3__CPT_MAGIC "SAM3CPT"
+#define SAM3__CPT_VERSION 1u
+#define SAM3__CPT_HEADER 40u
+#define SAM3__CPT_MAX_TOKENS 8192 /* a text's context plus SAM3_MAX_BOXES + 1 tokens, many times over */
+#define SAM3__CPT_MAX_D 65536
+
+struct sam3_concept {
+    sam3_allocator a; /* the one it was allocated with (the context's or the model's) */
+    uint64_t fp;      /* sam3__cpt_fingerprint of the model that made it */
+    int D, n_tok, n_text, truncated;
+    float *tok; /* (n_tok, D) prompt tokens */
+};
+
+static uint64_t sam3__fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = (const uint8_t *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+/* A failure of a call without a context: the message into err (cap bytes; NULL or 0: none), rc back. */
+static sam3_result sam3__efail(char *err, size_t cap, sam3_result rc, const char *fmt, ...) {
+    va_list ap;
+    if (!err || !cap) return rc;
+    va_start(ap, fmt);
+    sam3__vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+static void sam3__wr32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static void sam3__wr64(uint8_t *p, uint64_t v) {
+    sam3__wr32(p, (uint32_t)v);
+    sam3__wr32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* The model's fingerprint: FNV-1a 64 over its config entries (key, type, values) and every tensor's
+   name, dtype, shape and 3 x 32 sampled bytes (start, middle, end). Cheap (no pass over the
+   weights) yet two random-weight models of one config differ in every sample. */
+static uint64_t sam3__cpt_fingerprint(const sam3_model *m) {
+    const sam3__file *f = &m->file;
+    uint64_t h = 14695981039346656037ull;
+    uint32_t i;
+    h = sam3__fnv(h, &m->arch, sizeof(m->arch));
+    for (i = 0; i < f->n_cfg; i++) {
+        const sam3__cfg *c = &f->cfg[i];
+        h = sam3__fnv(h, c->key, strlen(c->key));
+        h = sam3__fnv(h, &c->type, sizeof(c->type));
+        h = sam3__fnv(h, &c->i, sizeof(c->i));
+        h = sam3__fnv(h, &c->f, sizeof(c->f));
+    }
+    for (i = 0; i < f->n_tensors; i++) {
+        const sam3__tensor *t = &f->tensors[i];
+        const uint8_t *d = (const uint8_t *)t->data;
+        const size_t n = (size_t)t->nbytes, s = SAM3__MIN(n, (size_t)32);
+        h = sam3__fnv(h, t->name, t->name_len);
+        h = sam3__fnv(h, &t->dtype, sizeof(t->dtype));
+        h = sam3__fnv(h, t->shape, sizeof(t->shape));
+        h = sam3__fnv(h, d, s);
+        h = sam3__fnv(h, d + (n - s) / 2, s);
+        h = sam3__fnv(h, d + (n - s), s);
+    }
+    return h;
+}
+
+/* A concept of n_tok tokens of width D, from allocator a (tokens uninitialised); NULL out of memory. */
+static sam3_concept *sam3__cpt_alloc(const sam3_allocator *a, int D, int n_tok) {
+    sam3_concept *k = (sam3_concept *)sam3__acalloc(a, 1, sizeof(*k));
+    if (!k) return NULL;
+    k->a = *a;
+    k->D = D;
+    k->n_tok = n_tok;
+    if (!(k->tok = (float *)sam3__acalloc(a, (size_t)n_tok * D, sizeof(float)))) {
+        sam3__afree(a, k);
+        return NULL;
+    }
+    return k;
+}
+
+/* Concept i of a sam3_segment prompt (fn names the entry point): given, and made by this model. */
+static sam3_result sam3__cpt_check(sam3_ctx *c, const char *fn, int i, const sam3_concept *k, uint64_t fp) {
+    if (!k) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: concept %d is NULL", fn, i);
+    if (k->fp != fp || k->D != c->m->neck.fpn)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: concept %d was made with another model (fingerprint %016llx, this model's %016llx)", fn, i,
+                          (unsigned long long)k->fp, (unsigned long long)fp);
+    return SAM3_OK;
+}
+
+/* A prompt's concepts (fn names the entry point): 0..SAM3_MAX_CONCEPTS, each given and made by
+   c's model. */
+static sam3_result sam3__cpt_check_all(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr) {
+    uint64_t fp;
+    int i;
+    sam3_result rc;
+    if (pr->n_concepts < 0 || pr->n_concepts > SAM3_MAX_CONCEPTS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d concepts, expected 0..%d (SAM3_MAX_CONCEPTS)", fn, pr->n_concepts, SAM3_MAX_CONCEPTS);
+    if (!pr->n_concepts) return SAM3_OK;
+    if (!pr->concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: n_concepts = %d but concepts is NULL", fn, pr->n_concepts);
+    fp = sam3__cpt_fingerprint(c->m);
+    for (i = 0; i < pr->n_concepts; i++)
+        if ((rc = sam3__cpt_check(c, fn, i, pr->concepts[i], fp)) != SAM3_OK) return rc;
+    return SAM3_OK;
+}
+
+/* A prompt's concepts joined into one the caller owns (from c's allocator; tokens in order), for
+   the concept tracker, which keeps its prompts; *out NULL when the prompt has none. */
+static sam3_result sam3__cpt_join(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr, sam3_concept **out) {
+    sam3_concept *k;
+    sam3_result rc;
+    int i, n = 0, at = 0;
+    *out = NULL;
+    if ((rc = sam3__cpt_check_all(c, fn, pr)) != SAM3_OK || !pr->n_concepts) return rc;
+    for (i = 0; i < pr->n_concepts; i++) n += pr->concepts[i]->n_tok; /* each <= SAM3__CPT_MAX_TOKENS, at most 64 */
+    if (n > SAM3__CPT_MAX_TOKENS) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d concept tokens, at most %d", fn, n, SAM3__CPT_MAX_TOKENS);
+    if (!(k = sam3__cpt_alloc(&c->a, c->m->neck.fpn, n))) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    k->fp = pr->concepts[0]->fp;
+    for (i = 0; i < pr->n_concepts; i++) {
+        const sam3_concept *q = pr->concepts[i];
+        memcpy(k->tok + (size_t)at * k->D, q->tok, (size_t)q->n_tok * q->D * sizeof(float));
+        at += q->n_tok;
+        k->n_text += q->n_text;
+        k->truncated |= q->truncated;
+    }
+    *out = k;
+    return SAM3_OK;
+}
+
+SAM3DEF int sam3_concept_n_tokens(const sam3_concept *k, int *n_text) {
+    if (n_text) *n_text = k ? k->n_text : 0;
+    return k ? k->n_tok : 0;
+}
+
+SAM3DEF void sam3_concept_free(sam3_concept *k) {
+    sam3_allocator a;
+    if (!k) return;
+    a = k->a;
+    sam3__afree(&a, k->tok);
+    sam3__afree(&a, k);
+}
+
+SAM3DEF sam3_result sam3_concept_save(const sam3_concept *k, void *buf, size_t cap, size_t *size) {
+    uint8_t *p = (uint8_t *)buf;
+    size_t i, data, need;
+    if (!k || !size) return SAM3_ERR_INVALID_ARG;
+    data = (size_t)k->n_tok * (size_t)k->D * 4; /* both bounded at creation: no overflow */
+    need = SAM3__CPT_HEADER + data + 8;
+    *size = need;
+    if (!buf) return SAM3_OK;
+    if (cap < need) return SAM3_ERR_INVALID_ARG;
+    memset(p, 0, SAM3__CPT_HEADER);
+    memcpy(p, SAM3__CPT_MAGIC, 8);
+    sam3__wr32(p + 8, SAM3__CPT_VERSION);
+    sam3__wr32(p + 12, (uint32_t)k->D);
+    sam3__wr64(p + 16, k->fp);
+    sam3__wr32(p + 24, (uint32_t)k->n_tok);
+    sam3__wr32(p + 28, (uint32_t)k->n_text);
+    sam3__wr32(p + 32, k->truncated ? 1u : 0u);
+    for (i = 0; i < data / 4; i++) {
+        uint32_t u;
+        memcpy(&u, &k->tok[i], 4);
+        sam3__wr32(p + SAM3__CPT_HEADER + 4 * i, u);
+    }
+    sam3__wr64(p + SAM3__CPT_HEADER + data, sam3__fnv(14695981039346656037ull, p, SAM3__CPT_HEADER + data));
+    return SAM3_OK;
+}
+
+/* sam3_concept_load's checks of the bytes, in an order that names the first thing wrong: size,
+   magic, version, the sizes in the header, the exact length, the checksum, the model. */
+static sam3_result sam3__cpt_parse(const sam3_model *m, const uint8_t *p, size_t size, char *err, size_t cap, int *n_tok, int *n_text) {
+    uint32_t D, nt, nx, flags;
+    size_t need;
+    uint64_t fp;
+    if (size < SAM3__CPT_HEADER + 8 || !p)
+        return sam3__efail(err, cap, SAM3_ERR_CORRUPT_FILE, "concept: %lu bytes, truncated (a concept has at least %u)", (unsigned long)size,
+                           SAM3__CPT_HEADER + 8);
+    if (memcmp(p, SAM3__CPT_MAGIC, 8) != 0) return sam3__efail(err, cap, SAM3_ERR_BAD_MAGIC, "concept: not a sam3 concept (bad magic)");
+    if (sam3__rd32(p + 8) != SAM3__CPT_VERSION)
+        return sam3__efail(err, cap, SAM3_ERR_BAD_VERSION, "concept: format version %u, this build reads %u", sam3__rd32(p + 8), SAM3__CPT_VERSION);
+    D = sam3__rd32(p + 12);
+    nt = sam3__rd32(p + 24);
+    nx = sam3__rd32(p + 28);
+    flags = sam3__rd32(p + 32);
+    if (D < 1 || D > SAM3__CPT_MAX_D || nt < 1 || nt > SAM3__CPT_MAX_TOKENS || nx > nt || flags > 1 || sam3__rd32(p + 36))
+        return sam3__efail(err, cap, SAM3_ERR_CORRUPT_FILE, "concept: damaged header (width %u, %u tokens, %u text tokens, flags %u)", D, nt, nx,
+                           flags);
+    need = SAM3__CPT_HEADER + (size_t)nt * D * 4 + 8; /* <= 40 + 2^13 * 2^16 * 4 + 8: no overflow */
+    if (size != need)
+        return sam3__efail(err, cap, SAM3_ERR_CORRUPT_FILE, "concept: %lu bytes where its header says %lu (%s)", (unsigned long)size,
+                           (unsigned long)need, size < need ? "truncated" : "trailing bytes");
+    if (sam3__rd64(p + need - 8) != sam3__fnv(14695981039346656037ull, p, need - 8))
+        return sam3__efail(err, cap, SAM3_ERR_CORRUPT_FILE, "concept: checksum mismatch (the file is damaged)");
+    fp = sam3__cpt_fingerprint(m);
+    if (sam3__rd64(p + 16) != fp || (int)D != m->neck.fpn)
+        return sam3__efail(err, cap, SAM3_ERR_INVALID_ARG, "concept: made with another model (fingerprint %016llx, this model's %016llx)",
+                           (unsigned long long)sam3__rd64(p + 16), (unsigned long long)fp);
+    *n_tok = (int)nt;
+    *n_text = (int)nx;
+    return SAM3_OK;
+}
+
+SAM3DEF sam3_result sam3_concept_load(const sam3_model *m, const void *data, size_t size, sam3_concept **out, char *err, size_t cap) {
+    const uint8_t *p = (const uint8_t *)data;
+    sam3_concept *k;
+    sam3_result rc;
+    int nt = 0, nx = 0;
+    size_t i, n;
+    if (err && cap) err[0] = 0;
+    if (!out) return sam3__efail(err, cap, SAM3_ERR_INVALID_ARG, "sam3_concept_load: out is NULL");
+    *out = NULL;
+    if (!m) return sam3__efail(err, cap, SAM3_ERR_INVALID_ARG, "sam3_concept_load: model is NULL");
+    if (m->arch != SAM3__ARCH_SAM3) return sam3__efail(err, cap, SAM3_ERR_UNSUPPORTED, "sam3_concept_load: concepts need a SAM 3 model");
+    if ((rc = sam3__cpt_parse(m, p, size, err, cap, &nt, &nx)) != SAM3_OK) return rc;
+    if (!(k = sam3__cpt_alloc(&m->a, m->neck.fpn, nt))) return sam3__efail(err, cap, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_load: out of memory");
+    n = (size_t)nt * k->D;
+    for (i = 0; i < n; i++) {
+        uint32_t u = sam3__rd32(p + SAM3__CPT_HEADER + 4 * i);
+        memcpy(&k->tok[i], &u, 4);
+        if ((u & 0x7f800000u) == 0x7f800000u) { /* NaN or infinity */
+            sam3_concept_free(k);
+            return sam3__efail(err, cap, SAM3_ERR_CORRUPT_FILE, "concept: token value %lu is NaN or infinite", (unsigned long)i);
+        }
+    }
+    k->fp = sam3__rd64(p + 16);
+    k->n_text = nx;
+    k->truncated = (int)(sam3__rd32(p + 32) & 1u);
+    *out = k;
+    return SAM3_OK;
+}
+
 /* ==== sam3: images (sam3_set_image, sam3_segment, sam3_segment_points) ==== */
 /* Entry-point prologue: clear the error, settle the arena. */
 static sam3_result sam3__begin(sam3_ctx *c) {
@@ -10494,12 +10767,14 @@ typedef struct sam3__seg_state {
 /* sam3_segment's arguments: a SAM 3 model with an image, finite thresholds, 0..SAM3_MAX_BOXES
    finite boxes with labels 0 or 1, and a text or boxes. Fills st->o, st->nb, st->text; zeroes the
    stage timings. */
-static sam3_result sam3__segment_check(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3__seg_state *st) {
+static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr, const sam3_segment_options *opt,
+                                       sam3__seg_state *st) {
+    sam3_result rc;
     int i;
     st->o = sam3_segment_options_default();
     if (c->m->arch != SAM3__ARCH_SAM3)
-        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "sam3_segment: text and box-exemplar prompts need a SAM 3 model; use sam3_segment_points");
-    if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "sam3_segment: no image: call sam3_set_image first");
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "%s: text and box-exemplar prompts need a SAM 3 model; use sam3_segment_points", fn);
+    if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "%s: no image: call sam3_set_image first", fn);
     if (opt) {
         if (opt->score_threshold != 0) st->o.score_threshold = opt->score_threshold;
         if (opt->mask_threshold != 0) st->o.mask_threshold = opt->mask_threshold;
@@ -10507,23 +10782,24 @@ static sam3_result sam3__segment_check(sam3_ctx *c, const sam3_segment_prompt *p
         st->o.low_res = opt->low_res;
         st->o.semantic = opt->semantic;
         if (!sam3__finite(st->o.score_threshold) || !sam3__finite(st->o.mask_threshold))
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: thresholds must be finite");
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: thresholds must be finite", fn);
     }
     st->nb = pr->n_boxes;
     if (st->nb < 0 || st->nb > SAM3_MAX_BOXES)
-        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: %d boxes, expected 0..%d (SAM3_MAX_BOXES)", st->nb, SAM3_MAX_BOXES);
-    if (st->nb && !pr->boxes) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: n_boxes = %d but boxes is NULL", st->nb);
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %d boxes, expected 0..%d (SAM3_MAX_BOXES)", fn, st->nb, SAM3_MAX_BOXES);
+    if (st->nb && !pr->boxes) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: n_boxes = %d but boxes is NULL", fn, st->nb);
     for (i = 0; i < st->nb; i++) {
         const sam3_box *b = &pr->boxes[i];
         if (!sam3__finite(b->x0) || !sam3__finite(b->y0) || !sam3__finite(b->x1) || !sam3__finite(b->y1))
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has a NaN or infinite coordinate", i);
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has a NaN or infinite coordinate", fn, i);
         if (pr->box_labels && pr->box_labels[i] != 0 && pr->box_labels[i] != 1)
-            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: box %d has label %d, expected 1 (positive) or 0 (negative)", i,
+            return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has label %d, expected 1 (positive) or 0 (negative)", fn, i,
                               pr->box_labels[i]);
     }
     c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
     st->text = pr->text && pr->text[0] ? pr->text : st->nb ? "visual" : NULL;
-    if (!st->text) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: empty prompt: give a text, boxes, or both");
+    if ((rc = sam3__cpt_check_all(c, fn, pr)) != SAM3_OK) return rc;
+    if (!st->text && !pr->n_concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: empty prompt: give a text, boxes, concepts, or some of them", fn);
     return SAM3_OK;
 }
 
@@ -10534,14 +10810,17 @@ static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *
     const float *tfeat = NULL;
     double t0 = sam3__now_ms();
     sam3_result rc;
-    int i;
-    if ((rc = sam3__text_features(c, st->text, &tfeat, &st->n_text, &st->truncated)) != SAM3_OK) return rc;
-    sam3__tap(c, "text.features", tfeat, 2, st->n_text, D, 0);
+    int i, own, at;
+    if (st->text) {
+        if ((rc = sam3__text_features(c, st->text, &tfeat, &st->n_text, &st->truncated)) != SAM3_OK) return rc;
+        sam3__tap(c, "text.features", tfeat, 2, st->n_text, D, 0);
+    }
     c->t.text = sam3__now_ms() - t0;
     t0 = sam3__now_ms();
-    st->np = st->n_text + (nb ? nb + 1 : 0);
+    own = st->np = st->n_text + (nb ? nb + 1 : 0);
+    for (i = 0; i < pr->n_concepts; i++) st->np += pr->concepts[i]->n_tok; /* each <= SAM3__CPT_MAX_TOKENS: no overflow */
     if (!(st->prompt = sam3__sallocf(c, (size_t)st->np * D))) return SAM3_ERR_OUT_OF_MEMORY;
-    memcpy(st->prompt, tfeat, (size_t)st->n_text * D * sizeof(float));
+    if (tfeat) memcpy(st->prompt, tfeat, (size_t)st->n_text * D * sizeof(float));
     if (nb) {
         float *boxes_n = sam3__sallocf(c, (size_t)nb * 4); /* (nb, 4) cx, cy, w, h */
         int *labels = (int *)sam3__salloc(c, (size_t)nb * sizeof(int));
@@ -10559,6 +10838,13 @@ static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *
         sam3__tap(c, "geo.input_boxes", boxes_n, 2, nb, 4, 0);
         if ((rc = sam3__geometry_encoder(c, boxes_n, labels, nb, geo)) != SAM3_OK) return rc;
         sam3__tap(c, "geo.features", geo, 2, nb + 1, D, 0);
+    }
+    for (i = 0, at = own; i < pr->n_concepts; i++) { /* each concept's tokens after the prompt's own, in order */
+        const sam3_concept *k = pr->concepts[i];
+        memcpy(st->prompt + (size_t)at * D, k->tok, (size_t)k->n_tok * D * sizeof(float));
+        at += k->n_tok;
+        st->n_text += k->n_text;
+        st->truncated |= k->truncated;
     }
     sam3__tap(c, "prompt.features", st->prompt, 2, st->np, D, 0);
     c->t.geometry = sam3__now_ms() - t0;
@@ -10717,7 +11003,7 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr,
     memset(&st, 0, sizeof(st));
     m = c->m;
     c->err[0] = 0;
-    if ((rc = sam3__segment_check(c, pr, opt, &st)) != SAM3_OK) return rc;
+    if ((rc = sam3__segment_check(c, "sam3_segment", pr, opt, &st)) != SAM3_OK) return rc;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     st.D = m->neck.fpn;
     st.Q = m->dec.queries;
@@ -10727,6 +11013,37 @@ static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr,
         (rc = sam3__segment_masks(c, &st)) != SAM3_OK || (rc = sam3__segment_post(c, &st, out)) != SAM3_OK)
         return sam3__end(c, rc);
     return sam3__end(c, st.truncated ? SAM3_TRUNCATED : SAM3_OK);
+}
+
+/* sam3_concept_new: sam3_segment's checks and prompt tokens on the context's image, kept. */
+static sam3_result sam3__concept_new_run(sam3_ctx *c, const sam3_segment_prompt *pr, sam3_concept **out) {
+    sam3__seg_state st;
+    sam3_concept *k;
+    sam3_result rc;
+    if (!pr || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_new: prompt and out must not be NULL");
+    *out = NULL;
+    memset(&st, 0, sizeof(st));
+    c->err[0] = 0;
+    if ((rc = sam3__segment_check(c, "sam3_concept_new", pr, NULL, &st)) != SAM3_OK) return rc;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    st.D = c->m->neck.fpn;
+    if ((rc = sam3__segment_prompt(c, pr, &st)) != SAM3_OK) return sam3__end(c, rc);
+    if (st.np > SAM3__CPT_MAX_TOKENS)
+        return sam3__end(c, sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_concept_new: %d prompt tokens, a concept holds at most %d", st.np,
+                                       SAM3__CPT_MAX_TOKENS));
+    if (!(k = sam3__cpt_alloc(&c->a, st.D, st.np))) return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_concept_new: out of memory"));
+    memcpy(k->tok, st.prompt, (size_t)st.np * st.D * sizeof(float));
+    k->fp = sam3__cpt_fingerprint(c->m);
+    k->n_text = st.n_text;
+    k->truncated = st.truncated;
+    *out = k;
+    return sam3__end(c, st.truncated ? SAM3_TRUNCATED : SAM3_OK);
+}
+SAM3DEF sam3_result sam3_concept_new(sam3_ctx *c, const sam3_segment_prompt *pr, sam3_concept **out) {
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (out) *out = NULL;
+    if (sam3__hold(c, NULL, 0)) return SAM3_ERR_BUSY;
+    return sam3__let(c, sam3__concept_new_run(c, pr, out));
 }
 
 
@@ -11966,6 +12283,7 @@ struct sam3_concept_tracker {
     sam3_concept_tracker_options opt;
     int n_prompts;
     char *text[SAM3_MAX_CONCEPT_PROMPTS];     /* NULL: boxes only */
+    sam3_concept *cpt[SAM3_MAX_CONCEPT_PROMPTS]; /* the prompt's concepts joined (its own copy), or NULL */
     sam3_box *boxes[SAM3_MAX_CONCEPT_PROMPTS]; /* (n_boxes[p]) exemplars, or NULL */
     int *labels[SAM3_MAX_CONCEPT_PROMPTS];     /* (n_boxes[p]) 1 positive, 0 negative */
     int n_boxes[SAM3_MAX_CONCEPT_PROMPTS];
@@ -12021,6 +12339,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *ct) {
     a = ct->t->c->a;
     for (i = 0; i < ct->n_prompts; i++) {
         sam3__afree(&a, ct->text[i]);
+        sam3_concept_free(ct->cpt[i]);
         sam3__afree(&a, ct->boxes[i]);
         sam3__afree(&a, ct->labels[i]);
     }
@@ -12088,6 +12407,8 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
     int *lb = NULL;
     float *dp, *dl;
     int *dq;
+    sam3_concept *joined = NULL;
+    sam3_result rc;
     if (!ct) return SAM3_ERR_INVALID_ARG;
     c = ct->t->c;
     c->err[0] = 0;
@@ -12103,11 +12424,11 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
         if (pr->box_labels && pr->box_labels[i] != 0 && pr->box_labels[i] != 1)
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has label %d, expected 1 (positive) or 0 (negative)", fn, i, pr->box_labels[i]);
     }
-    if (!text && !nb) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: the prompt is empty (give a text, boxes, or both)", fn);
+    if (!text && !nb && !pr->n_concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: the prompt is empty (give a text, boxes, concepts)", fn);
     if (text && (len = strlen(text)) > SAM3_MAX_PROMPT_BYTES)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: %zu bytes, more than SAM3_MAX_PROMPT_BYTES", fn, len);
     for (i = 0; i < ct->n_prompts; i++) {
-        int k, same = (text ? ct->text[i] && !strcmp(ct->text[i], text) : !ct->text[i]) && ct->n_boxes[i] == nb;
+        int k, same = !pr->n_concepts && !ct->cpt[i] && (text ? ct->text[i] && !strcmp(ct->text[i], text) : !ct->text[i]) && ct->n_boxes[i] == nb;
         for (k = 0; same && k < nb; k++)
             same = !memcmp(&ct->boxes[i][k], &pr->boxes[k], sizeof(sam3_box)) && ct->labels[i][k] == (pr->box_labels ? pr->box_labels[k] : 1);
         if (same) {
@@ -12117,6 +12438,7 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
     }
     if (ct->n_prompts >= SAM3_MAX_CONCEPT_PROMPTS)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: already %d prompts (SAM3_MAX_CONCEPT_PROMPTS)", fn, SAM3_MAX_CONCEPT_PROMPTS);
+    if ((rc = sam3__cpt_join(c, fn, pr, &joined)) != SAM3_OK) return rc;
     Q = c->m->dec.queries;
     lp = (size_t)c->m->neck.side[0] * c->m->neck.side[0];
     nd = (size_t)Q * (ct->n_prompts + 1);
@@ -12135,6 +12457,7 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
         sam3__afree(&c->a, dp);
         sam3__afree(&c->a, dq);
         sam3__afree(&c->a, dl);
+        sam3_concept_free(joined);
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }
     if (text) memcpy(copy, text, len + 1);
@@ -12150,6 +12473,7 @@ static sam3_result sam3__concept_add_prompt(sam3_concept_tracker *ct, const char
     ct->det_low = dl;
     ct->cap_det = nd;
     ct->text[ct->n_prompts] = copy;
+    ct->cpt[ct->n_prompts] = joined;
     ct->boxes[ct->n_prompts] = bx;
     ct->labels[ct->n_prompts] = lb;
     ct->n_boxes[ct->n_prompts] = nb;
@@ -12380,6 +12704,8 @@ static sam3_result sam3__concept_run_detection(sam3_concept_tracker *ct, int *n_
         sam3_segment_prompt pr;
         memset(&pr, 0, sizeof(pr));
         pr.text = ct->text[p];
+        pr.concepts = (const sam3_concept *const *)&ct->cpt[p];
+        pr.n_concepts = ct->cpt[p] != NULL;
         pr.boxes = ct->boxes[p];
         pr.box_labels = ct->labels[p];
         pr.n_boxes = ct->n_boxes[p];

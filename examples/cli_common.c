@@ -93,6 +93,31 @@ int load_model_ex(const char *cmd, const char *path, int quiet, int verify, int 
     return 1;
 }
 
+int load_concept(const char *path, const sam3_model *m, sam3_concept **out) {
+    FILE *f = fopen(path, "rb");
+    long len = -1;
+    unsigned char *b = NULL;
+    char err[256];
+    sam3_result r;
+    *out = NULL;
+    if (!f) {
+        cli_error("cannot open '%s': %s", path, strerror(errno));
+        return 0;
+    }
+    if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) || !(b = (unsigned char *)malloc((size_t)len + 1)) ||
+        fread(b, 1, (size_t)len, f) != (size_t)len) {
+        cli_error("cannot read '%s'", path);
+        free(b);
+        fclose(f);
+        return 0;
+    }
+    fclose(f);
+    r = sam3_concept_load(m, b, (size_t)len, out, err, sizeof(err));
+    free(b);
+    if (r != SAM3_OK) cli_error("'%s': %s", path, err);
+    return r == SAM3_OK;
+}
+
 int load_model(const char *cmd, const char *path, int quiet, sam3_model **out) {
     return load_model_ex(cmd, path, quiet, 0, 0, out);
 }

@@ -48,6 +48,9 @@ void cli_items_line(cli_items *p, long k, const char *name, double ms, const cha
    or directory"); load notes on stderr unless quiet. Returns 1 on success. */
 int load_model_ex(const char *cmd, const char *path, int quiet, int verify, int image_size, sam3_model **out);
 int load_model(const char *cmd, const char *path, int quiet, sam3_model **out);
+/* A sam3_concept file (sam3 concept -o) for the model m; one line on stderr ("sam3 CMD: 'f':
+   concept: made with another model ...") on failure. Returns 1 on success. */
+int load_concept(const char *path, const sam3_model *m, sam3_concept **out);
 /* SAM 1 files (arch "sam1") have only the interactive head: no text encoder, no detector. */
 int model_is_sam1(const sam3_model *m);
 /* An integer config entry, 0 when absent. */

@@ -72,6 +72,7 @@ static const char *TRACK_HELP_OPTIONS =
     "                             when it stayed unmatched or duplicated an older one on 8 of them;\n"
     "                             without it, streaming mode (a camera's: frames one at a time)\n"
     "  --hotstart N               --clip judging new objects over N frames instead of 15\n"
+    "  --concept FILE             a saved concept (sam3 concept) to find and follow, like a -t\n"
     "  --concept-box x0,y0,x1,y1[,neg]  a box exemplar (negative with ,neg) for the -t before it (before\n"
     "                             any -t: a prompt of boxes only, \"prompt\": null), as sam3 segment's\n"
     "                             --box; the detector sees it on every frame at that place in the frame\n"
@@ -118,7 +119,8 @@ typedef struct track_args {
     unsigned long long max_pixels;
     track_prompt *prompts; /* (n_prompts) */
     int n_prompts;
-    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t, one a concept prompt; NULL: --concept-box before any -t */
+    const char *texts[SAM3_MAX_CONCEPT_PROMPTS]; /* -t, one a concept prompt; NULL: --concept or --concept-box before any -t */
+    const char *cfiles[SAM3_MAX_CONCEPT_PROMPTS]; /* --concept FILE of the prompt, or NULL */
     int n_texts;
     sam3_box cbox[SAM3_MAX_CONCEPT_PROMPTS][SAM3_MAX_BOXES]; /* --concept-box, per prompt */
     int cbox_label[SAM3_MAX_CONCEPT_PROMPTS][SAM3_MAX_BOXES];
@@ -178,7 +180,7 @@ static int check_track_args(const track_args *a) {
     if (!a->model) return usage_error("track", "missing -m FILE (the .sam3 model)%s", NULL);
     if (!a->input) return usage_error("track", "missing -i FRAMES (a folder, or - for YUV4MPEG2 on stdin)%s", NULL);
     if (!a->outdir || !a->outdir[0]) return usage_error("track", "missing -o OUTDIR%s", NULL);
-    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask, -t or --concept-box%s", NULL);
+    if (!a->n_prompts && !a->n_texts) return usage_error("track", "no objects: give --point, --box, --mask, -t, --concept or --concept-box%s", NULL);
     if (a->threshold > 0 && !a->n_texts) return usage_error("track", "--threshold goes with -t%s", NULL);
     if (a->hotstart && !a->n_texts) return usage_error("track", "--clip and --hotstart go with -t%s", NULL);
     return CLI_OK;
@@ -250,6 +252,10 @@ static int parse_track_args(int argc, char **argv, track_args *a, int *help) {
             if (!v[0]) return usage_error("track", "-t: the text is empty%s", "");
             if (a->n_texts == SAM3_MAX_CONCEPT_PROMPTS) return usage_error("track", "too many -t prompts (at most %s)", "16");
             a->texts[a->n_texts++] = v;
+        } else if ((r = opt_value(argc, argv, &i, NULL, "--concept", &v)) != 0) {
+            if (r < 0 || !v[0]) return usage_error("track", "--concept needs a file name%s", "");
+            if (a->n_texts == SAM3_MAX_CONCEPT_PROMPTS) return usage_error("track", "too many -t and --concept prompts (at most %s)", "16");
+            a->cfiles[a->n_texts++] = v;
         } else if ((r = opt_value(argc, argv, &i, NULL, "--concept-box", &v)) != 0) {
             const char *err;
             int k;
@@ -631,6 +637,10 @@ static int track_finish(track_run *t, track_pending *p, const sam3_concept_track
         tb_printf(jl, "%s{\"id\": %lld, \"prompt\": ", n++ ? ", " : "", id);
         if (a->texts[a->prompt_arg[co->prompt]]) tb_json_string(jl, a->texts[a->prompt_arg[co->prompt]]);
         else tb_printf(jl, "null");
+        if (a->cfiles[a->prompt_arg[co->prompt]]) {
+            tb_printf(jl, ", \"concept\": ");
+            tb_json_string(jl, a->cfiles[a->prompt_arg[co->prompt]]);
+        }
         tb_printf(jl, ", \"score\": ");
         tb_json_number(jl, co->score);
         tb_printf(jl, ", \"tracker_score\": ");
@@ -663,14 +673,21 @@ static int track_open_concepts(track_run *t) {
     }
     for (i = 0; i < a->n_texts; i++) {
         sam3_segment_prompt sp;
-        int idx = 0;
+        sam3_concept *k = NULL;
+        int idx = 0, ok;
         memset(&sp, 0, sizeof(sp));
+        if (a->cfiles[i] && !load_concept(a->cfiles[i], t->m, &k)) return CLI_FAIL;
         sp.text = a->texts[i];
+        sp.concepts = (const sam3_concept *const *)&k;
+        sp.n_concepts = k != NULL;
         sp.boxes = a->cbox[i];
         sp.box_labels = a->cbox_label[i];
         sp.n_boxes = a->n_cbox[i];
-        if (sam3_concept_tracker_add_prompt(t->ct, &sp, &idx) != SAM3_OK) {
-            cli_error("-t '%s': %s", a->texts[i] ? a->texts[i] : "(boxes)", sam3_ctx_last_error(t->c));
+        ok = sam3_concept_tracker_add_prompt(t->ct, &sp, &idx) == SAM3_OK; /* (the tracker copies the concept) */
+        sam3_concept_free(k);
+        if (!ok) {
+            cli_error("%s '%s': %s", a->cfiles[i] ? "--concept" : "-t", a->cfiles[i] ? a->cfiles[i] : a->texts[i] ? a->texts[i] : "(boxes)",
+                      sam3_ctx_last_error(t->c));
             return CLI_FAIL;
         }
         if (idx == n_api) a->prompt_arg[n_api++] = i; /* a new prompt (a repeated one keeps its first -t) */

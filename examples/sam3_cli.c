@@ -52,6 +52,7 @@ static const char *MAIN_HELP =
     "\n"
     "commands:\n"
     "  segment   find every instance of a text and/or box prompt: masks, boxes, scores, overlay\n"
+    "  concept   save a text and/or boxes drawn on one image as a .concept file for segment\n"
     "  points    segment the one object that clicks and/or a box point at (SAM 3 and SAM 1 files)\n"
     "  track     follow clicked, boxed or masked objects through video frames\n"
     "  merge     merge the per-image coco.json of dataset runs (shards) into one COCO file\n"
@@ -223,6 +224,10 @@ static const char *SEGMENT_HELP =
     "  -t, --text TEXT             the concept, e.g. \"yellow school bus\"; repeat for several prompts\n"
     "  -b, --box x0,y0,x1,y1[,L]   an exemplar box in image pixels, x0 < x1, y0 < y1; L is pos (the\n"
     "                              default) or neg (also 1 or 0); repeat for several boxes\n"
+    "  --classes FILE              one -t a line of FILE (a vocabulary: blank and '#' lines skipped); each\n"
+    "                              results.json then has \"category_id\" (COCO's: 1 + the prompt's index)\n"
+    "  --concept FILE              a prompt saved by 'sam3 concept' (its boxes from its own image);\n"
+    "                              repeatable, each a prompt like a -t (after them; --box goes with all)\n"
     "  --threshold T               keep instances scoring above T, 0..1 (default 0.5; 0 keeps all)\n"
     "  --mask-threshold M          mask probability threshold, 0..1 (default 0.5)\n"
     "  -o, --output OUTDIR         output folder, created if missing: new, empty or an earlier sam3\n"
@@ -245,8 +250,7 @@ static const char *SEGMENT_HELP =
     "  --image-root DIR            with --format coco: file_names relative to DIR (see DATASETS)\n"
     "\n"
     "Progress and per-stage timings go to stderr. Exit status: 0 done, 1 failed (unreadable model\n"
-    "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n"
-    CLI_IMAGES_HELP;
+    "or image, a refused output folder, a file that could not be written, ...), 2 bad command line.\n";
 static const char *SEGMENT_DATASETS_HELP =
     "\n"
     "DATASETS: -i FOLDER takes the folder's *.jpg, *.jpeg and *.png files (any case; not hidden files,\n"
@@ -272,7 +276,7 @@ static const char *SEGMENT_DATASETS_HELP =
     "model file name, date_created: today in UTC, or SOURCE_DATE_EPOCH's; a merge keeps the latest)\n"
     "and licenses (empty: sam3 knows no image's licence).\n";
 
-#define SEG_MAX_PROMPTS 64
+#define SEG_MAX_PROMPTS 256 /* -t, --classes lines and --concept files together (COCO has 80 classes) */
 
 /* The options segment and points share: model, image, output directory, threads, quiet. */
 typedef struct common_args {
@@ -289,6 +293,10 @@ typedef struct seg_args {
     common_args c;
     const char *texts[SEG_MAX_PROMPTS]; /* (n_texts) */
     int n_texts;
+    const char *concept_paths[SEG_MAX_PROMPTS]; /* (n_concepts) --concept files: prompts after the texts */
+    sam3_concept *concepts[SEG_MAX_PROMPTS];    /* (n_concepts) loaded once the model is (seg_load_concepts) */
+    int n_concepts;
+    char *classes;  /* --classes FILE's text (malloc'd); its lines are entries of texts */
     sam3_box boxes[SAM3_MAX_BOXES]; /* (n_boxes) */
     int box_labels[SAM3_MAX_BOXES]; /* (n_boxes) 1 positive, 0 negative */
     int n_boxes;
@@ -355,6 +363,38 @@ static int check_common_args(const char *cmd, const common_args *ca) {
     return CLI_OK;
 }
 
+/* --classes FILE: one class a line (spaces at both ends trimmed; blank and '#' lines skipped), each
+   a -t prompt in file order; at most 1 MiB. CLI_OK, CLI_FAIL (unreadable) or CLI_USAGE (printed). */
+static int seg_read_classes(seg_args *a, const char *path) {
+    FILE *f;
+    long n = 0;
+    char *p, *line, *next;
+    if (a->classes) return usage_error("segment", "one --classes FILE%s", NULL);
+    if (!(f = fopen(path, "rb"))) {
+        cli_error("cannot open --classes '%s': %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || n > (1L << 20) || fseek(f, 0, SEEK_SET) || !(a->classes = (char *)malloc((size_t)n + 1)) ||
+        fread(a->classes, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        cli_error("cannot read --classes '%s'%s", path, n > (1L << 20) ? " (over 1 MiB)" : "");
+        return CLI_FAIL;
+    }
+    fclose(f);
+    a->classes[n] = 0;
+    if (strlen(a->classes) != (size_t)n) return usage_error("segment", "--classes '%s' holds a NUL byte", path);
+    for (line = a->classes; line; line = next) {
+        if ((next = strchr(line, '\n')) != NULL) *next++ = 0;
+        while (*line == ' ' || *line == '\t') line++;
+        for (p = line + strlen(line); p > line && (p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\r'); p--) p[-1] = 0;
+        if (!*line || *line == '#') continue;
+        if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS)
+            return usage_error("segment", "too many -t, --classes and --concept prompts (at most 256)%s", NULL);
+        a->texts[a->n_texts++] = line;
+    }
+    return CLI_OK;
+}
+
 /* Returns CLI_OK with the arguments in *a, CLI_OK with *help set after printing the help, or
    CLI_USAGE after printing what is wrong. */
 static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
@@ -369,6 +409,7 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         const char *opt = argv[i];
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
             fputs(SEGMENT_HELP, stdout);
+            fputs(CLI_IMAGES_HELP, stdout); /* apart: C99 promises string literals of 4095 bytes */
             fputs(CLI_OUTDIR_HELP, stdout); /* apart: C99 promises string literals of 4095 bytes */
             fputs(SEGMENT_DATASETS_HELP, stdout);
             *help = 1;
@@ -380,8 +421,14 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         }
         v = NULL;
         if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) > 0) {
-            if (a->n_texts == SEG_MAX_PROMPTS) return usage_error("segment", "too many -t prompts (at most 64)%s", NULL);
+            if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS) return usage_error("segment", "too many -t, --classes and --concept prompts (at most 256)%s", NULL);
             a->texts[a->n_texts++] = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--classes", &v)) > 0) {
+            if ((r = seg_read_classes(a, v)) != CLI_OK) return r;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--concept", &v)) > 0) {
+            if (a->n_texts + a->n_concepts >= SEG_MAX_PROMPTS) return usage_error("segment", "too many -t, --classes and --concept prompts (at most 256)%s", NULL);
+            if (!v[0]) return usage_error("segment", "--concept needs a file name%s", NULL);
+            a->concept_paths[a->n_concepts++] = v;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
             const char *why;
             if (a->n_boxes == SAM3_MAX_BOXES) return usage_error("segment", "too many boxes%s", NULL);
@@ -411,7 +458,8 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         }
     }
     if (check_common_args("segment", &a->c) != CLI_OK) return CLI_USAGE;
-    if (!a->n_texts && !a->n_boxes) return usage_error("segment", "nothing to look for: give -t TEXT and/or --box%s", NULL);
+    if (!a->n_texts && !a->n_boxes && !a->n_concepts)
+        return usage_error("segment", "nothing to look for: give -t TEXT, --box and/or --concept FILE%s", NULL);
     if (a->image_root && (!a->coco || !a->image_root[0]))
         return usage_error("segment", "--image-root '%s' names the folder COCO's file_names are relative to: it needs --format coco", a->image_root);
     for (i = 0; i < a->n_texts; i++)
@@ -536,6 +584,24 @@ static void make_slug(const char *text, char *out, size_t cap) {
     if (!n) snprintf(out, cap, "%s", text && *text ? "prompt" : "boxes");
 }
 
+/* segment's prompts: the -t texts, then the --concept files, or one prompt of boxes alone. */
+static int seg_n_prompts(const seg_args *a) { return a->n_texts + a->n_concepts ? a->n_texts + a->n_concepts : 1; }
+static const char *seg_text(const seg_args *a, int k) { return k < a->n_texts ? a->texts[k] : NULL; }
+/* Prompt k's name (its folder's slug, its COCO category): the text, a concept file's name without
+   folder and extension, or "boxes". */
+static void seg_prompt_name(const seg_args *a, int k, char *out, size_t cap) {
+    const char *p, *base, *dot;
+    if (k < a->n_texts || !a->n_concepts) {
+        snprintf(out, cap, "%s", a->n_texts ? a->texts[k] : "boxes");
+        return;
+    }
+    p = a->concept_paths[k - a->n_texts];
+    for (base = p; *p; p++)
+        if (*p == '/' || *p == '\\') base = p + 1;
+    dot = strrchr(base, '.');
+    snprintf(out, cap, "%.*s", (int)(dot && dot > base ? dot - base : (long)strlen(base)), base);
+}
+
 /* What one image's outputs carry besides the masks: the image's path, the settings line (the
    resumption key), and with --format coco the COCO annotations gathered over the prompts. */
 typedef struct seg_image_out {
@@ -569,7 +635,7 @@ static void coco_annotation(seg_image_out *io, int category, const sam3_instance
 /* Writes mask_NNN.png (--format png), overlay.png and results.json into od (put in place at the
    commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
    overlay: w*h*3 scratch. */
-static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, int category, seg_image_out *io, const cli_image *img,
+static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, const char *concept, int category, seg_image_out *io, const cli_image *img,
                          const unsigned char *rgb, unsigned char *overlay, const sam3_segment_result *seg) {
     char name[64];
     int k, rc = CLI_FAIL;
@@ -613,6 +679,11 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, in
     tb_printf(&js, ",\n  \"prompt\": ");
     if (text) tb_json_string(&js, text);
     else tb_printf(&js, "null");
+    if (concept) {
+        tb_printf(&js, ",\n  \"concept\": ");
+        tb_json_string(&js, concept);
+    }
+    if (a->classes) tb_printf(&js, ",\n  \"category_id\": %d", category);
     tb_printf(&js, ",\n  \"boxes\": [");
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
@@ -665,8 +736,8 @@ done:
 
 /* ---- the command ---- */
 
-static void print_prompt_name(FILE *f, const char *text, int n_boxes) {
-    if (text && text[0]) fprintf(f, "\"%s\"%s", text, n_boxes ? " + " : "");
+static void print_prompt_name(FILE *f, const char *text, int concept, int n_boxes) {
+    if (text && text[0]) fprintf(f, "%s\"%s\"%s", concept ? "concept " : "", text, n_boxes ? " + " : "");
     if (n_boxes) fprintf(f, "%d box%s", n_boxes, n_boxes > 1 ? "es" : "");
 }
 
@@ -794,6 +865,14 @@ static void coco_info(const char *model, char *out, size_t cap) {
     free(b.p);
 }
 
+/* The --concept files, for the model m (one that another model made is refused, by name). */
+static int seg_load_concepts(seg_args *a, const sam3_model *m) {
+    int k;
+    for (k = 0; k < a->n_concepts; k++)
+        if (!load_concept(a->concept_paths[k], m, &a->concepts[k])) return CLI_FAIL;
+    return CLI_OK;
+}
+
 /* The "settings" entry of results.json and coco.json: a hash of what changes an image's outputs
    (version, model file name and size, input size, prompts, boxes, thresholds, format). A dataset rerun skips
    an image whose outputs carry the same entry. */
@@ -813,6 +892,18 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
         cli_ds_hash_str(&h, num);
     }
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
+    if (a->classes) cli_ds_hash_str(&h, "--classes"); /* results.json carries category_id */
+    for (k = 0; k < a->n_concepts; k++) { /* a concept by its bytes: a new file under an old name is a new setting */
+        size_t n = 0;
+        unsigned char *b = NULL;
+        cli_ds_hash_str(&h, a->concept_paths[k]);
+        if (sam3_concept_save(a->concepts[k], NULL, 0, &n) == SAM3_OK && (b = (unsigned char *)malloc(n)) &&
+            sam3_concept_save(a->concepts[k], b, n, &n) == SAM3_OK) {
+            size_t j;
+            for (j = 0; j < n; j++) h = (h ^ b[j]) * 1099511628211ull;
+        }
+        free(b);
+    }
     for (k = 0; k < a->n_boxes; k++) {
         const sam3_box *b = &a->boxes[k];
         snprintf(num, sizeof(num), "%.9g %.9g %.9g %.9g %d", b->x0, b->y0, b->x1, b->y1, a->box_labels[k]);
@@ -827,7 +918,7 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
 static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg_image_out *io, double *t_write, int *n_last) {
     sam3_segment_options so = sam3_segment_options_default();
     sam3_ctx *ctx = ss->ctx;
-    int k, rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1;
+    int k, rc = CLI_FAIL, n_prompts = seg_n_prompts(a);
     double t0;
     sam3_result r;
     text_buf coco, cj;
@@ -840,12 +931,17 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
     so.score_threshold = a->threshold > 0 ? a->threshold : -1.0f;
     so.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f;
     for (k = 0; k < n_prompts; k++) {
-        const char *text = a->n_texts ? a->texts[k] : NULL;
+        const char *text = seg_text(a, k);
         sam3_segment_prompt pr;
         sam3_segment_result seg;
         cli_outdir *dir = od;
-        char sub[80], slug[64];
+        char sub[80], slug[64], name[256];
         memset(&pr, 0, sizeof(pr));
+        seg_prompt_name(a, k, name, sizeof(name));
+        if (k >= a->n_texts && a->n_concepts) {
+            pr.concepts = (const sam3_concept *const *)&a->concepts[k - a->n_texts];
+            pr.n_concepts = 1;
+        }
         pr.text = text;
         pr.boxes = a->n_boxes ? a->boxes : NULL;
         pr.box_labels = a->n_boxes ? a->box_labels : NULL;
@@ -854,21 +950,21 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         r = sam3_segment(ctx, &pr, &so, &seg);
         if (r < 0) {
             fprintf(stderr, "sam3 segment: prompt ");
-            print_prompt_name(stderr, text, a->n_boxes);
+            print_prompt_name(stderr, text ? text : pr.n_concepts ? name : NULL, pr.n_concepts, a->n_boxes);
             fprintf(stderr, " failed: %s\n", sam3_ctx_last_error(ctx));
             goto done;
         }
         if (!ss->quiet) {
             sam3_timings t = sam3_ctx_timings(ctx);
             fprintf(stderr, "sam3: ");
-            print_prompt_name(stderr, text, a->n_boxes);
+            print_prompt_name(stderr, text ? text : pr.n_concepts ? name : NULL, pr.n_concepts, a->n_boxes);
             fprintf(stderr, ": %d instance%s (presence %.2f) in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n",
                     seg.n_instances, seg.n_instances == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
                     fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
             if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
         }
         if (n_prompts > 1) {
-            make_slug(text, slug, sizeof(slug));
+            make_slug(name, slug, sizeof(slug));
             snprintf(sub, sizeof(sub), "%02d_%s", k, slug);
             if (!(dir = cli_outdir_open_sub(od, sub, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force))) {
                 cli_error("%s", od->err);
@@ -876,7 +972,9 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             }
         }
         t0 = sam3_time_ms();
-        if (write_outputs(dir, a, text, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg) != CLI_OK) goto done;
+        if (write_outputs(dir, a, text, pr.n_concepts ? a->concept_paths[k - a->n_texts] : NULL, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg) !=
+            CLI_OK)
+            goto done;
         *t_write += sam3_time_ms() - t0;
         *n_last = seg.n_instances;
     }
@@ -890,8 +988,10 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         if (coco.len) tb_printf(&cj, "%s\n", coco.p);
         tb_printf(&cj, "  ],\n  \"categories\": [\n");
         for (k = 0; k < n_prompts; k++) {
+            char name[256];
+            seg_prompt_name(a, k, name, sizeof(name));
             tb_printf(&cj, "    {\"id\": %d, \"name\": ", k + 1);
-            tb_json_string(&cj, a->n_texts ? a->texts[k] : "boxes");
+            tb_json_string(&cj, name);
             tb_printf(&cj, "}%s\n", k + 1 < n_prompts ? "," : "");
         }
         tb_printf(&cj, "  ]\n}\n");
@@ -912,11 +1012,11 @@ done:
     return rc;
 }
 
-static int run_segment(const seg_args *a) {
+static int run_segment(seg_args *a) {
     cli_session ss;
     cli_outdir od;
     seg_image_out io;
-    int rc = CLI_FAIL, n_prompts = a->n_texts ? a->n_texts : 1, n_last = 0, oom = 0;
+    int rc = CLI_FAIL, n_prompts = seg_n_prompts(a), n_last = 0, oom = 0;
     double t0, t_write = 0;
     char *rel_name = NULL; /* the --image-root file_name */
 
@@ -934,6 +1034,7 @@ static int run_segment(const seg_args *a) {
         cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
+    if (seg_load_concepts(a, ss.model) != CLI_OK) goto done;
     if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) != CLI_OK) goto done;
     io.image = io.file_name = a->c.image;
     io.image_id = 1;
@@ -972,8 +1073,8 @@ done:
    image's id and path) present, written by sam3 and carrying the settings entry. A manifest is
    put in place after everything it lists, so a half-done image has none of them or old ones. */
 static int seg_image_done(const seg_args *a, const char *dir, const seg_image_out *io) {
-    char p[4200], slug[64];
-    int k, n_prompts = a->n_texts ? a->n_texts : 1;
+    char p[4200], slug[64], name[256];
+    int k, n_prompts = seg_n_prompts(a);
 #if !defined(_WIN32)
     struct stat st;
     if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0; /* a link there is refused when opened */
@@ -982,7 +1083,8 @@ static int seg_image_done(const seg_args *a, const char *dir, const seg_image_ou
         if (n_prompts == 1) {
             snprintf(p, sizeof(p), "%s/%s", dir, CLI_OUT_MANIFEST);
         } else {
-            make_slug(a->texts[k], slug, sizeof(slug));
+            seg_prompt_name(a, k, name, sizeof(name));
+            make_slug(name, slug, sizeof(slug));
             snprintf(p, sizeof(p), "%s/%02d_%s/%s", dir, k, slug, CLI_OUT_MANIFEST);
         }
         if (!cli_ds_file_has(p, CLI_OUT_MARKER, io->settings)) return 0;
@@ -1005,7 +1107,7 @@ static int seg_image_done(const seg_args *a, const char *dir, const seg_image_ou
    context for all; images done before with the same settings are skipped; a failed image is
    reported and the others go on (exit status 1 at the end). Without --shard and with --format
    coco, OUTDIR/coco.json merges every image's coco.json. */
-static int run_segment_dataset(const seg_args *a) {
+static int run_segment_dataset(seg_args *a) {
     cli_ds_list l;
     cli_session ss;
     seg_image_out io;
@@ -1052,6 +1154,7 @@ static int run_segment_dataset(const seg_args *a) {
         cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
         goto done;
     }
+    if (seg_load_concepts(a, ss.model) != CLI_OK) goto done;
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
     coco_info(a->c.model, io.info, sizeof(io.info));
     memset(&prog, 0, sizeof(prog));
@@ -1127,11 +1230,128 @@ done:
 
 static int cmd_segment(int argc, char **argv) {
     seg_args a;
-    int help, rc = parse_segment_args(argc, argv, &a, &help);
-    if (rc != CLI_OK || help) return rc;
-    if (cli_ds_is_dataset(a.c.image)) return run_segment_dataset(&a);
-    if (a.shard_n) return usage_error("segment", "--shard needs -i FOLDER or -i @LIST (many images), not one file '%s'", a.c.image);
-    return run_segment(&a);
+    int k, help, rc = parse_segment_args(argc, argv, &a, &help);
+    if (rc != CLI_OK || help) {
+        free(a.classes);
+        return rc;
+    }
+    if (cli_ds_is_dataset(a.c.image)) rc = run_segment_dataset(&a);
+    else if (a.shard_n) rc = usage_error("segment", "--shard needs -i FOLDER or -i @LIST (many images), not one file '%s'", a.c.image);
+    else rc = run_segment(&a);
+    for (k = 0; k < a.n_concepts; k++) sam3_concept_free(a.concepts[k]);
+    free(a.classes);
+    return rc;
+}
+
+static const char *CONCEPT_HELP =
+    "usage: sam3 concept -m FILE -i IMAGE [-t TEXT] [--box x0,y0,x1,y1[,neg]]... -o NAME.concept [options]\n"
+    "\n"
+    "Saves a prompt for reuse: the text's features and the exemplar boxes' tokens, computed on IMAGE\n"
+    "(where the boxes were drawn), with the model's fingerprint. 'sam3 segment --concept NAME.concept'\n"
+    "then finds that concept in other images with the same model (another model's concept is refused).\n"
+    "On IMAGE itself it gives exactly what -t and --box give.\n"
+    "\n"
+    "  -m, --model FILE            the .sam3 file\n"
+    "  -i, --image IMAGE           the JPEG or PNG the boxes are drawn on\n"
+    "  -t, --text TEXT             the concept's text (one)\n"
+    "  -b, --box x0,y0,x1,y1[,L]   an exemplar box in IMAGE's pixels; L pos (default) or neg; repeatable\n"
+    "  -o, --output FILE           the concept file to write (replaced if it exists)\n"
+    "  --max-pixels N, --keep-orientation, --threads N, --blas-threads B, --precision bf16|f32, -q\n"
+    "                              as for segment\n"
+    "\n"
+    "Exit status: 0 done, 1 failed, 2 bad command line.\n";
+
+/* sam3 concept: one prompt on one image, saved (written to NAME.tmp, then renamed into place). */
+static int cmd_concept(int argc, char **argv) {
+    seg_args a;
+    cli_session ss;
+    sam3_concept *k = NULL;
+    const char *v, *text = NULL;
+    unsigned char *buf = NULL;
+    char tmp[4200];
+    size_t n = 0;
+    int i, r, rc = CLI_FAIL, nt = 0;
+    FILE *f;
+    memset(&a, 0, sizeof(a));
+    a.c.blas_threads = 1;
+    cli_cmd = "concept";
+    for (i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(CONCEPT_HELP, stdout);
+            return CLI_OK;
+        }
+        if ((r = parse_common_arg("concept", argc, argv, &i, &a.c)) != 0) {
+            if (r < 0) return CLI_USAGE;
+            continue;
+        }
+        if ((r = opt_value(argc, argv, &i, "-t", "--text", &v)) > 0) {
+            if (text) return usage_error("concept", "one -t TEXT per concept (got also '%s')", v);
+            text = v;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, "-b", "--box", &v)) > 0) {
+            const char *why;
+            if (a.n_boxes == SAM3_MAX_BOXES) return usage_error("concept", "too many boxes%s", NULL);
+            if ((why = parse_box(v, &a.boxes[a.n_boxes], &a.box_labels[a.n_boxes])) != NULL) {
+                fprintf(stderr, "sam3 concept: bad box '%s': %s (try 'sam3 concept --help')\n", v, why);
+                return CLI_USAGE;
+            }
+            a.n_boxes++;
+        } else {
+            return usage_error("concept", r < 0 ? "option '%s' needs a value" : argv[i][0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'",
+                               argv[i]);
+        }
+    }
+    if (check_common_args("concept", &a.c) != CLI_OK) return CLI_USAGE;
+    if ((!text || !text[0]) && !a.n_boxes) return usage_error("concept", "nothing to save: give -t TEXT and/or --box%s", NULL);
+    if (cli_ds_is_dataset(a.c.image)) return usage_error("concept", "-i takes one image (the one the boxes are drawn on), not '%s'", a.c.image);
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", a.c.outdir) >= (int)sizeof(tmp)) return usage_error("concept", "output path too long: '%s'", a.c.outdir);
+    memset(&ss, 0, sizeof(ss));
+    ss.precision = a.c.precision;
+    if (session_load(&ss, a.c.model, a.c.quiet) != CLI_OK) goto done;
+    if (model_is_sam1(ss.model)) {
+        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head", a.c.model);
+        goto done;
+    }
+    if (session_encode(&ss, a.c.image, a.c.threads, a.c.blas_threads, a.c.max_pixels, a.c.keep_orientation) != CLI_OK) goto done;
+    {
+        sam3_segment_prompt pr;
+        memset(&pr, 0, sizeof(pr));
+        pr.text = text;
+        pr.boxes = a.n_boxes ? a.boxes : NULL;
+        pr.box_labels = a.n_boxes ? a.box_labels : NULL;
+        pr.n_boxes = a.n_boxes;
+        r = sam3_concept_new(ss.ctx, &pr, &k);
+    }
+    if (r < 0) {
+        cli_error("%s", sam3_ctx_last_error(ss.ctx));
+        goto done;
+    }
+    if (r == SAM3_TRUNCATED && !a.c.quiet) fprintf(stderr, "sam3: note: the text was cut to the model's context\n");
+    if (sam3_concept_save(k, NULL, 0, &n) != SAM3_OK || !(buf = (unsigned char *)malloc(n)) || sam3_concept_save(k, buf, n, &n) != SAM3_OK) {
+        cli_error("out of memory");
+        goto done;
+    }
+    if (!(f = fopen(tmp, "wb"))) {
+        cli_error("cannot write '%s': %s", tmp, strerror(errno));
+        goto done;
+    }
+    r = fwrite(buf, 1, n, f) == n;
+    r = (fclose(f) == 0) && r;
+    if (!r || rename(tmp, a.c.outdir) != 0) {
+        cli_error("cannot write '%s': %s", a.c.outdir, strerror(errno));
+        remove(tmp);
+        goto done;
+    }
+    if (!a.c.quiet) {
+        int tok = sam3_concept_n_tokens(k, &nt);
+        fprintf(stderr, "sam3: wrote %s: %d tokens (%d text, %d from %d box%s), %lu bytes\n", a.c.outdir, tok, nt, tok - nt, a.n_boxes,
+                a.n_boxes == 1 ? "" : "es", (unsigned long)n);
+    }
+    rc = CLI_OK;
+done:
+    free(buf);
+    sam3_concept_free(k);
+    session_free(&ss);
+    return rc;
 }
 
 static const char *MERGE_HELP =
@@ -1534,6 +1754,7 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "concept")) return cmd_concept(argc - 2, argv + 2);
     if (!strcmp(argv[1], "points")) return cmd_points(argc - 2, argv + 2);
     if (!strcmp(argv[1], "track")) return cmd_track(argc - 2, argv + 2);
     if (!strcmp(argv[1], "merge")) return cmd_merge(argc - 2, argv + 2);

@@ -79,6 +79,10 @@ suite image_size ck "smaller inputs (sam3_load_options.image_size, convert.py --
     tail1 $B/test_parity --model $B/tiny_a_s70.sam3 --data tests/data/tiny_a_s70 &&
     tail1 $B/test_parity --model $B/tiny_b.sam3 --data tests/data/tiny_b_s84 --image-size 84 &&
     tail1 $B/test_parity --model $B/tiny_a_bf16.sam3 --data tests/data/tiny_a_s70 --image-size 70 --bf16'
+suite saved_concept ck "sam3_concept: bit-identical on its image, HF on another, other models and damaged files refused" \
+    'rm -rf $B/concept_seeds && mkdir -p $B/concept_seeds &&
+    tail1 $B/test_saved_concept --model $B/tiny_a.sam3 --data tests/data/tiny_a --other $B/tiny_b.sam3 --same-config $B/tiny_a_alt.sam3 --video $B/video_a.sam3 \
+        --seeds $B/concept_seeds && SAM3_FUZZ_CONCEPT_MODEL=$B/tiny_a.sam3 $B/fuzz_concept_replay $B/concept_seeds'
 suite video ck "the clicked-object tracker against HF, 10 frames" 'need_shared; $B/test_video --model $B/video_a.sam3 \
     --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" --unsupported $B/tiny_a.sam3'
 suite concept ck "the concept tracker: mask ops, HF streams in both modes" 'need_shared; "$PY" tests/concept_ops.py $B/concept_ops.sam3 &&

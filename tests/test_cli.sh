@@ -356,5 +356,68 @@ rm -rf "$T/exif_out"
 "$B/sam3" segment -m "$MODEL" -i "$T/exif_plain.jpg" -t cat -o "$T/exif_out" -q &&
     ! grep -q exif_orientation "$T/exif_out/results.json" && ok || bad "a JPEG without EXIF orientation: results.json names one"
 
+# sam3 concept, then segment --concept: on its own image the same instances and masks as -t and
+# --box given directly; a concept of another model, a truncated one, a missing one: one line, exit 1
+C=$T/concept
+mkdir -p "$C"
+run 0 "concept" concept -m "$MODEL" -i "$IMAGE" -t "a cat" --box 15,20,82.5,70 --box 90,5,142.5,40,neg -o "$C/cat.concept" -q
+run 0 "segment direct" segment -m "$MODEL" -i "$IMAGE" -t "a cat" --box 15,20,82.5,70 --box 90,5,142.5,40,neg --threshold 0.2 -q -o "$C/direct"
+run 0 "segment --concept" segment -m "$MODEL" -i "$IMAGE" --concept "$C/cat.concept" --threshold 0.2 -q -o "$C/via"
+"$PY" - "$C/direct/results.json" "$C/via/results.json" <<'PYEOF' && ok || bad "segment --concept on its own image differs from -t and --box"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert b["concept"].endswith("cat.concept") and b["prompt"] is None, b
+assert a["instances"] and a["instances"] == b["instances"] and a["presence"] == b["presence"], (a["instances"], b["instances"])
+PYEOF
+for f in "$C"/direct/mask_*.png; do cmp -s "$f" "$C/via/$(basename "$f")" || bad "segment --concept: $(basename "$f") differs"; done
+run 0 "segment -t and --concept" segment -m "$MODEL" -i "$IMAGE" -t dog --concept "$C/cat.concept" -q -o "$C/two"
+[ -f "$C/two/00_dog/results.json" ] && [ -f "$C/two/01_cat/results.json" ] && ok || bad "segment -t dog --concept cat.concept: folders $(ls "$C/two")"
+fails 1 "another model" "a concept of another model" segment -m "$B/tiny_b.sam3" -i "$IMAGE" --concept "$C/cat.concept" -q -o "$C/x"
+head -c 500 "$C/cat.concept" >"$C/cut.concept"
+fails 1 "truncated" "a truncated concept" segment -m "$MODEL" -i "$IMAGE" --concept "$C/cut.concept" -q -o "$C/x"
+fails 1 "nope.concept" "a missing concept" segment -m "$MODEL" -i "$IMAGE" --concept "$C/nope.concept" -q -o "$C/x"
+fails 2 "nothing to save" "concept without -t or --box" concept -m "$MODEL" -i "$IMAGE" -o "$C/y.concept"
+fails 2 "one -t" "concept with two -t" concept -m "$MODEL" -i "$IMAGE" -t a -t b -o "$C/y.concept"
+[ ! -e "$C/y.concept" ] && [ ! -e "$C/x" ] && ok || bad "a failed concept or segment left files behind"
+
+# --classes FILE: a vocabulary, its lines as -t prompts on one image encoding, each results.json with
+# its COCO category_id; every class's instances as that class alone gives them (scores within 1e-5)
+printf 'a cat\n# not a class\n\n  dog  \r\n' >"$C/classes.txt"
+run 0 "segment --classes" segment -m "$MODEL" -i "$IMAGE" --classes "$C/classes.txt" --threshold 0.2 --format coco -q -o "$C/cl"
+run 0 "segment -t dog alone" segment -m "$MODEL" -i "$IMAGE" -t dog --threshold 0.2 --format coco -q -o "$C/dog"
+run 0 "segment -t 'a cat' alone" segment -m "$MODEL" -i "$IMAGE" -t "a cat" --threshold 0.2 --format coco -q -o "$C/cat"
+"$PY" - "$C" <<'PYEOF' && ok || bad "segment --classes differs from one class at a time"
+import json, sys
+d = sys.argv[1]
+for k, (name, alone) in enumerate([("a cat", "cat"), ("dog", "dog")]):
+    v = json.load(open("%s/cl/%02d_%s/results.json" % (d, k, name.replace(" ", "_"))))
+    a = json.load(open("%s/%s/results.json" % (d, alone)))
+    assert v["prompt"] == name and v["category_id"] == k + 1 and "category_id" not in a, (v["prompt"], v.get("category_id"))
+    assert len(v["instances"]) == len(a["instances"]) > 0, (name, len(v["instances"]), len(a["instances"]))
+    for x, y in zip(v["instances"], a["instances"]):
+        assert abs(x.pop("score") - y.pop("score")) <= 1e-5 and x == y, (x, y)
+cats = json.load(open(d + "/cl/coco.json"))["categories"]
+assert [(c["id"], c["name"]) for c in cats] == [(1, "a cat"), (2, "dog")], cats
+PYEOF
+fails 1 "nope.txt" "a missing --classes file" segment -m "$MODEL" -i "$IMAGE" --classes "$C/nope.txt" -q -o "$C/x"
+
+# track --concept: on the concept's own frame the same objects as its -t and --concept-box
+if [ -f "$B/video_a.sam3" ]; then
+    mkdir -p "$C/frames" && cp "$IMAGE" "$C/frames/000.png" && cp tests/data/tiny_b/image.png "$C/frames/001.png"
+    run 0 "concept (video model)" concept -m "$B/video_a.sam3" -i "$IMAGE" -t "a cat" --box 15,20,82.5,70 -o "$C/v.concept" -q
+    run 0 "track --concept" track -m "$B/video_a.sam3" -i "$C/frames" --concept "$C/v.concept" --threshold 0.001 -o "$C/t1" -q
+    run 0 "track -t --concept-box" track -m "$B/video_a.sam3" -i "$C/frames" -t "a cat" --concept-box 15,20,82.5,70 --threshold 0.001 -o "$C/t2" -q
+    "$PY" - "$C/t1/tracks.jsonl" "$C/t2/tracks.jsonl" <<'PYEOF' && ok || bad "track --concept on its own frame differs from -t and --concept-box"
+import json, sys
+a, b = ([json.loads(l) for l in open(f)][1] for f in sys.argv[1:])
+for o in a["objects"]:
+    assert o.pop("concept").endswith("v.concept") and o.pop("prompt") is None, o
+for o in b["objects"]:
+    assert o.pop("prompt") == "a cat", o
+assert a["objects"] and a["objects"] == b["objects"], (a, b)
+PYEOF
+    fails 1 "another model" "track with another model's concept" track -m "$B/video_a.sam3" -i "$C/frames" --concept "$C/cat.concept" -o "$C/t3" -q
+fi
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

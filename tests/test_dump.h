@@ -37,6 +37,27 @@ static T_UNUSED const sam3__tensor *dump_get(const dump *d, const char *name, ui
     if (t && t->dtype != dtype) return NULL;
     return t;
 }
+/* A config string or number of the dump (dflt when absent). */
+static T_UNUSED const char *dump_str(const dump *d, const char *key) {
+    uint32_t i;
+    for (i = 0; i < d->f.n_cfg; i++)
+        if (!strcmp(d->f.cfg[i].key, key)) return d->f.strings[i];
+    return NULL;
+}
+static T_UNUSED double dump_num(const dump *d, const char *key, double dflt) {
+    const sam3__cfg *e = sam3__file_cfg(&d->f, key);
+    if (!e) return dflt;
+    return e->type == SAM3__T_F64 ? e->f : (double)e->i;
+}
+/* Intersection over union of two 0/1 masks of n pixels (1 when both are empty). */
+static T_UNUSED double mask_iou(const uint8_t *a, const uint8_t *b, size_t n) {
+    size_t j, inter = 0, uni = 0;
+    for (j = 0; j < n; j++) {
+        inter += a[j] && b[j];
+        uni += a[j] || b[j];
+    }
+    return uni ? (double)inter / (double)uni : 1.0;
+}
 #if defined(TEST_DUMP_TAPS)
 /* The "dbg.*" taps of one frame (sam3_ctx_options.tap = tap_fn, user a taps), kept by name for the
    debug comparisons; taps_clear frees them for the next frame. */

@@ -319,19 +319,6 @@ static void test_text(const char *cfg, const char *dir, sam3_model *m) {
     dump_close(&d);
 }
 
-static const char *dump_str(const dump *d, const char *key) {
-    uint32_t i;
-    for (i = 0; i < d->f.n_cfg; i++)
-        if (!strcmp(d->f.cfg[i].key, key)) return d->f.strings[i];
-    return NULL;
-}
-static double dump_num(const dump *d, const char *key, double dflt) {
-    const sam3__cfg *e = sam3__file_cfg(&d->f, key);
-    if (!e) return dflt;
-    return e->type == SAM3__T_F64 ? e->f : (double)e->i;
-}
-
-static double mask_iou(const uint8_t *a, const uint8_t *b, size_t n);
 /* The same prompt on a context without taps, where only the kept queries get masks and a prompt
    that keeps nothing skips the pixel decoder: the same instances, low-resolution logits and
    semantic map as the tapped run (ref, which computed all of them). */
@@ -538,14 +525,6 @@ static void test_case(const char *cfg, const char *dir, const char *name, sam3_m
 }
 
 /* The interactive head: every ref_points_<case>.sam3 through sam3_segment_points on one context. */
-static double mask_iou(const uint8_t *a, const uint8_t *b, size_t n) {
-    size_t j, inter = 0, uni = 0;
-    for (j = 0; j < n; j++) {
-        inter += a[j] && b[j];
-        uni += a[j] || b[j];
-    }
-    return uni ? (double)inter / (double)uni : 1.0;
-}
 static void test_points(const char *cfg, const char *dir, sam3_model *m, const char *prefix) {
     static const char *cases[] = {"point", "points", "box", "box_point", "edge", "single", "refine", "single_alt", "none", "mask_resized"};
     char path[512];

@@ -406,6 +406,45 @@ def _has_key(m, key):
         return False
 
 
+def test_concepts(img):
+    """Concept: made on the image, the same results as its prompt, through to_bytes / from_bytes;
+    another model's refused; a damaged one an Error naming the damage."""
+    boxes, labels = [(15, 20, 82.5, 70), (90, 5, 142.5, 40)], [1, 0]
+    with sam3h.Model(MODEL) as m, sam3h.Context(m, n_threads=THREADS, blas_threads=1) as ctx:
+        ctx.set_image(img)
+        direct = ctx.segment("a cat", boxes, labels, score_threshold=0)
+        with ctx.concept("a cat", boxes, labels) as k:
+            data = k.to_bytes()
+            check(k.n_tokens == (7, 4), "Concept.n_tokens: %s" % (k.n_tokens,))
+        with sam3h.Concept.from_bytes(m, data) as k2:
+            via = ctx.segment(concepts=[k2], score_threshold=0)
+            check(len(via) == len(direct) > 0 and np.array_equal(via.scores, direct.scores) and np.array_equal(via.masks, direct.masks)
+                  and np.array_equal(via.boxes, direct.boxes), "segment(concepts=[loaded]) = segment(text, boxes): %d / %d" % (len(via), len(direct)))
+            with sam3h.Model(os.path.join(B, "tiny_b.sam3")) as mb, sam3h.Context(mb) as cb:
+                cb.set_image(img)
+                try:
+                    cb.segment(concepts=[k2])
+                    check(False, "a concept of another model is refused by segment")
+                except sam3h.Error as e:
+                    check(e.code == sam3h.ERR_INVALID_ARG and "another model" in str(e), "segment with another model's concept: %s" % e)
+                try:
+                    sam3h.Concept.from_bytes(mb, data)
+                    check(False, "a concept of another model is refused by from_bytes")
+                except sam3h.Error as e:
+                    check(e.code == sam3h.ERR_INVALID_ARG and "another model" in str(e), "from_bytes with another model: %s" % e)
+        try:
+            sam3h.Concept.from_bytes(m, data[:-3])
+            check(False, "a truncated concept is refused")
+        except sam3h.Error as e:
+            check(e.code == sam3h.ERR_CORRUPT_FILE and "truncated" in str(e), "truncated concept: %s" % e)
+        try:
+            ctx.segment(concepts=["a cat"])
+            check(False, "concepts=[str] is refused")
+        except TypeError:
+            check(True, "")
+
+
+
 def install():
     """A fresh venv with sam3h installed offline; then this test again in it. Returns the exit code."""
     shutil.rmtree(T, ignore_errors=True)  # the CLI refuses output folders it did not write
@@ -497,6 +536,7 @@ def main():
     test_errors(img)
     test_arguments(img)
     test_tracker()
+    test_concepts(img)
     r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "segment.py"), MODEL, IMAGE, "a cat",
                         "--threshold", "0", "--threads", "1", "--save", os.path.join(T, "ex.npz")], capture_output=True, text=True,
                        env=dict(os.environ, SAM3_LIB=LIB))

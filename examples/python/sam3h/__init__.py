@@ -40,7 +40,7 @@ import numpy as np
 
 __all__ = ["Error", "NotFoundError", "FileReadError", "FileFormatError", "InvalidArgumentError", "ArgumentTypeError",
            "ArgumentOverflowError", "OutOfMemoryError", "UnsupportedError", "NoImageError", "AbortedError", "BusyError",
-           "Model", "Context", "Segmentation", "PointsResult", "Tracker", "mask_to_rle", "version", "load_library"]
+           "Model", "Context", "Concept", "Segmentation", "PointsResult", "Tracker", "mask_to_rle", "version", "load_library"]
 
 API_MAJOR = 1  # the sam3.h major version whose structs this module mirrors
 
@@ -170,7 +170,7 @@ class _Box(ctypes.Structure):
 
 class _SegmentPrompt(ctypes.Structure):
     _fields_ = [("text", ctypes.c_char_p), ("boxes", ctypes.POINTER(_Box)), ("box_labels", ctypes.POINTER(ctypes.c_int)),
-                ("n_boxes", ctypes.c_int)]
+                ("n_boxes", ctypes.c_int), ("concepts", ctypes.POINTER(ctypes.c_void_p)), ("n_concepts", ctypes.c_int)]
 
 
 class _SegmentOptions(ctypes.Structure):
@@ -267,6 +267,11 @@ _PROTOTYPES = {
     "sam3_set_image": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
     "sam3_segment": (ctypes.c_int, [_vp, _P(_SegmentPrompt), _P(_SegmentOptions), _P(_SegmentResult)]),
     "sam3_segment_points": (ctypes.c_int, [_vp, _P(_PointsPrompt), _P(_PointsOptions), _P(_PointsResult)]),
+    "sam3_concept_new": (ctypes.c_int, [_vp, _P(_SegmentPrompt), _P(_vp)]),
+    "sam3_concept_save": (ctypes.c_int, [_vp, _vp, ctypes.c_size_t, _P(ctypes.c_size_t)]),
+    "sam3_concept_load": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.c_size_t, _P(_vp), ctypes.c_char_p, ctypes.c_size_t]),
+    "sam3_concept_n_tokens": (ctypes.c_int, [_vp, _P(ctypes.c_int)]),
+    "sam3_concept_free": (None, [_vp]),
     "sam3_tracker_new": (ctypes.c_int, [_vp, _P(_TrackerOptions), _P(_vp)]),
     "sam3_tracker_add_prompt": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, _P(_TrackerPrompt)]),
     "sam3_tracker_remove_object": (ctypes.c_int, [_vp, ctypes.c_int]),
@@ -575,6 +580,66 @@ def _labels(labels, n, what):
     return lab
 
 
+def _segment_prompt(text, boxes, box_labels, concepts):
+    """A sam3_segment_prompt; the arrays it points to hang on it (pr._keep) for the call."""
+    b = _float_rows([] if boxes is None else boxes, 4, "boxes")
+    lab = _labels(box_labels, len(b), "box")
+    cb = (_Box * max(1, len(b)))()
+    cl = (ctypes.c_int * max(1, len(b)))()
+    for i, (row, l) in enumerate(zip(b, lab)):
+        cb[i] = _Box(row[0], row[1], row[2], row[3])
+        cl[i] = l
+    concepts = list(concepts or ())
+    for k in concepts:
+        if not isinstance(k, Concept):
+            raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: concepts wants Concept objects, not %s" % type(k).__name__)
+    ck = (_vp * max(1, len(concepts)))(*[k._live() for k in concepts])
+    pr = _zeroed(_SegmentPrompt)
+    pr.text = _text(text)
+    pr.boxes = cb if len(b) else None
+    pr.box_labels = cl if len(b) else None
+    pr.n_boxes = len(b)
+    pr.concepts = ck if concepts else None
+    pr.n_concepts = len(concepts)
+    pr._keep = (cb, cl, ck)
+    return pr
+
+
+class Concept(_Handle):
+    """A prompt made once (Context.concept) and reused: its text features and its boxes' tokens
+    from the image they were drawn on, with the model's fingerprint. to_bytes() / from_bytes()
+    save and load it; a concept of another model is refused (InvalidArgumentError)."""
+    _free, _what = "sam3_concept_free", "concept"
+
+    def __init__(self, model, ptr):
+        self.model = model
+        self._ptr = ptr
+
+    @classmethod
+    def from_bytes(cls, model, data):
+        data = bytes(data)
+        err = ctypes.create_string_buffer(256)
+        ptr = _vp()
+        rc = load_library().sam3_concept_load(model._live(), data, len(data), ctypes.byref(ptr), err, len(err))
+        if rc < 0:
+            raise _error(rc, err.value.decode("utf-8", "replace") or _result_string(rc))
+        return cls(model, ptr)
+
+    def to_bytes(self):
+        lib, n = load_library(), ctypes.c_size_t()
+        _check(lib.sam3_concept_save(self._live(), None, 0, ctypes.byref(n)), what="sam3_concept_save")
+        buf = ctypes.create_string_buffer(n.value)
+        _check(lib.sam3_concept_save(self._ptr, buf, n.value, ctypes.byref(n)), what="sam3_concept_save")
+        return buf.raw[:n.value]
+
+    @property
+    def n_tokens(self):
+        """(tokens, of them text tokens)."""
+        nt = ctypes.c_int()
+        n = load_library().sam3_concept_n_tokens(self._live(), ctypes.byref(nt))
+        return n, nt.value
+
+
 class Context(_Handle):
     """Per-thread state on a Model: the cached image features, scratch memory and results. One
     thread at a time; any number of Contexts may run at once."""
@@ -616,22 +681,12 @@ class Context(_Handle):
         _check(rc, self._ptr)
         self.width, self.height = w, h
 
-    def segment(self, text=None, boxes=None, box_labels=None, score_threshold=0.5, mask_threshold=0.5, masks=True):
+    def segment(self, text=None, boxes=None, box_labels=None, score_threshold=0.5, mask_threshold=0.5, masks=True, concepts=()):
         """Every instance of a concept: a text, exemplar boxes ((N, 4) x0 y0 x1 y1 in image pixels,
-        box_labels 1 positive / 0 negative, default all 1), or both. Keeps instances scoring above
-        score_threshold (0 or less: every query); mask_threshold is a probability (0: every pixel)."""
-        b = _float_rows([] if boxes is None else boxes, 4, "boxes")
-        lab = _labels(box_labels, len(b), "box")
-        cb = (_Box * max(1, len(b)))()
-        cl = (ctypes.c_int * max(1, len(b)))()
-        for i, (row, l) in enumerate(zip(b, lab)):
-            cb[i] = _Box(row[0], row[1], row[2], row[3])
-            cl[i] = l
-        pr = _zeroed(_SegmentPrompt)
-        pr.text = _text(text)
-        pr.boxes = cb if len(b) else None
-        pr.box_labels = cl if len(b) else None
-        pr.n_boxes = len(b)
+        box_labels 1 positive / 0 negative, default all 1), saved Concepts (of this model), or some
+        of them. Keeps instances scoring above score_threshold (0 or less: every query);
+        mask_threshold is a probability (0: every pixel)."""
+        pr = _segment_prompt(text, boxes, box_labels, concepts)
         opt = _zeroed(_SegmentOptions)
         # the library reads 0 as "the default"; every probability is above -1
         score_threshold, mask_threshold = _real(score_threshold, "score_threshold"), _real(mask_threshold, "mask_threshold")
@@ -641,6 +696,14 @@ class Context(_Handle):
         out = _zeroed(_SegmentResult)
         _check(load_library().sam3_segment(self._live(), pr, opt, out), self._ptr)
         return Segmentation(out, masks)
+
+    def concept(self, text=None, boxes=None, box_labels=None):
+        """The prompt's Concept on the current image (its boxes' tokens from this image), for
+        segment(concepts=[...]) on other images, or Concept.to_bytes()."""
+        pr = _segment_prompt(text, boxes, box_labels, ())
+        ptr = _vp()
+        _check(load_library().sam3_concept_new(self._live(), pr, ctypes.byref(ptr)), self._ptr)
+        return Concept(self.model, ptr)
 
     def segment_points(self, points=None, point_labels=None, box=None, mask_logits=None, single_mask=False,
                        mask_threshold=0.5, masks=True):
