@@ -4934,6 +4934,27 @@ static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
 static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
 #endif
 
+/* One matrix product, as the GEMM kernels take it (row-major): C (m, n) = alpha op(A) op(B) +
+   beta C, op(X) = X^T where tX. A and B are f32 (a, b) or, for the bf16 kernels, bf16 (ah, bh:
+   then a, b are not read); the bf16 kernels take alpha as 1. beta 0: C is not read. With ch (the
+   blocked bf16 kernels' epilogue, k within one k block): ch (m, n; rows ldch apart) =
+   bf16(GELU(C + bias)), and C is not written. */
+typedef struct sam3__gemm_args {
+    int ta, tb, m, n, k;
+    float alpha, beta;
+    const float *a;     /* A: (m, k) or, where ta, (k, m); rows lda apart */
+    const uint16_t *ah; /* A in bf16, or NULL */
+    int lda;
+    const float *b;     /* B: (k, n) or, where tb, (n, k); rows ldb apart */
+    const uint16_t *bh; /* B in bf16, or NULL */
+    int ldb;
+    float *c; /* (m, n), rows ldc apart */
+    int ldc;
+    const float *bias; /* (n) or NULL, added before ch's GELU */
+    uint16_t *ch;      /* (m, n) in bf16, rows ldch apart, or NULL */
+    int ldch;
+} sam3__gemm_args;
+
 /* A kernel path's entry points: one table per pass of the kernel section (c->k). */
 typedef struct sam3__ktab {
     const char *name; /* the pass: "reference", "portable", "avx2", "avx512", "neon" */
@@ -5882,12 +5903,12 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
 #endif
 
 static void sam3__gelu_bias_row(float *x, int n, const float *b);
-/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With Ch (one k
-   block only): Ch (M, N; rows ldch apart) = bf16(GELU(C + eb)), each tile's sums kept on the
-   stack and C not written. */
-static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                               const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch, uint16_t *pb,
-                               uint16_t *pa_all, int ngrp) {
+/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With g->ch (one k
+   block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
+static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+    const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
+    const float beta = g->beta;
+    float *C = g->c;
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
     int jc, pc;
@@ -5907,20 +5928,20 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 #endif
             /* in small dynamic chunks: a thread descheduled mid-pack holds back a few panels, not half */
             SAM3__OMP(for schedule(dynamic, 4))
-            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
-                const int ib = task / ngrp, g = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
-                const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
+                const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
+                const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
                 int ip;
-                sam3__bgemm_pack_a(kern, ta, A, Ah, lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
+                sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
                     for (ip = 0; ip < mc; ip += SAM3__BMR) {
                         const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
                         float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
                         const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
-                        if (Ch) {
+                        if (g->ch) {
                             /* the whole tile (A rows and B columns past mr, nr are zeros) into t:
                                the f32 product never goes through memory */
                             float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
@@ -5933,11 +5954,11 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 #if defined(SAM3__BF16_X86)
                                 sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
                             for (r = 0; r < mr; r++) {
-                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, eb ? eb + col : NULL);
-                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, Ch + (size_t)(i0 + ip + r) * ldch + col, nr);
+                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
+                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
                             }
 #else
-                            (void)t, (void)col, (void)r, (void)eb, (void)ldch; /* not reached */
+                            (void)t, (void)col, (void)r; /* not reached */
 #endif
                             continue;
                         }
@@ -6006,9 +6027,8 @@ static void sam3__bf16_round_rows(sam3_ctx *c, const float *x, const uint16_t *x
    the products' tiles are the f32 path's: more and smaller BLAS calls pack their panels more
    often. Returns 0 when its buffers cannot be had. */
 #define SAM3__BREF_BYTES ((size_t)64 << 20)
-static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    const int kk = K > 0 ? K : 1;
+static int sam3__bgemm_ref(sam3_ctx *c, const sam3__gemm_args *g) {
+    const int ta = g->ta, tb = g->tb, M = g->m, N = g->n, K = g->k, lda = g->lda, kk = K > 0 ? K : 1;
     const int mbmax = ta ? M : (int)SAM3__MAX(1, SAM3__MIN((size_t)M, SAM3__BREF_BYTES / ((size_t)kk * sizeof(float))));
     const int lb = tb ? kk : N, la = ta ? M : kk; /* the widened copies' leading dimensions */
     sam3__kbuf kb;
@@ -6016,12 +6036,12 @@ static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
     int i0;
     if (!b) return 0;
     a = b + (size_t)N * kk;
-    sam3__bf16_round_rows(c, B, Bh, ldb, 0, tb ? N : K, tb ? K : N, b);
-    if (ta) sam3__bf16_round_rows(c, A, Ah, lda, 0, K, M, a);
+    sam3__bf16_round_rows(c, g->b, g->bh, g->ldb, 0, tb ? N : K, tb ? K : N, b);
+    if (ta) sam3__bf16_round_rows(c, g->a, g->ah, lda, 0, K, M, a);
     for (i0 = 0; i0 < M; i0 += mbmax) {
         const int mb = SAM3__MIN(mbmax, M - i0);
-        if (!ta) sam3__bf16_round_rows(c, A, Ah, lda, i0, i0 + mb, K, a);
-        sam3__gemm(c, ta, tb, mb, N, K, 1.0f, a, la, b, lb, beta, C + (size_t)i0 * ldc, ldc);
+        if (!ta) sam3__bf16_round_rows(c, g->a, g->ah, lda, i0, i0 + mb, K, a);
+        sam3__gemm(c, ta, tb, mb, N, K, 1.0f, a, la, b, lb, g->beta, g->c + (size_t)i0 * g->ldc, g->ldc);
     }
     sam3__kbuf_put(c, &kb);
     return 1;
@@ -6070,31 +6090,30 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_small_cols(
 #endif
 #define SAM3__BSMALL_M 48 /* rows up to which sam3__bgemm_small_cols takes a product */
 /* Returns 0 where it does not apply (A transposed, B not, too many rows, no AVX512-BF16). */
-static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+static int sam3__bgemm_small(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
 #if defined(SAM3__BF16_X86)
-    const int kp = (K + 31) / 32 * 32;
+    const int M = g->m, N = g->n, K = g->k, kp = (K + 31) / 32 * 32;
     sam3__kbuf kb;
     uint16_t *a;
     int i, jq;
-    if (kern == SAM3__BK_REF || ta || !tb || M > SAM3__BSMALL_M || K < 1) return 0;
+    if (kern == SAM3__BK_REF || g->ta || !g->tb || M > SAM3__BSMALL_M || K < 1) return 0;
     if (!(a = (uint16_t *)sam3__kbuf_get(c, (size_t)M * kp * sizeof(uint16_t), &kb))) return 0;
     for (i = 0; i < M; i++) {
         uint16_t *d = a + (size_t)i * kp;
         int k;
-        if (Ah) memcpy(d, Ah + (size_t)i * lda, (size_t)K * sizeof(uint16_t));
-        else sam3__bf16_row_avx512(A + (size_t)i * lda, d, K);
+        if (g->ah) memcpy(d, g->ah + (size_t)i * g->lda, (size_t)K * sizeof(uint16_t));
+        else sam3__bf16_row_avx512(g->a + (size_t)i * g->lda, d, K);
         for (k = K; k < kp; k++) d[k] = 0;
     }
     (void)c; /* only in OpenMP clauses */
     /* in dynamic chunks: a thread slowed by other work beside it leaves its share to the others */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4) if((double)M * N * K > 2e5 && !omp_in_parallel()))
-    for (jq = 0; jq < (N + 3) / 4; jq++) sam3__bgemm_small_cols(M, K, kp, a, Bh ? NULL : B, Bh, ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), beta, C, ldc);
+    for (jq = 0; jq < (N + 3) / 4; jq++)
+        sam3__bgemm_small_cols(M, K, kp, a, g->bh ? NULL : g->b, g->bh, g->ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), g->beta, g->c, g->ldc);
     sam3__kbuf_put(c, &kb);
     return 1;
 #else
-    (void)c, (void)kern, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)Ah, (void)lda, (void)B, (void)Bh, (void)ldb, (void)beta,
-        (void)C, (void)ldc;
+    (void)c, (void)kern, (void)g;
     return 0;
 #endif
 }
@@ -6111,10 +6130,9 @@ static int sam3__bgemm_kern(int kern) {
 }
 #define SAM3__BPAR_MIN 1e6 /* multiply-adds from which a blocked bf16 product uses all threads */
 /* The blocked product on the caller's threads, kernel kern (not the reference), with the
-   epilogue of sam3__bgemm_blocks where Ch is given. Returns 0 when its buffers cannot be had. */
-static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                           const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch) {
-    const int mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
+   epilogue of sam3__bgemm_blocks where g->ch is given. Returns 0 when its buffers cannot be had. */
+static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
+    const int M = g->m, N = g->n, K = g->k, mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
     const int kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
     const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern, kcp), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     int nt = c->nt, ngrp = 1;
@@ -6135,28 +6153,28 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, 
     if (!pb) return 0;
     pa = pb + (size_t)kcp * ncp;
     SAM3__OMP(parallel num_threads(nt))
-    sam3__bgemm_blocks(kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, eb, Ch, ldch, pb, pa, ngrp);
+    sam3__bgemm_blocks(kern, g, pb, pa, ngrp);
     sam3__kbuf_put(c, &kb);
     return 1;
 }
 
-/* C (M, N) = op(A) op(B) + beta C in bf16 with f32 sums, with kernel kern (SAM3__BK_*): A, B are
-   f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
-static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                            const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
+/* g's product in bf16 with f32 sums (alpha 1; g->ch not used), with kernel kern (SAM3__BK_*). */
+static void sam3__gemm_bf16(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
+    sam3__gemm_args p = *g;
+    if (g->m <= 0 || g->n <= 0) return;
     kern = sam3__bgemm_kern(kern);
-    if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
-    if (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, NULL, NULL, 0)) return;
-    if (!sam3__bgemm_ref(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) {
+    p.bias = NULL, p.ch = NULL, p.ldch = 0;
+    if (sam3__bgemm_small(c, kern, &p)) return;
+    if (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, &p)) return;
+    if (!sam3__bgemm_ref(c, &p)) {
         /* no memory for any buffer: unblocked, slow, but the same products */
         int i, j, k;
-        for (i = 0; i < M; i++)
-            for (j = 0; j < N; j++) {
-                float acc = 0;
-                for (k = 0; k < K; k++)
-                    acc += sam3__bf16_f32(sam3__bop(ta, A, Ah, lda, i, k)) * sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j, k));
-                C[(size_t)i * ldc + j] = acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+        for (i = 0; i < p.m; i++)
+            for (j = 0; j < p.n; j++) {
+                float acc = 0, *cij = p.c + (size_t)i * p.ldc + j;
+                for (k = 0; k < p.k; k++)
+                    acc += sam3__bf16_f32(sam3__bop(p.ta, p.a, p.ah, p.lda, i, k)) * sam3__bf16_f32(sam3__bop(!p.tb, p.b, p.bh, p.ldb, j, k));
+                *cij = acc + (p.beta == 0 ? 0.0f : p.beta * *cij);
             }
     }
 }
@@ -6175,8 +6193,12 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
 #if !defined(SAM3__BF16_X86)
     (void)sam3__gelu_bias_row; /* the tiles' epilogue's, x86 only (there are no bf16 tiles here) */
 #endif
+    sam3__gemm_args g;
     if (kern == SAM3__BK_REF || M <= SAM3__BSMALL_M || N <= 0 || K < 1 || K > sam3__bgemm_kstep(kern, K)) return 0;
-    return sam3__bgemm_run(c, kern, 0, 1, M, N, K, A, NULL, lda, W, Wh, ldw, 0.0f, NULL, 0, b, Ch, ldch);
+    memset(&g, 0, sizeof(g));
+    g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = lda, g.b = W, g.bh = Wh, g.ldb = ldw;
+    g.bias = b, g.ch = Ch, g.ldch = ldch;
+    return sam3__bgemm_run(c, kern, &g);
 }
 
 /* ==== sam3: kernels ==== */
@@ -6479,8 +6501,9 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
    (sam3__gemm): the f32 path's tiles and sums on the file's bf16 weights, at the f32 file's speed
    (rounding the activations too, as bf16 hardware does, would cost a pass over them per product
    and buy nothing). Returns 0, having done nothing, when its buffers cannot be had. */
-static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+static int sam3__gemm_wide(sam3_ctx *c, const sam3__gemm_args *g) {
+    const int ta = g->ta, tb = g->tb, M = g->m, N = g->n, K = g->k;
+    const uint16_t *Ah = g->ah, *Bh = g->bh;
     const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N; /* the operands as they lie */
     sam3__kbuf ka, kb;
     float *a = NULL, *b = NULL;
@@ -6489,9 +6512,9 @@ static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
         if (a) sam3__kbuf_put(c, &ka);
         return 0;
     }
-    if (a) sam3__bf16_round_rows(c, NULL, Ah, lda, 0, ar, ac, a); /* (ar, ac) */
-    if (b) sam3__bf16_round_rows(c, NULL, Bh, ldb, 0, br, bc, b); /* (br, bc) */
-    sam3__gemm(c, ta, tb, M, N, K, 1.0f, a ? a : A, a ? ac : lda, b ? b : B, b ? bc : ldb, beta, C, ldc);
+    if (a) sam3__bf16_round_rows(c, NULL, Ah, g->lda, 0, ar, ac, a); /* (ar, ac) */
+    if (b) sam3__bf16_round_rows(c, NULL, Bh, g->ldb, 0, br, bc, b); /* (br, bc) */
+    sam3__gemm(c, ta, tb, M, N, K, 1.0f, a ? a : g->a, a ? ac : g->lda, b ? b : g->b, b ? bc : g->ldb, g->beta, g->c, g->ldc);
     if (b) sam3__kbuf_put(c, &kb);
     if (a) sam3__kbuf_put(c, &ka);
     return 1;
@@ -6505,9 +6528,15 @@ static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
 static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
                              const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
     const int wide = c->bk == SAM3__BK_REF && c->isa != SAM3_ISA_REFERENCE;
-    if (!(Ah || Bh || c->bf16) || (wide && !Ah && !Bh)) sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-    else if (!wide || !sam3__gemm_wide(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc))
-        sam3__gemm_bf16(c, c->bk, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc);
+    sam3__gemm_args g;
+    if (!(Ah || Bh || c->bf16) || (wide && !Ah && !Bh)) {
+        sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.beta = beta;
+    g.a = A, g.ah = Ah, g.lda = lda, g.b = B, g.bh = Bh, g.ldb = ldb, g.c = C, g.ldc = ldc;
+    if (!wide || !sam3__gemm_wide(c, &g)) sam3__gemm_bf16(c, c->bk, &g);
 }
 /* C = op(X) op(W) + beta C, W = l's weight from element off on (leading dimension ldw). */
 static void sam3__gemm_xw(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off,
