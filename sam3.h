@@ -4990,7 +4990,7 @@ typedef struct sam3__ktab {
     sam3_result (*mlp2)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y);
     sam3_result (*mlp2_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y, float *res);
     sam3_result (*mlp3)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int hidden, int out, float *y);
-    void (*sgemm_builtin)(sam3_ctx *c, int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    void (*sgemm_builtin)(sam3_ctx *c, int nt, const sam3__gemm_args *g);
     void (*sigmoid_row)(const float *x, float *y, size_t n);
     void (*stream_fence)(int stream);
     void (*vadd)(sam3_ctx *c, float *y, const float *x, size_t n);
@@ -5431,8 +5431,8 @@ static SAM3__CONTRACT void sam3__gemm_tile(int kc, const float *pa, const float 
 
 /* Runs on every thread of the caller's team (or alone): the k blocks of one B block in order, the
    B panels shared out, then (A row block, group of B panels) tasks. */
-static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                              float beta, float *C, int ldc, float *pb, float *pa_all, int ngrp) {
+static void sam3__gemm_blocks(const sam3__gemm_args *g, float *pb, float *pa_all, int ngrp) {
+    const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
     int jc, pc;
     for (jc = 0; jc < N; jc += SAM3__GNC) {
         const int nc = SAM3__MIN(SAM3__GNC, N - jc), npan = (nc + SAM3__GNR - 1) / SAM3__GNR;
@@ -5445,19 +5445,19 @@ static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, 
             float *pa = pa_all;
 #endif
             SAM3__OMP(for schedule(static))
-            for (jp = 0; jp < npan; jp++) sam3__gemm_pack_b(tb, B, ldb, pc, jc, kc, nc, jp, pb + (size_t)jp * SAM3__GNR * kc);
+            for (jp = 0; jp < npan; jp++) sam3__gemm_pack_b(g->tb, g->b, g->ldb, pc, jc, kc, nc, jp, pb + (size_t)jp * SAM3__GNR * kc);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
-                const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__GMC, mc = SAM3__MIN(SAM3__GMC, M - i0);
-                const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
+                const int ib = task / ngrp, gi = task % ngrp, i0 = ib * SAM3__GMC, mc = SAM3__MIN(SAM3__GMC, M - i0);
+                const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
                 int ip;
-                if (kc > 0) sam3__gemm_pack_a(ta, A, lda, i0, pc, mc, kc, pa);
+                if (kc > 0) sam3__gemm_pack_a(g->ta, g->a, g->lda, i0, pc, mc, kc, pa);
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__GNR, nc - jp * SAM3__GNR);
                     for (ip = 0; ip < mc; ip += SAM3__GMR)
                         sam3__gemm_tile(kc, pa + (size_t)ip * kc, pb + (size_t)jp * SAM3__GNR * kc,
-                                        C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__GNR, ldc, SAM3__MIN(SAM3__GMR, mc - ip), nr,
-                                        alpha, beta, pc == 0);
+                                        g->c + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__GNR, ldc, SAM3__MIN(SAM3__GMR, mc - ip), nr,
+                                        g->alpha, g->beta, pc == 0);
                 }
             }
             if (K == 0) break;
@@ -5465,11 +5465,11 @@ static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, 
     }
 }
 
-/* nt: threads to use (1 inside a parallel region). */
-static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                                int ldb, float beta, float *C, int ldc) {
-    const int kc = SAM3__MIN(SAM3__GKC, K > 0 ? K : 1), ncp = (SAM3__MIN(SAM3__GNC, N) + SAM3__GNR - 1) / SAM3__GNR * SAM3__GNR;
-    const int nmb = (M + SAM3__GMC - 1) / SAM3__GMC;
+/* g's product (f32 operands; g->ah, g->bh, g->ch not used); nt: threads to use (1 inside a
+   parallel region). */
+static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
+    const int M = g->m, N = g->n, K = g->k, kc = SAM3__MIN(SAM3__GKC, K > 0 ? K : 1);
+    const int ncp = (SAM3__MIN(SAM3__GNC, N) + SAM3__GNR - 1) / SAM3__GNR * SAM3__GNR, nmb = (M + SAM3__GMC - 1) / SAM3__GMC;
     int ngrp = 1;
     size_t nb, na;
     sam3__kbuf kb;
@@ -5491,8 +5491,11 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int 
         for (i = 0; i < M; i++)
             for (j = 0; j < N; j++) {
                 float acc = 0;
-                for (k = 0; k < K; k++) acc += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-                C[(size_t)i * ldc + j] = alpha * acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+                float *cij = g->c + (size_t)i * g->ldc + j;
+                for (k = 0; k < K; k++)
+                    acc += (g->ta ? g->a[(size_t)k * g->lda + i] : g->a[(size_t)i * g->lda + k]) *
+                           (g->tb ? g->b[(size_t)j * g->ldb + k] : g->b[(size_t)k * g->ldb + j]);
+                *cij = g->alpha * acc + (g->beta == 0 ? 0.0f : g->beta * *cij);
             }
         return;
     }
@@ -5500,7 +5503,7 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int 
     /* a region of its own also with one thread: inside the caller's parallel region, the
        work-sharing loops of sam3__gemm_blocks would otherwise bind to the caller's team */
     SAM3__OMP(parallel num_threads(nt))
-    sam3__gemm_blocks(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pb, pa, ngrp);
+    sam3__gemm_blocks(g, pb, pa, ngrp);
     sam3__kbuf_put(c, &kb);
 }
 
@@ -6416,7 +6419,13 @@ static void sam3__sgemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float 
 #if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(SAM3_NO_BLAS)
-    sam3__sgemm_builtin(c, c->nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    {
+        sam3__gemm_args g;
+        memset(&g, 0, sizeof(g));
+        g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
+        g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
+        sam3__sgemm_builtin(c, c->nt, &g);
+    }
 #else
 #if defined(_OPENMP) && defined(OPENBLAS_VERSION)
     if (c->omp_blas && !omp_in_parallel()) {
@@ -10806,6 +10815,7 @@ SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, in
     double t[100], t0;
     size_t na, nb, nc, bytes, i;
     float *a, *b, *cc;
+    sam3__gemm_args g;
     int r, j;
     if (!ms || threads < 1 || m < 1 || n < 1 || k < 1 || reps < 1 || reps > 100 || (path != SAM3_GEMM_BLAS && path != SAM3_GEMM_BUILTIN))
         return SAM3_ERR_INVALID_ARG;
@@ -10821,10 +10831,12 @@ SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, in
     cc = b + nb;
     for (i = 0; i < na; i++) a[i] = (float)(i % 17) * 0.01f;
     for (i = 0; i < nb; i++) b[i] = (float)(i % 13) * 0.01f;
+    memset(&g, 0, sizeof(g)); /* the built-in path's product: cc (m, n) = a (m, k) b^T */
+    g.tb = 1, g.m = m, g.n = n, g.k = k, g.alpha = 1.0f, g.a = a, g.lda = k, g.b = b, g.ldb = k, g.c = cc, g.ldc = n;
     for (r = -1; r < reps; r++) { /* the first run warms caches and thread pools */
         t0 = sam3__now_ms();
         if (path == SAM3_GEMM_BUILTIN) {
-            sam3__ktab_of(sam3__isa_best(sam3_isa_mask()))->sgemm_builtin(NULL, threads, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+            sam3__ktab_of(sam3__isa_best(sam3_isa_mask()))->sgemm_builtin(NULL, threads, &g);
         } else {
 #if defined(SAM3_SGEMM)
             SAM3_SGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);

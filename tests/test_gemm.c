@@ -32,12 +32,16 @@ static int check_one(int nt, int ta, int tb, int M, int N, int K, float alpha, f
     const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
     float *A = (float *)malloc(na * sizeof(float) + 4), *B = (float *)malloc(nb * sizeof(float) + 4);
     float *C = (float *)malloc(nc * sizeof(float) + 4), *C0 = (float *)malloc(nc * sizeof(float) + 4);
+    sam3__gemm_args g;
     size_t i;
     int r, q, k, ok = 1;
     for (i = 0; i < na; i++) A[i] = frand();
     for (i = 0; i < nb; i++) B[i] = frand();
     for (i = 0; i < nc; i++) C0[i] = C[i] = beta == 0 ? NAN : frand();
-    sam3__sgemm_builtin(NULL, nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
+    g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
+    sam3__sgemm_builtin(NULL, nt, &g);
     for (r = 0; r < M && ok; r++)
         for (q = 0; q < ldc && ok; q++) {
             const float got = C[(size_t)r * ldc + q];
@@ -356,11 +360,14 @@ static int bench(int M, int N, int K, int nt, int runs) {
     size_t i;
     int r;
     double best = 1e30, flop = 2.0 * M * N * K;
+    sam3__gemm_args g;
+    memset(&g, 0, sizeof(g));
+    g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = K, g.b = B, g.ldb = K, g.c = C, g.ldc = N;
     for (i = 0; i < (size_t)M * K; i++) A[i] = frand();
     for (i = 0; i < (size_t)N * K; i++) B[i] = frand();
     for (r = 0; r < runs; r++) {
         double t0 = now_ms(), t;
-        sam3__sgemm_builtin(NULL, nt, 0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+        sam3__sgemm_builtin(NULL, nt, &g);
         t = now_ms() - t0;
         if (t < best) best = t;
     }

@@ -184,7 +184,11 @@ static void test_gemm(sam3_ctx *c) {
                     if (path == 0) {
                         small = sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc); /* 0: not its shape */
                     } else {
-                        sam3__sgemm_builtin(ki % 3 ? c : NULL, 1 + (ki % 2), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
+                        sam3__gemm_args g;
+                        memset(&g, 0, sizeof(g));
+                        g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
+                        g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = out, g.ldc = ldc;
+                        sam3__sgemm_builtin(ki % 3 ? c : NULL, 1 + (ki % 2), &g);
                     }
                 }
                 sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, ldc);
