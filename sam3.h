@@ -4955,12 +4955,47 @@ typedef struct sam3__gemm_args {
     int ldch;
 } sam3__gemm_args;
 
+/* One multi-head attention, as the attention kernels take it: for each head h (hd columns from
+   h hd in q, k, v and out) and query i, out[i] = sum_j softmax_j(q[i] . k[j] / sqrt(hd) +
+   relh[h, i, j / rel_s] + relw[h, i, j % rel_s]) v[j], over keys j <= i where causal. */
+typedef struct sam3__attn_args {
+    int nq, nk, nh, hd;
+    const float *q; /* (nq, nh hd), rows ldq apart */
+    const float *k; /* (nk, nh hd), rows ldk apart */
+    const float *v; /* (nk, nh hd), rows ldv apart */
+    float *out;     /* (nq, nh hd), rows ldo apart; may be q */
+    int ldq, ldk, ldv, ldo, causal;
+    const float *relh, *relw; /* decomposed relative positions (nh, nq, rel_s) each, or NULL */
+    int rel_s;
+} sam3__attn_args;
+
+/* The ViT's self-attention over packed keys, as sam3__attention_rope and its packers take it: nb
+   batches (windows, or the one global grid) of nk tokens, nh heads of hd; token j of batch b is
+   row b nk + j of q, k and v. */
+typedef struct sam3__rope_args {
+    float *q;           /* (nb nk, nh hd), rows ld apart: biased and rotated in place, then the output */
+    const float *k, *v; /* (nb nk, nh hd), rows ld apart */
+    int ld;
+    const float *bq, *bk, *bv; /* the projections' biases (nh hd) each, or NULL */
+    int nb, nk, nh, hd;
+    const float *tab; /* (nk, hd): (cos, sin) per pair of channels and position, or NULL: no rotation */
+} sam3__rope_args;
+
+/* One attention module's inputs, as sam3__mha_core takes them: nq queries qin (nq, D) attend to nk
+   keys kin and values vin (nk, D) through projections to di channels in nh heads (w). */
+typedef struct sam3__mha_args {
+    const float *qin, *kin, *vin;
+    int nq, nk, D, di, nh, causal;
+    const float *relh, *relw; /* decomposed relative positions (nh, nq, rel_s) each, or NULL */
+    int rel_s;
+} sam3__mha_args;
+
 /* A kernel path's entry points: one table per pass of the kernel section (c->k). */
 typedef struct sam3__ktab {
     const char *name; /* the pass: "reference", "portable", "avx2", "avx512", "neon" */
     int (*att_bf16_mode)(const sam3_ctx *c, int hd);
-    sam3_result (*attention_rel)(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw, int rel_s);
-    sam3_result (*attention_rope)(sam3_ctx *c, int abf, float *q, int ld, const float *k, const float *v, const float *bq, const float *bk, const float *bv, int nb, int nk, int nh, int hd, const float *tab, float *kbuf, float *vbuf);
+    sam3_result (*attention_rel)(sam3_ctx *c, const sam3__attn_args *at);
+    sam3_result (*attention_rope)(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf);
     int (*bf16_detect)(void);
     sam3_result (*box_rpb)(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw);
     void (*conv1x1)(sam3_ctx *c, const float *x, int x_tokens, int cin, int hw, const sam3__lin *l, int cout, float *y);
@@ -4984,8 +5019,7 @@ typedef struct sam3__ktab {
     void (*linear_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y, float *res);
     void (*ln_row)(const float *r, float *o, int d, const sam3__norm *w, float eps);
     sam3_result (*mha)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int nh, int causal, float *out);
-    sam3_result (*mha_core)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out, float *res);
-    sam3_result (*mha_ex)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out);
+    sam3_result (*mha_core)(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res);
     sam3_result (*mha_res)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int nh, float *tmp, float *res);
     sam3_result (*mlp2)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y);
     sam3_result (*mlp2_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y, float *res);
@@ -5082,7 +5116,6 @@ typedef struct sam3__ktab {
 #define sam3__ln_row SAM3__KN(sam3__ln_row)
 #define sam3__mha SAM3__KN(sam3__mha)
 #define sam3__mha_core SAM3__KN(sam3__mha_core)
-#define sam3__mha_ex SAM3__KN(sam3__mha_ex)
 #define sam3__mha_few_keys SAM3__KN(sam3__mha_few_keys)
 #define sam3__mha_res SAM3__KN(sam3__mha_res)
 #define sam3__mlp2 SAM3__KN(sam3__mlp2)
@@ -5247,8 +5280,6 @@ SAM3__KPOP
 #define sam3__mha(c, ...) ((c)->k->mha((c), __VA_ARGS__))
 #undef sam3__mha_core
 #define sam3__mha_core(c, ...) ((c)->k->mha_core((c), __VA_ARGS__))
-#undef sam3__mha_ex
-#define sam3__mha_ex(c, ...) ((c)->k->mha_ex((c), __VA_ARGS__))
 #undef sam3__mha_res
 #define sam3__mha_res(c, ...) ((c)->k->mha_res((c), __VA_ARGS__))
 #undef sam3__mlp2
@@ -6278,9 +6309,9 @@ static void sam3__ref_ln_row(const float *r, float *o, int d, const sam3__norm *
    bias_h[i, j]) . v_jh over keys j (j <= i when causal), scale = hd^-1/2, bias_h[i, ky S + kx] =
    relh[h, i, ky] + relw[h, i, kx] (S = rel_s) or 0. out may alias q: a task reads q only at the
    row and head it writes, and all of it first. */
-static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
-                                       const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw,
-                                       int rel_s) {
+static sam3_result sam3__ref_attention(sam3_ctx *c, const sam3__attn_args *at) {
+    const int nq = at->nq, nk = at->nk, hd = at->hd, rel_s = at->rel_s;
+    const float *relh = at->relh, *relw = at->relw;
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t per = (size_t)nk + (size_t)hd;
@@ -6288,13 +6319,13 @@ static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int 
     int task;
     if (!buf) return SAM3_ERR_OUT_OF_MEMORY;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (task = 0; task < nh * nq; task++) {
-        const int h = task / nq, i = task % nq, lim = causal ? SAM3__MIN(i + 1, nk) : nk;
-        const float *qi = q + (size_t)i * ldq + (size_t)h * hd;
+    for (task = 0; task < at->nh * nq; task++) {
+        const int h = task / nq, i = task % nq, lim = at->causal ? SAM3__MIN(i + 1, nk) : nk;
+        const float *qi = at->q + (size_t)i * at->ldq + (size_t)h * hd;
         float *p = sam3__thread_slice(buf, per), *o = p + nk;
         int j, d;
         for (j = 0; j < lim; j++) {
-            const float *kj = k + (size_t)j * ldk + (size_t)h * hd;
+            const float *kj = at->k + (size_t)j * at->ldk + (size_t)h * hd;
             float s = 0;
             for (d = 0; d < hd; d++) s += qi[d] * kj[d];
             p[j] = s * scale;
@@ -6303,10 +6334,10 @@ static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int 
         sam3__ref_softmax_row(p, lim);
         for (d = 0; d < hd; d++) {
             float s = 0;
-            for (j = 0; j < lim; j++) s += p[j] * v[(size_t)j * ldv + (size_t)h * hd + d];
+            for (j = 0; j < lim; j++) s += p[j] * at->v[(size_t)j * at->ldv + (size_t)h * hd + d];
             o[d] = s;
         }
-        memcpy(out + (size_t)i * ldo + (size_t)h * hd, o, (size_t)hd * sizeof(float));
+        memcpy(at->out + (size_t)i * at->ldo + (size_t)h * hd, o, (size_t)hd * sizeof(float));
     }
     sam3__release(c, mk);
     return SAM3_OK;
@@ -7397,10 +7428,12 @@ static void sam3__pv_tiles(const float *s, int KB, int ntl, int nb, const float 
     for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
 }
 /* One task of the fast attention: query rows of one head against all its keys, in blocks of KB
-   keys (sam3__attn_rows). */
+   keys (sam3__attn_rows), or all at once on the bf16 tiles (sam3__attn_rows_bf16: kb, vb, qb,
+   s, pb and acc). */
 typedef struct sam3__attn_job {
     const float *qh;         /* the head's queries, rows ldq apart */
     const float *kh;         /* its keys packed (nk / PW panels, hd, PW) */
+    const uint16_t *kb;      /* its keys in bf16 (sam3__rope_pack_bf16), where the tiles run */
     const float *vh;         /* its values (nk, hd), or NULL where vb */
     const uint16_t *vb;      /* its values in bf16 (sam3__v_pack_bf16), or NULL */
     const float *relh, *relw; /* decomposed relative positions (nq, rel_s) each, or NULL */
@@ -7409,6 +7442,7 @@ typedef struct sam3__attn_job {
     float *s, *qp, *acc, *sv; /* the task's scratch: scores (ATT_ROWS, KB), query tiles (ntl, hd, MR),
                                  sums (ATT_ROWS, hd), the fused path's partial sums (ATT_ROWS, VW) */
     uint16_t *pb;            /* a tile's probabilities in bf16 (MR, KB + 2), where vb */
+    uint16_t *qb;            /* the tiles' query rows, split in bf16 pairs */
     float *oh;               /* the head's output, rows ldo apart */
     int ldo;
 } sam3__attn_job;
@@ -7564,9 +7598,8 @@ static void sam3__attn_rows(const sam3__attn_job *j, int r0, int r1) {
 
 /* One attention (DETR, CLIP, SAM 1 and the heads), K and V packed here first: the ViT's go
    through sam3__attention_packed, packed by the passes that produce them. */
-static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
-                                        const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw,
-                                        int rel_s) {
+static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) {
+    const int nq = at->nq, nk = at->nk, nh = at->nh, hd = at->hd;
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (nq + rows - 1) / rows;
@@ -7593,7 +7626,7 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
         SAM3__OMP(for schedule(dynamic, 64))
         for (task = 0; task < nkp; task++) {
             const int jb = task / PW, jr = task % PW;
-            const float *ks = k + (size_t)task * ldk, *vs = v + (size_t)task * ldv;
+            const float *ks = at->k + (size_t)task * at->ldk, *vs = at->v + (size_t)task * at->ldv;
             int d;
             for (h = 0; h < nh; h++) {
                 float *dst = kt + ((size_t)h * npan + jb) * hd * PW + jr;
@@ -7611,10 +7644,11 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
             const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
             sam3__attn_job jb;
             memset(&jb, 0, sizeof(jb));
-            jb.qh = q + (size_t)hh * hd, jb.ldq = ldq, jb.kh = kt + (size_t)hh * nkp * hd, jb.vh = vp + (size_t)hh * nk * hd;
-            jb.relh = relh ? relh + (size_t)hh * nq * rel_s : NULL, jb.relw = relw ? relw + (size_t)hh * nq * rel_s : NULL, jb.rel_s = rel_s;
-            jb.nk = nk, jb.hd = hd, jb.scale = scale, jb.causal = causal, jb.KB = kb;
-            jb.s = s, jb.qp = qp, jb.acc = acc, jb.sv = sv, jb.oh = out + (size_t)hh * hd, jb.ldo = ldo;
+            jb.qh = at->q + (size_t)hh * hd, jb.ldq = at->ldq, jb.kh = kt + (size_t)hh * nkp * hd, jb.vh = vp + (size_t)hh * nk * hd;
+            jb.relh = at->relh ? at->relh + (size_t)hh * nq * at->rel_s : NULL;
+            jb.relw = at->relw ? at->relw + (size_t)hh * nq * at->rel_s : NULL, jb.rel_s = at->rel_s;
+            jb.nk = nk, jb.hd = hd, jb.scale = scale, jb.causal = at->causal, jb.KB = kb;
+            jb.s = s, jb.qp = qp, jb.acc = acc, jb.sv = sv, jb.oh = at->out + (size_t)hh * hd, jb.ldo = at->ldo;
             sam3__attn_rows(&jb, r0, r1);
         }
     }
@@ -7684,8 +7718,11 @@ static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *p
     (void)kern;
     sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
 }
-static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint16_t *kh, const uint16_t *vh, int n, int hd, float scale,
-                                 int r0, int r1, uint16_t *qb, float *s, uint16_t *p, float *acc, float *oh, int ldo) {
+static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
+    const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
+    const float *qh = jb->qh, scale = jb->scale;
+    uint16_t *qb = jb->qb, *p = jb->pb;
+    float *s = jb->s, *acc = jb->acc;
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
     float sum[SAM3__BMR];
     int r, j, d;
@@ -7707,7 +7744,7 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
         }
     }
     for (j = 0; j < nkp / SAM3__BNR; j++) {
-        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, kh + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
+        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
     }
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
@@ -7721,10 +7758,10 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
         }
     }
     for (d = 0; d < hdp / SAM3__BNR; d++) {
-        sam3__btile(kern, nkp, p, vh + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
+        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
     }
     for (r = 0; r < nr; r++) {
-        float *o = oh + (size_t)(r0 + r) * ldo;
+        float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
         const float inv = 1.0f / sum[r];
         for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
     }
@@ -7750,15 +7787,19 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, in
         float *s = base + (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2;
         uint16_t *pp = (uint16_t *)(void *)(s + (size_t)SAM3__BMR * nkp);
         float *acc = s + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2;
+        sam3__attn_job jb;
         int task;
+        memset(&jb, 0, sizeof(jb));
+        jb.ldq = ldq, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd), jb.qb = qb, jb.s = s, jb.pb = pp, jb.acc = acc, jb.ldo = ldo;
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < nb * nh * nblk; task++) {
             const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
-            sam3__attn_rows_bf16(kern, q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp, vp + (size_t)bh * nkp * hdp, n,
-                                 hd, 1.0f / sqrtf((float)hd), r0, r1, qb, s, pp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
+            jb.qh = q + (size_t)bt * n * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
+            jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * n * ldo + (size_t)hh * hd;
+            sam3__attn_rows_bf16(kern, &jb, r0, r1);
         }
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_end();
@@ -7779,13 +7820,11 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, in
    key row and column, bias_h[i, ky * rel_s + kx] = relh[h, i, ky] + relw[h, i, kx], added unscaled
    (SAM 1's relative positions, the DETR decoder's box bias). out may alias q. The spec is
    sam3__ref_attention. */
-static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
-                                       int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh,
-                                       const float *relw, int rel_s) {
+static sam3_result sam3__attention_rel(sam3_ctx *c, const sam3__attn_args *at) {
 #ifdef SAM3__FAST_ATTENTION
-    return sam3__attention_fast(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+    return sam3__attention_fast(c, at);
 #else
-    return sam3__ref_attention(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+    return sam3__ref_attention(c, at);
 #endif
 }
 static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
@@ -8238,8 +8277,8 @@ static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int 
    queries are never projected to width di and back: two (nq, D) x (D, nh nk) products instead of
    two (nq, D) x (D, di) ones (for the DETR encoder's cross-attention to a 5-token prompt, about a
    sixth of the arithmetic). The same sums in another order: ~1e-7 relative. */
-static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                      int nk, int D, int di, int nh, float *out, float *res) {
+static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
+    const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh;
     sam3__mark mk = sam3__mark_get(c);
     const int hd = di / nh, m = nh * nk;
     const float scale = 1.0f / sqrtf((float)hd);
@@ -8251,8 +8290,8 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     float *sc = sam3__sallocf(c, (size_t)nq * m);  /* (nq, nh nk) scores, then probabilities */
     int h, i;
     if (!k || !v || !g || !u || !cb || !sc) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, kin, nk, D, &w->k, di, k);
-    sam3__linear(c, vin, nk, D, &w->v, di, v);
+    sam3__linear(c, ma->kin, nk, D, &w->k, di, k);
+    sam3__linear(c, ma->vin, nk, D, &w->v, di, v);
     for (h = 0; h < nh; h++) {
         int j, d;
         sam3__gemm_xw(c, 0, 0, nk, D, hd, k + (size_t)h * hd, di, &w->q, (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nk * D, D);
@@ -8264,7 +8303,7 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
             cb[h * nk + j] = t;
         }
     }
-    sam3__gemm(c, 0, 1, nq, m, D, 1.0f, qin, D, g, D, 0.0f, sc, m);
+    sam3__gemm(c, 0, 1, nq, m, D, 1.0f, ma->qin, D, g, D, 0.0f, sc, m);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)(nq * m) >= SAM3__PAR_MIN))
     for (i = 0; i < nq; i++) {
         float *row = sc + (size_t)i * m;
@@ -8304,16 +8343,16 @@ static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int
 /* Adds the projections' biases bq, bk (C, or NULL) to q and k and rotates adjacent pairs (2m, 2m+1)
    of every head: q in place, k written straight into the key panels sam3__attention_packed reads,
    kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that packing needs is this one (and the
-   biases added here rather than after the products save two passes over q and k). Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
-   batch i / nk and takes table row i % nk (its position in the window, or in the grid). tab NULL:
-   no rotation (attentions without RoPE). */
-static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
-                            int hd, const float *tab, float *kt) {
-    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
+   biases added here rather than after the products save two passes over q and k). Row i of q and k
+   is key i % nk of batch i / nk and takes table row i % nk (its position in the window, or in the
+   grid). */
+static void sam3__rope_pack(sam3_ctx *c, const sam3__rope_args *ra, float *kt) {
+    const int PW = SAM3__ATT_PW, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, npan = (nk + PW - 1) / PW, nkp = npan * PW;
+    const float *tab = ra->tab, *bk = ra->bk;
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
+    for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
         const float *cs = tab ? tab + (size_t)j * hd : NULL;
         int h, m;
@@ -8322,9 +8361,9 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
                 for (m = 0; m < hd; m++) kt[(((size_t)b * nh + h) * npan + jb) * hd * PW + (size_t)m * PW + jr] = 0;
             continue;
         }
-        sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+        sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
         {
-            const float *r = k + ((size_t)b * nk + j) * ldk;
+            const float *r = ra->k + ((size_t)b * nk + j) * ra->ld;
             for (h = 0; h < nh; h++) {
                 float *dst = kt + (((size_t)b * nh + h) * npan + jb) * hd * PW + jr;
                 const float *rh = r + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
@@ -8342,16 +8381,16 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
     }
 }
 
-/* v + bias, rows (nb nk, C) of stride ldv, into per-head rows vp (nb, nh, nk, hd) for
-   sam3__attention_packed. */
-static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, float *vp) {
-    const int nh = C / hd;
+/* v + bias into per-head rows vp (nb, nh, nk, hd) for sam3__attention_packed. */
+static void sam3__v_pack(sam3_ctx *c, const sam3__rope_args *ra, float *vp) {
+    const int nk = ra->nk, nh = ra->nh, hd = ra->hd;
+    const float *bv = ra->bv;
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nk; i++) {
+    for (i = 0; i < ra->nb * nk; i++) {
         const int b = i / nk, j = i % nk;
-        const float *r = v + (size_t)i * ldv;
+        const float *r = ra->v + (size_t)i * ra->ld;
         int h, m;
         for (h = 0; h < nh; h++) {
             float *dst = vp + (((size_t)b * nh + h) * nk + j) * hd;
@@ -8369,15 +8408,16 @@ static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, 
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
    pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
-   rounded up to 32). tab NULL: no rotation. */
-static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
-                                 int C, int hd, const float *tab, uint16_t *kt) {
-    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+   rounded up to 32). */
+static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *kt) {
+    const int R = SAM3__BNR, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, nkp = (nk + R - 1) / R * R, npan = nkp / R;
+    const int hdp = (hd + 31) / 32 * 32;
+    const float *tab = ra->tab, *bk = ra->bk;
     const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
+    for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         const float *cs = tab ? tab + (size_t)j * hd : NULL;
         int h, m, u;
@@ -8390,7 +8430,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
                 }
             if (j >= nk) continue;
             {
-                const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                const float *rh = ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
                 for (m = 0; m < hd / 2; m++) {
                     float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
                     int e;
@@ -8406,7 +8446,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
                 }
             }
         }
-        if (j < nk) sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+        if (j < nk) sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
     }
 }
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
@@ -8429,11 +8469,12 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const
 /* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
    keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
    [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
-static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
-    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+static void sam3__v_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *vp) {
+    const int R = SAM3__BNR, nk = ra->nk, nh = ra->nh, hd = ra->hd, ldv = ra->ld, nkp = (nk + R - 1) / R * R, hdp = (hd + 31) / 32 * 32;
+    const float *v = ra->v, *bv = ra->bv;
     int i;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
+    for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         int h, d;
         if (hd % R == 0 && j % 2 == 0 && j + 1 < nk && c->bk != SAM3__BK_REF) {
@@ -8482,24 +8523,27 @@ static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, 
                                      sam3_result *rc) {
     const int hd = di / nh, nkb = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
     const int mode = sam3__att_bf16_mode(c, hd);
+    sam3__rope_args ra;
     sam3__mark mk;
     uint16_t *vb;
     if (n < c->att_min || hd % 2 || !(c->bf16 || w->q.wh) || !mode) return 0;
+    memset(&ra, 0, sizeof(ra)); /* one batch, no biases, no rotation */
+    ra.q = q, ra.k = k, ra.v = v, ra.ld = di, ra.nb = 1, ra.nk = n, ra.nh = nh, ra.hd = hd;
     mk = sam3__mark_get(c);
     vb = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * hdp + 1) / 2); /* (nh, hdp / BNR, nkb / 2, BNR, 2) bf16 */
     if (!vb) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
-    sam3__v_pack_bf16(c, v, di, NULL, 1, n, di, hd, vb);
+    sam3__v_pack_bf16(c, &ra, vb);
     if (mode == SAM3__ATT_TILES) {
         uint16_t *kt = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2); /* (nh, nkb / BNR, 3 hdp / 2, BNR, 2) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
-        sam3__rope_pack_bf16(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
+        sam3__rope_pack_bf16(c, &ra, kt);
         *rc = sam3__attention_packed_bf16(c, c->bk, 1, n, nh, hd, q, di, kt, vb, q, di);
     } else {
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
         const int npw = (n + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW;
         float *kt = sam3__sallocf(c, (size_t)nh * npw * hd); /* (nh, npw / PW, hd, PW) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
-        sam3__rope_pack(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
+        sam3__rope_pack(c, &ra, kt);
         *rc = sam3__attention_packed_fast(c, 1, n, nh, hd, q, di, kt, NULL, vb, q, di);
 #endif
     }
@@ -8508,44 +8552,50 @@ static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, 
 }
 #endif
 /* out (nq, D) = the attention's output; with res, out is scratch and res += it (sam3__linear_res). */
-static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                  int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out,
-                                  float *res) {
+static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
+    const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh, causal = ma->causal;
+    const float *relh = ma->relh;
     sam3__mark mk;
     float *q, *k, *v;
+    sam3__attn_args at;
     sam3_result rc;
-    if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, qin, kin, vin, nq, nk, D, di, nh, out, res);
+    if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, ma, out, res);
     mk = sam3__mark_get(c);
     q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
     v = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
     if (!q || !k || !v) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, qin, nq, D, &w->q, di, q);
-    sam3__linear(c, kin, nk, D, &w->k, di, k);
-    sam3__linear(c, vin, nk, D, &w->v, di, v);
+    sam3__linear(c, ma->qin, nq, D, &w->q, di, q);
+    sam3__linear(c, ma->kin, nk, D, &w->k, di, k);
+    sam3__linear(c, ma->vin, nk, D, &w->v, di, v);
+    memset(&at, 0, sizeof(at)); /* q becomes the output */
+    at.nq = nq, at.nk = nk, at.nh = nh, at.hd = di / nh, at.q = at.out = q, at.k = k, at.v = v;
+    at.ldq = at.ldk = at.ldv = at.ldo = di, at.causal = causal, at.relh = relh, at.relw = ma->relw, at.rel_s = ma->rel_s;
 #if defined(SAM3__ATT_BF16)
     if (!relh && !causal && nq == nk && sam3__self_attention_bf16(c, w, nq, nh, di, q, k, v, &rc)) {
         if (rc != SAM3_OK) return rc;
     } else
 #endif
-    if ((rc = sam3__attention_rel(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, causal, relh, relw, rel_s)) != SAM3_OK) return rc;
+    if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
     sam3__linear_res(c, q, nq, di, &w->o, D, out, res);
     sam3__release(c, mk);
     return SAM3_OK;
 }
-static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out) {
-    return sam3__mha_core(c, w, qin, kin, vin, nq, nk, D, di, nh, relh, relw, rel_s, causal, out, NULL);
-}
 /* Sam3Attention (and CLIP's attention): width D throughout. */
 static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                              int nk, int D, int nh, int causal, float *out) {
-    return sam3__mha_ex(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, causal, out);
+    sam3__mha_args ma;
+    memset(&ma, 0, sizeof(ma));
+    ma.qin = qin, ma.kin = kin, ma.vin = vin, ma.nq = nq, ma.nk = nk, ma.D = ma.di = D, ma.nh = nh, ma.causal = causal;
+    return sam3__mha_core(c, w, &ma, out, NULL);
 }
 /* res (nq, D) += the attention, its output bias added in the residual's pass; tmp (nq, D) scratch. */
 static sam3_result sam3__mha_res(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                                  int nk, int D, int nh, float *tmp, float *res) {
-    return sam3__mha_core(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, 0, tmp, res);
+    sam3__mha_args ma;
+    memset(&ma, 0, sizeof(ma));
+    ma.qin = qin, ma.kin = kin, ma.vin = vin, ma.nq = nq, ma.nk = nk, ma.D = ma.di = D, ma.nh = nh;
+    return sam3__mha_core(c, w, &ma, tmp, res);
 }
 
 /* Sam3MLP / Sam3DecoderMLP: Linear, activation, Linear (relu = 1: ReLU, else exact GELU).
@@ -8644,32 +8694,30 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
 
 
 
-/* A RoPE self-attention over packed keys (the ViT's): the biases bq, bk, bv added, q and k rotated
-   by tab (NULL: none), K packed into kbuf and V into vbuf, then the attention in mode abf
-   (sam3__att_bf16_mode): the whole attention on the bf16 tiles, f32 scores with P.V in bf16, or
-   f32. q (nb nk, ld) holds the output. */
-static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, float *q, int ld, const float *k, const float *v, const float *bq,
-                                        const float *bk, const float *bv, int nb, int nk, int nh, int hd, const float *tab, float *kbuf,
-                                        float *vbuf) {
-    const int C = nh * hd;
+/* A RoPE self-attention over packed keys (the ViT's): the biases added, q and k rotated, K packed
+   into kbuf and V into vbuf, then the attention in mode abf (sam3__att_bf16_mode): the whole
+   attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. */
+static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
+    const int nb = ra->nb, nk = ra->nk, nh = ra->nh, hd = ra->hd, ld = ra->ld;
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
-        sam3__rope_pack_bf16(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, (uint16_t *)(void *)kbuf);
-        sam3__v_pack_bf16(c, v, ld, bv, nb, nk, C, hd, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_bf16(c, c->bk, nb, nk, nh, hd, q, ld, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf, q, ld);
+        sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
+        sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
+        return sam3__attention_packed_bf16(c, c->bk, nb, nk, nh, hd, ra->q, ld, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf,
+                                           ra->q, ld);
     }
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
-        sam3__rope_pack(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, kbuf);
-        sam3__v_pack_bf16(c, v, ld, bv, nb, nk, C, hd, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_fast(c, nb, nk, nh, hd, q, ld, kbuf, NULL, (const uint16_t *)(void *)vbuf, q, ld);
+        sam3__rope_pack(c, ra, kbuf);
+        sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
+        return sam3__attention_packed_fast(c, nb, nk, nh, hd, ra->q, ld, kbuf, NULL, (const uint16_t *)(void *)vbuf, ra->q, ld);
     }
 #endif
 #endif
     (void)abf;
-    sam3__rope_pack(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, kbuf);
-    sam3__v_pack(c, v, ld, bv, nb, nk, C, hd, vbuf);
-    return sam3__attention_packed(c, nb, nk, nh, hd, q, ld, kbuf, vbuf, q, ld);
+    sam3__rope_pack(c, ra, kbuf);
+    sam3__v_pack(c, ra, vbuf);
+    return sam3__attention_packed(c, nb, nk, nh, hd, ra->q, ld, kbuf, vbuf, ra->q, ld);
 }
 
 /* The DETR decoder's box relative position bias (Sam3DetrDecoder's boxRPB): */
@@ -8783,7 +8831,6 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
     sam3__ln_row,
     sam3__mha,
     sam3__mha_core,
-    sam3__mha_ex,
     sam3__mha_res,
     sam3__mlp2,
     sam3__mlp2_res,
@@ -9173,6 +9220,7 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         float *qq = q, *kk = fused ? q + C : k, *vs = fused ? q + 2 * C : vv;
         const int nb = global ? 1 : n / wt, nk = global ? N : wt;
         const int abf = (c->bf16 || w->qkv.wh || w->attn.q.wh) ? sam3__att_bf16_mode(c, hd) : 0;
+        sam3__rope_args ra;
         if (fused) {
             sam3__gemm_xw(c, 0, 1, n, 3 * C, C, h, C, &w->qkv, 0, C, 0.0f, q, 3 * C);
         } else {
@@ -9180,8 +9228,10 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
-        rc = sam3__attention_rope(c, abf, qq, ld, kk, vs, w->attn.q.b, w->attn.k.b, w->attn.v.b, nb, nk, v->heads, hd,
-                                  global ? c->rope_glb : c->rope_win, h, mlp);
+        memset(&ra, 0, sizeof(ra));
+        ra.q = qq, ra.k = kk, ra.v = vs, ra.ld = ld, ra.bq = w->attn.q.b, ra.bk = w->attn.k.b, ra.bv = w->attn.v.b;
+        ra.nb = nb, ra.nk = nk, ra.nh = v->heads, ra.hd = hd, ra.tab = global ? c->rope_glb : c->rope_win;
+        rc = sam3__attention_rope(c, abf, &ra, h, mlp);
         if (rc != SAM3_OK) return rc;
         sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
@@ -9341,18 +9391,21 @@ static sam3_result sam3__sam1_layer(sam3_ctx *c, int li, float *x, float *h, flo
     const int ws = global ? g : v->window, nwy = (g + ws - 1) / ws, wt = ws * ws, n = global ? N : nwy * nwy * wt;
     sam3__mark mk = sam3__mark_get(c);
     float *relh = NULL, *relw = NULL;
+    sam3__attn_args at;
     int wi;
     sam3_result rc;
     if (v->use_rel && (!(relh = sam3__sallocf(c, (size_t)nh * wt * ws)) || !(relw = sam3__sallocf(c, (size_t)nh * wt * ws))))
         return SAM3_ERR_OUT_OF_MEMORY;
     sam3__window_layernorm(c, x, g, ws, C, &w->ln1, v->ln_eps, h);
     sam3__linear(c, h, n, C, &w->qkv, 3 * C, qkv);
+    memset(&at, 0, sizeof(at)); /* a window's attention: q, k, v side by side in qkv rows */
+    at.nq = at.nk = wt, at.nh = nh, at.hd = hd, at.ldq = at.ldk = at.ldv = 3 * C, at.ldo = C;
+    at.relh = relh, at.relw = relw, at.rel_s = ws;
     for (wi = 0; wi < n / wt; wi++) {
         const float *q = qkv + (size_t)wi * wt * 3 * C;
         if (relh) sam3__sam1_relpos(c, q, 3 * C, ws, nh, hd, w->rel_h, w->rel_w, relh, relw);
-        if ((rc = sam3__attention_rel(c, wt, wt, nh, hd, q, 3 * C, q + C, 3 * C, q + 2 * C, 3 * C, a + (size_t)wi * wt * C, C, 0, relh,
-                                      relw, ws)) != SAM3_OK)
-            return rc;
+        at.q = q, at.k = q + C, at.v = q + 2 * C, at.out = a + (size_t)wi * wt * C;
+        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
     }
     sam3__linear(c, a, n, C, &w->proj, C, h);
     sam3__window_add(c, x, h, NULL, g, ws, C);
@@ -9738,9 +9791,13 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
     float *ref = out->boxes;
     float *hist_h = NULL, *hist_ref = NULL, *hist_p = NULL; /* per-layer taps */
     float pres = 0;
+    sam3__mha_args va;
     int l, q, i;
     sam3_result rc;
     if (!h || !qpos || !t || !y || !se || !km || !relh || !relw || !delta || !dims) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&va, 0, sizeof(va)); /* the vision cross-attention with the box bias: q t, k memory + pos, v memory */
+    va.qin = t, va.kin = km, va.vin = mem, va.nq = Q + 1, va.nk = Ng, va.D = va.di = D, va.nh = nh;
+    va.relh = relh, va.relw = relw, va.rel_s = S;
     sam3__sine_dims(nf, dims);
     if (c->opt.tap) {
         hist_h = sam3__sallocf(c, (size_t)L * Q * D);
@@ -9786,7 +9843,7 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
         /* vision cross-attention with the box bias: k = memory + pos, v = memory */
         memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
         sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
-        if ((rc = sam3__mha_ex(c, &lw->vision_attn, t, km, mem, Q + 1, Ng, D, D, nh, relh, relw, S, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_core(c, &lw->vision_attn, &va, y, NULL)) != SAM3_OK) return rc;
         sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
         sam3__layernorm(c, h, h, Q + 1, D, &lw->vision_ln, 1e-5f);
         /* MLP */
@@ -10170,9 +10227,16 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     float *u2 = sam3__sallocf(c, (size_t)(D / 8) * 16 * Ng); /* (D/8, 4g, 4g) */
     float *hyp = sam3__sallocf(c, (size_t)nm * (D / 8));     /* (nm, D/8) */
     float *cm = sam3__sallocf(c, (size_t)D * Ng);            /* (D, g, g) */
+    sam3__mha_args t2i, i2t;
     int l, j;
     sam3_result rc;
     if (!t0 || !tk || !q || !y || !im || !ik || !iy || !u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
+    /* the cross-attentions through di channels: the tokens (q) to the image (keys ik, values im),
+       and the image (ik) to the tokens (keys q, values tk) */
+    memset(&t2i, 0, sizeof(t2i));
+    t2i.qin = q, t2i.kin = ik, t2i.vin = im, t2i.nq = n, t2i.nk = Ng, t2i.D = D, t2i.di = di, t2i.nh = nh;
+    i2t = t2i;
+    i2t.qin = ik, i2t.kin = q, i2t.vin = tk, i2t.nq = Ng, i2t.nk = n;
     if (it) memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
     memcpy(t0 + (size_t)it * D, w->iou_token, (size_t)D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
@@ -10183,18 +10247,18 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         const sam3__twoway_layer_w *lw = &w->layers[l];
         /* self-attention; the first block has no position and no residual */
         if (l == 0) {
-            if ((rc = sam3__mha_ex(c, &lw->self_attn, tk, tk, tk, n, n, D, D, nh, NULL, NULL, 0, 0, tk)) != SAM3_OK) return rc;
+            if ((rc = sam3__mha(c, &lw->self_attn, tk, tk, tk, n, n, D, nh, 0, tk)) != SAM3_OK) return rc;
         } else {
             memcpy(q, tk, (size_t)n * D * sizeof(float));
             sam3__vadd(c, q, t0, (size_t)n * D);
-            if ((rc = sam3__mha_ex(c, &lw->self_attn, q, q, tk, n, n, D, D, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
+            if ((rc = sam3__mha(c, &lw->self_attn, q, q, tk, n, n, D, nh, 0, y)) != SAM3_OK) return rc;
             sam3__vadd(c, tk, y, (size_t)n * D);
         }
         sam3__layernorm(c, tk, tk, n, D, &lw->ln1, t->tw_eps);
         /* tokens -> image */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_core(c, &lw->t2i, &t2i, y, NULL)) != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
         sam3__layernorm(c, tk, tk, n, D, &lw->ln2, t->tw_eps);
         /* MLP */
@@ -10204,12 +10268,12 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_core(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, NULL, 0, 0, iy, im)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_core(c, &lw->i2t, &i2t, iy, im)) != SAM3_OK) return rc;
         sam3__layernorm_pos(c, im, im, c->trk_pe, ik, Ng, D, &lw->ln4, t->tw_eps); /* and the next keys, ik */
     }
     memcpy(q, tk, (size_t)n * D * sizeof(float));
     sam3__vadd(c, q, t0, (size_t)n * D);
-    if ((rc = sam3__mha_ex(c, &w->final_attn, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
+    if ((rc = sam3__mha_core(c, &w->final_attn, &t2i, y, NULL)) != SAM3_OK) return rc;
     sam3__vadd(c, tk, y, (size_t)n * D);
     sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
     /* upscaling with the high-resolution skips */
@@ -10307,10 +10371,13 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     float *k = sam3__sallocf(c, (size_t)nkv * di); /* (max(N, nk), di) */
     float *vv = sam3__sallocf(c, (size_t)nkv * di);
     float *kin = sam3__sallocf(c, (size_t)nk * M); /* (nk, M) memory + its position */
+    sam3__attn_args at;
     ptrdiff_t i;
     int l;
     sam3_result rc;
     if (!x || !h || !t || !q || !k || !vv || !kin) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&at, 0, sizeof(at)); /* both attentions: the N queries of q (q becomes the output) on k, vv */
+    at.nq = N, at.nh = nh, at.hd = hd, at.q = at.out = q, at.k = k, at.v = vv, at.ldq = at.ldk = at.ldv = at.ldo = di;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)N; i++) {
         int ch;
@@ -10326,7 +10393,8 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
         sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
         sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
-        if ((rc = sam3__attention_rel(c, N, N, nh, hd, q, di, k, di, vv, di, q, di, 0, NULL, NULL, 0)) != SAM3_OK) return rc;
+        at.nk = N;
+        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
         /* cross-attention to the memory: keys from memory + position, values from the memory */
         sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
@@ -10335,7 +10403,8 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
         sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
         sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
-        if ((rc = sam3__attention_rel(c, N, nk, nh, hd, q, di, k, di, vv, di, q, di, 0, NULL, NULL, 0)) != SAM3_OK) return rc;
+        at.nk = nk;
+        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
         /* MLP */
         sam3__layernorm(c, x, h, N, D, &lw->ln3, 1e-5f);

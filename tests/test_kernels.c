@@ -225,6 +225,7 @@ static void test_attention(sam3_ctx *c) {
             size_t i;
             double err;
             sam3_result rc, rr;
+            sam3__attn_args at;
             for (i = 0; i < (size_t)nq * ld; i++) q[i] = frand();
             for (i = 0; i < (size_t)nk * ld; i++) k[i] = 2 * frand(), v[i] = frand();
             for (i = 0; i < (size_t)nh * nq * (S ? S : 1); i++) rh[i] = 3 * frand(), rw[i] = 3 * frand();
@@ -235,8 +236,12 @@ static void test_attention(sam3_ctx *c) {
                     k[(size_t)(nk * 2 / 3) * ld + (size_t)h * hd] = 120.0f * sqrtf((float)hd);
                 }
             }
-            rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, S ? rh : NULL, S ? rw : NULL, S);
-            rr = sam3__ref_attention(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, r, ld, causal, S ? rh : NULL, S ? rw : NULL, S);
+            memset(&at, 0, sizeof(at));
+            at.nq = nq, at.nk = nk, at.nh = nh, at.hd = hd, at.q = q, at.k = k, at.v = v, at.out = o;
+            at.ldq = at.ldk = at.ldv = at.ldo = ld, at.causal = causal, at.relh = S ? rh : NULL, at.relw = S ? rw : NULL, at.rel_s = S;
+            rc = sam3__attention_rel(c, &at);
+            at.out = r;
+            rr = sam3__ref_attention(c, &at);
             for (i = 0; i < (size_t)nq * ld; i++)
                 if (i % (size_t)ld >= (size_t)nh * hd) o[i] = r[i] = 0; /* the padding columns: neither writes them */
             err = rel_l2(o, r, (size_t)nq * ld);
@@ -306,6 +311,7 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
         int b, h, j, d;
         double err;
         sam3_result rc, rr;
+        sam3__rope_args ra;
         for (i = 0; i < (size_t)nb * n * ld; i++) q[i] = q2[i] = 2 * frand();
         for (i = 0; i < (size_t)nb * n * C; i++) v[i] = frand();
         for (b = 0; b < nb; b++)
@@ -316,7 +322,9 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
                         kt[((((size_t)b * nh + h) * npan + j / PW) * hd + d) * PW + j % PW] = j < n ? 2 * frand() : 0.0f;
             }
         memset(vb, 0xff, (size_t)nb * nh * nkb * hd * sizeof(uint16_t)); /* NaN: the packer must write the padding */
-        sam3__v_pack_bf16(c, v, C, NULL, nb, n, C, hd, vb);
+        memset(&ra, 0, sizeof(ra)); /* v's rows alone, C apart */
+        ra.v = v, ra.ld = C, ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd;
+        sam3__v_pack_bf16(c, &ra, vb);
         rc = sam3__attention_packed_fast(c, nb, n, nh, hd, q, ld, kt, NULL, vb, q, ld);
         rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
         err = rel_l2(q, q2, (size_t)nb * n * ld);
@@ -353,12 +361,15 @@ static void test_self_attention_bf16(sam3_ctx *c) {
             const int n = cfg[ci][0], nh = cfg[ci][1], hd = cfg[ci][2], di = nh * hd;
             float *q = fbuf((size_t)n * di), *q2 = fbuf((size_t)n * di), *k = fbuf((size_t)n * di), *v = fbuf((size_t)n * di);
             sam3_result rc = SAM3_OK, rr;
+            sam3__attn_args at;
             size_t i;
             int took;
             double err;
             for (i = 0; i < (size_t)n * di; i++) q[i] = q2[i] = 2 * frand(), k[i] = 2 * frand(), v[i] = frand();
             took = sam3__self_attention_bf16(c, &w, n, nh, di, q, k, v, &rc);
-            rr = sam3__attention_rel(c, n, n, nh, hd, q2, di, k, di, v, di, q2, di, 0, NULL, NULL, 0);
+            memset(&at, 0, sizeof(at));
+            at.nq = at.nk = n, at.nh = nh, at.hd = hd, at.q = at.out = q2, at.k = k, at.v = v, at.ldq = at.ldk = at.ldv = at.ldo = di;
+            rr = sam3__attention_rel(c, &at);
             err = rel_l2(q, q2, (size_t)n * di);
             ran += took; /* not taken: this CPU's path needs hd a multiple of 32 */
             if (took && (rc != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5))) {
@@ -404,6 +415,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             size_t i;
             int b, h, qi, j, d, m;
             sam3_result rc;
+            sam3__rope_args ra;
             /* scores up to ~50, as a trained ViT's: rounded to bf16 they would be off by ~0.1 */
             for (i = 0; i < rows; i++) q0[i] = q[i] = 6 * frand(), k[i] = 6 * frand(), v[i] = frand();
             for (i = 0; i < (size_t)C; i++) bq[i] = 0.5f * frand(), bk[i] = 0.5f * frand(), bv[i] = 0.5f * frand();
@@ -417,8 +429,11 @@ static void test_attention_bf16(sam3_ctx *c) {
             /* NaN everywhere first: the packers must write every padding value */
             memset(kt, 0xff, (size_t)nb * nh * nkp * SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
             memset(vp, 0xff, (size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
-            sam3__rope_pack_bf16(c, q, ld, k, ld, bq, bk, nb, n, C, hd, tab, kt);
-            sam3__v_pack_bf16(c, v, ld, bv, nb, n, C, hd, vp);
+            memset(&ra, 0, sizeof(ra));
+            ra.q = q, ra.k = k, ra.v = v, ra.ld = ld, ra.bq = bq, ra.bk = bk, ra.bv = bv;
+            ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd, ra.tab = tab;
+            sam3__rope_pack_bf16(c, &ra, kt);
+            sam3__v_pack_bf16(c, &ra, vp);
             rc = sam3__attention_packed_bf16(c, kern, nb, n, nh, hd, q, ld, kt, vp, q, ld);
             for (b = 0; b < nb && rc == SAM3_OK; b++)
                 for (h = 0; h < nh; h++)
