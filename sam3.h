@@ -6259,16 +6259,17 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
 #endif
 
 /* ---- reference kernels ---- */
-/* C (M, N) = alpha op(A) op(B) + beta C, row-major, op(X) = X or X^T; sums in double; beta 0: C
-   is not read (it may hold NaN). */
-static void sam3__ref_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
-                            float *C, int ldc) {
+/* g's f32 product (sam3__gemm_args), sums in double; beta 0: C is not read (it may hold NaN). */
+static void sam3__ref_sgemm(const sam3__gemm_args *g) {
+    const float *A = g->a, *B = g->b, alpha = g->alpha, beta = g->beta;
+    const int ta = g->ta, tb = g->tb, lda = g->lda, ldb = g->ldb;
     int i, j, k;
-    for (i = 0; i < M; i++)
-        for (j = 0; j < N; j++) {
+    for (i = 0; i < g->m; i++)
+        for (j = 0; j < g->n; j++) {
+            float *cij = g->c + (size_t)i * g->ldc + j;
             double s = 0;
-            for (k = 0; k < K; k++) s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-            C[(size_t)i * ldc + j] = beta == 0 ? (float)(alpha * s) : (float)(alpha * s + (double)beta * C[(size_t)i * ldc + j]);
+            for (k = 0; k < g->k; k++) s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            *cij = beta == 0 ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *cij);
         }
 }
 /* r[0..n) = softmax(r) in place: exp(r - max) / sum. */
@@ -6431,32 +6432,29 @@ static long sam3__ref_resize_threshold(const float *src, int sig, int iw, const 
 }
 
 /* ---- GEMM dispatch ---- */
-/* Row-major C = alpha * op(A) * op(B) + beta * C: the reference, SAM3_SGEMM, the built-in SGEMM
-   (SAM3_NO_BLAS) or one BLAS call. */
-static void sam3__sgemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                        const float *B, int ldb, float beta, float *C, int ldc) {
+/* g's f32 product: the reference, SAM3_SGEMM, the built-in SGEMM (SAM3_NO_BLAS) or one BLAS call. */
+static void sam3__sgemm(sam3_ctx *c, const sam3__gemm_args *g) {
+#if defined(SAM3_SGEMM) || !defined(SAM3_NO_BLAS) /* the BLAS call's arguments */
+    const int ta = g->ta, tb = g->tb, M = g->m, N = g->n, K = g->k, lda = g->lda, ldb = g->ldb, ldc = g->ldc;
+    const float alpha = g->alpha, beta = g->beta, *A = g->a, *B = g->b;
+    float *C = g->c;
+#endif
     (void)c;
     (void)sam3__sgemm_builtin; /* with a BLAS, only `sam3 bench --gemm` calls it */
     /* the reference kernels that a fast build does not call: tests/test_kernels.c does */
     (void)sam3__ref_resize_threshold, (void)sam3__ref_attention, (void)sam3__ref_attention_packed, (void)sam3__ref_conv3x3;
     (void)sam3__ref_gelu_bias, (void)sam3__ref_ln_row, (void)sam3__ref_sigmoid_row, (void)sam3__ref_sgemm;
-    if (M <= 0 || N <= 0) return;
+    if (g->m <= 0 || g->n <= 0) return;
 #if defined(SAM3__KREF)
     if (c->isa == SAM3_ISA_REFERENCE) { /* the plain-C path has no BLAS either */
-        sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__ref_sgemm(g);
         return;
     }
 #endif
 #if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(SAM3_NO_BLAS)
-    {
-        sam3__gemm_args g;
-        memset(&g, 0, sizeof(g));
-        g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
-        g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
-        sam3__sgemm_builtin(c, c->nt, &g);
-    }
+    sam3__sgemm_builtin(c, c->nt, g);
 #else
 #if defined(_OPENMP) && defined(OPENBLAS_VERSION)
     if (c->omp_blas && !omp_in_parallel()) {
@@ -6483,8 +6481,7 @@ static void sam3__sgemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float 
    product's shape alone, never from the thread count: OpenBLAS's sums depend on the shape of the
    call that makes them (and on its own thread count), so each element is then made by the same
    single-threaded call whatever the context's threads, and the results are the same bits. */
-static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                            int ldb, float beta, float *C, int ldc);
+static int sam3__gemm_small(sam3_ctx *c, const sam3__gemm_args *g);
 #define SAM3__GEMM_TILE_MIN 2e6 /* multiply-adds a tile at least */
 #define SAM3__GEMM_TILES 48     /* tiles a product at most: 3 a thread at 16 threads */
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
@@ -6494,14 +6491,18 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     static const int counts[] = {SAM3__GEMM_TILES, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1};
     int tiles = 1, pm, pn, t, best = 0;
     double cost = 0;
+    sam3__gemm_args g;
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
+    g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
     for (t = 0; t < (int)(sizeof(counts) / sizeof(counts[0])); t++)
         if (mnk >= counts[t] * SAM3__GEMM_TILE_MIN) {
             tiles = counts[t];
             break;
         }
-    if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (sam3__gemm_small(c, &g)) return;
     if (!c->split || tiles < 2) {
-        sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__sgemm(c, &g);
         return;
     }
     /* pick pm x pn = tiles (pm a divisor) making tiles closest to square, which minimises the A
@@ -6520,7 +6521,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         }
     }
     if (!best) {
-        sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__sgemm(c, &g);
         return;
     }
     pm = best;
@@ -6530,9 +6531,10 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         int i = t / pn, j = t % pn;
         int m0 = (int)((int64_t)M * i / pm), m1 = (int)((int64_t)M * (i + 1) / pm);
         int n0 = (int)((int64_t)N * j / pn), n1 = (int)((int64_t)N * (j + 1) / pn);
-        const float *a = ta ? A + m0 : A + (size_t)m0 * lda;
-        const float *b = tb ? B + (size_t)n0 * ldb : B + n0;
-        sam3__sgemm(c, ta, tb, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta, C + (size_t)m0 * ldc + n0, ldc);
+        sam3__gemm_args tile = g; /* the product's tile (m0..m1, n0..n1) */
+        tile.m = m1 - m0, tile.n = n1 - n0, tile.a = ta ? A + m0 : A + (size_t)m0 * lda, tile.b = tb ? B + (size_t)n0 * ldb : B + n0;
+        tile.c = C + (size_t)m0 * ldc + n0;
+        sam3__sgemm(c, &tile);
     }
 }
 
@@ -6997,10 +6999,12 @@ static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, 
         }
     }
 }
-static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                            int ldb, float beta, float *C, int ldc) {
+static int sam3__gemm_small(sam3_ctx *c, const sam3__gemm_args *g) {
+    const int M = g->m, N = g->n, K = g->k, lda = g->lda, ldb = g->ldb, ldc = g->ldc;
+    const float alpha = g->alpha, beta = g->beta, *A = g->a, *B = g->b;
+    float *C = g->c;
     int jq;
-    if (ta || !tb || M > SAM3__SMALL_M || M <= 0 || N <= 0 || K < 4 * SAM3__VX) return 0;
+    if (g->ta || !g->tb || M > SAM3__SMALL_M || M <= 0 || N <= 0 || K < 4 * SAM3__VX) return 0;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)M * N * K > 2e5))
     for (jq = 0; jq < (N + 3) / 4; jq++) {
@@ -7027,9 +7031,8 @@ static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, fl
     return 1;
 }
 #else
-static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                            int ldb, float beta, float *C, int ldc) {
-    (void)c, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+static int sam3__gemm_small(sam3_ctx *c, const sam3__gemm_args *g) {
+    (void)c, (void)g;
     return 0;
 }
 #endif
@@ -8072,8 +8075,11 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
     float *v = gr ? NULL : sam3__sallocf(c, (size_t)36 * cin * nc);     /* (36, cin, nc) transformed input tiles */
     float *mm = gr ? NULL : sam3__sallocf(c, (size_t)36 * cout * nc);   /* (36, cout, nc) their products */
     float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr); /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or 27 cin doubles; then (pipelined) V, M */
+    sam3__gemm_args wg; /* the 36 products M_p (cout, n) = U_p (cout, cin) V_p (cin, n), rows nc apart */
     int ty0;
     if (!u || !tb || (!gr && (!v || !mm))) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&wg, 0, sizeof(wg));
+    wg.m = cout, wg.k = cin, wg.alpha = 1.0f, wg.lda = cin, wg.ldb = wg.ldc = nc;
     sam3__wino_weights(c, l, cout, cin, u, (double *)(void *)tb);
     if (gr) {
         const int ntask = (nty + gr - 1) / gr;
@@ -8082,14 +8088,16 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
         for (task = 0; task < ntask; task++) {
             const int t0 = task * gr, nr = SAM3__MIN(gr, nty - t0), ncur = nr * ntx;
             float *P = sam3__thread_slice(tb, per_thr), *vt = P + scr, *mt = vt + (size_t)36 * cin * nc; /* vt (36, cin, nc), mt (36, cout, nc) */
+            sam3__gemm_args pg = wg;
             int ci, o, p, r;
             for (ci = 0; ci < cin; ci++)
                 for (r = 0; r < nr; r++)
                     sam3__wino_in(x + (size_t)ci * H * W, H, W, lo ? lo + (size_t)ci * lh * lw : NULL, lh, lw, t0 + r, ntx, P, P + (size_t)24 * (ntx + 1),
                                   vt + (size_t)ci * nc + (size_t)r * ntx, (size_t)cin * nc);
-            for (p = 0; p < 36; p++)
-                sam3__sgemm(c, 0, 0, cout, ncur, cin, 1.0f, u + (size_t)p * cout * cin, cin, vt + (size_t)p * cin * nc, nc, 0.0f,
-                            mt + (size_t)p * cout * nc, nc);
+            for (p = 0; p < 36; p++) {
+                pg.n = ncur, pg.a = u + (size_t)p * cout * cin, pg.b = vt + (size_t)p * cin * nc, pg.c = mt + (size_t)p * cout * nc;
+                sam3__sgemm(c, &pg);
+            }
             for (o = 0; o < cout; o++)
                 for (r = 0; r < nr; r++)
                     sam3__wino_out(mt + (size_t)o * nc + (size_t)r * ntx, (size_t)cout * nc, ntx, l->b ? l->b[o] : 0.0f, P, P + (size_t)24 * ntx,
@@ -8113,13 +8121,15 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
             SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
             for (task = 0; task < 36 * nblk; task++) {
                 const int p = task / nblk, b = task % nblk, n0 = b * gb * ntx, n1 = SAM3__MIN(ncur, n0 + gb * ntx);
-                sam3__sgemm(c, 0, 0, cout, n1 - n0, cin, 1.0f, u + (size_t)p * cout * cin, cin, v + (size_t)p * cin * nc + n0, nc, 0.0f,
-                            mm + (size_t)p * cout * nc + n0, nc);
+                sam3__gemm_args pg = wg;
+                pg.n = n1 - n0, pg.a = u + (size_t)p * cout * cin, pg.b = v + (size_t)p * cin * nc + n0, pg.c = mm + (size_t)p * cout * nc + n0;
+                sam3__sgemm(c, &pg);
             }
         } else
-            for (task = 0; task < 36; task++)
-                sam3__sgemm(c, 0, 0, cout, ncur, cin, 1.0f, u + (size_t)task * cout * cin, cin, v + (size_t)task * cin * nc, nc, 0.0f,
-                            mm + (size_t)task * cout * nc, nc);
+            for (task = 0; task < 36; task++) {
+                wg.n = ncur, wg.a = u + (size_t)task * cout * cin, wg.b = v + (size_t)task * cin * nc, wg.c = mm + (size_t)task * cout * nc;
+                sam3__sgemm(c, &wg);
+            }
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (task = 0; task < cout * nr; task++) {
             const int o = task / nr, r = task % nr;

@@ -172,6 +172,9 @@ static void test_gemm(sam3_ctx *c) {
                 float *C = fbuf((size_t)M * ldc), *Cb = fbuf((size_t)M * ldc), *Cr = fbuf((size_t)M * ldc);
                 size_t i, bad = 0;
                 int path, small = 0;
+                sam3__gemm_args g;
+                memset(&g, 0, sizeof(g));
+                g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta, g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.ldc = ldc;
                 for (i = 0; i < (size_t)(ta ? K : M) * lda; i++) A[i] = frand();
                 for (i = 0; i < (size_t)(tb ? N : K) * ldb; i++) B[i] = frand();
                 for (i = 0; i < (size_t)M * ldc; i++) Cr[i] = frand();
@@ -181,17 +184,12 @@ static void test_gemm(sam3_ctx *c) {
                     if (beta == 0)
                         for (i = 0; i < (size_t)M * ldc; i++)
                             if (i % (size_t)ldc < (size_t)N) out[i] = NAN; /* beta 0: C must not be read */
-                    if (path == 0) {
-                        small = sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc); /* 0: not its shape */
-                    } else {
-                        sam3__gemm_args g;
-                        memset(&g, 0, sizeof(g));
-                        g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
-                        g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = out, g.ldc = ldc;
-                        sam3__sgemm_builtin(ki % 3 ? c : NULL, 1 + (ki % 2), &g);
-                    }
+                    g.c = out;
+                    if (path == 0) small = sam3__gemm_small(c, &g); /* 0: not its shape */
+                    else sam3__sgemm_builtin(ki % 3 ? c : NULL, 1 + (ki % 2), &g);
                 }
-                sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, ldc);
+                g.c = Cr;
+                sam3__ref_sgemm(&g);
                 for (path = 0; path < 2; path++) {
                     const float *out = path ? Cb : C;
                     if (path == 0 && !small) continue;
