@@ -6345,10 +6345,10 @@ static sam3_result sam3__ref_attention(sam3_ctx *c, const sam3__attn_args *at) {
 }
 /* The ViT's nb self-attentions of n tokens over keys and values laid out by sam3__rope_pack and
    sam3__v_pack: key j of (batch b, head h) at kt[(((b nh + h) npan + j / PW) hd + d) PW + j % PW]
-   (npan = ceil(n / PW) panels, PW = SAM3__ATT_PW), values vp (nb, nh, n, hd); query i of batch b
-   is row b n + i of q. Otherwise as sam3__ref_attention (out may alias q). */
-static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                              const float *vp, float *out, int ldo);
+   (npan = ceil(n / PW) panels, PW = SAM3__ATT_PW), values vp (nb, nh, n, hd), n = ra->nk; the
+   queries are ra->q, which then holds the output (ra->k, v, biases and tab are not read).
+   Otherwise as sam3__ref_attention. */
+static sam3_result sam3__ref_attention_packed(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp);
 /* 3x3 conv, stride 1, zero padding 1, directly: y[o, r, x] = b[o] + sum_i,ky,kx w[o, i, ky, kx]
    xs[i, r + ky - 1, x + kx - 1], with xs = x (cin, H, W) plus, when lo is given,
    lo (cin, lh, lw) upsampled by nearest neighbour (source index floor(dst in / out), as
@@ -7664,9 +7664,12 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) 
    vp (nb, nh, n, hd). All batches' tasks in one loop, batch-major so that the threads working
    at the same time share a batch's K and V: packing a window at a time (as sam3__attention_fast
    does) costs a pass over K and V and two joins a window, a large share of a window layer's
-   attention. out may alias q (a task reads only the rows it writes). */
-static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                               const float *vp, const uint16_t *vb, float *out, int ldo) {
+   attention. The output over ra->q, as sam3__ref_attention_packed; values vp, or vb in bf16
+   (sam3__v_pack_bf16: then vp is not read). */
+static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp, const uint16_t *vb) {
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const float *q = ra->q;
+    float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
@@ -7774,9 +7777,11 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
 }
 /* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
    sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
-   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. out may alias q. */
-static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, int n, int nh, int hd, const float *q, int ldq,
-                                               const uint16_t *kt, const uint16_t *vp, float *out, int ldo) {
+   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. The output over ra->q. */
+static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const float *q = ra->q;
+    float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (n + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
     /* per thread, in floats: qb, s, p, acc */
@@ -7830,8 +7835,10 @@ static sam3_result sam3__attention_rel(sam3_ctx *c, const sam3__attn_args *at) {
     return sam3__ref_attention(c, at);
 #endif
 }
-static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                              const float *vp, float *out, int ldo) {
+static sam3_result sam3__ref_attention_packed(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp) {
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const float *q = ra->q;
+    float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, npan = (n + PW - 1) / PW;
@@ -7863,13 +7870,12 @@ static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh
     return SAM3_OK;
 }
 /* nb self-attentions of n tokens over K and V already packed (sam3__rope_pack, sam3__v_pack; the
-   layout at sam3__ref_attention_packed). out may alias q. */
-static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                          const float *vp, float *out, int ldo) {
+   layout at sam3__ref_attention_packed). The output over ra->q. */
+static sam3_result sam3__attention_packed(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp) {
 #ifdef SAM3__FAST_ATTENTION
-    return sam3__attention_packed_fast(c, nb, n, nh, hd, q, ldq, kt, vp, NULL, out, ldo);
+    return sam3__attention_packed_fast(c, ra, kt, vp, NULL);
 #else
-    return sam3__ref_attention_packed(c, nb, n, nh, hd, q, ldq, kt, vp, out, ldo);
+    return sam3__ref_attention_packed(c, ra, kt, vp);
 #endif
 }
 
@@ -8547,14 +8553,14 @@ static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, 
         uint16_t *kt = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2); /* (nh, nkb / BNR, 3 hdp / 2, BNR, 2) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
         sam3__rope_pack_bf16(c, &ra, kt);
-        *rc = sam3__attention_packed_bf16(c, c->bk, 1, n, nh, hd, q, di, kt, vb, q, di);
+        *rc = sam3__attention_packed_bf16(c, c->bk, &ra, kt, vb);
     } else {
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
         const int npw = (n + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW;
         float *kt = sam3__sallocf(c, (size_t)nh * npw * hd); /* (nh, npw / PW, hd, PW) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
         sam3__rope_pack(c, &ra, kt);
-        *rc = sam3__attention_packed_fast(c, 1, n, nh, hd, q, di, kt, NULL, vb, q, di);
+        *rc = sam3__attention_packed_fast(c, &ra, kt, NULL, vb);
 #endif
     }
     sam3__release(c, mk);
@@ -8708,26 +8714,24 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
    into kbuf and V into vbuf, then the attention in mode abf (sam3__att_bf16_mode): the whole
    attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. */
 static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
-    const int nb = ra->nb, nk = ra->nk, nh = ra->nh, hd = ra->hd, ld = ra->ld;
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
         sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_bf16(c, c->bk, nb, nk, nh, hd, ra->q, ld, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf,
-                                           ra->q, ld);
+        return sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
     }
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
         sam3__rope_pack(c, ra, kbuf);
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_fast(c, nb, nk, nh, hd, ra->q, ld, kbuf, NULL, (const uint16_t *)(void *)vbuf, ra->q, ld);
+        return sam3__attention_packed_fast(c, ra, kbuf, NULL, (const uint16_t *)(void *)vbuf);
     }
 #endif
 #endif
     (void)abf;
     sam3__rope_pack(c, ra, kbuf);
     sam3__v_pack(c, ra, vbuf);
-    return sam3__attention_packed(c, nb, nk, nh, hd, ra->q, ld, kbuf, vbuf, ra->q, ld);
+    return sam3__attention_packed(c, ra, kbuf, vbuf);
 }
 
 /* The DETR decoder's box relative position bias (Sam3DetrDecoder's boxRPB): */

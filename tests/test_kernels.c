@@ -266,6 +266,7 @@ static void test_attention_packed(sam3_ctx *c) {
         int b, h, j, d;
         double err;
         sam3_result rc, rr;
+        sam3__rope_args ra;
         for (i = 0; i < (size_t)nb * n * ld; i++) q[i] = q2[i] = 2 * frand();
         for (i = 0; i < (size_t)nb * nh * n * hd; i++) vp[i] = frand();
         for (b = 0; b < nb; b++)
@@ -273,9 +274,12 @@ static void test_attention_packed(sam3_ctx *c) {
                 for (j = 0; j < npan * PW; j++)
                     for (d = 0; d < hd; d++)
                         kt[((((size_t)b * nh + h) * npan + j / PW) * hd + d) * PW + j % PW] = j < n ? 2 * frand() : 0.0f;
-        /* in place, as the ViT calls it: out aliases q */
-        rc = sam3__attention_packed(c, nb, n, nh, hd, q, ld, kt, vp, q, ld);
-        rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
+        /* in place, as the ViT calls it: the output over q */
+        memset(&ra, 0, sizeof(ra));
+        ra.q = q, ra.ld = ld, ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd;
+        rc = sam3__attention_packed(c, &ra, kt, vp);
+        ra.q = q2;
+        rr = sam3__ref_attention_packed(c, &ra, kt, vp);
         (void)o;
         err = rel_l2(q, q2, (size_t)nb * n * ld);
         if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 2e-6)) {
@@ -323,8 +327,10 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
         memset(&ra, 0, sizeof(ra)); /* v's rows alone, C apart */
         ra.v = v, ra.ld = C, ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd;
         sam3__v_pack_bf16(c, &ra, vb);
-        rc = sam3__attention_packed_fast(c, nb, n, nh, hd, q, ld, kt, NULL, vb, q, ld);
-        rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
+        ra.q = q, ra.ld = ld; /* the queries' rows, ld apart, then the output */
+        rc = sam3__attention_packed_fast(c, &ra, kt, NULL, vb);
+        ra.q = q2;
+        rr = sam3__ref_attention_packed(c, &ra, kt, vp);
         err = rel_l2(q, q2, (size_t)nb * n * ld);
         if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5)) {
             fails++;
@@ -432,7 +438,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd, ra.tab = tab;
             sam3__rope_pack_bf16(c, &ra, kt);
             sam3__v_pack_bf16(c, &ra, vp);
-            rc = sam3__attention_packed_bf16(c, kern, nb, n, nh, hd, q, ld, kt, vp, q, ld);
+            rc = sam3__attention_packed_bf16(c, kern, &ra, kt, vp);
             for (b = 0; b < nb && rc == SAM3_OK; b++)
                 for (h = 0; h < nh; h++)
                     for (qi = 0; qi < n; qi++) {
