@@ -4372,12 +4372,68 @@ static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
 static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
 #endif
 
+/* One matrix product, as the GEMM kernels take it (row-major): C (m, n) = alpha op(A) op(B) +
+   beta C, op(X) = X^T where tX. A and B are f32 (a, b) or, for the bf16 kernels, bf16 (ah, bh:
+   then a, b are not read); the bf16 kernels take alpha as 1. beta 0: C is not read. With ch (the
+   blocked bf16 kernels' epilogue, k within one k block): ch (m, n; rows ldch apart) =
+   bf16(GELU(C + bias)), and C is not written. */
+typedef struct sam3__gemm_args {
+    int ta, tb, m, n, k;
+    float alpha, beta;
+    const float *a;     /* A: (m, k) or, where ta, (k, m); rows lda apart */
+    const uint16_t *ah; /* A in bf16, or NULL */
+    int lda;
+    const float *b;     /* B: (k, n) or, where tb, (n, k); rows ldb apart */
+    const uint16_t *bh; /* B in bf16, or NULL */
+    int ldb;
+    float *c; /* (m, n), rows ldc apart */
+    int ldc;
+    const float *bias; /* (n) or NULL, added before ch's GELU */
+    uint16_t *ch;      /* (m, n) in bf16, rows ldch apart, or NULL */
+    int ldch;
+} sam3__gemm_args;
+
+/* One multi-head attention, as the attention kernels take it: for each head h (hd columns from
+   h hd in q, k, v and out) and query i, out[i] = sum_j softmax_j(q[i] . k[j] / sqrt(hd) +
+   relh[h, i, j / rel_s] + relw[h, i, j % rel_s]) v[j], over keys j <= i where causal. */
+typedef struct sam3__attn_args {
+    int nq, nk, nh, hd;
+    const float *q; /* (nq, nh hd), rows ldq apart */
+    const float *k; /* (nk, nh hd), rows ldk apart */
+    const float *v; /* (nk, nh hd), rows ldv apart */
+    float *out;     /* (nq, nh hd), rows ldo apart; may be q */
+    int ldq, ldk, ldv, ldo, causal;
+    const float *relh, *relw; /* decomposed relative positions (nh, nq, rel_s) each, or NULL */
+    int rel_s;
+} sam3__attn_args;
+
+/* The ViT's self-attention over packed keys, as sam3__attention_rope and its packers take it: nb
+   batches (windows, or the one global grid) of nk tokens, nh heads of hd; token j of batch b is
+   row b nk + j of q, k and v. */
+typedef struct sam3__rope_args {
+    float *q;           /* (nb nk, nh hd), rows ld apart: biased and rotated in place, then the output */
+    const float *k, *v; /* (nb nk, nh hd), rows ld apart */
+    int ld;
+    const float *bq, *bk, *bv; /* the projections' biases (nh hd) each, or NULL */
+    int nb, nk, nh, hd;
+    const float *tab; /* (nk, hd): (cos, sin) per pair of channels and position, or NULL: no rotation */
+} sam3__rope_args;
+
+/* One attention module's inputs, as sam3__mha_core takes them: nq queries qin (nq, D) attend to nk
+   keys kin and values vin (nk, D) through projections to di channels in nh heads (w). */
+typedef struct sam3__mha_args {
+    const float *qin, *kin, *vin;
+    int nq, nk, D, di, nh, causal;
+    const float *relh, *relw; /* decomposed relative positions (nh, nq, rel_s) each, or NULL */
+    int rel_s;
+} sam3__mha_args;
+
 /* A kernel path's entry points: one table per pass of the kernel section (c->k). */
 typedef struct sam3__ktab {
     const char *name; /* the pass: "reference", "portable", "avx2", "avx512", "neon" */
     int (*att_bf16_mode)(const sam3_ctx *c, int hd);
-    sam3_result (*attention_rel)(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw, int rel_s);
-    sam3_result (*attention_rope)(sam3_ctx *c, int abf, float *q, int ld, const float *k, const float *v, const float *bq, const float *bk, const float *bv, int nb, int nk, int nh, int hd, const float *tab, float *kbuf, float *vbuf);
+    sam3_result (*attention_rel)(sam3_ctx *c, const sam3__attn_args *at);
+    sam3_result (*attention_rope)(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf);
     int (*bf16_detect)(void);
     sam3_result (*box_rpb)(sam3_ctx *c, const float *ref, int Q, int S, float *relh, float *relw);
     void (*conv1x1)(sam3_ctx *c, const float *x, int x_tokens, int cin, int hw, const sam3__lin *l, int cout, float *y);
@@ -4401,13 +4457,12 @@ typedef struct sam3__ktab {
     void (*linear_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int out, float *y, float *res);
     void (*ln_row)(const float *r, float *o, int d, const sam3__norm *w, float eps);
     sam3_result (*mha)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int nh, int causal, float *out);
-    sam3_result (*mha_core)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out, float *res);
-    sam3_result (*mha_ex)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out);
+    sam3_result (*mha_core)(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res);
     sam3_result (*mha_res)(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq, int nk, int D, int nh, float *tmp, float *res);
     sam3_result (*mlp2)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y);
     sam3_result (*mlp2_res)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l1, int hidden, const sam3__lin *l2, int out, int relu, float *y, float *res);
     sam3_result (*mlp3)(sam3_ctx *c, const float *x, int n, int in, const sam3__lin *l, int hidden, int out, float *y);
-    void (*sgemm_builtin)(sam3_ctx *c, int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    void (*sgemm_builtin)(sam3_ctx *c, int nt, const sam3__gemm_args *g);
     void (*sigmoid_row)(const float *x, float *y, size_t n);
     void (*stream_fence)(int stream);
     void (*vadd)(sam3_ctx *c, float *y, const float *x, size_t n);
@@ -4499,7 +4554,6 @@ typedef struct sam3__ktab {
 #define sam3__ln_row SAM3__KN(sam3__ln_row)
 #define sam3__mha SAM3__KN(sam3__mha)
 #define sam3__mha_core SAM3__KN(sam3__mha_core)
-#define sam3__mha_ex SAM3__KN(sam3__mha_ex)
 #define sam3__mha_few_keys SAM3__KN(sam3__mha_few_keys)
 #define sam3__mha_res SAM3__KN(sam3__mha_res)
 #define sam3__mlp2 SAM3__KN(sam3__mlp2)
@@ -4664,8 +4718,6 @@ SAM3__KPOP
 #define sam3__mha(c, ...) ((c)->k->mha((c), __VA_ARGS__))
 #undef sam3__mha_core
 #define sam3__mha_core(c, ...) ((c)->k->mha_core((c), __VA_ARGS__))
-#undef sam3__mha_ex
-#define sam3__mha_ex(c, ...) ((c)->k->mha_ex((c), __VA_ARGS__))
 #undef sam3__mha_res
 #define sam3__mha_res(c, ...) ((c)->k->mha_res((c), __VA_ARGS__))
 #undef sam3__mlp2
@@ -4848,8 +4900,8 @@ static SAM3__CONTRACT void sam3__gemm_tile(int kc, const float *pa, const float 
 
 /* Runs on every thread of the caller's team (or alone): the k blocks of one B block in order, the
    B panels shared out, then (A row block, group of B panels) tasks. */
-static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                              float beta, float *C, int ldc, float *pb, float *pa_all, int ngrp) {
+static void sam3__gemm_blocks(const sam3__gemm_args *g, float *pb, float *pa_all, int ngrp) {
+    const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
     int jc, pc;
     for (jc = 0; jc < N; jc += SAM3__GNC) {
         const int nc = SAM3__MIN(SAM3__GNC, N - jc), npan = (nc + SAM3__GNR - 1) / SAM3__GNR;
@@ -4862,19 +4914,19 @@ static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, 
             float *pa = pa_all;
 #endif
             SAM3__OMP(for schedule(static))
-            for (jp = 0; jp < npan; jp++) sam3__gemm_pack_b(tb, B, ldb, pc, jc, kc, nc, jp, pb + (size_t)jp * SAM3__GNR * kc);
+            for (jp = 0; jp < npan; jp++) sam3__gemm_pack_b(g->tb, g->b, g->ldb, pc, jc, kc, nc, jp, pb + (size_t)jp * SAM3__GNR * kc);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
-                const int ib = task / ngrp, g = task % ngrp, i0 = ib * SAM3__GMC, mc = SAM3__MIN(SAM3__GMC, M - i0);
-                const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
+                const int ib = task / ngrp, gi = task % ngrp, i0 = ib * SAM3__GMC, mc = SAM3__MIN(SAM3__GMC, M - i0);
+                const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
                 int ip;
-                if (kc > 0) sam3__gemm_pack_a(ta, A, lda, i0, pc, mc, kc, pa);
+                if (kc > 0) sam3__gemm_pack_a(g->ta, g->a, g->lda, i0, pc, mc, kc, pa);
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__GNR, nc - jp * SAM3__GNR);
                     for (ip = 0; ip < mc; ip += SAM3__GMR)
                         sam3__gemm_tile(kc, pa + (size_t)ip * kc, pb + (size_t)jp * SAM3__GNR * kc,
-                                        C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__GNR, ldc, SAM3__MIN(SAM3__GMR, mc - ip), nr,
-                                        alpha, beta, pc == 0);
+                                        g->c + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__GNR, ldc, SAM3__MIN(SAM3__GMR, mc - ip), nr,
+                                        g->alpha, g->beta, pc == 0);
                 }
             }
             if (K == 0) break;
@@ -4882,11 +4934,11 @@ static void sam3__gemm_blocks(int ta, int tb, int M, int N, int K, float alpha, 
     }
 }
 
-/* nt: threads to use (1 inside a parallel region). */
-static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                                int ldb, float beta, float *C, int ldc) {
-    const int kc = SAM3__MIN(SAM3__GKC, K > 0 ? K : 1), ncp = (SAM3__MIN(SAM3__GNC, N) + SAM3__GNR - 1) / SAM3__GNR * SAM3__GNR;
-    const int nmb = (M + SAM3__GMC - 1) / SAM3__GMC;
+/* g's product (f32 operands; g->ah, g->bh, g->ch not used); nt: threads to use (1 inside a
+   parallel region). */
+static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
+    const int M = g->m, N = g->n, K = g->k, kc = SAM3__MIN(SAM3__GKC, K > 0 ? K : 1);
+    const int ncp = (SAM3__MIN(SAM3__GNC, N) + SAM3__GNR - 1) / SAM3__GNR * SAM3__GNR, nmb = (M + SAM3__GMC - 1) / SAM3__GMC;
     int ngrp = 1;
     size_t nb, na;
     sam3__kbuf kb;
@@ -4908,8 +4960,11 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int 
         for (i = 0; i < M; i++)
             for (j = 0; j < N; j++) {
                 float acc = 0;
-                for (k = 0; k < K; k++) acc += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-                C[(size_t)i * ldc + j] = alpha * acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+                float *cij = g->c + (size_t)i * g->ldc + j;
+                for (k = 0; k < K; k++)
+                    acc += (g->ta ? g->a[(size_t)k * g->lda + i] : g->a[(size_t)i * g->lda + k]) *
+                           (g->tb ? g->b[(size_t)j * g->ldb + k] : g->b[(size_t)k * g->ldb + j]);
+                *cij = g->alpha * acc + (g->beta == 0 ? 0.0f : g->beta * *cij);
             }
         return;
     }
@@ -4917,7 +4972,7 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, int ta, int tb, int M, int 
     /* a region of its own also with one thread: inside the caller's parallel region, the
        work-sharing loops of sam3__gemm_blocks would otherwise bind to the caller's team */
     SAM3__OMP(parallel num_threads(nt))
-    sam3__gemm_blocks(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pb, pa, ngrp);
+    sam3__gemm_blocks(g, pb, pa, ngrp);
     sam3__kbuf_put(c, &kb);
 }
 
@@ -5320,12 +5375,12 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
 #endif
 
 static void sam3__gelu_bias_row(float *x, int n, const float *b);
-/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With Ch (one k
-   block only): Ch (M, N; rows ldch apart) = bf16(GELU(C + eb)), each tile's sums kept on the
-   stack and C not written. */
-static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                               const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch, uint16_t *pb,
-                               uint16_t *pa_all, int ngrp) {
+/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With g->ch (one k
+   block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
+static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+    const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
+    const float beta = g->beta;
+    float *C = g->c;
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
     int jc, pc;
@@ -5345,20 +5400,20 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 #endif
             /* in small dynamic chunks: a thread descheduled mid-pack holds back a few panels, not half */
             SAM3__OMP(for schedule(dynamic, 4))
-            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, tb, B, Bh, ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
-                const int ib = task / ngrp, g = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
-                const int j0 = (int)((long long)npan * g / ngrp), j1 = (int)((long long)npan * (g + 1) / ngrp);
+                const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
+                const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
                 int ip;
-                sam3__bgemm_pack_a(kern, ta, A, Ah, lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
+                sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
                     for (ip = 0; ip < mc; ip += SAM3__BMR) {
                         const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
                         float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
                         const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
-                        if (Ch) {
+                        if (g->ch) {
                             /* the whole tile (A rows and B columns past mr, nr are zeros) into t:
                                the f32 product never goes through memory */
                             float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
@@ -5371,11 +5426,11 @@ static void sam3__bgemm_blocks(int kern, int ta, int tb, int M, int N, int K, co
 #if defined(SAM3__BF16_X86)
                                 sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
                             for (r = 0; r < mr; r++) {
-                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, eb ? eb + col : NULL);
-                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, Ch + (size_t)(i0 + ip + r) * ldch + col, nr);
+                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
+                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
                             }
 #else
-                            (void)t, (void)col, (void)r, (void)eb, (void)ldch; /* not reached */
+                            (void)t, (void)col, (void)r; /* not reached */
 #endif
                             continue;
                         }
@@ -5444,9 +5499,8 @@ static void sam3__bf16_round_rows(sam3_ctx *c, const float *x, const uint16_t *x
    the products' tiles are the f32 path's: more and smaller BLAS calls pack their panels more
    often. Returns 0 when its buffers cannot be had. */
 #define SAM3__BREF_BYTES ((size_t)64 << 20)
-static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    const int kk = K > 0 ? K : 1;
+static int sam3__bgemm_ref(sam3_ctx *c, const sam3__gemm_args *g) {
+    const int ta = g->ta, tb = g->tb, M = g->m, N = g->n, K = g->k, lda = g->lda, kk = K > 0 ? K : 1;
     const int mbmax = ta ? M : (int)SAM3__MAX(1, SAM3__MIN((size_t)M, SAM3__BREF_BYTES / ((size_t)kk * sizeof(float))));
     const int lb = tb ? kk : N, la = ta ? M : kk; /* the widened copies' leading dimensions */
     sam3__kbuf kb;
@@ -5454,12 +5508,12 @@ static int sam3__bgemm_ref(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
     int i0;
     if (!b) return 0;
     a = b + (size_t)N * kk;
-    sam3__bf16_round_rows(c, B, Bh, ldb, 0, tb ? N : K, tb ? K : N, b);
-    if (ta) sam3__bf16_round_rows(c, A, Ah, lda, 0, K, M, a);
+    sam3__bf16_round_rows(c, g->b, g->bh, g->ldb, 0, tb ? N : K, tb ? K : N, b);
+    if (ta) sam3__bf16_round_rows(c, g->a, g->ah, lda, 0, K, M, a);
     for (i0 = 0; i0 < M; i0 += mbmax) {
         const int mb = SAM3__MIN(mbmax, M - i0);
-        if (!ta) sam3__bf16_round_rows(c, A, Ah, lda, i0, i0 + mb, K, a);
-        sam3__gemm(c, ta, tb, mb, N, K, 1.0f, a, la, b, lb, beta, C + (size_t)i0 * ldc, ldc);
+        if (!ta) sam3__bf16_round_rows(c, g->a, g->ah, lda, i0, i0 + mb, K, a);
+        sam3__gemm(c, ta, tb, mb, N, K, 1.0f, a, la, b, lb, g->beta, g->c + (size_t)i0 * g->ldc, g->ldc);
     }
     sam3__kbuf_put(c, &kb);
     return 1;
@@ -5508,31 +5562,30 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_small_cols(
 #endif
 #define SAM3__BSMALL_M 48 /* rows up to which sam3__bgemm_small_cols takes a product */
 /* Returns 0 where it does not apply (A transposed, B not, too many rows, no AVX512-BF16). */
-static int sam3__bgemm_small(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+static int sam3__bgemm_small(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
 #if defined(SAM3__BF16_X86)
-    const int kp = (K + 31) / 32 * 32;
+    const int M = g->m, N = g->n, K = g->k, kp = (K + 31) / 32 * 32;
     sam3__kbuf kb;
     uint16_t *a;
     int i, jq;
-    if (kern == SAM3__BK_REF || ta || !tb || M > SAM3__BSMALL_M || K < 1) return 0;
+    if (kern == SAM3__BK_REF || g->ta || !g->tb || M > SAM3__BSMALL_M || K < 1) return 0;
     if (!(a = (uint16_t *)sam3__kbuf_get(c, (size_t)M * kp * sizeof(uint16_t), &kb))) return 0;
     for (i = 0; i < M; i++) {
         uint16_t *d = a + (size_t)i * kp;
         int k;
-        if (Ah) memcpy(d, Ah + (size_t)i * lda, (size_t)K * sizeof(uint16_t));
-        else sam3__bf16_row_avx512(A + (size_t)i * lda, d, K);
+        if (g->ah) memcpy(d, g->ah + (size_t)i * g->lda, (size_t)K * sizeof(uint16_t));
+        else sam3__bf16_row_avx512(g->a + (size_t)i * g->lda, d, K);
         for (k = K; k < kp; k++) d[k] = 0;
     }
     (void)c; /* only in OpenMP clauses */
     /* in dynamic chunks: a thread slowed by other work beside it leaves its share to the others */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4) if((double)M * N * K > 2e5 && !omp_in_parallel()))
-    for (jq = 0; jq < (N + 3) / 4; jq++) sam3__bgemm_small_cols(M, K, kp, a, Bh ? NULL : B, Bh, ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), beta, C, ldc);
+    for (jq = 0; jq < (N + 3) / 4; jq++)
+        sam3__bgemm_small_cols(M, K, kp, a, g->bh ? NULL : g->b, g->bh, g->ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), g->beta, g->c, g->ldc);
     sam3__kbuf_put(c, &kb);
     return 1;
 #else
-    (void)c, (void)kern, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)Ah, (void)lda, (void)B, (void)Bh, (void)ldb, (void)beta,
-        (void)C, (void)ldc;
+    (void)c, (void)kern, (void)g;
     return 0;
 #endif
 }
@@ -5549,10 +5602,9 @@ static int sam3__bgemm_kern(int kern) {
 }
 #define SAM3__BPAR_MIN 1e6 /* multiply-adds from which a blocked bf16 product uses all threads */
 /* The blocked product on the caller's threads, kernel kern (not the reference), with the
-   epilogue of sam3__bgemm_blocks where Ch is given. Returns 0 when its buffers cannot be had. */
-static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                           const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc, const float *eb, uint16_t *Ch, int ldch) {
-    const int mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
+   epilogue of sam3__bgemm_blocks where g->ch is given. Returns 0 when its buffers cannot be had. */
+static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
+    const int M = g->m, N = g->n, K = g->k, mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
     const int kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
     const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern, kcp), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
     int nt = c->nt, ngrp = 1;
@@ -5573,28 +5625,28 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, int ta, int tb, int M, int N, 
     if (!pb) return 0;
     pa = pb + (size_t)kcp * ncp;
     SAM3__OMP(parallel num_threads(nt))
-    sam3__bgemm_blocks(kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, eb, Ch, ldch, pb, pa, ngrp);
+    sam3__bgemm_blocks(kern, g, pb, pa, ngrp);
     sam3__kbuf_put(c, &kb);
     return 1;
 }
 
-/* C (M, N) = op(A) op(B) + beta C in bf16 with f32 sums, with kernel kern (SAM3__BK_*): A, B are
-   f32 (A, B) or bf16 (Ah, Bh: then A, B are ignored). beta 0: C is not read. */
-static void sam3__gemm_bf16(sam3_ctx *c, int kern, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                            const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
+/* g's product in bf16 with f32 sums (alpha 1; g->ch not used), with kernel kern (SAM3__BK_*). */
+static void sam3__gemm_bf16(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
+    sam3__gemm_args p = *g;
+    if (g->m <= 0 || g->n <= 0) return;
     kern = sam3__bgemm_kern(kern);
-    if (sam3__bgemm_small(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) return;
-    if (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc, NULL, NULL, 0)) return;
-    if (!sam3__bgemm_ref(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc)) {
+    p.bias = NULL, p.ch = NULL, p.ldch = 0;
+    if (sam3__bgemm_small(c, kern, &p)) return;
+    if (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, &p)) return;
+    if (!sam3__bgemm_ref(c, &p)) {
         /* no memory for any buffer: unblocked, slow, but the same products */
         int i, j, k;
-        for (i = 0; i < M; i++)
-            for (j = 0; j < N; j++) {
-                float acc = 0;
-                for (k = 0; k < K; k++)
-                    acc += sam3__bf16_f32(sam3__bop(ta, A, Ah, lda, i, k)) * sam3__bf16_f32(sam3__bop(!tb, B, Bh, ldb, j, k));
-                C[(size_t)i * ldc + j] = acc + (beta == 0 ? 0.0f : beta * C[(size_t)i * ldc + j]);
+        for (i = 0; i < p.m; i++)
+            for (j = 0; j < p.n; j++) {
+                float acc = 0, *cij = p.c + (size_t)i * p.ldc + j;
+                for (k = 0; k < p.k; k++)
+                    acc += sam3__bf16_f32(sam3__bop(p.ta, p.a, p.ah, p.lda, i, k)) * sam3__bf16_f32(sam3__bop(!p.tb, p.b, p.bh, p.ldb, j, k));
+                *cij = acc + (p.beta == 0 ? 0.0f : p.beta * *cij);
             }
     }
 }
@@ -5613,8 +5665,12 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
 #if !defined(SAM3__BF16_X86)
     (void)sam3__gelu_bias_row; /* the tiles' epilogue's, x86 only (there are no bf16 tiles here) */
 #endif
+    sam3__gemm_args g;
     if (kern == SAM3__BK_REF || M <= SAM3__BSMALL_M || N <= 0 || K < 1 || K > sam3__bgemm_kstep(kern, K)) return 0;
-    return sam3__bgemm_run(c, kern, 0, 1, M, N, K, A, NULL, lda, W, Wh, ldw, 0.0f, NULL, 0, b, Ch, ldch);
+    memset(&g, 0, sizeof(g));
+    g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = lda, g.b = W, g.bh = Wh, g.ldb = ldw;
+    g.bias = b, g.ch = Ch, g.ldch = ldch;
+    return sam3__bgemm_run(c, kern, &g);
 }
 
 /* ==== sam3: kernels ==== */
@@ -5641,16 +5697,17 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
 #endif
 
 /* ---- reference kernels ---- */
-/* C (M, N) = alpha op(A) op(B) + beta C, row-major, op(X) = X or X^T; sums in double; beta 0: C
-   is not read (it may hold NaN). */
-static void sam3__ref_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
-                            float *C, int ldc) {
+/* g's f32 product (sam3__gemm_args), sums in double; beta 0: C is not read (it may hold NaN). */
+static void sam3__ref_sgemm(const sam3__gemm_args *g) {
+    const float *A = g->a, *B = g->b, alpha = g->alpha, beta = g->beta;
+    const int ta = g->ta, tb = g->tb, lda = g->lda, ldb = g->ldb;
     int i, j, k;
-    for (i = 0; i < M; i++)
-        for (j = 0; j < N; j++) {
+    for (i = 0; i < g->m; i++)
+        for (j = 0; j < g->n; j++) {
+            float *cij = g->c + (size_t)i * g->ldc + j;
             double s = 0;
-            for (k = 0; k < K; k++) s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-            C[(size_t)i * ldc + j] = beta == 0 ? (float)(alpha * s) : (float)(alpha * s + (double)beta * C[(size_t)i * ldc + j]);
+            for (k = 0; k < g->k; k++) s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            *cij = beta == 0 ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *cij);
         }
 }
 /* r[0..n) = softmax(r) in place: exp(r - max) / sum. */
@@ -5691,9 +5748,9 @@ static void sam3__ref_ln_row(const float *r, float *o, int d, const sam3__norm *
    bias_h[i, j]) . v_jh over keys j (j <= i when causal), scale = hd^-1/2, bias_h[i, ky S + kx] =
    relh[h, i, ky] + relw[h, i, kx] (S = rel_s) or 0. out may alias q: a task reads q only at the
    row and head it writes, and all of it first. */
-static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
-                                       const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw,
-                                       int rel_s) {
+static sam3_result sam3__ref_attention(sam3_ctx *c, const sam3__attn_args *at) {
+    const int nq = at->nq, nk = at->nk, hd = at->hd, rel_s = at->rel_s;
+    const float *relh = at->relh, *relw = at->relw;
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t per = (size_t)nk + (size_t)hd;
@@ -5701,13 +5758,13 @@ static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int 
     int task;
     if (!buf) return SAM3_ERR_OUT_OF_MEMORY;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (task = 0; task < nh * nq; task++) {
-        const int h = task / nq, i = task % nq, lim = causal ? SAM3__MIN(i + 1, nk) : nk;
-        const float *qi = q + (size_t)i * ldq + (size_t)h * hd;
+    for (task = 0; task < at->nh * nq; task++) {
+        const int h = task / nq, i = task % nq, lim = at->causal ? SAM3__MIN(i + 1, nk) : nk;
+        const float *qi = at->q + (size_t)i * at->ldq + (size_t)h * hd;
         float *p = sam3__thread_slice(buf, per), *o = p + nk;
         int j, d;
         for (j = 0; j < lim; j++) {
-            const float *kj = k + (size_t)j * ldk + (size_t)h * hd;
+            const float *kj = at->k + (size_t)j * at->ldk + (size_t)h * hd;
             float s = 0;
             for (d = 0; d < hd; d++) s += qi[d] * kj[d];
             p[j] = s * scale;
@@ -5716,20 +5773,20 @@ static sam3_result sam3__ref_attention(sam3_ctx *c, int nq, int nk, int nh, int 
         sam3__ref_softmax_row(p, lim);
         for (d = 0; d < hd; d++) {
             float s = 0;
-            for (j = 0; j < lim; j++) s += p[j] * v[(size_t)j * ldv + (size_t)h * hd + d];
+            for (j = 0; j < lim; j++) s += p[j] * at->v[(size_t)j * at->ldv + (size_t)h * hd + d];
             o[d] = s;
         }
-        memcpy(out + (size_t)i * ldo + (size_t)h * hd, o, (size_t)hd * sizeof(float));
+        memcpy(at->out + (size_t)i * at->ldo + (size_t)h * hd, o, (size_t)hd * sizeof(float));
     }
     sam3__release(c, mk);
     return SAM3_OK;
 }
 /* The ViT's nb self-attentions of n tokens over keys and values laid out by sam3__rope_pack and
    sam3__v_pack: key j of (batch b, head h) at kt[(((b nh + h) npan + j / PW) hd + d) PW + j % PW]
-   (npan = ceil(n / PW) panels, PW = SAM3__ATT_PW), values vp (nb, nh, n, hd); query i of batch b
-   is row b n + i of q. Otherwise as sam3__ref_attention (out may alias q). */
-static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                              const float *vp, float *out, int ldo);
+   (npan = ceil(n / PW) panels, PW = SAM3__ATT_PW), values vp (nb, nh, n, hd), n = ra->nk; the
+   queries are ra->q, which then holds the output (ra->k, v, biases and tab are not read).
+   Otherwise as sam3__ref_attention. */
+static sam3_result sam3__ref_attention_packed(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp);
 /* 3x3 conv, stride 1, zero padding 1, directly: y[o, r, x] = b[o] + sum_i,ky,kx w[o, i, ky, kx]
    xs[i, r + ky - 1, x + kx - 1], with xs = x (cin, H, W) plus, when lo is given,
    lo (cin, lh, lw) upsampled by nearest neighbour (source index floor(dst in / out), as
@@ -5813,26 +5870,29 @@ static long sam3__ref_resize_threshold(const float *src, int sig, int iw, const 
 }
 
 /* ---- GEMM dispatch ---- */
-/* Row-major C = alpha * op(A) * op(B) + beta * C: the reference, SAM3_SGEMM, the built-in SGEMM
-   (SAM3_NO_BLAS) or one BLAS call. */
-static void sam3__sgemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                        const float *B, int ldb, float beta, float *C, int ldc) {
+/* g's f32 product: the reference, SAM3_SGEMM, the built-in SGEMM (SAM3_NO_BLAS) or one BLAS call. */
+static void sam3__sgemm(sam3_ctx *c, const sam3__gemm_args *g) {
+#if defined(SAM3_SGEMM) || !defined(SAM3_NO_BLAS) /* the BLAS call's arguments */
+    const int ta = g->ta, tb = g->tb, M = g->m, N = g->n, K = g->k, lda = g->lda, ldb = g->ldb, ldc = g->ldc;
+    const float alpha = g->alpha, beta = g->beta, *A = g->a, *B = g->b;
+    float *C = g->c;
+#endif
     (void)c;
     (void)sam3__sgemm_builtin; /* with a BLAS, only `sam3 bench --gemm` calls it */
     /* the reference kernels that a fast build does not call: tests/test_kernels.c does */
     (void)sam3__ref_resize_threshold, (void)sam3__ref_attention, (void)sam3__ref_attention_packed, (void)sam3__ref_conv3x3;
     (void)sam3__ref_gelu_bias, (void)sam3__ref_ln_row, (void)sam3__ref_sigmoid_row, (void)sam3__ref_sgemm;
-    if (M <= 0 || N <= 0) return;
+    if (g->m <= 0 || g->n <= 0) return;
 #if defined(SAM3__KREF)
     if (c->isa == SAM3_ISA_REFERENCE) { /* the plain-C path has no BLAS either */
-        sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__ref_sgemm(g);
         return;
     }
 #endif
 #if defined(SAM3_SGEMM)
     SAM3_SGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(SAM3_NO_BLAS)
-    sam3__sgemm_builtin(c, c->nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    sam3__sgemm_builtin(c, c->nt, g);
 #else
 #if defined(_OPENMP) && defined(OPENBLAS_VERSION)
     if (c->omp_blas && !omp_in_parallel()) {
@@ -5859,8 +5919,7 @@ static void sam3__sgemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float 
    product's shape alone, never from the thread count: OpenBLAS's sums depend on the shape of the
    call that makes them (and on its own thread count), so each element is then made by the same
    single-threaded call whatever the context's threads, and the results are the same bits. */
-static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                            int ldb, float beta, float *C, int ldc);
+static int sam3__gemm_small(sam3_ctx *c, const sam3__gemm_args *g);
 #define SAM3__GEMM_TILE_MIN 2e6 /* multiply-adds a tile at least */
 #define SAM3__GEMM_TILES 48     /* tiles a product at most: 3 a thread at 16 threads */
 static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
@@ -5870,14 +5929,18 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     static const int counts[] = {SAM3__GEMM_TILES, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1};
     int tiles = 1, pm, pn, t, best = 0;
     double cost = 0;
+    sam3__gemm_args g;
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
+    g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
     for (t = 0; t < (int)(sizeof(counts) / sizeof(counts[0])); t++)
         if (mnk >= counts[t] * SAM3__GEMM_TILE_MIN) {
             tiles = counts[t];
             break;
         }
-    if (sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (sam3__gemm_small(c, &g)) return;
     if (!c->split || tiles < 2) {
-        sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__sgemm(c, &g);
         return;
     }
     /* pick pm x pn = tiles (pm a divisor) making tiles closest to square, which minimises the A
@@ -5896,7 +5959,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         }
     }
     if (!best) {
-        sam3__sgemm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sam3__sgemm(c, &g);
         return;
     }
     pm = best;
@@ -5906,9 +5969,10 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
         int i = t / pn, j = t % pn;
         int m0 = (int)((int64_t)M * i / pm), m1 = (int)((int64_t)M * (i + 1) / pm);
         int n0 = (int)((int64_t)N * j / pn), n1 = (int)((int64_t)N * (j + 1) / pn);
-        const float *a = ta ? A + m0 : A + (size_t)m0 * lda;
-        const float *b = tb ? B + (size_t)n0 * ldb : B + n0;
-        sam3__sgemm(c, ta, tb, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta, C + (size_t)m0 * ldc + n0, ldc);
+        sam3__gemm_args tile = g; /* the product's tile (m0..m1, n0..n1) */
+        tile.m = m1 - m0, tile.n = n1 - n0, tile.a = ta ? A + m0 : A + (size_t)m0 * lda, tile.b = tb ? B + (size_t)n0 * ldb : B + n0;
+        tile.c = C + (size_t)m0 * ldc + n0;
+        sam3__sgemm(c, &tile);
     }
 }
 
@@ -5917,8 +5981,9 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
    (sam3__gemm): the f32 path's tiles and sums on the file's bf16 weights, at the f32 file's speed
    (rounding the activations too, as bf16 hardware does, would cost a pass over them per product
    and buy nothing). Returns 0, having done nothing, when its buffers cannot be had. */
-static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B,
-                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+static int sam3__gemm_wide(sam3_ctx *c, const sam3__gemm_args *g) {
+    const int ta = g->ta, tb = g->tb, M = g->m, N = g->n, K = g->k;
+    const uint16_t *Ah = g->ah, *Bh = g->bh;
     const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N; /* the operands as they lie */
     sam3__kbuf ka, kb;
     float *a = NULL, *b = NULL;
@@ -5927,9 +5992,9 @@ static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
         if (a) sam3__kbuf_put(c, &ka);
         return 0;
     }
-    if (a) sam3__bf16_round_rows(c, NULL, Ah, lda, 0, ar, ac, a); /* (ar, ac) */
-    if (b) sam3__bf16_round_rows(c, NULL, Bh, ldb, 0, br, bc, b); /* (br, bc) */
-    sam3__gemm(c, ta, tb, M, N, K, 1.0f, a ? a : A, a ? ac : lda, b ? b : B, b ? bc : ldb, beta, C, ldc);
+    if (a) sam3__bf16_round_rows(c, NULL, Ah, g->lda, 0, ar, ac, a); /* (ar, ac) */
+    if (b) sam3__bf16_round_rows(c, NULL, Bh, g->ldb, 0, br, bc, b); /* (br, bc) */
+    sam3__gemm(c, ta, tb, M, N, K, 1.0f, a ? a : g->a, a ? ac : g->lda, b ? b : g->b, b ? bc : g->ldb, g->beta, g->c, g->ldc);
     if (b) sam3__kbuf_put(c, &kb);
     if (a) sam3__kbuf_put(c, &ka);
     return 1;
@@ -5943,9 +6008,15 @@ static int sam3__gemm_wide(sam3_ctx *c, int ta, int tb, int M, int N, int K, con
 static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
                              const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
     const int wide = c->bk == SAM3__BK_REF && c->isa != SAM3_ISA_REFERENCE;
-    if (!(Ah || Bh || c->bf16) || (wide && !Ah && !Bh)) sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-    else if (!wide || !sam3__gemm_wide(c, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc))
-        sam3__gemm_bf16(c, c->bk, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc);
+    sam3__gemm_args g;
+    if (!(Ah || Bh || c->bf16) || (wide && !Ah && !Bh)) {
+        sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.beta = beta;
+    g.a = A, g.ah = Ah, g.lda = lda, g.b = B, g.bh = Bh, g.ldb = ldb, g.c = C, g.ldc = ldc;
+    if (!wide || !sam3__gemm_wide(c, &g)) sam3__gemm_bf16(c, c->bk, &g);
 }
 /* C = op(X) op(W) + beta C, W = l's weight from element off on (leading dimension ldw). */
 static void sam3__gemm_xw(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off,
@@ -6366,10 +6437,12 @@ static SAM3__INLINE void sam3__gemm_small_rows(const int R, int K, float alpha, 
         }
     }
 }
-static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                            int ldb, float beta, float *C, int ldc) {
+static int sam3__gemm_small(sam3_ctx *c, const sam3__gemm_args *g) {
+    const int M = g->m, N = g->n, K = g->k, lda = g->lda, ldb = g->ldb, ldc = g->ldc;
+    const float alpha = g->alpha, beta = g->beta, *A = g->a, *B = g->b;
+    float *C = g->c;
     int jq;
-    if (ta || !tb || M > SAM3__SMALL_M || M <= 0 || N <= 0 || K < 4 * SAM3__VX) return 0;
+    if (g->ta || !g->tb || M > SAM3__SMALL_M || M <= 0 || N <= 0 || K < 4 * SAM3__VX) return 0;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)M * N * K > 2e5))
     for (jq = 0; jq < (N + 3) / 4; jq++) {
@@ -6396,9 +6469,8 @@ static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, fl
     return 1;
 }
 #else
-static int sam3__gemm_small(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                            int ldb, float beta, float *C, int ldc) {
-    (void)c, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+static int sam3__gemm_small(sam3_ctx *c, const sam3__gemm_args *g) {
+    (void)c, (void)g;
     return 0;
 }
 #endif
@@ -6797,10 +6869,12 @@ static void sam3__pv_tiles(const float *s, int KB, int ntl, int nb, const float 
     for (t = 0; t < ntl; t++) sam3__pv_acc(s + (size_t)t * SAM3__MR * KB, KB, 0, nb, vh + (size_t)j0 * hd, hd, acc + (size_t)t * SAM3__MR * hd);
 }
 /* One task of the fast attention: query rows of one head against all its keys, in blocks of KB
-   keys (sam3__attn_rows). */
+   keys (sam3__attn_rows), or all at once on the bf16 tiles (sam3__attn_rows_bf16: kb, vb, qb,
+   s, pb and acc). */
 typedef struct sam3__attn_job {
     const float *qh;         /* the head's queries, rows ldq apart */
     const float *kh;         /* its keys packed (nk / PW panels, hd, PW) */
+    const uint16_t *kb;      /* its keys in bf16 (sam3__rope_pack_bf16), where the tiles run */
     const float *vh;         /* its values (nk, hd), or NULL where vb */
     const uint16_t *vb;      /* its values in bf16 (sam3__v_pack_bf16), or NULL */
     const float *relh, *relw; /* decomposed relative positions (nq, rel_s) each, or NULL */
@@ -6809,6 +6883,7 @@ typedef struct sam3__attn_job {
     float *s, *qp, *acc, *sv; /* the task's scratch: scores (ATT_ROWS, KB), query tiles (ntl, hd, MR),
                                  sums (ATT_ROWS, hd), the fused path's partial sums (ATT_ROWS, VW) */
     uint16_t *pb;            /* a tile's probabilities in bf16 (MR, KB + 2), where vb */
+    uint16_t *qb;            /* the tiles' query rows, split in bf16 pairs */
     float *oh;               /* the head's output, rows ldo apart */
     int ldo;
 } sam3__attn_job;
@@ -6964,9 +7039,8 @@ static void sam3__attn_rows(const sam3__attn_job *j, int r0, int r1) {
 
 /* One attention (DETR, CLIP, SAM 1 and the heads), K and V packed here first: the ViT's go
    through sam3__attention_packed, packed by the passes that produce them. */
-static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k, int ldk,
-                                        const float *v, int ldv, float *out, int ldo, int causal, const float *relh, const float *relw,
-                                        int rel_s) {
+static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) {
+    const int nq = at->nq, nk = at->nk, nh = at->nh, hd = at->hd;
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (nq + rows - 1) / rows;
@@ -6993,7 +7067,7 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
         SAM3__OMP(for schedule(dynamic, 64))
         for (task = 0; task < nkp; task++) {
             const int jb = task / PW, jr = task % PW;
-            const float *ks = k + (size_t)task * ldk, *vs = v + (size_t)task * ldv;
+            const float *ks = at->k + (size_t)task * at->ldk, *vs = at->v + (size_t)task * at->ldv;
             int d;
             for (h = 0; h < nh; h++) {
                 float *dst = kt + ((size_t)h * npan + jb) * hd * PW + jr;
@@ -7011,10 +7085,11 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
             const int hh = task / nblk, r0 = (task % nblk) * rows, r1 = SAM3__MIN(nq, r0 + rows);
             sam3__attn_job jb;
             memset(&jb, 0, sizeof(jb));
-            jb.qh = q + (size_t)hh * hd, jb.ldq = ldq, jb.kh = kt + (size_t)hh * nkp * hd, jb.vh = vp + (size_t)hh * nk * hd;
-            jb.relh = relh ? relh + (size_t)hh * nq * rel_s : NULL, jb.relw = relw ? relw + (size_t)hh * nq * rel_s : NULL, jb.rel_s = rel_s;
-            jb.nk = nk, jb.hd = hd, jb.scale = scale, jb.causal = causal, jb.KB = kb;
-            jb.s = s, jb.qp = qp, jb.acc = acc, jb.sv = sv, jb.oh = out + (size_t)hh * hd, jb.ldo = ldo;
+            jb.qh = at->q + (size_t)hh * hd, jb.ldq = at->ldq, jb.kh = kt + (size_t)hh * nkp * hd, jb.vh = vp + (size_t)hh * nk * hd;
+            jb.relh = at->relh ? at->relh + (size_t)hh * nq * at->rel_s : NULL;
+            jb.relw = at->relw ? at->relw + (size_t)hh * nq * at->rel_s : NULL, jb.rel_s = at->rel_s;
+            jb.nk = nk, jb.hd = hd, jb.scale = scale, jb.causal = at->causal, jb.KB = kb;
+            jb.s = s, jb.qp = qp, jb.acc = acc, jb.sv = sv, jb.oh = at->out + (size_t)hh * hd, jb.ldo = at->ldo;
             sam3__attn_rows(&jb, r0, r1);
         }
     }
@@ -7027,9 +7102,12 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, int nq, int nk, int nh, int
    vp (nb, nh, n, hd). All batches' tasks in one loop, batch-major so that the threads working
    at the same time share a batch's K and V: packing a window at a time (as sam3__attention_fast
    does) costs a pass over K and V and two joins a window, a large share of a window layer's
-   attention. out may alias q (a task reads only the rows it writes). */
-static sam3_result sam3__attention_packed_fast(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                               const float *vp, const uint16_t *vb, float *out, int ldo) {
+   attention. The output over ra->q, as sam3__ref_attention_packed; values vp, or vb in bf16
+   (sam3__v_pack_bf16: then vp is not read). */
+static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp, const uint16_t *vb) {
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const float *q = ra->q;
+    float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (n + rows - 1) / rows, nkp = (n + PW - 1) / PW * PW;
@@ -7084,8 +7162,11 @@ static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *p
     (void)kern;
     sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
 }
-static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint16_t *kh, const uint16_t *vh, int n, int hd, float scale,
-                                 int r0, int r1, uint16_t *qb, float *s, uint16_t *p, float *acc, float *oh, int ldo) {
+static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
+    const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
+    const float *qh = jb->qh, scale = jb->scale;
+    uint16_t *qb = jb->qb, *p = jb->pb;
+    float *s = jb->s, *acc = jb->acc;
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
     float sum[SAM3__BMR];
     int r, j, d;
@@ -7107,7 +7188,7 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
         }
     }
     for (j = 0; j < nkp / SAM3__BNR; j++) {
-        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, kh + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
+        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
     }
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
@@ -7121,10 +7202,10 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
         }
     }
     for (d = 0; d < hdp / SAM3__BNR; d++) {
-        sam3__btile(kern, nkp, p, vh + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
+        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
     }
     for (r = 0; r < nr; r++) {
-        float *o = oh + (size_t)(r0 + r) * ldo;
+        float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
         const float inv = 1.0f / sum[r];
         for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
     }
@@ -7134,9 +7215,11 @@ static void sam3__attn_rows_bf16(int kern, const float *qh, int ldq, const uint1
 }
 /* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
    sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
-   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. out may alias q. */
-static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, int n, int nh, int hd, const float *q, int ldq,
-                                               const uint16_t *kt, const uint16_t *vp, float *out, int ldo) {
+   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. The output over ra->q. */
+static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const float *q = ra->q;
+    float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (n + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
     /* per thread, in floats: qb, s, p, acc */
@@ -7150,15 +7233,19 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, in
         float *s = base + (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2;
         uint16_t *pp = (uint16_t *)(void *)(s + (size_t)SAM3__BMR * nkp);
         float *acc = s + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2;
+        sam3__attn_job jb;
         int task;
+        memset(&jb, 0, sizeof(jb));
+        jb.ldq = ldq, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd), jb.qb = qb, jb.s = s, jb.pb = pp, jb.acc = acc, jb.ldo = ldo;
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < nb * nh * nblk; task++) {
             const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
-            sam3__attn_rows_bf16(kern, q + (size_t)bt * n * ldq + (size_t)hh * hd, ldq, kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp, vp + (size_t)bh * nkp * hdp, n,
-                                 hd, 1.0f / sqrtf((float)hd), r0, r1, qb, s, pp, acc, out + (size_t)bt * n * ldo + (size_t)hh * hd, ldo);
+            jb.qh = q + (size_t)bt * n * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
+            jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * n * ldo + (size_t)hh * hd;
+            sam3__attn_rows_bf16(kern, &jb, r0, r1);
         }
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_end();
@@ -7179,17 +7266,17 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, int nb, in
    key row and column, bias_h[i, ky * rel_s + kx] = relh[h, i, ky] + relw[h, i, kx], added unscaled
    (SAM 1's relative positions, the DETR decoder's box bias). out may alias q. The spec is
    sam3__ref_attention. */
-static sam3_result sam3__attention_rel(sam3_ctx *c, int nq, int nk, int nh, int hd, const float *q, int ldq, const float *k,
-                                       int ldk, const float *v, int ldv, float *out, int ldo, int causal, const float *relh,
-                                       const float *relw, int rel_s) {
+static sam3_result sam3__attention_rel(sam3_ctx *c, const sam3__attn_args *at) {
 #ifdef SAM3__FAST_ATTENTION
-    return sam3__attention_fast(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+    return sam3__attention_fast(c, at);
 #else
-    return sam3__ref_attention(c, nq, nk, nh, hd, q, ldq, k, ldk, v, ldv, out, ldo, causal, relh, relw, rel_s);
+    return sam3__ref_attention(c, at);
 #endif
 }
-static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                              const float *vp, float *out, int ldo) {
+static sam3_result sam3__ref_attention_packed(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp) {
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const float *q = ra->q;
+    float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, npan = (n + PW - 1) / PW;
@@ -7221,13 +7308,12 @@ static sam3_result sam3__ref_attention_packed(sam3_ctx *c, int nb, int n, int nh
     return SAM3_OK;
 }
 /* nb self-attentions of n tokens over K and V already packed (sam3__rope_pack, sam3__v_pack; the
-   layout at sam3__ref_attention_packed). out may alias q. */
-static sam3_result sam3__attention_packed(sam3_ctx *c, int nb, int n, int nh, int hd, const float *q, int ldq, const float *kt,
-                                          const float *vp, float *out, int ldo) {
+   layout at sam3__ref_attention_packed). The output over ra->q. */
+static sam3_result sam3__attention_packed(sam3_ctx *c, const sam3__rope_args *ra, const float *kt, const float *vp) {
 #ifdef SAM3__FAST_ATTENTION
-    return sam3__attention_packed_fast(c, nb, n, nh, hd, q, ldq, kt, vp, NULL, out, ldo);
+    return sam3__attention_packed_fast(c, ra, kt, vp, NULL);
 #else
-    return sam3__ref_attention_packed(c, nb, n, nh, hd, q, ldq, kt, vp, out, ldo);
+    return sam3__ref_attention_packed(c, ra, kt, vp);
 #endif
 }
 
@@ -7433,8 +7519,11 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
     float *v = gr ? NULL : sam3__sallocf(c, (size_t)36 * cin * nc);     /* (36, cin, nc) transformed input tiles */
     float *mm = gr ? NULL : sam3__sallocf(c, (size_t)36 * cout * nc);   /* (36, cout, nc) their products */
     float *tb = sam3__sallocf(c, (size_t)c->nt * per_thr); /* per thread: P, T (6, 4, ntx + 1); S (4, 6, ntx); R (4 ntx); or 27 cin doubles; then (pipelined) V, M */
+    sam3__gemm_args wg; /* the 36 products M_p (cout, n) = U_p (cout, cin) V_p (cin, n), rows nc apart */
     int ty0;
     if (!u || !tb || (!gr && (!v || !mm))) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&wg, 0, sizeof(wg));
+    wg.m = cout, wg.k = cin, wg.alpha = 1.0f, wg.lda = cin, wg.ldb = wg.ldc = nc;
     sam3__wino_weights(c, l, cout, cin, u, (double *)(void *)tb);
     if (gr) {
         const int ntask = (nty + gr - 1) / gr;
@@ -7443,14 +7532,16 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
         for (task = 0; task < ntask; task++) {
             const int t0 = task * gr, nr = SAM3__MIN(gr, nty - t0), ncur = nr * ntx;
             float *P = sam3__thread_slice(tb, per_thr), *vt = P + scr, *mt = vt + (size_t)36 * cin * nc; /* vt (36, cin, nc), mt (36, cout, nc) */
+            sam3__gemm_args pg = wg;
             int ci, o, p, r;
             for (ci = 0; ci < cin; ci++)
                 for (r = 0; r < nr; r++)
                     sam3__wino_in(x + (size_t)ci * H * W, H, W, lo ? lo + (size_t)ci * lh * lw : NULL, lh, lw, t0 + r, ntx, P, P + (size_t)24 * (ntx + 1),
                                   vt + (size_t)ci * nc + (size_t)r * ntx, (size_t)cin * nc);
-            for (p = 0; p < 36; p++)
-                sam3__sgemm(c, 0, 0, cout, ncur, cin, 1.0f, u + (size_t)p * cout * cin, cin, vt + (size_t)p * cin * nc, nc, 0.0f,
-                            mt + (size_t)p * cout * nc, nc);
+            for (p = 0; p < 36; p++) {
+                pg.n = ncur, pg.a = u + (size_t)p * cout * cin, pg.b = vt + (size_t)p * cin * nc, pg.c = mt + (size_t)p * cout * nc;
+                sam3__sgemm(c, &pg);
+            }
             for (o = 0; o < cout; o++)
                 for (r = 0; r < nr; r++)
                     sam3__wino_out(mt + (size_t)o * nc + (size_t)r * ntx, (size_t)cout * nc, ntx, l->b ? l->b[o] : 0.0f, P, P + (size_t)24 * ntx,
@@ -7474,13 +7565,15 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
             SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
             for (task = 0; task < 36 * nblk; task++) {
                 const int p = task / nblk, b = task % nblk, n0 = b * gb * ntx, n1 = SAM3__MIN(ncur, n0 + gb * ntx);
-                sam3__sgemm(c, 0, 0, cout, n1 - n0, cin, 1.0f, u + (size_t)p * cout * cin, cin, v + (size_t)p * cin * nc + n0, nc, 0.0f,
-                            mm + (size_t)p * cout * nc + n0, nc);
+                sam3__gemm_args pg = wg;
+                pg.n = n1 - n0, pg.a = u + (size_t)p * cout * cin, pg.b = v + (size_t)p * cin * nc + n0, pg.c = mm + (size_t)p * cout * nc + n0;
+                sam3__sgemm(c, &pg);
             }
         } else
-            for (task = 0; task < 36; task++)
-                sam3__sgemm(c, 0, 0, cout, ncur, cin, 1.0f, u + (size_t)task * cout * cin, cin, v + (size_t)task * cin * nc, nc, 0.0f,
-                            mm + (size_t)task * cout * nc, nc);
+            for (task = 0; task < 36; task++) {
+                wg.n = ncur, wg.a = u + (size_t)task * cout * cin, wg.b = v + (size_t)task * cin * nc, wg.c = mm + (size_t)task * cout * nc;
+                sam3__sgemm(c, &wg);
+            }
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (task = 0; task < cout * nr; task++) {
             const int o = task / nr, r = task % nr;
@@ -7638,8 +7731,8 @@ static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int 
    queries are never projected to width di and back: two (nq, D) x (D, nh nk) products instead of
    two (nq, D) x (D, di) ones (for the DETR encoder's cross-attention to a 5-token prompt, about a
    sixth of the arithmetic). The same sums in another order: ~1e-7 relative. */
-static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                      int nk, int D, int di, int nh, float *out, float *res) {
+static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
+    const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh;
     sam3__mark mk = sam3__mark_get(c);
     const int hd = di / nh, m = nh * nk;
     const float scale = 1.0f / sqrtf((float)hd);
@@ -7651,8 +7744,8 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     float *sc = sam3__sallocf(c, (size_t)nq * m);  /* (nq, nh nk) scores, then probabilities */
     int h, i;
     if (!k || !v || !g || !u || !cb || !sc) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, kin, nk, D, &w->k, di, k);
-    sam3__linear(c, vin, nk, D, &w->v, di, v);
+    sam3__linear(c, ma->kin, nk, D, &w->k, di, k);
+    sam3__linear(c, ma->vin, nk, D, &w->v, di, v);
     for (h = 0; h < nh; h++) {
         int j, d;
         sam3__gemm_xw(c, 0, 0, nk, D, hd, k + (size_t)h * hd, di, &w->q, (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nk * D, D);
@@ -7664,7 +7757,7 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
             cb[h * nk + j] = t;
         }
     }
-    sam3__gemm(c, 0, 1, nq, m, D, 1.0f, qin, D, g, D, 0.0f, sc, m);
+    sam3__gemm(c, 0, 1, nq, m, D, 1.0f, ma->qin, D, g, D, 0.0f, sc, m);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)(nq * m) >= SAM3__PAR_MIN))
     for (i = 0; i < nq; i++) {
         float *row = sc + (size_t)i * m;
@@ -7704,16 +7797,16 @@ static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int
 /* Adds the projections' biases bq, bk (C, or NULL) to q and k and rotates adjacent pairs (2m, 2m+1)
    of every head: q in place, k written straight into the key panels sam3__attention_packed reads,
    kt (nb, nh, npan, hd, PW), zero-padded: the pass over K that packing needs is this one (and the
-   biases added here rather than after the products save two passes over q and k). Rows nb nk of q and k (strides ldq, ldk); row i is key i % nk of
-   batch i / nk and takes table row i % nk (its position in the window, or in the grid). tab NULL:
-   no rotation (attentions without RoPE). */
-static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk, int C,
-                            int hd, const float *tab, float *kt) {
-    const int PW = SAM3__ATT_PW, npan = (nk + PW - 1) / PW, nkp = npan * PW, nh = C / hd;
+   biases added here rather than after the products save two passes over q and k). Row i of q and k
+   is key i % nk of batch i / nk and takes table row i % nk (its position in the window, or in the
+   grid). */
+static void sam3__rope_pack(sam3_ctx *c, const sam3__rope_args *ra, float *kt) {
+    const int PW = SAM3__ATT_PW, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, npan = (nk + PW - 1) / PW, nkp = npan * PW;
+    const float *tab = ra->tab, *bk = ra->bk;
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
+    for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp, jb = j / PW, jr = j % PW;
         const float *cs = tab ? tab + (size_t)j * hd : NULL;
         int h, m;
@@ -7722,9 +7815,9 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
                 for (m = 0; m < hd; m++) kt[(((size_t)b * nh + h) * npan + jb) * hd * PW + (size_t)m * PW + jr] = 0;
             continue;
         }
-        sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+        sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
         {
-            const float *r = k + ((size_t)b * nk + j) * ldk;
+            const float *r = ra->k + ((size_t)b * nk + j) * ra->ld;
             for (h = 0; h < nh; h++) {
                 float *dst = kt + (((size_t)b * nh + h) * npan + jb) * hd * PW + jr;
                 const float *rh = r + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
@@ -7742,16 +7835,16 @@ static void sam3__rope_pack(sam3_ctx *c, float *q, int ldq, const float *k, int 
     }
 }
 
-/* v + bias, rows (nb nk, C) of stride ldv, into per-head rows vp (nb, nh, nk, hd) for
-   sam3__attention_packed. */
-static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, float *vp) {
-    const int nh = C / hd;
+/* v + bias into per-head rows vp (nb, nh, nk, hd) for sam3__attention_packed. */
+static void sam3__v_pack(sam3_ctx *c, const sam3__rope_args *ra, float *vp) {
+    const int nk = ra->nk, nh = ra->nh, hd = ra->hd;
+    const float *bv = ra->bv;
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nk; i++) {
+    for (i = 0; i < ra->nb * nk; i++) {
         const int b = i / nk, j = i % nk;
-        const float *r = v + (size_t)i * ldv;
+        const float *r = ra->v + (size_t)i * ra->ld;
         int h, m;
         for (h = 0; h < nh; h++) {
             float *dst = vp + (((size_t)b * nh + h) * nk + j) * hd;
@@ -7769,15 +7862,16 @@ static void sam3__v_pack(sam3_ctx *c, const float *v, int ldv, const float *bv, 
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
    pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
-   rounded up to 32). tab NULL: no rotation. */
-static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k, int ldk, const float *bq, const float *bk, int nb, int nk,
-                                 int C, int hd, const float *tab, uint16_t *kt) {
-    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, npan = nkp / R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+   rounded up to 32). */
+static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *kt) {
+    const int R = SAM3__BNR, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, nkp = (nk + R - 1) / R * R, npan = nkp / R;
+    const int hdp = (hd + 31) / 32 * 32;
+    const float *tab = ra->tab, *bk = ra->bk;
     const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
     int i;
     (void)c; /* only in OpenMP clauses */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
+    for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         const float *cs = tab ? tab + (size_t)j * hd : NULL;
         int h, m, u;
@@ -7790,7 +7884,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
                 }
             if (j >= nk) continue;
             {
-                const float *rh = k + ((size_t)b * nk + j) * ldk + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                const float *rh = ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
                 for (m = 0; m < hd / 2; m++) {
                     float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
                     int e;
@@ -7806,7 +7900,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, float *q, int ldq, const float *k,
                 }
             }
         }
-        if (j < nk) sam3__rope_row(q + ((size_t)b * nk + j) * ldq, bq, cs, C, hd);
+        if (j < nk) sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
     }
 }
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
@@ -7829,11 +7923,12 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const
 /* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
    keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
    [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
-static void sam3__v_pack_bf16(sam3_ctx *c, const float *v, int ldv, const float *bv, int nb, int nk, int C, int hd, uint16_t *vp) {
-    const int R = SAM3__BNR, nkp = (nk + R - 1) / R * R, nh = C / hd, hdp = (hd + 31) / 32 * 32;
+static void sam3__v_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *vp) {
+    const int R = SAM3__BNR, nk = ra->nk, nh = ra->nh, hd = ra->hd, ldv = ra->ld, nkp = (nk + R - 1) / R * R, hdp = (hd + 31) / 32 * 32;
+    const float *v = ra->v, *bv = ra->bv;
     int i;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < nb * nkp; i++) {
+    for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         int h, d;
         if (hd % R == 0 && j % 2 == 0 && j + 1 < nk && c->bk != SAM3__BK_REF) {
@@ -7882,25 +7977,28 @@ static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, 
                                      sam3_result *rc) {
     const int hd = di / nh, nkb = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
     const int mode = sam3__att_bf16_mode(c, hd);
+    sam3__rope_args ra;
     sam3__mark mk;
     uint16_t *vb;
     if (n < c->att_min || hd % 2 || !(c->bf16 || w->q.wh) || !mode) return 0;
+    memset(&ra, 0, sizeof(ra)); /* one batch, no biases, no rotation */
+    ra.q = q, ra.k = k, ra.v = v, ra.ld = di, ra.nb = 1, ra.nk = n, ra.nh = nh, ra.hd = hd;
     mk = sam3__mark_get(c);
     vb = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * hdp + 1) / 2); /* (nh, hdp / BNR, nkb / 2, BNR, 2) bf16 */
     if (!vb) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
-    sam3__v_pack_bf16(c, v, di, NULL, 1, n, di, hd, vb);
+    sam3__v_pack_bf16(c, &ra, vb);
     if (mode == SAM3__ATT_TILES) {
         uint16_t *kt = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2); /* (nh, nkb / BNR, 3 hdp / 2, BNR, 2) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
-        sam3__rope_pack_bf16(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
-        *rc = sam3__attention_packed_bf16(c, c->bk, 1, n, nh, hd, q, di, kt, vb, q, di);
+        sam3__rope_pack_bf16(c, &ra, kt);
+        *rc = sam3__attention_packed_bf16(c, c->bk, &ra, kt, vb);
     } else {
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
         const int npw = (n + SAM3__ATT_PW - 1) / SAM3__ATT_PW * SAM3__ATT_PW;
         float *kt = sam3__sallocf(c, (size_t)nh * npw * hd); /* (nh, npw / PW, hd, PW) */
         if (!kt) return (*rc = SAM3_ERR_OUT_OF_MEMORY), 1;
-        sam3__rope_pack(c, q, di, k, di, NULL, NULL, 1, n, di, hd, NULL, kt);
-        *rc = sam3__attention_packed_fast(c, 1, n, nh, hd, q, di, kt, NULL, vb, q, di);
+        sam3__rope_pack(c, &ra, kt);
+        *rc = sam3__attention_packed_fast(c, &ra, kt, NULL, vb);
 #endif
     }
     sam3__release(c, mk);
@@ -7908,44 +8006,50 @@ static int sam3__self_attention_bf16(sam3_ctx *c, const sam3__attn_w *w, int n, 
 }
 #endif
 /* out (nq, D) = the attention's output; with res, out is scratch and res += it (sam3__linear_res). */
-static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                  int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out,
-                                  float *res) {
+static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
+    const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh, causal = ma->causal;
+    const float *relh = ma->relh;
     sam3__mark mk;
     float *q, *k, *v;
+    sam3__attn_args at;
     sam3_result rc;
-    if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, qin, kin, vin, nq, nk, D, di, nh, out, res);
+    if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, ma, out, res);
     mk = sam3__mark_get(c);
     q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
     v = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
     if (!q || !k || !v) return SAM3_ERR_OUT_OF_MEMORY;
-    sam3__linear(c, qin, nq, D, &w->q, di, q);
-    sam3__linear(c, kin, nk, D, &w->k, di, k);
-    sam3__linear(c, vin, nk, D, &w->v, di, v);
+    sam3__linear(c, ma->qin, nq, D, &w->q, di, q);
+    sam3__linear(c, ma->kin, nk, D, &w->k, di, k);
+    sam3__linear(c, ma->vin, nk, D, &w->v, di, v);
+    memset(&at, 0, sizeof(at)); /* q becomes the output */
+    at.nq = nq, at.nk = nk, at.nh = nh, at.hd = di / nh, at.q = at.out = q, at.k = k, at.v = v;
+    at.ldq = at.ldk = at.ldv = at.ldo = di, at.causal = causal, at.relh = relh, at.relw = ma->relw, at.rel_s = ma->rel_s;
 #if defined(SAM3__ATT_BF16)
     if (!relh && !causal && nq == nk && sam3__self_attention_bf16(c, w, nq, nh, di, q, k, v, &rc)) {
         if (rc != SAM3_OK) return rc;
     } else
 #endif
-    if ((rc = sam3__attention_rel(c, nq, nk, nh, di / nh, q, di, k, di, v, di, q, di, causal, relh, relw, rel_s)) != SAM3_OK) return rc;
+    if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
     sam3__linear_res(c, q, nq, di, &w->o, D, out, res);
     sam3__release(c, mk);
     return SAM3_OK;
 }
-static sam3_result sam3__mha_ex(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
-                                int nk, int D, int di, int nh, const float *relh, const float *relw, int rel_s, int causal, float *out) {
-    return sam3__mha_core(c, w, qin, kin, vin, nq, nk, D, di, nh, relh, relw, rel_s, causal, out, NULL);
-}
 /* Sam3Attention (and CLIP's attention): width D throughout. */
 static sam3_result sam3__mha(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                              int nk, int D, int nh, int causal, float *out) {
-    return sam3__mha_ex(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, causal, out);
+    sam3__mha_args ma;
+    memset(&ma, 0, sizeof(ma));
+    ma.qin = qin, ma.kin = kin, ma.vin = vin, ma.nq = nq, ma.nk = nk, ma.D = ma.di = D, ma.nh = nh, ma.causal = causal;
+    return sam3__mha_core(c, w, &ma, out, NULL);
 }
 /* res (nq, D) += the attention, its output bias added in the residual's pass; tmp (nq, D) scratch. */
 static sam3_result sam3__mha_res(sam3_ctx *c, const sam3__attn_w *w, const float *qin, const float *kin, const float *vin, int nq,
                                  int nk, int D, int nh, float *tmp, float *res) {
-    return sam3__mha_core(c, w, qin, kin, vin, nq, nk, D, D, nh, NULL, NULL, 0, 0, tmp, res);
+    sam3__mha_args ma;
+    memset(&ma, 0, sizeof(ma));
+    ma.qin = qin, ma.kin = kin, ma.vin = vin, ma.nq = nq, ma.nk = nk, ma.D = ma.di = D, ma.nh = nh;
+    return sam3__mha_core(c, w, &ma, tmp, res);
 }
 
 /* Sam3MLP / Sam3DecoderMLP: Linear, activation, Linear (relu = 1: ReLU, else exact GELU).
@@ -8044,32 +8148,28 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
 
 
 
-/* A RoPE self-attention over packed keys (the ViT's): the biases bq, bk, bv added, q and k rotated
-   by tab (NULL: none), K packed into kbuf and V into vbuf, then the attention in mode abf
-   (sam3__att_bf16_mode): the whole attention on the bf16 tiles, f32 scores with P.V in bf16, or
-   f32. q (nb nk, ld) holds the output. */
-static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, float *q, int ld, const float *k, const float *v, const float *bq,
-                                        const float *bk, const float *bv, int nb, int nk, int nh, int hd, const float *tab, float *kbuf,
-                                        float *vbuf) {
-    const int C = nh * hd;
+/* A RoPE self-attention over packed keys (the ViT's): the biases added, q and k rotated, K packed
+   into kbuf and V into vbuf, then the attention in mode abf (sam3__att_bf16_mode): the whole
+   attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. */
+static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
-        sam3__rope_pack_bf16(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, (uint16_t *)(void *)kbuf);
-        sam3__v_pack_bf16(c, v, ld, bv, nb, nk, C, hd, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_bf16(c, c->bk, nb, nk, nh, hd, q, ld, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf, q, ld);
+        sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
+        sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
+        return sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
     }
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
-        sam3__rope_pack(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, kbuf);
-        sam3__v_pack_bf16(c, v, ld, bv, nb, nk, C, hd, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_fast(c, nb, nk, nh, hd, q, ld, kbuf, NULL, (const uint16_t *)(void *)vbuf, q, ld);
+        sam3__rope_pack(c, ra, kbuf);
+        sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
+        return sam3__attention_packed_fast(c, ra, kbuf, NULL, (const uint16_t *)(void *)vbuf);
     }
 #endif
 #endif
     (void)abf;
-    sam3__rope_pack(c, q, ld, k, ld, bq, bk, nb, nk, C, hd, tab, kbuf);
-    sam3__v_pack(c, v, ld, bv, nb, nk, C, hd, vbuf);
-    return sam3__attention_packed(c, nb, nk, nh, hd, q, ld, kbuf, vbuf, q, ld);
+    sam3__rope_pack(c, ra, kbuf);
+    sam3__v_pack(c, ra, vbuf);
+    return sam3__attention_packed(c, ra, kbuf, vbuf);
 }
 
 /* The DETR decoder's box relative position bias (Sam3DetrDecoder's boxRPB): */
@@ -8183,7 +8283,6 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
     sam3__ln_row,
     sam3__mha,
     sam3__mha_core,
-    sam3__mha_ex,
     sam3__mha_res,
     sam3__mlp2,
     sam3__mlp2_res,
@@ -8573,6 +8672,7 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
         float *qq = q, *kk = fused ? q + C : k, *vs = fused ? q + 2 * C : vv;
         const int nb = global ? 1 : n / wt, nk = global ? N : wt;
         const int abf = (c->bf16 || w->qkv.wh || w->attn.q.wh) ? sam3__att_bf16_mode(c, hd) : 0;
+        sam3__rope_args ra;
         if (fused) {
             sam3__gemm_xw(c, 0, 1, n, 3 * C, C, h, C, &w->qkv, 0, C, 0.0f, q, 3 * C);
         } else {
@@ -8580,8 +8680,10 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
-        rc = sam3__attention_rope(c, abf, qq, ld, kk, vs, w->attn.q.b, w->attn.k.b, w->attn.v.b, nb, nk, v->heads, hd,
-                                  global ? c->rope_glb : c->rope_win, h, mlp);
+        memset(&ra, 0, sizeof(ra));
+        ra.q = qq, ra.k = kk, ra.v = vs, ra.ld = ld, ra.bq = w->attn.q.b, ra.bk = w->attn.k.b, ra.bv = w->attn.v.b;
+        ra.nb = nb, ra.nk = nk, ra.nh = v->heads, ra.hd = hd, ra.tab = global ? c->rope_glb : c->rope_win;
+        rc = sam3__attention_rope(c, abf, &ra, h, mlp);
         if (rc != SAM3_OK) return rc;
         sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
@@ -8741,18 +8843,21 @@ static sam3_result sam3__sam1_layer(sam3_ctx *c, int li, float *x, float *h, flo
     const int ws = global ? g : v->window, nwy = (g + ws - 1) / ws, wt = ws * ws, n = global ? N : nwy * nwy * wt;
     sam3__mark mk = sam3__mark_get(c);
     float *relh = NULL, *relw = NULL;
+    sam3__attn_args at;
     int wi;
     sam3_result rc;
     if (v->use_rel && (!(relh = sam3__sallocf(c, (size_t)nh * wt * ws)) || !(relw = sam3__sallocf(c, (size_t)nh * wt * ws))))
         return SAM3_ERR_OUT_OF_MEMORY;
     sam3__window_layernorm(c, x, g, ws, C, &w->ln1, v->ln_eps, h);
     sam3__linear(c, h, n, C, &w->qkv, 3 * C, qkv);
+    memset(&at, 0, sizeof(at)); /* a window's attention: q, k, v side by side in qkv rows */
+    at.nq = at.nk = wt, at.nh = nh, at.hd = hd, at.ldq = at.ldk = at.ldv = 3 * C, at.ldo = C;
+    at.relh = relh, at.relw = relw, at.rel_s = ws;
     for (wi = 0; wi < n / wt; wi++) {
         const float *q = qkv + (size_t)wi * wt * 3 * C;
         if (relh) sam3__sam1_relpos(c, q, 3 * C, ws, nh, hd, w->rel_h, w->rel_w, relh, relw);
-        if ((rc = sam3__attention_rel(c, wt, wt, nh, hd, q, 3 * C, q + C, 3 * C, q + 2 * C, 3 * C, a + (size_t)wi * wt * C, C, 0, relh,
-                                      relw, ws)) != SAM3_OK)
-            return rc;
+        at.q = q, at.k = q + C, at.v = q + 2 * C, at.out = a + (size_t)wi * wt * C;
+        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
     }
     sam3__linear(c, a, n, C, &w->proj, C, h);
     sam3__window_add(c, x, h, NULL, g, ws, C);
@@ -9138,9 +9243,13 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
     float *ref = out->boxes;
     float *hist_h = NULL, *hist_ref = NULL, *hist_p = NULL; /* per-layer taps */
     float pres = 0;
+    sam3__mha_args va;
     int l, q, i;
     sam3_result rc;
     if (!h || !qpos || !t || !y || !se || !km || !relh || !relw || !delta || !dims) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&va, 0, sizeof(va)); /* the vision cross-attention with the box bias: q t, k memory + pos, v memory */
+    va.qin = t, va.kin = km, va.vin = mem, va.nq = Q + 1, va.nk = Ng, va.D = va.di = D, va.nh = nh;
+    va.relh = relh, va.relw = relw, va.rel_s = S;
     sam3__sine_dims(nf, dims);
     if (c->opt.tap) {
         hist_h = sam3__sallocf(c, (size_t)L * Q * D);
@@ -9186,7 +9295,7 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
         /* vision cross-attention with the box bias: k = memory + pos, v = memory */
         memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
         sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
-        if ((rc = sam3__mha_ex(c, &lw->vision_attn, t, km, mem, Q + 1, Ng, D, D, nh, relh, relw, S, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_core(c, &lw->vision_attn, &va, y, NULL)) != SAM3_OK) return rc;
         sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
         sam3__layernorm(c, h, h, Q + 1, D, &lw->vision_ln, 1e-5f);
         /* MLP */
@@ -9617,9 +9726,16 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     float *u2 = sam3__sallocf(c, (size_t)(D / 8) * 16 * Ng); /* (D/8, 4g, 4g) */
     float *hyp = sam3__sallocf(c, (size_t)nm * (D / 8));     /* (nm, D/8) */
     float *cm = sam3__sallocf(c, (size_t)D * Ng);            /* (D, g, g) */
+    sam3__mha_args t2i, i2t;
     int l, j;
     sam3_result rc;
     if (!t0 || !tk || !q || !y || !im || !ik || !iy || !u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
+    /* the cross-attentions through di channels: the tokens (q) to the image (keys ik, values im),
+       and the image (ik) to the tokens (keys q, values tk) */
+    memset(&t2i, 0, sizeof(t2i));
+    t2i.qin = q, t2i.kin = ik, t2i.vin = im, t2i.nq = n, t2i.nk = Ng, t2i.D = D, t2i.di = di, t2i.nh = nh;
+    i2t = t2i;
+    i2t.qin = ik, i2t.kin = q, i2t.vin = tk, i2t.nq = Ng, i2t.nk = n;
     if (it) memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
     memcpy(t0 + (size_t)it * D, w->iou_token, (size_t)D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
@@ -9630,18 +9746,18 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         const sam3__twoway_layer_w *lw = &w->layers[l];
         /* self-attention; the first block has no position and no residual */
         if (l == 0) {
-            if ((rc = sam3__mha_ex(c, &lw->self_attn, tk, tk, tk, n, n, D, D, nh, NULL, NULL, 0, 0, tk)) != SAM3_OK) return rc;
+            if ((rc = sam3__mha(c, &lw->self_attn, tk, tk, tk, n, n, D, nh, 0, tk)) != SAM3_OK) return rc;
         } else {
             memcpy(q, tk, (size_t)n * D * sizeof(float));
             sam3__vadd(c, q, t0, (size_t)n * D);
-            if ((rc = sam3__mha_ex(c, &lw->self_attn, q, q, tk, n, n, D, D, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
+            if ((rc = sam3__mha(c, &lw->self_attn, q, q, tk, n, n, D, nh, 0, y)) != SAM3_OK) return rc;
             sam3__vadd(c, tk, y, (size_t)n * D);
         }
         sam3__layernorm(c, tk, tk, n, D, &lw->ln1, t->tw_eps);
         /* tokens -> image */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_ex(c, &lw->t2i, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_core(c, &lw->t2i, &t2i, y, NULL)) != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
         sam3__layernorm(c, tk, tk, n, D, &lw->ln2, t->tw_eps);
         /* MLP */
@@ -9651,12 +9767,12 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_core(c, &lw->i2t, ik, q, tk, Ng, n, D, di, nh, NULL, NULL, 0, 0, iy, im)) != SAM3_OK) return rc;
+        if ((rc = sam3__mha_core(c, &lw->i2t, &i2t, iy, im)) != SAM3_OK) return rc;
         sam3__layernorm_pos(c, im, im, c->trk_pe, ik, Ng, D, &lw->ln4, t->tw_eps); /* and the next keys, ik */
     }
     memcpy(q, tk, (size_t)n * D * sizeof(float));
     sam3__vadd(c, q, t0, (size_t)n * D);
-    if ((rc = sam3__mha_ex(c, &w->final_attn, q, ik, im, n, Ng, D, di, nh, NULL, NULL, 0, 0, y)) != SAM3_OK) return rc;
+    if ((rc = sam3__mha_core(c, &w->final_attn, &t2i, y, NULL)) != SAM3_OK) return rc;
     sam3__vadd(c, tk, y, (size_t)n * D);
     sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
     /* upscaling with the high-resolution skips */
@@ -9754,10 +9870,13 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     float *k = sam3__sallocf(c, (size_t)nkv * di); /* (max(N, nk), di) */
     float *vv = sam3__sallocf(c, (size_t)nkv * di);
     float *kin = sam3__sallocf(c, (size_t)nk * M); /* (nk, M) memory + its position */
+    sam3__attn_args at;
     ptrdiff_t i;
     int l;
     sam3_result rc;
     if (!x || !h || !t || !q || !k || !vv || !kin) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&at, 0, sizeof(at)); /* both attentions: the N queries of q (q becomes the output) on k, vv */
+    at.nq = N, at.nh = nh, at.hd = hd, at.q = at.out = q, at.k = k, at.v = vv, at.ldq = at.ldk = at.ldv = at.ldo = di;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)N; i++) {
         int ch;
@@ -9773,7 +9892,8 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
         sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
         sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
-        if ((rc = sam3__attention_rel(c, N, N, nh, hd, q, di, k, di, vv, di, q, di, 0, NULL, NULL, 0)) != SAM3_OK) return rc;
+        at.nk = N;
+        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
         /* cross-attention to the memory: keys from memory + position, values from the memory */
         sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
@@ -9782,7 +9902,8 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
         sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
         sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
-        if ((rc = sam3__attention_rel(c, N, nk, nh, hd, q, di, k, di, vv, di, q, di, 0, NULL, NULL, 0)) != SAM3_OK) return rc;
+        at.nk = nk;
+        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
         /* MLP */
         sam3__layernorm(c, x, h, N, D, &lw->ln3, 1e-5f);
@@ -10262,6 +10383,7 @@ SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, in
     double t[100], t0;
     size_t na, nb, nc, bytes, i;
     float *a, *b, *cc;
+    sam3__gemm_args g;
     int r, j;
     if (!ms || threads < 1 || m < 1 || n < 1 || k < 1 || reps < 1 || reps > 100 || (path != SAM3_GEMM_BLAS && path != SAM3_GEMM_BUILTIN))
         return SAM3_ERR_INVALID_ARG;
@@ -10277,10 +10399,12 @@ SAM3DEF sam3_result sam3_bench_sgemm(sam3_gemm_path path, int threads, int m, in
     cc = b + nb;
     for (i = 0; i < na; i++) a[i] = (float)(i % 17) * 0.01f;
     for (i = 0; i < nb; i++) b[i] = (float)(i % 13) * 0.01f;
+    memset(&g, 0, sizeof(g)); /* the built-in path's product: cc (m, n) = a (m, k) b^T */
+    g.tb = 1, g.m = m, g.n = n, g.k = k, g.alpha = 1.0f, g.a = a, g.lda = k, g.b = b, g.ldb = k, g.c = cc, g.ldc = n;
     for (r = -1; r < reps; r++) { /* the first run warms caches and thread pools */
         t0 = sam3__now_ms();
         if (path == SAM3_GEMM_BUILTIN) {
-            sam3__ktab_of(sam3__isa_best(sam3_isa_mask()))->sgemm_builtin(NULL, threads, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+            sam3__ktab_of(sam3__isa_best(sam3_isa_mask()))->sgemm_builtin(NULL, threads, &g);
         } else {
 #if defined(SAM3_SGEMM)
             SAM3_SGEMM(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);

@@ -32,12 +32,16 @@ static int check_one(int nt, int ta, int tb, int M, int N, int K, float alpha, f
     const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
     float *A = (float *)malloc(na * sizeof(float) + 4), *B = (float *)malloc(nb * sizeof(float) + 4);
     float *C = (float *)malloc(nc * sizeof(float) + 4), *C0 = (float *)malloc(nc * sizeof(float) + 4);
+    sam3__gemm_args g;
     size_t i;
     int r, q, k, ok = 1;
     for (i = 0; i < na; i++) A[i] = frand();
     for (i = 0; i < nb; i++) B[i] = frand();
     for (i = 0; i < nc; i++) C0[i] = C[i] = beta == 0 ? NAN : frand();
-    sam3__sgemm_builtin(NULL, nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
+    g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
+    sam3__sgemm_builtin(NULL, nt, &g);
     for (r = 0; r < M && ok; r++)
         for (q = 0; q < ldc && ok; q++) {
             const float got = C[(size_t)r * ldc + q];
@@ -81,6 +85,7 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
     uint16_t *Ah = (uint16_t *)malloc(na * sizeof(uint16_t) + 4), *Bh = (uint16_t *)malloc(nb * sizeof(uint16_t) + 4);
     float *C = (float *)malloc(nc * sizeof(float) + 4), *C0 = (float *)malloc(nc * sizeof(float) + 4), *R = (float *)malloc(nc * sizeof(float) + 4);
     sam3_ctx c;
+    sam3__gemm_args g;
     size_t i;
     int r, q, k, ok = 1;
     memset(&c, 0, sizeof(c));
@@ -90,8 +95,12 @@ static int check_bf16(int kern, int nt, int ta, int tb, int M, int N, int K, flo
     for (i = 0; i < na; i++) Ah[i] = sam3__f32_bf16(A[i] = frand());
     for (i = 0; i < nb; i++) Bh[i] = sam3__f32_bf16(B[i] = frand() * 3);
     for (i = 0; i < nc; i++) C0[i] = C[i] = R[i] = beta == 0 ? NAN : frand();
-    sam3__gemm_bf16(&c, kern, ta, tb, M, N, K, A, ah ? Ah : NULL, lda, B, bh ? Bh : NULL, ldb, beta, C, ldc);
-    if (kern != SAM3__BK_REF) sam3__gemm_bf16(&c, SAM3__BK_REF, ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, beta, R, ldc);
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.beta = beta;
+    g.a = A, g.ah = ah ? Ah : NULL, g.lda = lda, g.b = B, g.bh = bh ? Bh : NULL, g.ldb = ldb, g.c = C, g.ldc = ldc;
+    sam3__gemm_bf16(&c, kern, &g);
+    g.ah = NULL, g.bh = NULL, g.c = R; /* the reference on the f32 inputs, rounded by the kernel */
+    if (kern != SAM3__BK_REF) sam3__gemm_bf16(&c, SAM3__BK_REF, &g);
     for (r = 0; r < M && ok; r++)
         for (q = 0; q < ldc && ok; q++) {
             const float got = C[(size_t)r * ldc + q];
@@ -134,6 +143,7 @@ static int check_wide(int nt, int ta, int tb, int M, int N, int K, float beta, i
     uint16_t *Ah = (uint16_t *)malloc(na * sizeof(uint16_t) + 4), *Bh = (uint16_t *)malloc(nb * sizeof(uint16_t) + 4);
     float *C = (float *)malloc(nc * sizeof(float) + 4), *C0 = (float *)malloc(nc * sizeof(float) + 4);
     sam3_ctx c;
+    sam3__gemm_args g;
     size_t i;
     int r = 0, q = 0, k, ok = 1;
     memset(&c, 0, sizeof(c));
@@ -143,7 +153,10 @@ static int check_wide(int nt, int ta, int tb, int M, int N, int K, float beta, i
     for (i = 0; i < na; i++) Ah[i] = sam3__f32_bf16(A[i] = frand());
     for (i = 0; i < nb; i++) Bh[i] = sam3__f32_bf16(B[i] = frand() * 3);
     for (i = 0; i < nc; i++) C0[i] = C[i] = beta == 0 ? NAN : frand();
-    ok = sam3__gemm_wide(&c, ta, tb, M, N, K, A, ah ? Ah : NULL, lda, B, bh ? Bh : NULL, ldb, beta, C, ldc);
+    memset(&g, 0, sizeof(g));
+    g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.beta = beta;
+    g.a = A, g.ah = ah ? Ah : NULL, g.lda = lda, g.b = B, g.bh = bh ? Bh : NULL, g.ldb = ldb, g.c = C, g.ldc = ldc;
+    ok = sam3__gemm_wide(&c, &g);
     for (r = 0; r < M && ok; r++)
         for (q = 0; q < ldc && ok; q++) {
             const float got = C[(size_t)r * ldc + q];
@@ -198,7 +211,10 @@ static int check_bf16_gelu(int kern, int nt, int M, int N, int K, int bias, int 
     for (i = 0; i < (size_t)M * ldch; i++) Ch[i] = 0xfbad;
     ran = sam3__gemm_bf16_gelu(&c, M, N, K, A, lda, wh ? NULL : W, wh ? Wh : NULL, K, bias ? b : NULL, Ch, ldch);
     if (ran) {
-        sam3__gemm_bf16(&c, kern, 0, 1, M, N, K, A, NULL, lda, W, wh ? Wh : NULL, K, 0.0f, C, N);
+        sam3__gemm_args g;
+        memset(&g, 0, sizeof(g));
+        g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = lda, g.b = W, g.bh = wh ? Wh : NULL, g.ldb = K, g.c = C, g.ldc = N;
+        sam3__gemm_bf16(&c, kern, &g);
         for (r = 0; r < M; r++) sam3__gelu_bias_row(C + (size_t)r * N, N, bias ? b : NULL);
     }
     for (r = 0; r < M && ok; r++)
@@ -307,7 +323,10 @@ static int bench_bf16(int M, int N, int K, int nt, int runs) {
     size_t i;
     int r, kern;
     double flop = 2.0 * M * N * K;
+    sam3__gemm_args g;
     memset(&c, 0, sizeof(c));
+    memset(&g, 0, sizeof(g));
+    g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = K, g.bh = B, g.ldb = K, g.c = C, g.ldc = N;
     c.nt = nt;
     c.a.alloc = sam3__default_alloc; /* kernel scratch comes from the context */
     c.a.free = sam3__default_free;
@@ -323,7 +342,7 @@ static int bench_bf16(int M, int N, int K, int nt, int runs) {
         double best = 1e30;
         for (r = 0; r < runs; r++) {
             double t0 = now_ms(), t;
-            sam3__gemm_bf16(&c, kern, 0, 1, M, N, K, A, NULL, K, NULL, B, K, 0.0f, C, N);
+            sam3__gemm_bf16(&c, kern, &g);
             t = now_ms() - t0;
             if (t < best) best = t;
         }
@@ -341,11 +360,14 @@ static int bench(int M, int N, int K, int nt, int runs) {
     size_t i;
     int r;
     double best = 1e30, flop = 2.0 * M * N * K;
+    sam3__gemm_args g;
+    memset(&g, 0, sizeof(g));
+    g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = K, g.b = B, g.ldb = K, g.c = C, g.ldc = N;
     for (i = 0; i < (size_t)M * K; i++) A[i] = frand();
     for (i = 0; i < (size_t)N * K; i++) B[i] = frand();
     for (r = 0; r < runs; r++) {
         double t0 = now_ms(), t;
-        sam3__sgemm_builtin(NULL, nt, 0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+        sam3__sgemm_builtin(NULL, nt, &g);
         t = now_ms() - t0;
         if (t < best) best = t;
     }

@@ -172,6 +172,9 @@ static void test_gemm(sam3_ctx *c) {
                 float *C = fbuf((size_t)M * ldc), *Cb = fbuf((size_t)M * ldc), *Cr = fbuf((size_t)M * ldc);
                 size_t i, bad = 0;
                 int path, small = 0;
+                sam3__gemm_args g;
+                memset(&g, 0, sizeof(g));
+                g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta, g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.ldc = ldc;
                 for (i = 0; i < (size_t)(ta ? K : M) * lda; i++) A[i] = frand();
                 for (i = 0; i < (size_t)(tb ? N : K) * ldb; i++) B[i] = frand();
                 for (i = 0; i < (size_t)M * ldc; i++) Cr[i] = frand();
@@ -181,13 +184,12 @@ static void test_gemm(sam3_ctx *c) {
                     if (beta == 0)
                         for (i = 0; i < (size_t)M * ldc; i++)
                             if (i % (size_t)ldc < (size_t)N) out[i] = NAN; /* beta 0: C must not be read */
-                    if (path == 0) {
-                        small = sam3__gemm_small(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc); /* 0: not its shape */
-                    } else {
-                        sam3__sgemm_builtin(ki % 3 ? c : NULL, 1 + (ki % 2), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, out, ldc);
-                    }
+                    g.c = out;
+                    if (path == 0) small = sam3__gemm_small(c, &g); /* 0: not its shape */
+                    else sam3__sgemm_builtin(ki % 3 ? c : NULL, 1 + (ki % 2), &g);
                 }
-                sam3__ref_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cr, ldc);
+                g.c = Cr;
+                sam3__ref_sgemm(&g);
                 for (path = 0; path < 2; path++) {
                     const float *out = path ? Cb : C;
                     if (path == 0 && !small) continue;
@@ -221,6 +223,7 @@ static void test_attention(sam3_ctx *c) {
             size_t i;
             double err;
             sam3_result rc, rr;
+            sam3__attn_args at;
             for (i = 0; i < (size_t)nq * ld; i++) q[i] = frand();
             for (i = 0; i < (size_t)nk * ld; i++) k[i] = 2 * frand(), v[i] = frand();
             for (i = 0; i < (size_t)nh * nq * (S ? S : 1); i++) rh[i] = 3 * frand(), rw[i] = 3 * frand();
@@ -231,8 +234,12 @@ static void test_attention(sam3_ctx *c) {
                     k[(size_t)(nk * 2 / 3) * ld + (size_t)h * hd] = 120.0f * sqrtf((float)hd);
                 }
             }
-            rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, S ? rh : NULL, S ? rw : NULL, S);
-            rr = sam3__ref_attention(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, r, ld, causal, S ? rh : NULL, S ? rw : NULL, S);
+            memset(&at, 0, sizeof(at));
+            at.nq = nq, at.nk = nk, at.nh = nh, at.hd = hd, at.q = q, at.k = k, at.v = v, at.out = o;
+            at.ldq = at.ldk = at.ldv = at.ldo = ld, at.causal = causal, at.relh = S ? rh : NULL, at.relw = S ? rw : NULL, at.rel_s = S;
+            rc = sam3__attention_rel(c, &at);
+            at.out = r;
+            rr = sam3__ref_attention(c, &at);
             for (i = 0; i < (size_t)nq * ld; i++)
                 if (i % (size_t)ld >= (size_t)nh * hd) o[i] = r[i] = 0; /* the padding columns: neither writes them */
             err = rel_l2(o, r, (size_t)nq * ld);
@@ -259,6 +266,7 @@ static void test_attention_packed(sam3_ctx *c) {
         int b, h, j, d;
         double err;
         sam3_result rc, rr;
+        sam3__rope_args ra;
         for (i = 0; i < (size_t)nb * n * ld; i++) q[i] = q2[i] = 2 * frand();
         for (i = 0; i < (size_t)nb * nh * n * hd; i++) vp[i] = frand();
         for (b = 0; b < nb; b++)
@@ -266,9 +274,12 @@ static void test_attention_packed(sam3_ctx *c) {
                 for (j = 0; j < npan * PW; j++)
                     for (d = 0; d < hd; d++)
                         kt[((((size_t)b * nh + h) * npan + j / PW) * hd + d) * PW + j % PW] = j < n ? 2 * frand() : 0.0f;
-        /* in place, as the ViT calls it: out aliases q */
-        rc = sam3__attention_packed(c, nb, n, nh, hd, q, ld, kt, vp, q, ld);
-        rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
+        /* in place, as the ViT calls it: the output over q */
+        memset(&ra, 0, sizeof(ra));
+        ra.q = q, ra.ld = ld, ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd;
+        rc = sam3__attention_packed(c, &ra, kt, vp);
+        ra.q = q2;
+        rr = sam3__ref_attention_packed(c, &ra, kt, vp);
         (void)o;
         err = rel_l2(q, q2, (size_t)nb * n * ld);
         if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 2e-6)) {
@@ -302,6 +313,7 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
         int b, h, j, d;
         double err;
         sam3_result rc, rr;
+        sam3__rope_args ra;
         for (i = 0; i < (size_t)nb * n * ld; i++) q[i] = q2[i] = 2 * frand();
         for (i = 0; i < (size_t)nb * n * C; i++) v[i] = frand();
         for (b = 0; b < nb; b++)
@@ -312,9 +324,13 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
                         kt[((((size_t)b * nh + h) * npan + j / PW) * hd + d) * PW + j % PW] = j < n ? 2 * frand() : 0.0f;
             }
         memset(vb, 0xff, (size_t)nb * nh * nkb * hd * sizeof(uint16_t)); /* NaN: the packer must write the padding */
-        sam3__v_pack_bf16(c, v, C, NULL, nb, n, C, hd, vb);
-        rc = sam3__attention_packed_fast(c, nb, n, nh, hd, q, ld, kt, NULL, vb, q, ld);
-        rr = sam3__ref_attention_packed(c, nb, n, nh, hd, q2, ld, kt, vp, q2, ld);
+        memset(&ra, 0, sizeof(ra)); /* v's rows alone, C apart */
+        ra.v = v, ra.ld = C, ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd;
+        sam3__v_pack_bf16(c, &ra, vb);
+        ra.q = q, ra.ld = ld; /* the queries' rows, ld apart, then the output */
+        rc = sam3__attention_packed_fast(c, &ra, kt, NULL, vb);
+        ra.q = q2;
+        rr = sam3__ref_attention_packed(c, &ra, kt, vp);
         err = rel_l2(q, q2, (size_t)nb * n * ld);
         if (rc != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5)) {
             fails++;
@@ -349,12 +365,15 @@ static void test_self_attention_bf16(sam3_ctx *c) {
             const int n = cfg[ci][0], nh = cfg[ci][1], hd = cfg[ci][2], di = nh * hd;
             float *q = fbuf((size_t)n * di), *q2 = fbuf((size_t)n * di), *k = fbuf((size_t)n * di), *v = fbuf((size_t)n * di);
             sam3_result rc = SAM3_OK, rr;
+            sam3__attn_args at;
             size_t i;
             int took;
             double err;
             for (i = 0; i < (size_t)n * di; i++) q[i] = q2[i] = 2 * frand(), k[i] = 2 * frand(), v[i] = frand();
             took = sam3__self_attention_bf16(c, &w, n, nh, di, q, k, v, &rc);
-            rr = sam3__attention_rel(c, n, n, nh, hd, q2, di, k, di, v, di, q2, di, 0, NULL, NULL, 0);
+            memset(&at, 0, sizeof(at));
+            at.nq = at.nk = n, at.nh = nh, at.hd = hd, at.q = at.out = q2, at.k = k, at.v = v, at.ldq = at.ldk = at.ldv = at.ldo = di;
+            rr = sam3__attention_rel(c, &at);
             err = rel_l2(q, q2, (size_t)n * di);
             ran += took; /* not taken: this CPU's path needs hd a multiple of 32 */
             if (took && (rc != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5))) {
@@ -400,6 +419,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             size_t i;
             int b, h, qi, j, d, m;
             sam3_result rc;
+            sam3__rope_args ra;
             /* scores up to ~50, as a trained ViT's: rounded to bf16 they would be off by ~0.1 */
             for (i = 0; i < rows; i++) q0[i] = q[i] = 6 * frand(), k[i] = 6 * frand(), v[i] = frand();
             for (i = 0; i < (size_t)C; i++) bq[i] = 0.5f * frand(), bk[i] = 0.5f * frand(), bv[i] = 0.5f * frand();
@@ -413,9 +433,12 @@ static void test_attention_bf16(sam3_ctx *c) {
             /* NaN everywhere first: the packers must write every padding value */
             memset(kt, 0xff, (size_t)nb * nh * nkp * SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
             memset(vp, 0xff, (size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
-            sam3__rope_pack_bf16(c, q, ld, k, ld, bq, bk, nb, n, C, hd, tab, kt);
-            sam3__v_pack_bf16(c, v, ld, bv, nb, n, C, hd, vp);
-            rc = sam3__attention_packed_bf16(c, kern, nb, n, nh, hd, q, ld, kt, vp, q, ld);
+            memset(&ra, 0, sizeof(ra));
+            ra.q = q, ra.k = k, ra.v = v, ra.ld = ld, ra.bq = bq, ra.bk = bk, ra.bv = bv;
+            ra.nb = nb, ra.nk = n, ra.nh = nh, ra.hd = hd, ra.tab = tab;
+            sam3__rope_pack_bf16(c, &ra, kt);
+            sam3__v_pack_bf16(c, &ra, vp);
+            rc = sam3__attention_packed_bf16(c, kern, &ra, kt, vp);
             for (b = 0; b < nb && rc == SAM3_OK; b++)
                 for (h = 0; h < nh; h++)
                     for (qi = 0; qi < n; qi++) {

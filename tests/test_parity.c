@@ -670,6 +670,10 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
         const int causal = variant == 2, rel = variant == 3, spike = variant == 4;
         double err;
         sam3_result rc;
+        sam3__attn_args at;
+        memset(&at, 0, sizeof(at));
+        at.nq = nq, at.nk = nk, at.nh = nh, at.hd = hd, at.q = q, at.k = k, at.v = v, at.out = o;
+        at.ldq = at.ldk = at.ldv = at.ldo = ld, at.causal = causal, at.relh = rel ? rh : NULL, at.relw = rel ? rw : NULL, at.rel_s = rel ? S : 0;
         for (i = 0; i < nq * ld; i++) q[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
         for (j = 0; j < nk; j++) {
             /* variant 0, 2, 3: scale rising with j; 1: falling */
@@ -715,7 +719,7 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
             /* the kernel flushes underflows to zero for its tasks: the caller's mode (MXCSR bits 6-15;
                bits 0-5 are the sticky exception flags the arithmetic sets) comes back */
             const unsigned csr = _mm_getcsr() & 0xffc0u;
-            rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
+            rc = sam3__attention_rel(c, &at);
             t_check((_mm_getcsr() & 0xffc0u) == csr, "%s: attention kernel variant %d: MXCSR mode %#x after the call, %#x before", cfg,
                     variant, _mm_getcsr() & 0xffc0u, csr);
         }
@@ -723,12 +727,12 @@ static void test_attention_kernel(const char *cfg, sam3_model *m) {
         {
             /* the same on aarch64 with FPCR.FZ */
             const uint64_t fpcr = sam3__fpcr_get();
-            rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
+            rc = sam3__attention_rel(c, &at);
             t_check(sam3__fpcr_get() == fpcr, "%s: attention kernel variant %d: FPCR %#llx after the call, %#llx before", cfg, variant,
                     (unsigned long long)sam3__fpcr_get(), (unsigned long long)fpcr);
         }
 #else
-        rc = sam3__attention_rel(c, nq, nk, nh, hd, q, ld, k, ld, v, ld, o, ld, causal, rel ? rh : NULL, rel ? rw : NULL, rel ? S : 0);
+        rc = sam3__attention_rel(c, &at);
 #endif
         err = t_relerr(o, ref, (size_t)nq * ld);
         printf("  %s attention kernel %-22s rel %.2e\n", cfg,
