@@ -627,7 +627,7 @@ typedef struct sam3_everything_options {
 typedef struct sam3_everything_mask {
     const uint8_t *mask; /* width*height bytes, 1 = object */
     sam3_box box;        /* the mask's first and last pixel column and row (inclusive; all 0 when empty) */
-    long area;           /* pixels set */
+    int64_t area;        /* pixels set */
     float iou;           /* predicted IoU (SAM 1's is a raw regression, see sam3_points_result) */
     float stability;     /* |logits > t + offset| / |logits > t - offset| on the full-size logits, t the
                             mask threshold as a logit */
