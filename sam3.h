@@ -55,23 +55,24 @@ DOCUMENTATION
      on that image reuses the image features.
    * Names: each way to segment has a prompt, an options and a result struct named alike:
      sam3_segment_{prompt,options,result} (sam3_segment), sam3_points_{prompt,options,result}
-     (sam3_segment_points), sam3_tracker_{prompt,options,result} (sam3_tracker_*). Every options
+     (sam3_segment_points), sam3_tracker_{prompt,options,result} (sam3_tracker_*), and
+     sam3_everything_{options,result} (sam3_segment_everything: no prompt). Every options
      struct has a *_default() and reads all zero as the defaults. An array of things comes as
      n_<things> and <things> (n_boxes, n_points, n_instances, n_masks, n_objects).
    * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
      Every box, in prompts and in results, is one type, sam3_box: x0, y0, x1, y1.
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
    * Masks are width*height bytes of 0/1 at the size of the image you passed in.
-   * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options and
-     sam3_tracker_options) are probabilities in [0,1], one unit for all three: a pixel is set where
-     the mask's probability is above it. A probability rather than a logit because it is the unit
-     of every score the API returns and of score_threshold, so one number means the same in every
-     call. 0 means the default, 0.5; a negative value sets every pixel, 1 or more none; NaN and
-     infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized sigmoid of the mask
-     logits, as the reference's Sam3 post-processing does; sam3_segment_points and the tracker
-     threshold the resized logits at ln(p / (1 - p)), as the reference's SAM 2-style
-     post-processing does, which at the default is exactly its logits > 0. Logits stay logits
-     where the API returns them (low_res_logits, object_score).
+   * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options,
+     sam3_everything_options and sam3_tracker_options) are probabilities in [0,1], one unit for all:
+     a pixel is set where the mask's probability is above it. A probability rather than a logit
+     because it is the unit of every score the API returns and of score_threshold, so one number
+     means the same in every call. 0 means the default, 0.5; a negative value sets every pixel, 1 or
+     more none; NaN and infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized
+     sigmoid of the mask logits, as the reference's Sam3 post-processing does; sam3_segment_points,
+     everything and the tracker threshold the resized logits at ln(p / (1 - p)), as the reference's
+     SAM 2-style post-processing does, which at the default is exactly its logits > 0. Logits stay
+     logits where the API returns them (low_res_logits, object_score).
    * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
      through frames pushed one at a time (any sizes); an object is prompted (clicks, a box, or a
      mask) on the frame about to be pushed and tracked on every later one. Per object and frame:
