@@ -663,8 +663,10 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
 /* sam3_segment_everything against the reference's automatic mask generator
    (tools/make_reference_everything.py, <prefix>_everything.sam3): without NMS (box_nms_thresh 1)
    the same masks in the same order, each from the same click and multimask output, predicted IoU
-   and stability within TOL, boxes within a pixel, masks at IoU >= MIN_IOU; with the reference's
-   NMS the same masks kept. The reference's thresholds were picked from its own values (random
+   within TOL, boxes within a pixel, masks at IoU >= MIN_IOU, stability within TOL or two pixels
+   of its counts (a ratio of pixel counts: a logit 1e-6 from a cut, which float noise moves
+   across, changes it by 1/|logits > t - offset| <= 1/area); with the reference's NMS the same
+   masks kept. The reference's thresholds were picked from its own values (random
    weights have no natural cut); a threshold it turned off (<= 0) is a negative one here. */
 static void test_everything(const char *cfg, const char *dir, sam3_model *m, const char *prefix) {
     char path[512];
@@ -674,7 +676,7 @@ static void test_everything(const char *cfg, const char *dir, sam3_model *m, con
     sam3_everything_options o = sam3_everything_options_default();
     sam3_everything_result r;
     int W, H, i, k, n_tok = m->trk.n_mask_tokens - 1, boxes_exact = 0;
-    double worst = 1, iou_d = 0, stab_d = 0;
+    double worst = 1, iou_d = 0, stab_d = 0, stab_px = 0;
     snprintf(path, sizeof(path), "%s/%s_everything.sam3", dir, prefix);
     if (!dump_open(&d, path)) {
         t_note("  %s: no %s, segment everything not compared", cfg, path);
@@ -718,6 +720,8 @@ static void test_everything(const char *cfg, const char *dir, sam3_model *m, con
         const double bd = SAM3__MAX(SAM3__MAX(fabs(e->box.x0 - b[0]), fabs(e->box.y0 - b[1])), SAM3__MAX(fabs(e->box.x1 - b[2]), fabs(e->box.y1 - b[3])));
         iou_d = SAM3__MAX(iou_d, fabs(e->iou - ((const float *)iou->data)[i]));
         stab_d = SAM3__MAX(stab_d, fabs(e->stability - ((const float *)stab->data)[i]));
+        if (fabs(e->stability - ((const float *)stab->data)[i]) > TOL)
+            stab_px = SAM3__MAX(stab_px, fabs(e->stability - ((const float *)stab->data)[i]) * (double)SAM3__MAX(e->area, 1));
         boxes_exact += bd == 0;
         t_check(bd <= 1, "%s everything mask %d: box %g %g %g %g, reference %g %g %g %g", cfg, i, e->box.x0, e->box.y0, e->box.x1, e->box.y1, b[0],
                 b[1], b[2], b[3]);
@@ -733,10 +737,10 @@ static void test_everything(const char *cfg, const char *dir, sam3_model *m, con
         }
         t_check(id == e->click * n_tok + e->token, "%s everything mask %d: click %d output %d, reference candidate %d", cfg, i, e->click, e->token, id);
     }
-    printf("  %s everything: %d of %d candidates kept (no NMS), IoU diff %.2e, stability diff %.2e, %d/%d boxes exact, worst mask IoU %.5f\n",
-           cfg, r.n_masks, r.n_candidates, iou_d, stab_d, boxes_exact, k, worst);
-    t_check(iou_d <= TOL && stab_d <= TOL && worst >= MIN_IOU, "%s everything: IoU / stability diff %.3g / %.3g, worst mask IoU %.4f", cfg,
-            iou_d, stab_d, worst);
+    printf("  %s everything: %d of %d candidates kept (no NMS), IoU diff %.2e, stability diff %.2e (past %.0e: <= %.2f pixels), %d/%d boxes "
+           "exact, worst mask IoU %.5f\n", cfg, r.n_masks, r.n_candidates, iou_d, stab_d, TOL, stab_px, boxes_exact, k, worst);
+    t_check(iou_d <= TOL && stab_px <= 2 && worst >= MIN_IOU, "%s everything: IoU diff %.3g, stability %.3g pixels off, worst mask IoU %.4f",
+            cfg, iou_d, stab_px, worst);
     o.box_nms_thresh = (float)dump_num(&d, "evr.nms_thresh", 0.7);
     t_check(sam3_segment_everything(c, &o, &r) == SAM3_OK && r.n_masks == (int)nms->shape[0], "%s everything with NMS %g: %d masks, reference %d",
             cfg, o.box_nms_thresh, r.n_masks, (int)nms->shape[0]);
