@@ -11474,6 +11474,7 @@ static sam3_result sam3__points_select(sam3_ctx *c, sam3__pts_step *s) {
    part (h1, w1) into crop. uy, ux: (S) tables from 4g to the frame side S. */
 static void sam3__sam1_frame_crop(sam3_ctx *c, const float *lg, int g, const sam3__lerp *uy, const sam3__lerp *ux, int h1, int w1, float *crop) {
     int k;
+    (void)c; /* its thread count, with OpenMP */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (k = 0; k < h1; k++) {
         const float *a = lg + (size_t)uy[k].i0 * 4 * g, *b = lg + (size_t)uy[k].i1 * 4 * g;
