@@ -11764,10 +11764,13 @@ static sam3_result sam3__everything_click(sam3_ctx *c, sam3__evr *e, int i) {
     return SAM3_OK;
 }
 
-/* Candidates by descending predicted IoU (ties: grid order). */
+/* Candidates by descending predicted IoU (ties: grid order; a NaN, which only an unfiltered run
+   keeps, last), a total order for qsort. */
 static int sam3__evr_cmp(const void *a, const void *b) {
     const sam3__evr_cand *p = (const sam3__evr_cand *)a, *q = (const sam3__evr_cand *)b;
-    if (p->iou != q->iou) return p->iou > q->iou ? -1 : 1;
+    const int pn = p->iou != p->iou, qn = q->iou != q->iou;
+    if (pn != qn) return pn ? 1 : -1;
+    if (!pn && p->iou != q->iou) return p->iou > q->iou ? -1 : 1;
     if (p->point != q->point) return p->point < q->point ? -1 : 1;
     return p->token < q->token ? -1 : p->token > q->token;
 }
