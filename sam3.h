@@ -400,8 +400,9 @@ typedef struct sam3_timings {
     double text, geometry, detr_encoder, detr_decoder, mask_decoder, postprocess; /* sam3_segment */
     double interactive_neck; /* sam3_segment_points: the interactive neck (first call after an image; SAM 3) */
     double points;           /* sam3_segment_points: prompt encoder, mask decoder and post-processing */
-    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS */
     double tracking;         /* sam3_tracker_push_frame: everything after the image encoder, all objects */
+    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS (last:
+                                fields are appended, so that older bindings keep their layout) */
 } sam3_timings;
 
 /* ================================================================================================
