@@ -55,7 +55,8 @@ DOCUMENTATION
      on that image reuses the image features.
    * Names: each way to segment has a prompt, an options and a result struct named alike:
      sam3_segment_{prompt,options,result} (sam3_segment), sam3_points_{prompt,options,result}
-     (sam3_segment_points), sam3_tracker_{prompt,options,result} (sam3_tracker_*). Every options
+     (sam3_segment_points), sam3_tracker_{prompt,options,result} (sam3_tracker_*), and
+     sam3_everything_{options,result} (sam3_segment_everything: no prompt). Every options
      struct has a *_default() and reads all zero as the defaults. An array of things comes as
      n_<things> and <things> (n_boxes, n_points, n_instances, n_masks, n_objects).
    * Coordinates (boxes, points) are floats in pixels of the image you passed in, x right, y down.
@@ -63,16 +64,16 @@ DOCUMENTATION
    * Scores are probabilities in [0,1]: score = sigmoid(query logit) * sigmoid(presence logit).
    * Masks are width*height bytes of 0/1 at the size of the image you passed in;
      sam3_mask_to_rle writes one as COCO compressed RLE into your buffer (no allocation).
-   * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options and
-     sam3_tracker_options) are probabilities in [0,1], one unit for all three: a pixel is set where
-     the mask's probability is above it. A probability rather than a logit because it is the unit
-     of every score the API returns and of score_threshold, so one number means the same in every
-     call. 0 means the default, 0.5; a negative value sets every pixel, 1 or more none; NaN and
-     infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized sigmoid of the mask
-     logits, as the reference's Sam3 post-processing does; sam3_segment_points and the tracker
-     threshold the resized logits at ln(p / (1 - p)), as the reference's SAM 2-style
-     post-processing does, which at the default is exactly its logits > 0. Logits stay logits
-     where the API returns them (low_res_logits, object_score).
+   * Mask thresholds (mask_threshold of sam3_segment_options, sam3_points_options,
+     sam3_everything_options and sam3_tracker_options) are probabilities in [0,1], one unit for all:
+     a pixel is set where the mask's probability is above it. A probability rather than a logit
+     because it is the unit of every score the API returns and of score_threshold, so one number
+     means the same in every call. 0 means the default, 0.5; a negative value sets every pixel, 1 or
+     more none; NaN and infinities are SAM3_ERR_INVALID_ARG. sam3_segment thresholds the resized
+     sigmoid of the mask logits, as the reference's Sam3 post-processing does; sam3_segment_points,
+     everything and the tracker threshold the resized logits at ln(p / (1 - p)), as the reference's
+     SAM 2-style post-processing does, which at the default is exactly its logits > 0. Logits stay
+     logits where the API returns them (low_res_logits, object_score).
    * Video (sam3_tracker_*): a tracker on a context follows objects, each named by the caller's id,
      through frames pushed one at a time (any sizes); an object is prompted (clicks, a box, or a
      mask) on the frame about to be pushed and tracked on every later one. Per object and frame:
@@ -416,6 +417,8 @@ typedef struct sam3_timings {
     double interactive_neck; /* sam3_segment_points: the interactive neck (first call after an image; SAM 3) */
     double points;           /* sam3_segment_points: prompt encoder, mask decoder and post-processing */
     double tracking;         /* sam3_tracker_push_frame: everything after the image encoder, all objects */
+    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS (last:
+                                fields are appended, so that older bindings keep their layout) */
 } sam3_timings;
 
 /* ================================================================================================
@@ -661,6 +664,50 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *ctx, const sam3_points_prompt 
                                         sam3_points_result *out);
 /* The defaults (mask_threshold 0.5; all zero reads the same), for C++ where `= {0}` on a struct warns. */
 SAM3DEF sam3_points_options sam3_points_options_default(void);
+
+/* ================================================================================================
+   Segment everything: SAM's automatic mask generator (a grid of clicks, no prompt)
+   ============================================================================================= */
+typedef struct sam3_everything_options {
+    /* Defaults are transformers' pipeline("mask-generation"); a field left 0 takes its default. */
+    int points_per_side;          /* the grid: points_per_side^2 single clicks, 1..1024; 0 = 32 */
+    float pred_iou_thresh;        /* keep masks whose predicted IoU is above; 0 = 0.88, < 0 = no IoU filter */
+    float stability_score_thresh; /* keep masks whose stability score is above; 0 = 0.95, < 0 = no filter */
+    float stability_score_offset; /* the stability's logit shift (see below); 0 = 1 */
+    float box_nms_thresh;         /* box IoU above which the lower-scored mask goes; 0 = 0.7, >= 1 keeps all */
+    float mask_threshold;         /* a probability (see 1. Concepts); 0 = 0.5 (logits > 0) */
+} sam3_everything_options;
+
+typedef struct sam3_everything_mask {
+    const uint8_t *mask; /* width*height bytes, 1 = object */
+    sam3_box box;        /* the mask's first and last pixel column and row (inclusive; all 0 when empty) */
+    int64_t area;        /* pixels set */
+    float iou;           /* predicted IoU (SAM 1's is a raw regression, see sam3_points_result) */
+    float stability;     /* |logits > t + offset| / |logits > t - offset| on the full-size logits, t the
+                            mask threshold as a logit */
+    sam3_point point;    /* the grid click that gave it, in pixels */
+    int click;           /* that click's index in the grid (row-major, x fastest) */
+    int token;           /* which of its multimask outputs (0..2) */
+} sam3_everything_mask;
+
+typedef struct sam3_everything_result {
+    int n_masks;                        /* kept, highest predicted IoU first */
+    const sam3_everything_mask *masks;  /* (n_masks) */
+    int n_points, n_candidates;         /* the grid's clicks and the masks they gave before any filter */
+    int n_filtered;                     /* of those, passing the IoU and stability filters (before NMS) */
+    int width, height;                  /* the image's */
+} sam3_everything_result;
+
+/* Every object in the cached image (sam3_set_image), as SAM's automatic mask generator: a grid of
+   single positive clicks through the interactive head (see sam3_segment_points), each giving its
+   multimask outputs; masks with a low predicted IoU or stability are dropped, then box NMS keeps the
+   best of overlapping ones. The grid covers the whole image (no crop layers); every click costs one
+   mask decoder run. SAM3_ERR_UNSUPPORTED without an interactive head. *out stays valid until the
+   next call on this context that returns results or sets an image. */
+SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *ctx, const sam3_everything_options *opt, sam3_everything_result *out);
+/* The defaults (points_per_side 32, pred_iou_thresh 0.88, stability_score_thresh 0.95,
+   stability_score_offset 1, box_nms_thresh 0.7, mask_threshold 0.5). */
+SAM3DEF sam3_everything_options sam3_everything_options_default(void);
 
 /* ================================================================================================
    Video: follow prompted objects through a stream of frames (the SAM 3 tracker's memory)
@@ -4071,9 +4118,10 @@ struct sam3_ctx {
     unsigned long tstamp;
     /* Result buffers, reused from call to call (valid until the next call). */
     sam3_instance *res_inst;
+    sam3_everything_mask *res_evr;
     uint8_t *res_mask, *res_sem_mask;
     float *res_low, *res_sem;
-    size_t res_inst_cap, res_mask_cap, res_sem_mask_cap, res_low_cap, res_sem_cap;
+    size_t res_inst_cap, res_evr_cap, res_mask_cap, res_sem_mask_cap, res_low_cap, res_sem_cap;
     sam3__flag busy; /* 1 while a public call runs on this context (SAM3_ERR_BUSY for a second one) */
 };
 
@@ -10123,6 +10171,7 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
         sam3__afree(&c->a, c->tcache[j].feat);
     }
     sam3__afree(&c->a, c->res_inst);
+    sam3__afree(&c->a, c->res_evr);
     sam3__afree(&c->a, c->res_mask);
     sam3__afree(&c->a, c->res_sem_mask);
     sam3__afree(&c->a, c->res_low);
@@ -10315,7 +10364,7 @@ SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
     int j;
     if (!c) return 0;
     n = sizeof(*c) + c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high);
-    n += c->res_inst_cap + c->res_mask_cap + c->res_sem_mask_cap + c->res_low_cap + c->res_sem_cap;
+    n += c->res_inst_cap + c->res_evr_cap + c->res_mask_cap + c->res_sem_mask_cap + c->res_low_cap + c->res_sem_cap;
     for (j = 0; j < SAM3__TEXT_CACHE; j++) {
         if (c->tcache[j].text) n += strlen(c->tcache[j].text) + 1;
         if (c->tcache[j].feat) n += (size_t)SAM3__MIN(c->m->tok.max_length, c->m->text.max_pos) * c->m->neck.fpn * sizeof(float);
@@ -10770,6 +10819,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
 static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out);
 static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
                                             sam3_points_result *out);
+static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out);
 /* A public call's hold on its context's in-use flag: sam3__hold takes it (0), or says the context
    is busy (1, with the caller's result struct out, of size bytes, zeroed where given); sam3__let
    drops it and passes the call's result through. */
@@ -10796,6 +10846,11 @@ SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *p
     if (!c) return SAM3_ERR_INVALID_ARG;
     if (sam3__hold(c, out, sizeof(*out))) return SAM3_ERR_BUSY;
     return sam3__let(c, sam3__segment_points_run(c, pp, opt, out));
+}
+SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (sam3__hold(c, out, sizeof(*out))) return SAM3_ERR_BUSY;
+    return sam3__let(c, sam3__segment_everything_run(c, opt, out));
 }
 
 SAM3DEF sam3_segment_options sam3_segment_options_default(void) {
@@ -11308,6 +11363,21 @@ static sam3_result sam3__points_select(sam3_ctx *c, sam3__pts_step *s) {
     return SAM3_OK;
 }
 
+/* SAM 1's low-resolution logits lg (4g, 4g) bilinearly up to the padded frame, only its image
+   part (h1, w1) into crop. uy, ux: (S) tables from 4g to the frame side S. */
+static void sam3__sam1_frame_crop(sam3_ctx *c, const float *lg, int g, const sam3__lerp *uy, const sam3__lerp *ux, int h1, int w1, float *crop) {
+    int k;
+    (void)c; /* its thread count, with OpenMP */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (k = 0; k < h1; k++) {
+        const float *a = lg + (size_t)uy[k].i0 * 4 * g, *b = lg + (size_t)uy[k].i1 * 4 * g;
+        int q;
+        for (q = 0; q < w1; q++)
+            crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
+                                       uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
+    }
+}
+
 /* SAM 1's masks as SamProcessor.post_process_masks: logits up to the padded frame, crop the
    image's part, down to the image size, > threshold (no sigmoid). ty, tx: (H), (W) tables. */
 static sam3_result sam3__points_masks_sam1(sam3_ctx *c, const sam3__pts_step *s, sam3__lerp *ty, sam3__lerp *tx) {
@@ -11319,22 +11389,14 @@ static sam3_result sam3__points_masks_sam1(sam3_ctx *c, const sam3__pts_step *s,
     const float *src = crop;
     sam3_result rc;
     long area;
-    int i, k;
+    int i;
     if (!uy || !ux || !crop) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__lerp_table(4 * g, S, uy);
     sam3__lerp_table(4 * g, S, ux);
     sam3__lerp_table(h1, H, ty);
     sam3__lerp_table(w1, W, tx);
     for (i = 0; i < s->n_out; i++) {
-        const float *lg = c->res_low + (size_t)i * lp;
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-        for (k = 0; k < h1; k++) {
-            const float *a = lg + (size_t)uy[k].i0 * 4 * g, *b = lg + (size_t)uy[k].i1 * 4 * g;
-            int q;
-            for (q = 0; q < w1; q++)
-                crop[(size_t)k * w1 + q] = uy[k].l0 * (ux[q].l0 * a[ux[q].i0] + ux[q].l1 * a[ux[q].i1]) +
-                                           uy[k].l1 * (ux[q].l0 * b[ux[q].i0] + ux[q].l1 * b[ux[q].i1]);
-        }
+        sam3__sam1_frame_crop(c, c->res_low + (size_t)i * lp, g, uy, ux, h1, w1, crop);
         if ((rc = sam3__resize_threshold_n(c, 1, &src, 0, h1, w1, ty, tx, H, W, s->thr, c->res_mask + (size_t)i * plane, &area)) != SAM3_OK)
             return rc;
     }
@@ -11391,6 +11453,309 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
     if (rc == SAM3_OK) rc = sam3__points_decode(c, pp, &s);
     if (rc == SAM3_OK) rc = sam3__points_select(c, &s);
     if (rc == SAM3_OK) rc = sam3__points_postprocess(c, &s, out);
+    return sam3__end(c, rc);
+}
+
+/* ---- segment everything: pipeline("mask-generation") on one crop (SamImageProcessor's
+   generate_crop_boxes grid, filter_masks, post_process_for_mask_generation) ---- */
+#define SAM3__EVR_MAX_SIDE 512
+
+/* One candidate mask: a click's multimask output that passed the filters. */
+typedef struct sam3__evr_cand {
+    float iou, stab;
+    sam3_box box;
+    long area;
+    int point, token;
+} sam3__evr_cand;
+
+/* One sam3_segment_everything call's state. */
+typedef struct sam3__evr {
+    sam3_everything_options o; /* the caller's, defaults where left 0 */
+    float thr, hi, lo;         /* the mask threshold and the stability's two cuts, as logits */
+    int n_points, n_tok;       /* clicks; multimask outputs a click */
+    int ih, iw;                /* the maps resized to the image: (4g, 4g), or SAM 1's (h1, w1) frame part */
+    sam3__pts_step s;          /* the click decoder's (sam3__points_decode) */
+    sam3__lerp *ty, *tx;       /* (H), (W) from (ih, iw) to the image */
+    sam3__lerp *uy, *ux;       /* (S), (S) SAM 1: from 4g to its padded frame */
+    float *crop;               /* (n_tok, h1, w1) SAM 1's logits in its frame's image part */
+    uint8_t *planes;           /* (n_tok, H, W) masks at one cut */
+    sam3__evr_cand *cand;      /* (n_points * n_tok) the candidates passing the filters */
+    int n_cand, n_all;
+    double t0;
+} sam3__evr;
+
+SAM3DEF sam3_everything_options sam3_everything_options_default(void) {
+    sam3_everything_options o;
+    memset(&o, 0, sizeof(o));
+    o.points_per_side = 32;
+    o.pred_iou_thresh = 0.88f;
+    o.stability_score_thresh = 0.95f;
+    o.stability_score_offset = 1.0f;
+    o.box_nms_thresh = 0.7f;
+    o.mask_threshold = 0.5f;
+    return o;
+}
+
+/* sam3_segment_everything's checks and defaults, before anything runs. */
+static sam3_result sam3__everything_check(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out, sam3__evr *e) {
+    const char *fn = "sam3_segment_everything";
+    const sam3_everything_options d = sam3_everything_options_default();
+    sam3_everything_options *o = &e->o;
+    const sam3__trk_cfg *t = &c->m->trk;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: out must not be NULL", fn);
+    memset(out, 0, sizeof(*out));
+    memset(e, 0, sizeof(*e));
+    c->err[0] = 0;
+    if (opt) *o = *opt;
+    if (!t->present || t->n_mask_tokens < 2)
+        return sam3__fail(c, SAM3_ERR_UNSUPPORTED, "%s: this model file has no interactive head (tracker_model.* tensors)", fn);
+    if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "%s: no image: call sam3_set_image first", fn);
+    if (!o->points_per_side) o->points_per_side = d.points_per_side;
+    if (o->pred_iou_thresh == 0) o->pred_iou_thresh = d.pred_iou_thresh;
+    if (o->stability_score_thresh == 0) o->stability_score_thresh = d.stability_score_thresh;
+    if (o->stability_score_offset == 0) o->stability_score_offset = d.stability_score_offset;
+    if (o->box_nms_thresh == 0) o->box_nms_thresh = d.box_nms_thresh;
+    if (o->mask_threshold == 0) o->mask_threshold = d.mask_threshold;
+    if (o->points_per_side < 1 || o->points_per_side > SAM3__EVR_MAX_SIDE)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: points_per_side %d outside 1..%d", fn, o->points_per_side, SAM3__EVR_MAX_SIDE);
+    if (!sam3__finite(o->pred_iou_thresh) || !sam3__finite(o->stability_score_thresh) || !sam3__finite(o->mask_threshold))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: a threshold is NaN or infinite", fn);
+    if (!sam3__finite(o->stability_score_offset) || o->stability_score_offset < 0)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: stability_score_offset must be finite and >= 0", fn);
+    if (!sam3__finite(o->box_nms_thresh) || o->box_nms_thresh < 0)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box_nms_thresh must be finite and >= 0", fn);
+    e->thr = sam3__mask_logit_threshold(o->mask_threshold);
+    e->hi = e->thr + o->stability_score_offset;
+    e->lo = e->thr - o->stability_score_offset;
+    e->n_points = o->points_per_side * o->points_per_side;
+    e->n_tok = t->n_mask_tokens - 1;
+    e->s.g = t->grid;
+    e->s.nm = t->n_mask_tokens;
+    e->s.lp = (size_t)16 * t->grid * t->grid;
+    c->t.interactive_neck = c->t.everything = 0;
+    return SAM3_OK;
+}
+
+/* The scratch every click reuses: resize tables, SAM 1's frame crops, the mask planes and the
+   candidate list. */
+static sam3_result sam3__everything_setup(sam3_ctx *c, sam3__evr *e) {
+    const int W = c->img_w, H = c->img_h, g = e->s.g, S = c->m->trk.image, sam1 = c->m->arch == SAM3__ARCH_SAM1;
+    size_t plane = (size_t)W * H, crop = sam1 ? (size_t)c->s1_h1 * c->s1_w1 : 0;
+    e->ih = sam1 ? c->s1_h1 : 4 * g;
+    e->iw = sam1 ? c->s1_w1 : 4 * g;
+    e->ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
+    e->tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
+    e->uy = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
+    e->ux = (sam3__lerp *)sam3__salloc(c, (size_t)S * sizeof(sam3__lerp));
+    e->planes = (uint8_t *)sam3__salloc(c, (size_t)e->n_tok * plane);
+    e->crop = sam3__sallocf(c, SAM3__MAX((size_t)e->n_tok * crop, 1));
+    e->cand = (sam3__evr_cand *)sam3__salloc(c, (size_t)e->n_points * e->n_tok * sizeof(sam3__evr_cand));
+    if (!e->ty || !e->tx || !e->uy || !e->ux || !e->planes || !e->crop || !e->cand) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__lerp_table(e->ih, H, e->ty);
+    sam3__lerp_table(e->iw, W, e->tx);
+    sam3__lerp_table(4 * g, S, e->uy);
+    sam3__lerp_table(4 * g, S, e->ux);
+    return SAM3_OK;
+}
+
+/* Click i of the grid, in image pixels: SamImageProcessor's _build_point_grid (cell centres,
+   row-major, x fastest) times the image size. */
+static sam3_point sam3__everything_point(const sam3_ctx *c, int n, int i) {
+    const double off = 1.0 / (2.0 * n), step = n > 1 ? (1.0 - 2.0 * off) / (n - 1) : 0;
+    sam3_point p;
+    p.x = (float)((off + step * (i % n)) * c->img_w);
+    p.y = (float)((off + step * (i / n)) * c->img_h);
+    p.label = 1;
+    return p;
+}
+
+/* The click's decoder run: every mask token's low-resolution logits in e->s.all, IoUs in c->res_iou. */
+static sam3_result sam3__everything_decode(sam3_ctx *c, sam3__evr *e, int i) {
+    sam3_point pt = sam3__everything_point(c, e->o.points_per_side, i);
+    sam3_points_prompt pp;
+    memset(&pp, 0, sizeof(pp));
+    pp.points = &pt;
+    pp.n_points = 1;
+    return sam3__points_decode(c, &pp, &e->s);
+}
+
+/* The sources of the full-size logits of the last click's multimask outputs tok[0..nt): the
+   low-resolution logits (SAM 3, resized straight to the image) or SAM 1's frame crops. */
+static void sam3__everything_sources(sam3_ctx *c, sam3__evr *e, const int *tok, int nt, const float **src) {
+    int j;
+    for (j = 0; j < nt; j++) {
+        const float *lg = e->s.all + (size_t)(1 + tok[j]) * e->s.lp;
+        src[j] = lg;
+        if (c->m->arch == SAM3__ARCH_SAM1) {
+            float *cr = e->crop + (size_t)j * e->ih * e->iw;
+            sam3__sam1_frame_crop(c, lg, e->s.g, e->uy, e->ux, e->ih, e->iw, cr);
+            src[j] = cr;
+        }
+    }
+}
+
+/* _batched_mask_to_box: the first and last set column and row of a (H, W) mask, 0s when empty. */
+static sam3_box sam3__mask_box(const uint8_t *m, int W, int H) {
+    int x0 = W, x1 = -1, y0 = H, y1 = -1, y;
+    sam3_box b;
+    for (y = 0; y < H; y++) {
+        const uint8_t *r = m + (size_t)y * W;
+        int a = 0, z = W - 1;
+        while (a < W && !r[a]) a++;
+        if (a == W) continue;
+        while (!r[z]) z--;
+        if (y0 == H) y0 = y;
+        y1 = y;
+        x0 = SAM3__MIN(x0, a);
+        x1 = SAM3__MAX(x1, z);
+    }
+    if (y1 < 0) x0 = x1 = y0 = y1 = 0;
+    b.x0 = (float)x0, b.y0 = (float)y0, b.x1 = (float)x1, b.y1 = (float)y1;
+    return b;
+}
+
+/* Click i: the decoder, then for each multimask output the IoU filter, the stability of its
+   full-size logits (the pixels above the two cuts) and its filter, and the mask's box and area at
+   the threshold; the survivors are appended to e->cand. */
+static sam3_result sam3__everything_click(sam3_ctx *c, sam3__evr *e, int i) {
+    const int W = c->img_w, H = c->img_h;
+    const size_t plane = (size_t)W * H;
+    const float *src[SAM3__MAX_FFN], *sub[SAM3__MAX_FFN];
+    int tok[SAM3__MAX_FFN], nt = 0, ns = 0, j;
+    long ai[SAM3__MAX_FFN], au[SAM3__MAX_FFN], area[SAM3__MAX_FFN];
+    float stab[SAM3__MAX_FFN];
+    sam3_result rc;
+    if ((rc = sam3__everything_decode(c, e, i)) != SAM3_OK) return rc;
+    for (j = 0; j < e->n_tok; j++) {
+        e->n_all++;
+        if (e->o.pred_iou_thresh <= 0 || c->res_iou[1 + j] > e->o.pred_iou_thresh) tok[nt++] = j;
+    }
+    if (!nt) return SAM3_OK;
+    sam3__everything_sources(c, e, tok, nt, src);
+    if ((rc = sam3__resize_threshold_n(c, nt, src, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->hi, e->planes, ai)) != SAM3_OK ||
+        (rc = sam3__resize_threshold_n(c, nt, src, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->lo, e->planes, au)) != SAM3_OK)
+        return rc;
+    for (j = 0; j < nt; j++) { /* the reference's 0/0 is NaN, which no threshold passes: 0 here */
+        stab[j] = au[j] ? (float)ai[j] / (float)au[j] : 0.0f;
+        if (e->o.stability_score_thresh <= 0 || stab[j] > e->o.stability_score_thresh) {
+            sub[ns] = src[j];
+            tok[ns] = tok[j];
+            stab[ns++] = stab[j];
+        }
+    }
+    if (!ns) return SAM3_OK;
+    if ((rc = sam3__resize_threshold_n(c, ns, sub, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->thr, e->planes, area)) != SAM3_OK) return rc;
+    for (j = 0; j < ns; j++) {
+        sam3__evr_cand *k = &e->cand[e->n_cand++];
+        k->iou = c->res_iou[1 + tok[j]];
+        k->stab = stab[j];
+        k->box = sam3__mask_box(e->planes + (size_t)j * plane, W, H);
+        k->area = area[j];
+        k->point = i;
+        k->token = tok[j];
+    }
+    return SAM3_OK;
+}
+
+/* Candidates by descending predicted IoU (ties: grid order; a NaN, which only an unfiltered run
+   keeps, last), a total order for qsort. */
+static int sam3__evr_cmp(const void *a, const void *b) {
+    const sam3__evr_cand *p = (const sam3__evr_cand *)a, *q = (const sam3__evr_cand *)b;
+    const int pn = p->iou != p->iou, qn = q->iou != q->iou;
+    if (pn != qn) return pn ? 1 : -1;
+    if (!pn && p->iou != q->iou) return p->iou > q->iou ? -1 : 1;
+    if (p->point != q->point) return p->point < q->point ? -1 : 1;
+    return p->token < q->token ? -1 : p->token > q->token;
+}
+
+/* torchvision's nms (batched_nms with one class) on the candidates' boxes, as floats: sorted by
+   score, a box goes when its IoU with a kept higher one is above the threshold (an IoU of two
+   empty boxes, 0/0, never is). The kept ones are moved to the front; returns their count. */
+static int sam3__everything_nms(sam3__evr *e, uint8_t *gone) {
+    const double thr = e->o.box_nms_thresh;
+    int i, j, nk = 0;
+    qsort(e->cand, (size_t)e->n_cand, sizeof(sam3__evr_cand), sam3__evr_cmp);
+    memset(gone, 0, (size_t)SAM3__MAX(e->n_cand, 1));
+    for (i = 0; i < e->n_cand; i++) {
+        const sam3_box a = e->cand[i].box;
+        const float aa = (a.x1 - a.x0) * (a.y1 - a.y0);
+        if (gone[i]) continue;
+        e->cand[nk++] = e->cand[i];
+        for (j = i + 1; j < e->n_cand; j++) {
+            const sam3_box b = e->cand[j].box;
+            const float w = SAM3__MAX(0.0f, SAM3__MIN(a.x1, b.x1) - SAM3__MAX(a.x0, b.x0));
+            const float h = SAM3__MAX(0.0f, SAM3__MIN(a.y1, b.y1) - SAM3__MAX(a.y0, b.y0));
+            const float inter = w * h, den = aa + (b.x1 - b.x0) * (b.y1 - b.y0) - inter;
+            if (!gone[j] && den > 0 && (double)(inter / den) > thr) gone[j] = 1;
+        }
+    }
+    return nk;
+}
+
+/* The kept masks at the image size: each one's click decoded again (the same bits as the first
+   time) and its output resized at the threshold into the context's result buffers. */
+static sam3_result sam3__everything_output(sam3_ctx *c, sam3__evr *e, int nk, sam3_everything_result *out) {
+    const int W = c->img_w, H = c->img_h;
+    size_t plane = (size_t)W * H, bytes;
+    int j;
+    if (!sam3__mul((size_t)SAM3__MAX(nk, 1), plane, &bytes) ||
+        !sam3__grow(c, (void **)&c->res_evr, &c->res_evr_cap, (size_t)SAM3__MAX(nk, 1) * sizeof(sam3_everything_mask)) ||
+        !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, bytes))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", nk, W, H);
+    for (j = 0; j < nk; j++) {
+        const sam3__evr_cand *k = &e->cand[j];
+        sam3_everything_mask *r = &c->res_evr[j];
+        const sam3__mark mk = sam3__mark_get(c);
+        const float *src;
+        long area;
+        sam3_result rc;
+        if ((rc = sam3__everything_decode(c, e, k->point)) != SAM3_OK) return rc;
+        sam3__everything_sources(c, e, &k->token, 1, &src);
+        rc = sam3__resize_threshold_n(c, 1, &src, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->thr, c->res_mask + (size_t)j * plane, &area);
+        sam3__release(c, mk);
+        if (rc != SAM3_OK) return rc;
+        r->mask = c->res_mask + (size_t)j * plane;
+        r->box = k->box;
+        r->area = area;
+        r->iou = k->iou;
+        r->stability = k->stab;
+        r->point = sam3__everything_point(c, e->o.points_per_side, k->point);
+        r->click = k->point;
+        r->token = k->token;
+    }
+    out->n_masks = nk;
+    out->masks = c->res_evr;
+    out->n_points = e->n_points;
+    out->n_candidates = e->n_all;
+    out->n_filtered = e->n_cand;
+    out->width = W;
+    out->height = H;
+    return SAM3_OK;
+}
+
+/* sam3_segment_everything: the head's neck, every click through the decoder and the filters,
+   NMS, then the kept masks. */
+static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
+    sam3__evr e;
+    uint8_t *gone;
+    sam3_result rc;
+    int i, nk = 0;
+    if ((rc = sam3__everything_check(c, opt, out, &e)) != SAM3_OK) return rc;
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    rc = sam3__points_neck(c);
+    e.t0 = sam3__now_ms();
+    if (rc == SAM3_OK) rc = sam3__everything_setup(c, &e);
+    for (i = 0; rc == SAM3_OK && i < e.n_points; i++) {
+        const sam3__mark mk = sam3__mark_get(c);
+        if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", i, e.n_points);
+        if (rc == SAM3_OK) rc = sam3__everything_click(c, &e, i);
+        sam3__release(c, mk);
+    }
+    gone = rc == SAM3_OK ? (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(e.n_cand, 1)) : NULL;
+    if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
+    if (rc == SAM3_OK) nk = sam3__everything_nms(&e, gone);
+    if (rc == SAM3_OK) rc = sam3__everything_output(c, &e, nk, out);
+    c->t.everything = sam3__now_ms() - e.t0;
     return sam3__end(c, rc);
 }
 

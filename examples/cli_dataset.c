@@ -657,7 +657,7 @@ int cli_ds__coco_parse_text(cli_ds__coco *c, char *text, const char *path, char 
             goto bad;
         }
     }
-    if (!c->generator || !strstr(c->generator, "\"sam3 segment ") || !c->settings || !c->image || c->id < 1 || !c->cats) goto bad;
+    if (!c->generator || (!strstr(c->generator, "\"sam3 segment ") && !strstr(c->generator, "\"sam3 everything ")) || !c->settings || !c->image || c->id < 1 || !c->cats) goto bad;
     if (!c->n_images) {
         snprintf(why, cap, "it does not say how many images its run had (written by an older sam3?): run that image again");
         return 0;

@@ -53,10 +53,11 @@ static const char *BENCH_HELP =
     "(ViT trunk, neck), the text encoder, the detector and masks for a first prompt on the image, a\n"
     "new prompt on the cached image (also without its post-processing, the stages a PyTorch forward\n"
     "runs), the first click after an image (it runs the interactive head's own neck) and a\n"
-    "click on the cached image (\"n/a\" for a file without an interactive head); then peak RSS, the\n"
-    "context's memory and the encoder's GFLOP/s next to a large sgemm's GFLOP/s measured in the same\n"
-    "run. A SAM 1 file has no text encoder or detector: its image encoder (ViT + neck) and clicks are\n"
-    "timed. The image is synthetic (default 1280x960); each click is at a new place.\n"
+    "click on the cached image, sam3_segment_everything's 32x32 clicks (once; / the encoder's time)\n"
+    "(\"n/a\" without an interactive head); then peak RSS, the context's memory and the encoder's\n"
+    "GFLOP/s next to a large sgemm's GFLOP/s measured in the same run. A SAM 1 file has no text\n"
+    "encoder or detector: its image encoder (ViT + neck) and clicks are timed. The image is synthetic\n"
+    "(default 1280x960); each click is at a new place.\n"
     "  -m, --model FILE  the .sam3 file\n"
     "  --threads N       threads (default: all cores)\n"
     "  --blas-threads B  BLAS's own threads (default 1: sam3 splits every product over its threads,\n"
@@ -679,6 +680,7 @@ typedef struct bench_times {
     double *load, *trunk, *neck, *pre, *text, *det, *new_prompt, *nopost, *click;
     double first_click;
     size_t ctx_image; /* sam3_ctx_memory_used after the first image: what the input size drives */
+    double everything; /* one sam3_segment_everything (32 x 32 grid) on the cached image; -1: no head */
 } bench_times;
 
 /* The rounds: the image, a first prompt on it, then a new prompt on the cached image. Paired
@@ -779,6 +781,16 @@ static int bench_clicks(sam3_ctx *c, int W, int H, int runs, bench_times *bt) {
         fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
         return 0;
     }
+    bt->everything = -1;
+    if (rc != SAM3_ERR_UNSUPPORTED) { /* once: 1024 clicks are a run of their own */
+        sam3_everything_result ev;
+        t0 = sam3_time_ms();
+        if (sam3_segment_everything(c, NULL, &ev) < 0) {
+            fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
+            return 0;
+        }
+        bt->everything = sam3_time_ms() - t0;
+    }
     return 1;
 }
 
@@ -808,6 +820,8 @@ static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sa
     }
     bench_line(sam1 ? "first click" : "first click (runs the interactive neck)", bt->first_click);
     bench_line("click on the cached image", bt->first_click < 0 ? -1 : median(bt->click, runs));
+    bench_line("everything, 32x32 clicks (one run)", bt->everything);
+    if (bt->everything >= 0) printf("  %-40s %10.2f x the image encoder\n", "  of it", bt->everything / (tp + tt + tn));
     printf("  %-40s %10.1f MB\n", "peak RSS", rss_kb / 1024.0);
     printf("  %-40s %10.1f MB\n", "context after the first image", bt->ctx_image / 1e6);
     printf("  %-40s %10.1f MB\n", "context at the end (results too)", sam3_ctx_memory_used(c) / 1e6);
@@ -845,7 +859,7 @@ int bench_main(int argc, char **argv) {
         return bench_gemm(nt, runs, a.gm ? a.gm : 5184, a.gn ? a.gn : 1024, a.gk ? a.gk : 1024);
     }
     memset(&bt, 0, sizeof(bt));
-    bt.first_click = -1;
+    bt.first_click = bt.everything = -1;
     bt.load = (double *)calloc((size_t)runs * 9, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
     if (!bt.load || !img) {

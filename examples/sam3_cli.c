@@ -54,6 +54,7 @@ static const char *MAIN_HELP =
     "  segment   find every instance of a text and/or box prompt: masks, boxes, scores, overlay\n"
     "  concept   save a text and/or boxes drawn on one image as a .concept file for segment\n"
     "  points    segment the one object that clicks and/or a box point at (SAM 3 and SAM 1 files)\n"
+    "  everything  every object in an image, no prompt (SAM's automatic mask generator)\n"
     "  track     follow clicked, boxed or masked objects through video frames\n"
     "  merge     merge the per-image coco.json of dataset runs (shards) into one COCO file\n"
     "  info      print a .sam3 file's config, tensor count, dtypes and size\n"
@@ -304,6 +305,8 @@ typedef struct seg_args {
     int coco;             /* --format coco: RLE masks in JSON, coco.json, no mask PNGs */
     const char *image_root; /* --image-root: COCO file_names relative to it */
     int shard_i, shard_n; /* --shard I/N; shard_n 0: none */
+    int everything;       /* sam3 everything: sam3_segment_everything with evr instead of prompts */
+    sam3_everything_options evr;
 } seg_args;
 
 /* Takes argv[*i] when it is a shared option: returns 1 (moving *i past its value), 0 when it is
@@ -464,6 +467,87 @@ static int parse_segment_args(int argc, char **argv, seg_args *a, int *help) {
         return usage_error("segment", "--image-root '%s' names the folder COCO's file_names are relative to: it needs --format coco", a->image_root);
     for (i = 0; i < a->n_texts; i++)
         if (!a->texts[i][0] && !a->n_boxes) return usage_error("segment", "empty -t TEXT (give a text or a --box)%s", NULL);
+    return CLI_OK;
+}
+
+static const char *EVERYTHING_HELP =
+    "usage: sam3 everything -m FILE -i IMAGE -o OUTDIR [options]\n"
+    "\n"
+    "Segments every object in IMAGE without a prompt, as SAM's automatic mask generator (transformers'\n"
+    "pipeline(\"mask-generation\")): a grid of single clicks through the interactive head (SAM 3 and\n"
+    "SAM 1 files), masks filtered by predicted IoU and stability, overlapping ones removed by box NMS.\n"
+    "OUTDIR gets what 'sam3 segment' writes (results.json, mask_NNN.png, overlay.png; --format coco;\n"
+    "-i FOLDER or @LIST), each instance with \"score\" (predicted IoU), \"stability\", \"point\" (its\n"
+    "click) and \"query\" (the click's index); \"box\" holds its first and last pixel column and row.\n"
+    "\n"
+    "  --points-per-side N     the grid: N x N clicks, 1..512 (default 32)\n"
+    "  --pred-iou-thresh T     keep masks whose predicted IoU is above T (default 0.88; 0: no filter)\n"
+    "  --stability-thresh T    keep masks whose stability is above T (default 0.95; 0: no filter)\n"
+    "  --stability-offset O    the stability's logit shift, > 0 (default 1)\n"
+    "  --nms-thresh T          box IoU above which the lower-scored mask goes, 0..1 (default 0.7; 1 keeps all)\n"
+    "  --mask-threshold M      mask probability threshold, 0..1 exclusive (default 0.5)\n"
+    "  -m, -i, -o, --format, --shard, --force, --max-pixels, --keep-orientation, --threads,\n"
+    "  --blas-threads, --precision, -q   as 'sam3 segment' (see sam3 segment --help)\n"
+    "\n"
+    "Exit status: 0 done, 1 failed, 2 bad command line.\n";
+
+/* Returns CLI_OK with the arguments in *a, CLI_OK with *help set after printing the help, or
+   CLI_USAGE after printing what is wrong. */
+static int parse_everything_args(int argc, char **argv, seg_args *a, int *help) {
+    int i, r, bad = CLI_OK;
+    const char *v;
+    memset(a, 0, sizeof(*a));
+    a->everything = 1;
+    a->evr = sam3_everything_options_default();
+    a->mask_threshold = 0.5f;
+    a->c.blas_threads = 1;
+    *help = 0;
+    for (i = 0; i < argc && bad == CLI_OK; i++) {
+        const char *opt = argv[i];
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
+            fputs(EVERYTHING_HELP, stdout);
+            *help = 1;
+            return CLI_OK;
+        }
+        if ((r = parse_common_arg("everything", argc, argv, &i, &a->c)) != 0) {
+            if (r < 0) return CLI_USAGE;
+            continue;
+        }
+        v = NULL;
+        if ((r = opt_value(argc, argv, &i, NULL, "--points-per-side", &v)) > 0) {
+            if (!parse_int(v, 1, 512, &a->evr.points_per_side)) bad = usage_error("everything", "--points-per-side wants a number from 1 to 512, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--pred-iou-thresh", &v)) > 0) {
+            if (!parse_float(v, &a->evr.pred_iou_thresh) || !isfinite(a->evr.pred_iou_thresh))
+                bad = usage_error("everything", "--pred-iou-thresh wants a number, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--stability-thresh", &v)) > 0) {
+            if (!parse_float(v, &a->evr.stability_score_thresh) || a->evr.stability_score_thresh < 0 || a->evr.stability_score_thresh > 1)
+                bad = usage_error("everything", "--stability-thresh wants a number from 0 to 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--stability-offset", &v)) > 0) {
+            if (!parse_float(v, &a->evr.stability_score_offset) || !(a->evr.stability_score_offset > 0) || !isfinite(a->evr.stability_score_offset))
+                bad = usage_error("everything", "--stability-offset wants a number > 0, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--nms-thresh", &v)) > 0) {
+            if (!parse_float(v, &a->evr.box_nms_thresh) || !(a->evr.box_nms_thresh > 0) || a->evr.box_nms_thresh > 1)
+                bad = usage_error("everything", "--nms-thresh wants a number above 0, at most 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
+            if (!parse_float(v, &a->mask_threshold) || !(a->mask_threshold > 0) || !(a->mask_threshold < 1))
+                bad = usage_error("everything", "--mask-threshold wants a number between 0 and 1 (exclusive), got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--format", &v)) > 0) {
+            if (strcmp(v, "png") && strcmp(v, "coco")) bad = usage_error("everything", "--format wants png or coco, got '%s'", v);
+            a->coco = !strcmp(v, "coco");
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--shard", &v)) > 0) {
+            if (!cli_ds_parse_shard(v, &a->shard_i, &a->shard_n))
+                bad = usage_error("everything", "--shard wants I/N with 0 <= I < N (e.g. 0/4 ... 3/4), got '%s'", v);
+        } else if (r < 0) {
+            bad = usage_error("everything", "option '%s' needs a value", opt);
+        } else {
+            bad = usage_error("everything", opt[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", opt);
+        }
+    }
+    if (bad != CLI_OK || check_common_args("everything", &a->c) != CLI_OK) return CLI_USAGE;
+    /* the library reads 0 as "default": a filter turned off is a negative threshold */
+    if (a->evr.pred_iou_thresh == 0) a->evr.pred_iou_thresh = -1;
+    if (a->evr.stability_score_thresh == 0) a->evr.stability_score_thresh = -1;
+    a->evr.mask_threshold = a->mask_threshold;
     return CLI_OK;
 }
 
@@ -632,11 +716,52 @@ static void coco_annotation(seg_image_out *io, int category, const sam3_instance
     io->n_ann++;
 }
 
+/* The head of results.json after the image: the prompt (its concept file, its class) and its
+   settings (segment), or the grid and filters (everything). */
+static void write_json_settings(text_buf *js, const seg_args *a, const char *text, const char *concept, int category,
+                                const sam3_segment_result *seg) {
+    int k;
+    if (a->everything) {
+        tb_printf(js, ",\n  \"points_per_side\": %d,\n  \"pred_iou_thresh\": ", a->evr.points_per_side);
+        tb_json_number(js, a->evr.pred_iou_thresh > 0 ? a->evr.pred_iou_thresh : 0);
+        tb_printf(js, ",\n  \"stability_thresh\": ");
+        tb_json_number(js, a->evr.stability_score_thresh > 0 ? a->evr.stability_score_thresh : 0);
+        tb_printf(js, ",\n  \"stability_offset\": ");
+        tb_json_number(js, a->evr.stability_score_offset);
+        tb_printf(js, ",\n  \"nms_thresh\": ");
+        tb_json_number(js, a->evr.box_nms_thresh);
+        tb_printf(js, ",\n  \"mask_threshold\": ");
+        tb_json_number(js, a->mask_threshold);
+        return;
+    }
+    tb_printf(js, ",\n  \"prompt\": ");
+    if (text) tb_json_string(js, text);
+    else tb_printf(js, "null");
+    if (concept) {
+        tb_printf(js, ",\n  \"concept\": ");
+        tb_json_string(js, concept);
+    }
+    if (a->classes) tb_printf(js, ",\n  \"category_id\": %d", category);
+    tb_printf(js, ",\n  \"boxes\": [");
+    for (k = 0; k < a->n_boxes; k++) {
+        const sam3_box *b = &a->boxes[k];
+        tb_printf(js, "%s{\"box\": ", k ? ", " : ""), tb_box(js, b);
+        tb_printf(js, ", \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
+    }
+    tb_printf(js, "],\n  \"threshold\": ");
+    tb_json_number(js, a->threshold);
+    tb_printf(js, ",\n  \"mask_threshold\": ");
+    tb_json_number(js, a->mask_threshold);
+    tb_printf(js, ",\n  \"presence\": ");
+    tb_json_number(js, seg->presence);
+}
+
 /* Writes mask_NNN.png (--format png), overlay.png and results.json into od (put in place at the
    commit); with --format coco, the masks go into results.json and io->coco as RLE strings.
-   overlay: w*h*3 scratch. */
-static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, const char *concept, int category, seg_image_out *io, const cli_image *img,
-                         const unsigned char *rgb, unsigned char *overlay, const sam3_segment_result *seg) {
+   overlay: w*h*3 scratch. ev: everything's result (seg holds it as instances), or NULL. */
+static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, const char *concept, int category, seg_image_out *io,
+                         const cli_image *img, const unsigned char *rgb, unsigned char *overlay, const sam3_segment_result *seg,
+                         const sam3_everything_result *ev) {
     char name[64];
     int k, rc = CLI_FAIL;
     size_t i, np = (size_t)img->w * img->h;
@@ -672,36 +797,25 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
     draw_overlay(overlay, img->w, img->h, seg, idx);
     if (!write_png(od, "overlay.png", overlay, img->w, img->h, 3)) goto done;
 
-    tb_printf(&js, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"image\": ", SAM3_VERSION_STRING, io->settings);
+    tb_printf(&js, "{\n  \"generator\": \"sam3 %s %s\",\n  %s,\n  \"image\": ", cli_cmd, SAM3_VERSION_STRING, io->settings);
     tb_json_string(&js, io->image);
     tb_printf(&js, ",\n  \"width\": %d,\n  \"height\": %d", img->w, img->h);
     tb_orientation(&js, img);
-    tb_printf(&js, ",\n  \"prompt\": ");
-    if (text) tb_json_string(&js, text);
-    else tb_printf(&js, "null");
-    if (concept) {
-        tb_printf(&js, ",\n  \"concept\": ");
-        tb_json_string(&js, concept);
-    }
-    if (a->classes) tb_printf(&js, ",\n  \"category_id\": %d", category);
-    tb_printf(&js, ",\n  \"boxes\": [");
-    for (k = 0; k < a->n_boxes; k++) {
-        const sam3_box *b = &a->boxes[k];
-        tb_printf(&js, "%s{\"box\": ", k ? ", " : ""), tb_box(&js, b);
-        tb_printf(&js, ", \"label\": \"%s\"}", a->box_labels[k] ? "pos" : "neg");
-    }
-    tb_printf(&js, "],\n  \"threshold\": ");
-    tb_json_number(&js, a->threshold);
-    tb_printf(&js, ",\n  \"mask_threshold\": ");
-    tb_json_number(&js, a->mask_threshold);
-    tb_printf(&js, ",\n  \"presence\": ");
-    tb_json_number(&js, seg->presence);
+    write_json_settings(&js, a, text, concept, category, seg);
     tb_printf(&js, ",\n  \"instances\": [");
     for (k = 0; k < seg->n_instances; k++) {
         const sam3_instance *in = &seg->instances[idx[k]];
         const sam3_box mb = mask_bounds(in->mask, img->w, img->h);
         tb_printf(&js, "%s\n    {\"score\": ", k ? "," : "");
         tb_json_number(&js, in->score);
+        if (ev) { /* instance i is everything's mask i */
+            const sam3_everything_mask *e = &ev->masks[idx[k]];
+            tb_printf(&js, ", \"stability\": ");
+            tb_json_number(&js, e->stability);
+            tb_printf(&js, ", \"point\": [");
+            tb_json_number(&js, e->point.x), tb_printf(&js, ", "), tb_json_number(&js, e->point.y);
+            tb_printf(&js, "]");
+        }
         tb_printf(&js, ", \"box\": "), tb_box(&js, &mb), tb_printf(&js, ", \"detector_box\": "), tb_box(&js, &in->box);
         if (!io->coco) {
             tb_printf(&js, ", \"area\": %lld, \"query\": %d, \"mask\": \"mask_%03d.png\"}", (long long)in->area, in->query, k);
@@ -881,7 +995,7 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
     const char *base = path_base(a->c.model);
     char num[128];
     int k;
-    cli_ds_hash_str(&h, "sam3 segment " SAM3_VERSION_STRING);
+    cli_ds_hash_str(&h, a->everything ? "sam3 everything " SAM3_VERSION_STRING : "sam3 segment " SAM3_VERSION_STRING);
     cli_ds_hash_str(&h, "outputs 2"); /* the layout (box = mask bounds, COCO info): older folders are redone */
     cli_ds_hash_str(&h, base);
     snprintf(num, sizeof(num), "%llu %d %d %.9g %.9g %d", (unsigned long long)sam3_model_file_size(m), a->n_texts, a->n_boxes,
@@ -891,6 +1005,9 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
         snprintf(num, sizeof(num), "image_size %d", a->c.image_size);
         cli_ds_hash_str(&h, num);
     }
+    snprintf(num, sizeof(num), "%d %.9g %.9g %.9g %.9g", a->evr.points_per_side, a->evr.pred_iou_thresh, a->evr.stability_score_thresh,
+             a->evr.stability_score_offset, a->evr.box_nms_thresh);
+    if (a->everything) cli_ds_hash_str(&h, num);
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
     if (a->classes) cli_ds_hash_str(&h, "--classes"); /* results.json carries category_id */
     for (k = 0; k < a->n_concepts; k++) { /* a concept by its bytes: a new file under an old name is a new setting */
@@ -910,6 +1027,39 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
         cli_ds_hash_str(&h, num);
     }
     snprintf(out, cap, "\"settings\": \"%016llx\"", (unsigned long long)h);
+}
+
+/* sam3 everything on the encoded image, its masks as segment's instances (score = predicted
+   IoU, query = the click) so that one writer serves both; *inst (malloc'd) is the caller's. */
+static int everything_run(sam3_ctx *ctx, const seg_args *a, sam3_everything_result *ev, sam3_segment_result *seg, sam3_instance **inst) {
+    const double t0 = sam3_time_ms();
+    sam3_result r = sam3_segment_everything(ctx, &a->evr, ev);
+    int k;
+    memset(seg, 0, sizeof(*seg));
+    if (r < 0) {
+        cli_error("%s", sam3_ctx_last_error(ctx));
+        return CLI_FAIL;
+    }
+    if (!(*inst = (sam3_instance *)calloc((size_t)ev->n_masks + 1, sizeof(sam3_instance)))) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    for (k = 0; k < ev->n_masks; k++) {
+        (*inst)[k].score = ev->masks[k].iou;
+        (*inst)[k].box = ev->masks[k].box;
+        (*inst)[k].query = ev->masks[k].click;
+        (*inst)[k].area = ev->masks[k].area;
+        (*inst)[k].mask = ev->masks[k].mask;
+    }
+    seg->n_instances = ev->n_masks;
+    seg->instances = *inst;
+    seg->width = ev->width;
+    seg->height = ev->height;
+    if (!a->c.quiet)
+        fprintf(stderr, "sam3: everything: %d mask%s kept of %d (%d passed the filters) from %d clicks in %s (interactive neck %s)\n",
+                ev->n_masks, ev->n_masks == 1 ? "" : "s", ev->n_candidates, ev->n_filtered, ev->n_points, fmt_ms(sam3_time_ms() - t0),
+                fmt_ms(sam3_ctx_timings(ctx).interactive_neck));
+    return CLI_OK;
 }
 
 /* Runs every prompt on the image encoded in ss and writes the outputs into od (committed by the
@@ -934,8 +1084,21 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         const char *text = seg_text(a, k);
         sam3_segment_prompt pr;
         sam3_segment_result seg;
+        sam3_everything_result ev;
+        sam3_instance *inst = NULL;
         cli_outdir *dir = od;
         char sub[80], slug[64], name[256];
+        int ok;
+        if (a->everything) {
+            ok = everything_run(ctx, a, &ev, &seg, &inst) == CLI_OK;
+            t0 = sam3_time_ms();
+            ok = ok && write_outputs(od, a, NULL, NULL, 1, io, &ss->img, ss->rgb, ss->overlay, &seg, &ev) == CLI_OK;
+            *t_write += sam3_time_ms() - t0;
+            *n_last = seg.n_instances;
+            free(inst);
+            if (!ok) goto done;
+            continue;
+        }
         memset(&pr, 0, sizeof(pr));
         seg_prompt_name(a, k, name, sizeof(name));
         if (k >= a->n_texts && a->n_concepts) {
@@ -972,14 +1135,14 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             }
         }
         t0 = sam3_time_ms();
-        if (write_outputs(dir, a, text, pr.n_concepts ? a->concept_paths[k - a->n_texts] : NULL, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg) !=
-            CLI_OK)
+        if (write_outputs(dir, a, text, pr.n_concepts ? a->concept_paths[k - a->n_texts] : NULL, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg,
+                          NULL) != CLI_OK)
             goto done;
         *t_write += sam3_time_ms() - t0;
         *n_last = seg.n_instances;
     }
     if (a->coco) { /* one line per item: cli_dataset.c's merge reads this layout */
-        tb_printf(&cj, "{\n  \"generator\": \"sam3 segment %s\",\n  %s,\n  \"run\": {\"images\": %ld", SAM3_VERSION_STRING, io->settings,
+        tb_printf(&cj, "{\n  \"generator\": \"sam3 %s %s\",\n  %s,\n  \"run\": {\"images\": %ld", cli_cmd, SAM3_VERSION_STRING, io->settings,
                   io->n_images);
         if (a->shard_n) tb_printf(&cj, ", \"shard\": \"%d/%d\"", a->shard_i, a->shard_n);
         tb_printf(&cj, "},\n  %s,\n  \"licenses\": [],\n  \"images\": [\n    {\"id\": %ld, \"file_name\": ", io->info, io->image_id);
@@ -991,7 +1154,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
             char name[256];
             seg_prompt_name(a, k, name, sizeof(name));
             tb_printf(&cj, "    {\"id\": %d, \"name\": ", k + 1);
-            tb_json_string(&cj, name);
+            tb_json_string(&cj, a->everything ? "object" : name);
             tb_printf(&cj, "}%s\n", k + 1 < n_prompts ? "," : "");
         }
         tb_printf(&cj, "  ]\n}\n");
@@ -1012,6 +1175,17 @@ done:
     return rc;
 }
 
+/* segment needs a SAM 3 detector, everything an interactive head; 0 after the message. */
+static int model_fits(const cli_session *ss, const seg_args *a) {
+    if (a->everything && !sam3_model_has_points(ss->model))
+        cli_error("'%s' has no interactive head (a detector-only SAM 3 file): 'sam3 everything' needs one", a->c.model);
+    else if (!a->everything && model_is_sam1(ss->model))
+        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
+    else
+        return 1;
+    return 0;
+}
+
 static int run_segment(seg_args *a) {
     cli_session ss;
     cli_outdir od;
@@ -1020,7 +1194,7 @@ static int run_segment(seg_args *a) {
     double t0, t_write = 0;
     char *rel_name = NULL; /* the --image-root file_name */
 
-    cli_cmd = "segment";
+    cli_cmd = a->everything ? "everything" : "segment";
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
     ss.image_size = a->c.image_size;
@@ -1030,10 +1204,7 @@ static int run_segment(seg_args *a) {
         goto done;
     }
     if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
-    if (model_is_sam1(ss.model)) {
-        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
-        goto done;
-    }
+    if (!model_fits(&ss, a)) goto done;
     if (seg_load_concepts(a, ss.model) != CLI_OK) goto done;
     if (session_encode(&ss, a->c.image, a->c.threads, a->c.blas_threads, a->c.max_pixels, a->c.keep_orientation) != CLI_OK) goto done;
     io.image = io.file_name = a->c.image;
@@ -1118,7 +1289,7 @@ static int run_segment_dataset(seg_args *a) {
     double t_run = sam3_time_ms();
     cli_items prog;
 
-    cli_cmd = "segment";
+    cli_cmd = a->everything ? "everything" : "segment";
     memset(&ss, 0, sizeof(ss));
     ss.precision = a->c.precision;
     ss.image_size = a->c.image_size;
@@ -1150,10 +1321,7 @@ static int run_segment_dataset(seg_args *a) {
     }
     if (session_load(&ss, a->c.model, a->c.quiet) != CLI_OK) goto done;
     ss.quiet = a->c.quiet || !a->c.verbose; /* each image's stages: -v; else a line an image */
-    if (model_is_sam1(ss.model)) {
-        cli_error("'%s' is a SAM 1 model, which has no text or exemplar-box head: use 'sam3 points' (clicks, a box)", a->c.model);
-        goto done;
-    }
+    if (!model_fits(&ss, a)) goto done;
     if (seg_load_concepts(a, ss.model) != CLI_OK) goto done;
     seg_settings(a, ss.model, io.settings, sizeof(io.settings));
     coco_info(a->c.model, io.info, sizeof(io.info));
@@ -1190,7 +1358,7 @@ static int run_segment_dataset(seg_args *a) {
             cli_outdir_close(&od);
             session_drop_image(&ss);
             if (!ok) {
-                fprintf(stderr, "sam3 segment: image '%s' failed (see above); going on with the others\n", l.paths[k]);
+                fprintf(stderr, "sam3 %s: image '%s' failed (see above); going on with the others\n", cli_cmd, l.paths[k]);
                 if (!a->c.quiet) cli_items_line(&prog, n_mine, l.names[k], -1, "failed");
                 n_failed++;
                 continue;
@@ -1216,7 +1384,7 @@ static int run_segment_dataset(seg_args *a) {
         else if (!a->c.quiet) fprintf(stderr, "sam3: wrote %s: %d images, %ld annotations\n", top, n_coco, n_ann);
     }
     if (!a->c.quiet || n_failed)
-        fprintf(stderr, "sam3 segment: %d image%s%s: %d done, %d skipped (done before), %d failed in %s\n", n_mine, n_mine == 1 ? "" : "s",
+        fprintf(stderr, "sam3 %s: %d image%s%s: %d done, %d skipped (done before), %d failed in %s\n", cli_cmd, n_mine, n_mine == 1 ? "" : "s",
                 a->shard_n ? " in this shard" : "", n_done, n_skipped, n_failed, fmt_ms(sam3_time_ms() - t_run));
     rc = n_failed ? CLI_FAIL : CLI_OK;
 done:
@@ -1352,6 +1520,15 @@ done:
     sam3_concept_free(k);
     session_free(&ss);
     return rc;
+}
+
+static int cmd_everything(int argc, char **argv) {
+    seg_args a;
+    int help, rc = parse_everything_args(argc, argv, &a, &help);
+    if (rc != CLI_OK || help) return rc;
+    if (cli_ds_is_dataset(a.c.image)) return run_segment_dataset(&a);
+    if (a.shard_n) return usage_error("everything", "--shard needs -i FOLDER or -i @LIST (many images), not one file '%s'", a.c.image);
+    return run_segment(&a);
 }
 
 static const char *MERGE_HELP =
@@ -1756,6 +1933,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "segment")) return cmd_segment(argc - 2, argv + 2);
     if (!strcmp(argv[1], "concept")) return cmd_concept(argc - 2, argv + 2);
     if (!strcmp(argv[1], "points")) return cmd_points(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "everything")) return cmd_everything(argc - 2, argv + 2);
     if (!strcmp(argv[1], "track")) return cmd_track(argc - 2, argv + 2);
     if (!strcmp(argv[1], "merge")) return cmd_merge(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);

@@ -67,7 +67,7 @@ suite format c "the .sam3 reader on ~60 corrupt files" '$B/test_format $B/tiny_a
 suite rle c "sam3_mask_to_rle against COCO's RLE strings: known ones, round trips, the buffer contract" '$B/test_rle'
 suite tokenizer c "CLIP BPE against the reference ids" '"$PY" tests/make_tokenizer_file.py "$SH/clip" $B/tok_clip.sam3 &&
     $B/test_tokenizer tests/data/tokenizer_golden_synth.txt $B/tok_synth.sam3 tests/data/tokenizer_golden_clip.txt $B/tok_clip.sam3 --model $B/tiny_a.sam3'
-suite parity ck "every stage against HF on the tiny SAM 3 and SAM 1 models, quick_gelu" '
+suite parity ck "every stage against HF on the tiny SAM 3 and SAM 1 models, segment everything, quick_gelu" '
     for n in tiny_a tiny_b sam1_a sam1_b; do tail1 $B/test_parity --model $B/$n.sam3 --data tests/data/$n || exit 1; done
     tail1 $B/test_parity --model $B/qgelu/model.sam3 --data $B/qgelu'
 suite parity_bf16 ck "bf16 files and bf16 products against the f32 references" '
@@ -103,7 +103,7 @@ suite threads ck "contexts on one model from threads; 1, 2, 3 threads give the s
     $B/test_threads $B/tiny_a.sam3 3 1 2'
 suite fuzz_replay c "the fuzz seeds and the kept corpus, replayed" '$B/fuzz_replay $B/fuzz_seeds $B/fuzz_kept'
 suite examples c "embed_min, camera_loop, track_loop" 'sh tests/test_examples.sh $B'
-suite cli ck "sam3 segment / points / info / bench on the tiny models; --threads 1, 2, 4 the same bytes" 'sh tests/test_cli.sh $B'
+suite cli ck "sam3 segment / points / everything / info / bench on the tiny models; --threads 1, 2, 4 the same bytes" 'sh tests/test_cli.sh $B'
 suite track ck "sam3 track: frames, Y4M, prompts, --threads 1 and 2 the same bytes" 'sh tests/test_track.sh $B'
 suite cli_robust c "the CLI on hostile command lines and files" 'sh tests/test_cli_robust.sh $B'
 suite dataset c "folders, lists, shards, COCO, sam3 merge" 'sh tests/test_dataset.sh $B'

@@ -4,7 +4,8 @@
 # mask PNG per instance, at the image's size, area = pixels set), grey/RGBA/palette/16-bit/
 # interlaced PNG and JPEG input (BMP and TGA refused),
 # --quiet, several prompts, JSON escaping, and write failures; `sam3 points` on a SAM 3 and a SAM 1
-# file (clicks, box, mask prompt, --single, the same checks on its files); `sam3 bench` on both.
+# file (clicks, box, mask prompt, --single, the same checks on its files); `sam3 everything` on
+# both (the parity case's masks, NMS, COCO, bad options); `sam3 bench` on both.
 #   tests/test_cli.sh [BUILD_DIR]      (default build; needs BUILD_DIR/sam3, BUILD_DIR/tiny_a.sam3
 #                                       and BUILD_DIR/sam1_a.sam3)
 # Prints "test_cli: N passed, N failed" last; exits non-zero on failure.
@@ -144,7 +145,7 @@ assert r["prompt"] == 'a "quoted" \\ back\tslash\nnew line, caf\u00e9 \u2615 \U0
 EOF
 
 # help and version
-for c in segment points info tokenize bench; do
+for c in segment points everything info tokenize bench; do
     run 0 "$c --help" "$c" --help
     grep -q "usage: sam3 $c" "$T/out" && ok || bad "$c --help: no usage line"
 done
@@ -243,6 +244,25 @@ if "$PY" tests/cli_images.py detector_only tests/data/tiny_a "$T/det_src" && "$P
 else
     bad "could not make a detector-only file"
 fi
+
+# --- everything: the automatic mask generator. On sam1_a with the thresholds of its reference
+# (tests/data/sam1_a/ref_sam1_everything.sam3) and no NMS: the 155 masks test_parity compares. ---
+EVR="everything --points-per-side 12 --pred-iou-thresh 0.309483 --stability-thresh 0.382502 --stability-offset 0.05 --mask-threshold 0.5005"
+run 0 "everything SAM 1: no NMS" $EVR --nms-thresh 1 -m "$S1" -i "$S1IMAGE" -o "$T/evr1"
+outputs "everything SAM 1: no NMS" "$T/evr1" 150 100 155
+field "everything: settings and per-mask fields" "$T/evr1/results.json" 'len(r["instances"]) == 155 and r["points_per_side"] == 12 and r["nms_thresh"] == 1 and all(0 <= i["stability"] <= 1 and len(i["point"]) == 2 and 0 <= i["query"] < 144 for i in r["instances"])'
+grep -q "155 masks kept of 432 (155 passed the filters) from 144 clicks" "$T/err" && ok || bad "everything: progress line: $(cat "$T/err")"
+run 0 "everything SAM 1: --threads 1, NMS 0.7" $EVR -m "$S1" -i "$S1IMAGE" --threads 1 -q -o "$T/evr1_t1"
+field "everything SAM 1: NMS 0.7 keeps the reference's one mask" "$T/evr1_t1/results.json" 'len(r["instances"]) == 1 and r["instances"][0]["query"] == 10'
+cmp -s "$T/evr1/mask_000.png" "$T/evr1_t1/mask_000.png" && ok || bad "everything: --threads 1 or NMS changed the best mask"
+run 0 "everything SAM 3: defaults, --format coco" everything -m "$MODEL" -i "$IMAGE" --format coco -q -o "$T/evr3"
+field "everything SAM 3: coco.json" "$T/evr3/coco.json" 'r["categories"] == [{"id": 1, "name": "object"}] and len(r["annotations"]) >= 0'
+[ -f "$T/det.sam3" ] && fails 1 "interactive head" "everything on a detector-only file" everything -m "$T/det.sam3" -i "$IMAGE" -q -o "$T/x2"
+fails 2 "points-per-side" "everything: --points-per-side 0" everything -m "$MODEL" -i "$IMAGE" --points-per-side 0 -o "$T/x3"
+fails 2 "nms-thresh" "everything: --nms-thresh 1.5" everything -m "$MODEL" -i "$IMAGE" --nms-thresh 1.5 -o "$T/x3"
+fails 2 "mask-threshold" "everything: --mask-threshold 1" everything -m "$MODEL" -i "$IMAGE" --mask-threshold 1 -o "$T/x3"
+fails 2 "-i" "everything: missing -i" everything -m "$MODEL" -o "$T/x3"
+fails 2 "unknown option" "everything: a text prompt" everything -m "$MODEL" -i "$IMAGE" -t cat -o "$T/x3"
 
 fails 1 "no such file" "points: missing image" $PTS -i "$T/in/missing.png" -p 1,1 -q -o "$T/x2"
 fails 1 "not a supported format" "points: text file as image" $PTS -i "$T/in/not_an_image.png" -p 1,1 -q -o "$T/x2"

@@ -644,6 +644,98 @@ static void test_points(const char *cfg, const char *dir, sam3_model *m, const c
     dump_close(&im);
 }
 
+/* sam3_segment_everything against the reference's automatic mask generator
+   (tools/make_reference_everything.py, <prefix>_everything.sam3): without NMS (box_nms_thresh 1)
+   the same masks in the same order, each from the same click and multimask output, predicted IoU
+   within TOL, boxes within a pixel, masks at IoU >= MIN_IOU, stability within TOL or two pixels
+   of its counts (a ratio of pixel counts: a logit 1e-6 from a cut, which float noise moves
+   across, changes it by 1/|logits > t - offset| <= 1/area); with the reference's NMS the same
+   masks kept. The reference's thresholds were picked from its own values (random
+   weights have no natural cut); a threshold it turned off (<= 0) is a negative one here. */
+static void test_everything(const char *cfg, const char *dir, sam3_model *m, const char *prefix) {
+    char path[512];
+    dump im, d;
+    const sam3__tensor *img, *cand, *iou, *stab, *box, *msk, *nms;
+    sam3_ctx *c = NULL;
+    sam3_everything_options o = sam3_everything_options_default();
+    sam3_everything_result r;
+    int W, H, i, k, n_tok = m->trk.n_mask_tokens - 1, boxes_exact = 0;
+    double worst = 1, iou_d = 0, stab_d = 0, stab_px = 0;
+    snprintf(path, sizeof(path), "%s/%s_everything.sam3", dir, prefix);
+    if (!dump_open(&d, path)) {
+        t_note("  %s: no %s, segment everything not compared", cfg, path);
+        t_skip++;
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%s_image.sam3", dir, prefix);
+    t_check(dump_open(&im, path), "%s: %s for segment everything", cfg, path);
+    img = dump_get(&im, "input.image", SAM3__DT_U8);
+    cand = dump_get(&d, "out.candidate", SAM3__DT_I32);
+    iou = dump_get(&d, "out.iou", SAM3__DT_F32);
+    stab = dump_get(&d, "out.stability", SAM3__DT_F32);
+    box = dump_get(&d, "out.boxes", SAM3__DT_F32);
+    msk = dump_get(&d, "out.masks", SAM3__DT_U8);
+    nms = dump_get(&d, "nms.candidate", SAM3__DT_I32);
+    if (!img || !cand || !iou || !stab || !box || !msk || !nms || sam3_ctx_new(m, NULL, &c) != SAM3_OK) {
+        t_check(0, "%s: everything dump tensors / context", cfg);
+        dump_close(&d);
+        dump_close(&im);
+        return;
+    }
+    W = (int)img->shape[1];
+    H = (int)img->shape[0];
+    o.points_per_side = (int)dump_num(&d, "evr.points_per_side", 0);
+    o.pred_iou_thresh = (float)dump_num(&d, "evr.pred_iou_thresh", 0);
+    o.stability_score_thresh = (float)dump_num(&d, "evr.stability_thresh", 0);
+    if (o.pred_iou_thresh <= 0) o.pred_iou_thresh = -1;
+    if (o.stability_score_thresh <= 0) o.stability_score_thresh = -1;
+    o.stability_score_offset = (float)dump_num(&d, "evr.stability_offset", 1);
+    o.mask_threshold = (float)(1.0 / (1.0 + exp(-dump_num(&d, "evr.mask_threshold", 0))));
+    o.box_nms_thresh = 1;
+    t_check(sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8) == SAM3_OK, "%s: set_image for everything", cfg);
+    t_check(sam3_segment_everything(c, &o, &r) == SAM3_OK, "%s: sam3_segment_everything: %s", cfg, sam3_ctx_last_error(c));
+    k = (int)cand->shape[0];
+    t_check(r.n_masks == k && r.n_candidates == n_tok * o.points_per_side * o.points_per_side, "%s everything: %d of %d masks kept, reference %d",
+            cfg, r.n_masks, r.n_candidates, k);
+    for (i = 0; i < k && i < r.n_masks; i++) {
+        const sam3_everything_mask *e = &r.masks[i];
+        const float *b = (const float *)box->data + 4 * i;
+        const int id = ((const int32_t *)cand->data)[i];
+        const double bd = SAM3__MAX(SAM3__MAX(fabs(e->box.x0 - b[0]), fabs(e->box.y0 - b[1])), SAM3__MAX(fabs(e->box.x1 - b[2]), fabs(e->box.y1 - b[3])));
+        iou_d = SAM3__MAX(iou_d, fabs(e->iou - ((const float *)iou->data)[i]));
+        stab_d = SAM3__MAX(stab_d, fabs(e->stability - ((const float *)stab->data)[i]));
+        if (fabs(e->stability - ((const float *)stab->data)[i]) > TOL)
+            stab_px = SAM3__MAX(stab_px, fabs(e->stability - ((const float *)stab->data)[i]) * (double)SAM3__MAX(e->area, 1));
+        boxes_exact += bd == 0;
+        t_check(bd <= 1, "%s everything mask %d: box %g %g %g %g, reference %g %g %g %g", cfg, i, e->box.x0, e->box.y0, e->box.x1, e->box.y1, b[0],
+                b[1], b[2], b[3]);
+        if (i < (int)msk->shape[0]) { /* the reference's bits, most significant first */
+            const uint8_t *p = (const uint8_t *)msk->data + (size_t)i * msk->shape[1];
+            size_t j, in = 0, un = 0;
+            for (j = 0; j < (size_t)W * H; j++) {
+                const int a = e->mask[j] != 0, bb = (p[j >> 3] >> (7 - (j & 7))) & 1;
+                in += a && bb;
+                un += a || bb;
+            }
+            worst = SAM3__MIN(worst, un ? (double)in / (double)un : 1.0);
+        }
+        t_check(id == e->click * n_tok + e->token, "%s everything mask %d: click %d output %d, reference candidate %d", cfg, i, e->click, e->token, id);
+    }
+    printf("  %s everything: %d of %d candidates kept (no NMS), IoU diff %.2e, stability diff %.2e (past %.0e: <= %.2f pixels), %d/%d boxes "
+           "exact, worst mask IoU %.5f\n", cfg, r.n_masks, r.n_candidates, iou_d, stab_d, TOL, stab_px, boxes_exact, k, worst);
+    t_check(iou_d <= TOL && stab_px <= 2 && worst >= MIN_IOU, "%s everything: IoU diff %.3g, stability %.3g pixels off, worst mask IoU %.4f",
+            cfg, iou_d, stab_px, worst);
+    o.box_nms_thresh = (float)dump_num(&d, "evr.nms_thresh", 0.7);
+    t_check(sam3_segment_everything(c, &o, &r) == SAM3_OK && r.n_masks == (int)nms->shape[0], "%s everything with NMS %g: %d masks, reference %d",
+            cfg, o.box_nms_thresh, r.n_masks, (int)nms->shape[0]);
+    for (i = 0; i < r.n_masks && i < (int)nms->shape[0]; i++)
+        t_check(r.masks[i].click * n_tok + r.masks[i].token == ((const int32_t *)nms->data)[i], "%s everything with NMS: mask %d differs", cfg, i);
+    printf("  %s everything with NMS %g: %d masks kept\n", cfg, o.box_nms_thresh, r.n_masks);
+    sam3_ctx_free(c);
+    dump_close(&d);
+    dump_close(&im);
+}
+
 /* The attention kernel against a double-precision softmax(q k^T / sqrt(hd) + bias) v, with more
    keys than one block of its online softmax, so that rows' maxima rise from block to block (a
    key scale growing with the key index) and fall (growing backwards): the rescaling of the
@@ -880,6 +972,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
     if (m->arch == SAM3__ARCH_SAM1) {
         printf("%s: SAM 1 (vision encoder and interactive head)\n", cfg);
         test_points(cfg, dir, m, "ref_sam1");
+        if (!g_bf16) test_everything(cfg, dir, m, "ref_sam1");
         sam3_free(m);
         return;
     }
@@ -921,6 +1014,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
     }
     printf("%s: interactive head\n", cfg);
     test_points(cfg, dir, m, "ref_points");
+    if (!g_bf16) test_everything(cfg, dir, m, "ref_points");
     sam3_free(m);
 }
 

@@ -681,6 +681,92 @@ static void test_big_prompts(const sam3_model *m) {
     t_check(k.live == 0, "big prompts: every allocation freed (%ld live)", k.live);
 }
 
+/* sam3_segment_everything: bad arguments and options refused before anything runs, then the
+   result's invariants on a tiny grid with every filter off (each mask's area and box from its
+   pixels, scores in range) and on a 1x1 image; every allocation freed. */
+static void test_everything(const sam3_model *m) {
+    counter k = {0, 0, 0, 0, 0};
+    sam3_ctx *c = new_ctx(m, &k);
+    sam3_everything_options o = sam3_everything_options_default(), b;
+    sam3_everything_result r;
+    uint8_t *img = picture(30, 20, 3, 90);
+    const float bad_f[] = {NAN, INFINITY};
+    int rc, i, j;
+    if (!c) return;
+    t_check(sam3_segment_everything(NULL, &o, &r) == SAM3_ERR_INVALID_ARG, "everything(NULL ctx) -> INVALID_ARG");
+    rc = sam3_segment_everything(c, &o, &r);
+    t_check(rc == SAM3_ERR_NO_IMAGE, "everything before set_image -> NO_IMAGE (%s)", sam3_result_string((sam3_result)rc));
+    t_check(sam3_set_image(c, img, 30, 20, 90, SAM3_RGB8) == SAM3_OK, "set_image 30x20");
+    t_check(sam3_segment_everything(c, &o, NULL) == SAM3_ERR_INVALID_ARG, "everything(NULL out) -> INVALID_ARG");
+    for (i = 0; i < 4; i++) {
+        b = o;
+        b.points_per_side = i == 0 ? -1 : i == 1 ? 513 : i == 2 ? INT_MIN : INT_MAX;
+        t_check(sam3_segment_everything(c, &b, &r) == SAM3_ERR_INVALID_ARG && r.n_masks == 0, "points_per_side %d -> INVALID_ARG",
+                b.points_per_side);
+    }
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < 5; j++) {
+            float *f;
+            b = o;
+            f = j == 0 ? &b.pred_iou_thresh : j == 1 ? &b.stability_score_thresh : j == 2 ? &b.stability_score_offset
+                : j == 3 ? &b.box_nms_thresh : &b.mask_threshold;
+            *f = bad_f[i];
+            t_check(sam3_segment_everything(c, &b, &r) == SAM3_ERR_INVALID_ARG, "option %d = %g -> INVALID_ARG", j, (double)*f);
+        }
+    b = o;
+    b.stability_score_offset = -1;
+    t_check(sam3_segment_everything(c, &b, &r) == SAM3_ERR_INVALID_ARG, "stability_score_offset -1 -> INVALID_ARG");
+    b = o;
+    b.box_nms_thresh = -0.5f;
+    t_check(sam3_segment_everything(c, &b, &r) == SAM3_ERR_INVALID_ARG, "box_nms_thresh -0.5 -> INVALID_ARG");
+    o.points_per_side = 4;
+    o.pred_iou_thresh = o.stability_score_thresh = -1;
+    o.box_nms_thresh = 1;
+    rc = sam3_segment_everything(c, &o, &r);
+    t_check(rc == SAM3_OK && r.n_points == 16 && r.n_candidates == 48 && r.n_filtered == 48 && r.n_masks == 48 && r.width == 30 &&
+                r.height == 20, "everything, 4x4 grid, no filters: %d of %d masks (%s)", r.n_masks, r.n_candidates, sam3_ctx_last_error(c));
+    for (i = 0; rc == SAM3_OK && i < r.n_masks; i++) {
+        const sam3_everything_mask *e = &r.masks[i];
+        int64_t area = 0;
+        int x0 = 30, y0 = 20, x1 = 0, y1 = 0, x, y;
+        for (y = 0; y < 20; y++)
+            for (x = 0; x < 30; x++)
+                if (e->mask[y * 30 + x]) {
+                    area++;
+                    x0 = x < x0 ? x : x0, x1 = x > x1 ? x : x1, y0 = y < y0 ? y : y0, y1 = y > y1 ? y : y1;
+                }
+        if (!area) x0 = y0 = 0;
+        t_check(area == e->area && e->box.x0 == x0 && e->box.y0 == y0 && e->box.x1 == x1 && e->box.y1 == y1,
+                "everything mask %d: area %lld / box %g %g %g %g from its pixels (%lld, %d %d %d %d)", i, (long long)e->area, e->box.x0,
+                e->box.y0, e->box.x1, e->box.y1, (long long)area, x0, y0, x1, y1);
+        t_check(e->stability >= 0 && e->stability <= 1 && e->iou == e->iou && e->click >= 0 && e->click < 16 && e->token >= 0 && e->token < 3 &&
+                    (i == 0 || e->iou <= r.masks[i - 1].iou),
+                "everything mask %d: stability %g, iou %g, click %d, token %d, in order", i, e->stability, e->iou, e->click, e->token);
+    }
+    t_check(sam3_set_image(c, img, 1, 1, 3, SAM3_RGB8) == SAM3_OK, "set_image 1x1");
+    rc = sam3_segment_everything(c, &o, &r);
+    t_check(rc == SAM3_OK && r.n_masks == 48 && r.width == 1, "everything on 1x1 -> %s", sam3_result_string((sam3_result)rc));
+    sam3_ctx_free(c);
+    t_check(k.live == 0, "everything: every allocation freed (%ld live)", k.live);
+    /* every allocation of a fresh context's image and everything call failing in turn: the call
+       reports OUT_OF_MEMORY (or absorbs it), and nothing leaks */
+    for (i = 1, j = 0; i <= k.calls; i++) {
+        counter f = {0, 0, 0, 0, 0};
+        f.fail_at = i;
+        if (!(c = new_ctx(m, &f))) continue;
+        if (sam3_set_image(c, img, 30, 20, 90, SAM3_RGB8) == SAM3_OK) {
+            rc = sam3_segment_everything(c, &o, &r);
+            t_check(rc == SAM3_OK || rc == SAM3_ERR_OUT_OF_MEMORY, "everything with allocation %d failing -> %s", i,
+                    sam3_result_string((sam3_result)rc));
+            j += rc == SAM3_ERR_OUT_OF_MEMORY;
+        }
+        sam3_ctx_free(c);
+        t_check(f.live == 0, "everything with allocation %d failing: %ld live", i, f.live);
+    }
+    t_check(j > 0, "everything: %d injected failures reported as OUT_OF_MEMORY", j);
+    free(img);
+}
+
 /* ================================================================================================ */
 static void test_points(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
@@ -1457,6 +1543,7 @@ int main(int argc, char **argv) {
     TIMED(test_images(m));
     TIMED(test_prompts(m));
     if (g_has_points) TIMED(test_points(m));
+    if (g_has_points) TIMED(test_everything(m));
     if (!quick) TIMED(test_big_prompts(m));
     TIMED(test_abort(m, &ref));
     TIMED(test_alloc_failures(m, &ref, 0));
