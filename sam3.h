@@ -231,7 +231,10 @@ DOCUMENTATION
 
 RECENT REVISIONS
    1.3.0  sam3_load_options.image_size: SAM 3 at a smaller (or larger) square input, any multiple
-          of the patch, as the reference with that config.image_size.
+          of the patch, as the reference with that config.image_size; concepts (sam3_concept_new,
+          _save, _load, _n_tokens, _free; sam3_segment_prompt.concepts, SAM3_MAX_CONCEPTS): a
+          prompt made once and reused on other images; sam3_segment_everything (SAM's automatic
+          mask generator; sam3_timings.everything); sam3_mask_to_rle (COCO compressed RLE).
    1.2.0  kernels chosen at run time (sam3_isa, sam3_ctx_options.isa, $SAM3_ISA, sam3_isa_name,
           sam3_isa_mask, sam3_isa_default, sam3_ctx_isa; SAM3_NO_DISPATCH, SAM3_HEADER_NAME):
           one build runs AVX2, AVX-512, AVX512-BF16, AMX or NEON where the CPU has them; the
