@@ -3343,6 +3343,20 @@ static void sam3__load_config(sam3_model *m, sam3__loader *L) {
     for (i = 0; i < sizeof(stages) / sizeof(stages[0]) && L->rc == SAM3_OK; i++) stages[i](m, L);
 }
 
+/* The prompt encoder's image-wide part under root ("" for SAM 1's SamPromptEncoder,
+   "tracker_model." for SAM 3's): the random Fourier features, the mask embedding's convolutions
+   and norms, no_mask_embed. D: the prompt width; mi: the mask embedding's channels. */
+static void sam3__get_prompt_mask_embed(sam3__loader *L, const char *root, int D, int mi, sam3__trk_w *w) {
+    char p[128];
+    sam3__nm(L, "%sshared_image_embedding.positional_embedding", root); w->gauss = sam3__get(L, 2, 2, D / 2, 0, 0);
+    snprintf(p, sizeof(p), "%sprompt_encoder.mask_embed.conv1", root); w->mask_conv1 = sam3__get_conv(L, p, mi / 4, 1, 2);
+    snprintf(p, sizeof(p), "%sprompt_encoder.mask_embed.conv2", root); w->mask_conv2 = sam3__get_conv(L, p, mi, mi / 4, 2);
+    snprintf(p, sizeof(p), "%sprompt_encoder.mask_embed.conv3", root); w->mask_conv3 = sam3__get_conv(L, p, D, mi, 1);
+    snprintf(p, sizeof(p), "%sprompt_encoder.mask_embed.layer_norm1", root); w->mask_ln1 = sam3__get_norm(L, p, mi / 4);
+    snprintf(p, sizeof(p), "%sprompt_encoder.mask_embed.layer_norm2", root); w->mask_ln2 = sam3__get_norm(L, p, mi);
+    sam3__nm(L, "%sprompt_encoder.no_mask_embed.weight", root); w->no_mask = sam3__get(L, 2, 1, D, 0, 0);
+}
+
 static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
     const sam3__s1_cfg *v = &m->s1;
     const sam3__trk_cfg *t = &m->trk;
@@ -3383,13 +3397,7 @@ static void sam3__load_sam1_weights(sam3_model *m, sam3__loader *L) {
     w->neck_ln1 = sam3__get_norm(L, "vision_encoder.neck.layer_norm1", v->out_ch);
     w->neck_ln2 = sam3__get_norm(L, "vision_encoder.neck.layer_norm2", v->out_ch);
     /* SamPromptEncoder */
-    sam3__nm(L, "shared_image_embedding.positional_embedding"); h->gauss = sam3__get(L, 2, 2, D / 2, 0, 0);
-    h->mask_conv1 = sam3__get_conv(L, "prompt_encoder.mask_embed.conv1", mi / 4, 1, 2);
-    h->mask_conv2 = sam3__get_conv(L, "prompt_encoder.mask_embed.conv2", mi, mi / 4, 2);
-    h->mask_conv3 = sam3__get_conv(L, "prompt_encoder.mask_embed.conv3", D, mi, 1);
-    h->mask_ln1 = sam3__get_norm(L, "prompt_encoder.mask_embed.layer_norm1", mi / 4);
-    h->mask_ln2 = sam3__get_norm(L, "prompt_encoder.mask_embed.layer_norm2", mi);
-    sam3__nm(L, "prompt_encoder.no_mask_embed.weight"); h->no_mask = sam3__get(L, 2, 1, D, 0, 0);
+    sam3__get_prompt_mask_embed(L, "", D, mi, h);
     sam3__nm(L, "prompt_encoder.not_a_point_embed.weight"); h->not_a_point = sam3__get(L, 2, 1, D, 0, 0);
     for (i = 0; i < t->n_point_emb; i++) { sam3__nm(L, "prompt_encoder.point_embed.%d.weight", i); h->point_rows[i] = sam3__get(L, 2, 1, D, 0, 0); }
     /* SamMaskDecoder */
@@ -3619,13 +3627,7 @@ static void sam3__load_tracker_prompt_weights(sam3_model *m, sam3__loader *L) {
     if (!t->present) return;
     for (j = 0; j < t->n_kept && L->rc == SAM3_OK; j++)
         sam3__get_fpn_level(L, "tracker_neck.fpn_layers", j, t->scale_x2[j], m->vit.hidden, t->fpn, &w->fpn[j]);
-    sam3__nm(L, "tracker_model.shared_image_embedding.positional_embedding"); w->gauss = sam3__get(L, 2, 2, TD / 2, 0, 0);
-    w->mask_conv1 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv1", mi / 4, 1, 2);
-    w->mask_conv2 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv2", mi, mi / 4, 2);
-    w->mask_conv3 = sam3__get_conv(L, "tracker_model.prompt_encoder.mask_embed.conv3", TD, mi, 1);
-    w->mask_ln1 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm1", mi / 4);
-    w->mask_ln2 = sam3__get_norm(L, "tracker_model.prompt_encoder.mask_embed.layer_norm2", mi);
-    sam3__nm(L, "tracker_model.prompt_encoder.no_mask_embed.weight"); w->no_mask = sam3__get(L, 2, 1, TD, 0, 0);
+    sam3__get_prompt_mask_embed(L, "tracker_model.", TD, mi, w);
     sam3__nm(L, "tracker_model.prompt_encoder.point_embed.weight");
     {
         const float *pe = sam3__get(L, 2, t->n_point_emb, TD, 0, 0);
