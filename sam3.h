@@ -3640,10 +3640,11 @@ static void sam3__load_tracker_prompt_weights(sam3_model *m, sam3__loader *L) {
 static void sam3__load_tracker_decoder_weights(sam3_model *m, sam3__loader *L) {
     const sam3__trk_cfg *t = &m->trk;
     sam3__trk_w *w = &m->trk_w;
-    const int TD = t->D, di = t->D / t->down;
+    const int TD = t->D;
     char p[200];
-    int i;
+    int i, di;
     if (!t->present) return;
+    di = TD / t->down; /* down > 0 once the head is present (sam3__load_tracker_config) */
     sam3__nm(L, "tracker_model.mask_decoder.obj_score_token.weight"); w->obj_token = sam3__get(L, 2, 1, TD, 0, 0);
     sam3__nm(L, "tracker_model.mask_decoder.iou_token.weight"); w->iou_token = sam3__get(L, 2, 1, TD, 0, 0);
     sam3__nm(L, "tracker_model.mask_decoder.mask_tokens.weight"); w->mask_tokens = sam3__get(L, 2, t->n_mask_tokens, TD, 0, 0);
