@@ -13,7 +13,14 @@
 #         every frame's object ids and prompts equal, scores within 1e-4, masks IoU >= 0.99.
 # build/test_parity then runs sam3.h on the same inputs and compares every stage. ~15 GB of disk.
 #
-#   tools/check_fullsize.sh [all|sam3|sam1|video|concept] [CLIP_VOCAB_DIR] [IMAGE] [PHOTO]
+#   xfer: a saved concept used on another image: the geometry encoder on IMAGE's features, the DETR
+#         on a second image with those tokens (tools/make_reference_concept_xfer.py, transformers'
+#         modules composed) against build/test_saved_concept: scores within 1e-4, masks IoU >= 0.99.
+#
+#   tools/check_fullsize.sh [all|sam3|sam1|video|concept|xfer] [CLIP_VOCAB_DIR] [IMAGE] [PHOTO]
+#
+# IMAGE_SIZE=N (sam3 only): HF built with image_size N (detector and tracker; a config written beside
+# the checkpoint, same tensors) against full.sam3 loaded with sam3_load_options.image_size = N.
 #
 # CLIP_VOCAB_DIR holds the real vocab.json + merges.txt (default ../shared/clip); IMAGE defaults to
 # ../shared/images/truck.jpg. Work files go to $FULLSIZE_DIR (default /tmp/sam3_full).
@@ -42,8 +49,8 @@ esac
 mkdir -p "$W"
 t0=$(date +%s)
 make -s build/test_parity build/test_video build/make_video_frames
-make -s build/test_concept
-if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ] || [ "$WHAT" = video ] || [ "$WHAT" = concept ]; then
+make -s build/test_concept build/test_saved_concept
+if [ "$WHAT" != sam1 ]; then
     if [ ! -f "$W/src/model.safetensors" ]; then
         $PY tools/make_random_checkpoint.py "$W/src" --vocab "$CLIP"
         # random weights leave every tracked object "absent" (object scores ~ -1): move the score head's
@@ -69,7 +76,33 @@ if [ "$DTYPE" = f32 ] && { [ "$WHAT" = all ] || [ "$WHAT" = concept ]; }; then
     echo "concept reference: $(( $(date +%s) - t0 )) s"
     SAM3_TEST_VERBOSE=1 build/test_concept --model "$W/full.sam3" --ref "$W/ref_concept_full.sam3" --photo "$PHOTO" --parity-only
 fi
-if [ "$WHAT" = all ] || [ "$WHAT" = sam3 ]; then
+if [ "$WHAT" = xfer ]; then
+    mkdir -p "$W/srcx"
+    for f in model.safetensors vocab.json merges.txt config.json; do ln -sf "$W/src/$f" "$W/srcx/$f"; done
+    $PY -c "import sys; from PIL import Image; Image.open(sys.argv[1]).convert('RGB').save(sys.argv[2])" "$IMG" "$W/srcx/image.png"
+    $PY tools/make_reference_concept_xfer.py "$W/srcx" "$W/xfer"
+    echo "xfer reference: $(( $(date +%s) - t0 )) s"
+    build/test_saved_concept --model "$W/full$SFX.sam3" --data "$W/xfer"
+fi
+if [ -n "${IMAGE_SIZE:-}" ] && [ "$WHAT" = sam3 ]; then
+    # the released config.json states no sizes (HF defaults): spell out the ones image_size moves
+    S=$IMAGE_SIZE; mkdir -p "$W/src_s$S"
+    for f in model.safetensors vocab.json merges.txt; do ln -sf "$W/src/$f" "$W/src_s$S/$f"; done
+    $PY - "$S" "$W/src_s$S/config.json" <<'PY'
+import json, sys
+S, g = int(sys.argv[1]), int(sys.argv[1]) // 14
+vision = {"model_type": "sam3_vision_model", "backbone_config": {"model_type": "sam3_vit_model", "image_size": S},
+          "backbone_feature_sizes": [[4 * g, 4 * g], [2 * g, 2 * g], [g, g]]}
+json.dump({"model_type": "sam3_video", "detector_config": {"model_type": "sam3", "vision_config": vision},
+           "tracker_config": {"model_type": "sam3_tracker_video", "image_size": S, "vision_config": vision,
+                              "prompt_encoder_config": {"image_size": S, "patch_size": 14}}}, open(sys.argv[2], "w"), indent=2)
+PY
+    R="$W/ref_s$S"
+    [ -f "$R/full/ref_case_boxes_edge.sam3" ] || $PY tools/make_reference.py "$R" --from-checkpoint "$W/src_s$S" --name full --image "$IMG"
+    [ -f "$R/full/ref_points_image.sam3" ] || $PY tools/make_reference_points.py "$R" --from-checkpoint "$W/src_s$S" --name full --image "$IMG"
+    echo "sam3 reference dumps at $S: $(( $(date +%s) - t0 )) s"
+    build/test_parity --model "$W/full$SFX.sam3" --data "$R/full" --image-size "$S" $BF
+elif [ "$WHAT" = all ] || [ "$WHAT" = sam3 ]; then
     [ -f "$W/ref/full/ref_case_boxes_edge.sam3" ] || $PY tools/make_reference.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"
     [ -f "$W/ref/full/ref_points_image.sam3" ] || $PY tools/make_reference_points.py "$W/ref" --from-checkpoint "$W/src" --name full --image "$IMG"
     echo "sam3 reference dumps: $(( $(date +%s) - t0 )) s"
