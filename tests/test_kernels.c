@@ -414,7 +414,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             float *tab = fbuf((size_t)n * hd);
             uint16_t *kt = (uint16_t *)malloc((size_t)nb * nh * nkp * SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
             uint16_t *vp = (uint16_t *)malloc((size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
-            double *s = (double *)malloc((size_t)n * sizeof(double)), vmax = 0, worst = 0;
+            double *s = (double *)malloc((size_t)n * sizeof(double)), vmax = 0, worst = 0, flops = c->flops[SAM3__ST_NONE];
             const float scale = 1.0f / sqrtf((float)hd);
             size_t i;
             int b, h, qi, j, d, m;
@@ -439,6 +439,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             sam3__rope_pack_bf16(c, &ra, kt);
             sam3__v_pack_bf16(c, &ra, vp);
             rc = sam3__attention_packed_bf16(c, kern, &ra, kt, vp);
+            flops = c->flops[SAM3__ST_NONE] - flops; /* q.k as 3 products (split scores), P.V as 1 */
             for (b = 0; b < nb && rc == SAM3_OK; b++)
                 for (h = 0; h < nh; h++)
                     for (qi = 0; qi < n; qi++) {
@@ -469,14 +470,14 @@ static void test_attention_bf16(sam3_ctx *c) {
                             if (!(err <= worst)) worst = err; /* NaN sticks */
                         }
                     }
-            if (rc != SAM3_OK || !(worst <= 4e-3 * vmax + 1e-5)) {
+            if (rc != SAM3_OK || !(worst <= 4e-3 * vmax + 1e-5) || flops != 2.0 * 4 * nb * nh * hd * n * n) {
                 fails++;
-                t_note("  bf16 attention (%s) nb %d n %d nh %d hd %d: worst error %.3g of max |v| %.3g", kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", nb, n,
-                       nh, hd, worst, vmax);
+                t_note("  bf16 attention (%s) nb %d n %d nh %d hd %d: worst error %.3g of max |v| %.3g, %.0f FLOPs counted",
+                       kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", nb, n, nh, hd, worst, vmax, flops);
             }
             free(q), free(k), free(v), free(q0), free(bq), free(bk), free(bv), free(tab), free(kt), free(vp), free(s);
         }
-        t_check(fails == 0, "bf16 ViT attention, %s (ragged keys and rows, head dims padded to 32): %d bad",
+        t_check(fails == 0, "bf16 ViT attention, %s (ragged keys and rows, head dims padded to 32; its FLOPs counted): %d bad",
                 kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", fails);
     }
     if (have < SAM3__BK_AVX512) t_note("  bf16 attention: no AVX512-BF16 on this CPU, skipped");
