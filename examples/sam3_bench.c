@@ -354,7 +354,8 @@ static int bench_peak(sam3_ctx *c, const sam3_model *m, int bf16, FILE *out, dou
     const int64_t p = cfgi(m, sam1 ? "sam1.vision.patch_size" : "vision.patch_size"), g = p > 0 ? sam3_model_image_size(m) / p : 0;
     const int C = (int)cfgi(m, sam1 ? "sam1.vision.hidden_size" : "vision.hidden_size");
     const int I = (int)cfgi(m, sam1 ? "sam1.vision.mlp_dim" : "vision.intermediate_size");
-    const int shapes[2][3] = {{(int)(g * g), I, C}, {(int)(g * g), C, I}};
+    const int ok = g > 0 && g * g <= 65536 && C > 0 && I > 0; /* else 2048^3 */
+    const int shapes[2][3] = {{ok ? (int)(g * g) : 2048, ok ? I : 2048, ok ? C : 2048}, {ok ? (int)(g * g) : 2048, ok ? C : 2048, ok ? I : 2048}};
     int s;
     *peak = 0;
     for (s = 0; s < 6; s++) {
