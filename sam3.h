@@ -477,6 +477,12 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *model, const sam3_ctx_options
 SAM3DEF void sam3_ctx_free(sam3_ctx *ctx); /* NULL is a no-op */
 SAM3DEF const char *sam3_ctx_last_error(const sam3_ctx *ctx);
 SAM3DEF sam3_timings sam3_ctx_timings(const sam3_ctx *ctx);
+/* The floating-point operations of the last run of each stage sam3_ctx_timings times, field by
+   field: 2 per multiply-add of the products the kernel path ran in it (every GEMM; an attention's
+   q.k and P.V, its scores thrice where the bf16 tiles split them into 3 products; a 3x3 conv's 36
+   Winograd products, or its 9 taps on the reference path). Element-wise passes are not counted.
+   With sam3_ctx_timings: a stage's achieved rate. */
+SAM3DEF sam3_timings sam3_ctx_flops(const sam3_ctx *ctx);
 SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the context now: everything it allocated */
 
 /* ---- Threads, clock and GEMM rate, for benchmarks and tools (nothing here is needed to segment) ---- */
@@ -498,15 +504,17 @@ typedef enum sam3_gemm_path {
                                    builds on OpenBLAS where the context splits products, else SAM3_ERR_UNSUPPORTED */
     SAM3_GEMM_BLAS = 2,         /* sam3_bench_sgemm: one call to the BLAS this build uses (OpenBLAS on `threads` of its
                                    threads; SAM3_SGEMM as given); SAM3_ERR_UNSUPPORTED in a SAM3_NO_BLAS build */
-    SAM3_GEMM_BUILTIN = 3       /* sam3_bench_sgemm: sam3's built-in SGEMM (what a SAM3_NO_BLAS build runs) on `threads` */
+    SAM3_GEMM_BUILTIN = 3,      /* sam3_bench_sgemm: sam3's built-in SGEMM (what a SAM3_NO_BLAS build runs) on `threads` */
+    SAM3_GEMM_CTX_BF16 = 4      /* as the model's products with a bf16 weight run on this context: B in bf16, through the
+                                   bf16 kernels (AMX, AVX512-BF16) where the path has them, else widened to f32 */
 } sam3_gemm_path;
 
-/* Times C (m x n) = A (m x k) . B (n x k)^T in fp32, row-major, `reps` times (1..100) on synthetic
-   matrices allocated for the call with the context's allocator, and writes the median time in
-   milliseconds to *ms (GFLOP/s = 2 m n k / (*ms * 1e6)). It is the rate the model's products
-   can reach, next to which `sam3 bench` puts the image encoder's. SAM3_GEMM_BLAS_THREADS sets
-   OpenBLAS's process-global thread count for the call and restores it after: no other context
-   may compute meanwhile. Needs no image or model state; the context's error says what failed. */
+/* Times C (m x n) = A (m x k) . B (n x k)^T in fp32 (SAM3_GEMM_CTX_BF16: B in bf16), row-major,
+   `reps` times (1..100) on synthetic matrices allocated for the call with the context's
+   allocator, and writes the median time in milliseconds to *ms (GFLOP/s = 2 m n k / (*ms * 1e6)).
+   It is the rate the model's products can reach, next to which `sam3 bench` puts each stage's.
+   SAM3_GEMM_BLAS_THREADS sets OpenBLAS's process-global thread count for the call and restores
+   it after: no other context may compute meanwhile. Needs no image or model state; the context's error says what failed. */
 SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *ctx, sam3_gemm_path path, int m, int n, int k, int reps, double *ms);
 /* The same product without a model or context, for SAM3_GEMM_BLAS and SAM3_GEMM_BUILTIN (threads >= 1;
    OpenBLAS's count is restored after): the median of `reps` after one untimed run, in *ms.
@@ -4077,6 +4085,12 @@ typedef struct sam3__text_entry {
     unsigned long stamp; /* last use, for LRU replacement; 0 = empty */
 } sam3__text_entry;
 typedef struct sam3__mark { size_t top, live; sam3__chunk *chunks; } sam3__mark;
+/* The stages sam3_ctx_timings times, each with the floating-point operations of its products
+   (sam3_ctx_flops); NONE: work outside them, whose count nobody reads. */
+enum {
+    SAM3__ST_NONE, SAM3__ST_PRE, SAM3__ST_TRUNK, SAM3__ST_NECK, SAM3__ST_TEXT, SAM3__ST_GEOMETRY, SAM3__ST_DETR_ENC, SAM3__ST_DETR_DEC,
+    SAM3__ST_MASK, SAM3__ST_POST, SAM3__ST_INECK, SAM3__ST_POINTS, SAM3__ST_TRACKING, SAM3__ST_EVERYTHING, SAM3__ST_N
+};
 
 struct sam3_ctx {
     const sam3_model *m;
@@ -4094,6 +4108,8 @@ struct sam3_ctx {
     int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (SAM3__WINO_TILES; tests lower it) */
     char err[512];
     sam3_timings t;
+    int stage;                     /* SAM3__ST_*: the stage whose products are counted now */
+    double flops[SAM3__ST_N];      /* floating-point operations of each stage's products, last run */
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
        point grows the arena to the high-water mark, so steady state allocates nothing. */
     unsigned char *arena;
@@ -4278,6 +4294,24 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
     if (!c->opt.tap) return;
     s[0] = d0; s[1] = d1; s[2] = d2;
     c->opt.tap(c->opt.tap_user, name, data, nd, s);
+}
+/* A product's f floating-point operations (2 a multiply-add) to the stage running: a few adds a
+   kernel call. Atomic, as a product may start inside a caller's parallel region. */
+static void sam3__count(sam3_ctx *c, double f) {
+    double *at = &c->flops[c->stage];
+    SAM3__OMP(atomic)
+    *at += f;
+}
+/* A timed stage begins: its count starts from 0 and the products count to it. Returns the clock. */
+static double sam3__stage_begin(sam3_ctx *c, int stage) {
+    c->flops[stage] = 0;
+    c->stage = stage;
+    return sam3__now_ms();
+}
+/* The stage begun at t0 ends: later products count to no stage. Returns its milliseconds. */
+static double sam3__stage_end(sam3_ctx *c, double t0) {
+    c->stage = SAM3__ST_NONE;
+    return sam3__now_ms() - t0;
 }
 
 /* ==== sam3: portable helpers (the kernels and the model both use them) ==== */
@@ -4537,6 +4571,7 @@ typedef struct sam3__ktab {
 #define sam3__attention_packed_fast SAM3__KN(sam3__attention_packed_fast)
 #define sam3__attention_rel SAM3__KN(sam3__attention_rel)
 #define sam3__attention_rope SAM3__KN(sam3__attention_rope)
+#define sam3__attn_flops SAM3__KN(sam3__attn_flops)
 #define sam3__attn_rows SAM3__KN(sam3__attn_rows)
 #define sam3__attn_job SAM3__KN(sam3__attn_job)
 #define sam3__attn_scores SAM3__KN(sam3__attn_scores)
@@ -5684,17 +5719,21 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     return 1;
 }
 
-/* g's product in bf16 with f32 sums (alpha 1; g->ch not used), with kernel kern (SAM3__BK_*). */
+/* g's product in bf16 with f32 sums (alpha 1; g->ch not used), with kernel kern (SAM3__BK_*).
+   Counted here where the bf16 kernels run it; sam3__bgemm_ref's f32 products count themselves. */
 static void sam3__gemm_bf16(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     sam3__gemm_args p = *g;
     if (g->m <= 0 || g->n <= 0) return;
     kern = sam3__bgemm_kern(kern);
     p.bias = NULL, p.ch = NULL, p.ldch = 0;
-    if (sam3__bgemm_small(c, kern, &p)) return;
-    if (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, &p)) return;
+    if (sam3__bgemm_small(c, kern, &p) || (kern != SAM3__BK_REF && sam3__bgemm_run(c, kern, &p))) {
+        sam3__count(c, 2.0 * p.m * p.n * p.k);
+        return;
+    }
     if (!sam3__bgemm_ref(c, &p)) {
         /* no memory for any buffer: unblocked, slow, but the same products */
         int i, j, k;
+        sam3__count(c, 2.0 * p.m * p.n * p.k);
         for (i = 0; i < p.m; i++)
             for (j = 0; j < p.n; j++) {
                 float acc = 0, *cij = p.c + (size_t)i * p.ldc + j;
@@ -5724,7 +5763,9 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
     memset(&g, 0, sizeof(g));
     g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = lda, g.b = W, g.bh = Wh, g.ldb = ldw;
     g.bias = b, g.ch = Ch, g.ldch = ldch;
-    return sam3__bgemm_run(c, kern, &g);
+    if (!sam3__bgemm_run(c, kern, &g)) return 0;
+    sam3__count(c, 2.0 * M * N * K);
+    return 1;
 }
 
 /* ==== sam3: kernels ==== */
@@ -5798,6 +5839,13 @@ static void sam3__ref_ln_row(const float *r, float *o, int d, const sam3__norm *
     var /= d;
     for (j = 0; j < d; j++) o[j] = (r[j] - (float)mu) * (float)(1.0 / sqrt(var + (double)eps)) * w->w[j] + w->b[j];
 }
+/* The floating-point operations of attention at (sam3__count): per query-key pair (j <= i where
+   causal) and head, hd multiply-adds in q.k and hd in P.V. */
+static double sam3__attn_flops(const sam3__attn_args *at) {
+    const double nq = at->nq, nk = at->nk;
+    const double pairs = !at->causal ? nq * nk : nq <= nk ? nq * (nq + 1) / 2 : nk * (nk + 1) / 2 + (nq - nk) * nk;
+    return 4.0 * at->nh * at->hd * pairs;
+}
 /* Multi-head attention, one (head, query) at a time: out[i, h hd..] = softmax(scale q_ih . k_jh +
    bias_h[i, j]) . v_jh over keys j (j <= i when causal), scale = hd^-1/2, bias_h[i, ky S + kx] =
    relh[h, i, ky] + relw[h, i, kx] (S = rel_s) or 0. out may alias q: a task reads q only at the
@@ -5811,6 +5859,7 @@ static sam3_result sam3__ref_attention(sam3_ctx *c, const sam3__attn_args *at) {
     float *buf = sam3__sallocf(c, (size_t)c->nt * per); /* per thread: (nk) probabilities, (hd) an output row */
     int task;
     if (!buf) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, sam3__attn_flops(at));
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (task = 0; task < at->nh * nq; task++) {
         const int h = task / nq, i = task % nq, lim = at->causal ? SAM3__MIN(i + 1, nk) : nk;
@@ -5854,6 +5903,7 @@ static sam3_result sam3__ref_conv3x3(sam3_ctx *c, const float *x, const float *l
     float *acc = sam3__sallocf(c, (size_t)c->nt * W); /* per thread: (W) an output row */
     int task;
     if ((lo && !xs) || !acc) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, 18.0 * cout * cin * H * W); /* 9 taps an output and input channel, the padding's too */
     if (lo) {
         SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
         for (task = 0; task < cin * H; task++) {
@@ -5984,6 +6034,7 @@ static void sam3__gemm(sam3_ctx *c, int ta, int tb, int M, int N, int K, float a
     int tiles = 1, pm, pn, t, best = 0;
     double cost = 0;
     sam3__gemm_args g;
+    sam3__count(c, 2 * mnk);
     memset(&g, 0, sizeof(g));
     g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = alpha, g.beta = beta;
     g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = ldc;
@@ -7105,6 +7156,7 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) 
     float *vp = sam3__sallocf(c, (size_t)nh * nk * hd);  /* (nh, nk, hd) values per head, contiguous */
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, sam3__attn_flops(at));
     SAM3__OMP(parallel num_threads(c->nt))
     {
         float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, KB) scores */
@@ -7171,6 +7223,7 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     int task;
     if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, 4.0 * nb * nh * hd * n * n);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
     for (task = 0; task < nb * nh * nblk; task++) {
         const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * rows, r1 = SAM3__MIN(n, r0 + rows);
@@ -7280,6 +7333,7 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
     const size_t per_thr = (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2 + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2 + (size_t)SAM3__BMR * hdp;
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, 2.0 * (SAM3__ATT_KSPLIT + 1) * nb * nh * hd * n * n); /* the split scores: 3 products */
     SAM3__OMP(parallel num_threads(c->nt))
     {
         float *base = sam3__thread_slice(sbuf, per_thr);
@@ -7338,6 +7392,7 @@ static sam3_result sam3__ref_attention_packed(sam3_ctx *c, const sam3__rope_args
     float *buf = sam3__sallocf(c, (size_t)c->nt * per); /* per thread: (n) probabilities, (hd) an output row */
     int task;
     if (!buf) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, 4.0 * nb * nh * hd * n * n);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (task = 0; task < nb * nh * n; task++) {
         const int b = task / (nh * n), h = task / n % nh, i = task % n;
@@ -7576,6 +7631,7 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
     sam3__gemm_args wg; /* the 36 products M_p (cout, n) = U_p (cout, cin) V_p (cin, n), rows nc apart */
     int ty0;
     if (!u || !tb || (!gr && (!v || !mm))) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__count(c, 72.0 * cout * cin * ntx * nty); /* the 36 products; the transforms are not counted */
     memset(&wg, 0, sizeof(wg));
     wg.m = cout, wg.k = cin, wg.alpha = 1.0f, wg.lda = cin, wg.ldb = wg.ldc = nc;
     sam3__wino_weights(c, l, cout, cin, u, (double *)(void *)tb);
@@ -8867,7 +8923,7 @@ static sam3_result sam3__vision_neck(sam3_ctx *c) {
 static void sam3__sam1_relpos(sam3_ctx *c, const float *q, int ldq, int S, int nh, int hd, const float *th, const float *tw, float *relh,
                               float *relw) {
     int t;
-    (void)c; /* only in OpenMP clauses */
+    sam3__count(c, 4.0 * S * S * nh * S * hd); /* two dot products of hd per token, head and k */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (t = 0; t < S * S; t++) {
         int y = t / S, x = t % S, h, k, d;
@@ -10382,6 +10438,17 @@ SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
 SAM3DEF int sam3_ctx_n_threads(const sam3_ctx *c) { return c ? c->nt : 0; }
 SAM3DEF int sam3_ctx_splits_products(const sam3_ctx *c) { return c ? c->split : 0; }
 SAM3DEF double sam3_time_ms(void) { return sam3__now_ms(); }
+SAM3DEF sam3_timings sam3_ctx_flops(const sam3_ctx *c) {
+    sam3_timings f;
+    memset(&f, 0, sizeof(f));
+    if (!c) return f;
+    f.preprocess = c->flops[SAM3__ST_PRE], f.vision_trunk = c->flops[SAM3__ST_TRUNK], f.vision_neck = c->flops[SAM3__ST_NECK];
+    f.text = c->flops[SAM3__ST_TEXT], f.geometry = c->flops[SAM3__ST_GEOMETRY], f.detr_encoder = c->flops[SAM3__ST_DETR_ENC];
+    f.detr_decoder = c->flops[SAM3__ST_DETR_DEC], f.mask_decoder = c->flops[SAM3__ST_MASK], f.postprocess = c->flops[SAM3__ST_POST];
+    f.interactive_neck = c->flops[SAM3__ST_INECK], f.points = c->flops[SAM3__ST_POINTS], f.tracking = c->flops[SAM3__ST_TRACKING];
+    f.everything = c->flops[SAM3__ST_EVERYTHING];
+    return f;
+}
 
 SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *c, sam3_gemm_path path, int m, int n, int k, int reps, double *ms) {
     double t[100], t0;
@@ -10397,7 +10464,7 @@ SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *c, sam3_gemm_path path, int m, int
     if (!sam3__mul((size_t)m, (size_t)k, &na) || !sam3__mul((size_t)n, (size_t)k, &nb) || !sam3__mul((size_t)m, (size_t)n, &nc) ||
         !sam3__add(na, nb, &bytes) || !sam3__add(bytes, nc, &bytes) || !sam3__mul(bytes, sizeof(float), &bytes))
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_bench_gemm: %d x %d x %d is too large", m, n, k);
-    if (path != SAM3_GEMM_CTX && path != SAM3_GEMM_BLAS_THREADS)
+    if (path != SAM3_GEMM_CTX && path != SAM3_GEMM_BLAS_THREADS && path != SAM3_GEMM_CTX_BF16)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_bench_gemm: unknown path %d", (int)path);
 #if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
     if (path == SAM3_GEMM_BLAS_THREADS && (!c->split || c->nt <= 1))
@@ -10411,6 +10478,8 @@ SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *c, sam3_gemm_path path, int m, int
     cc = b + nb;
     for (i = 0; i < na; i++) a[i] = (float)(i % 17) * 0.01f;
     for (i = 0; i < nb; i++) b[i] = (float)(i % 17) * 0.01f;
+    if (path == SAM3_GEMM_CTX_BF16) /* B in bf16, over its f32 copy's first half */
+        for (i = 0; i < nb; i++) ((uint16_t *)(void *)b)[i] = sam3__f32_bf16(b[i]);
     for (r = 0; r < reps; r++) {
         t0 = sam3__now_ms();
 #if defined(OPENBLAS_VERSION) && !defined(SAM3_SGEMM) && !defined(SAM3_NO_BLAS)
@@ -10424,7 +10493,8 @@ SAM3DEF sam3_result sam3_bench_gemm(sam3_ctx *c, sam3_gemm_path path, int m, int
             continue;
         }
 #endif
-        sam3__gemm(c, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
+        if (path == SAM3_GEMM_CTX_BF16) sam3__gemm_mixed(c, 0, 1, m, n, k, a, NULL, k, NULL, (const uint16_t *)(void *)b, k, 0.0f, cc, n);
+        else sam3__gemm(c, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, cc, n);
         t[r] = sam3__now_ms() - t0;
     }
     sam3__afree(&c->a, a);
@@ -10727,9 +10797,11 @@ SAM3DEF sam3_result sam3_concept_load(const sam3_model *m, const void *data, siz
 /* Entry-point prologue: clear the error, settle the arena. */
 static sam3_result sam3__begin(sam3_ctx *c) {
     c->err[0] = 0;
+    c->stage = SAM3__ST_NONE; /* a stage that failed ended there */
     return sam3__arena_settle(c);
 }
 static sam3_result sam3__end(sam3_ctx *c, sam3_result rc) {
+    c->stage = SAM3__ST_NONE;
     sam3__release_all(c);
     if (rc < 0 && !c->err[0]) sam3__fail(c, rc, "%s", sam3_result_string(rc));
     return rc;
@@ -10744,8 +10816,8 @@ static sam3_result sam3__sam1_image_encode(sam3_ctx *c, const unsigned char *rgb
     sam3_result rc;
     if ((rc = sam3__sam1_preprocess(c, rgb, w, h, pix, &w1, &h1)) != SAM3_OK) return rc;
     sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
-    c->t.preprocess = sam3__now_ms() - t0;
-    t0 = sam3__now_ms();
+    c->t.preprocess = sam3__stage_end(c, t0);
+    t0 = sam3__stage_begin(c, SAM3__ST_TRUNK);
     if ((rc = sam3__sam1_vision(c, pix, c->trk_e)) != SAM3_OK) return rc;
     sam3__grid_pe(c);
     if (c->opt.tap) {
@@ -10757,7 +10829,7 @@ static sam3_result sam3__sam1_image_encode(sam3_ctx *c, const unsigned char *rgb
             for (j2 = 0; j2 < D; j2++) cm[(size_t)j2 * g * g + i2] = c->trk_pe[(size_t)i2 * D + j2];
         sam3__tap(c, "sam1.image_pe", cm, 3, D, g, g);
     }
-    c->t.vision_trunk = sam3__now_ms() - t0;
+    c->t.vision_trunk = sam3__stage_end(c, t0);
     c->t.vision_neck = 0;
     c->s1_h1 = h1;
     c->s1_w1 = w1;
@@ -10786,6 +10858,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     c->trk_ready = 0;
     c->enc0_ready = 0;
     c->t.preprocess = c->t.vision_trunk = c->t.vision_neck = 0;
+    c->flops[SAM3__ST_PRE] = c->flops[SAM3__ST_TRUNK] = c->flops[SAM3__ST_NECK] = 0;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     bpp = format == SAM3_RGB8 ? 3 : format == SAM3_RGBA8 ? 4 : format == SAM3_GRAY8 ? 1 : 0;
     if (!pixels) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: pixels is NULL", fn);
@@ -10795,7 +10868,7 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
                           SAM3_MAX_IMAGE_DIM);
     if (stride < w * bpp)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: stride %d is smaller than a row (%d pixels x %d bytes)", fn, stride, w, bpp);
-    t0 = sam3__now_ms();
+    t0 = sam3__stage_begin(c, SAM3__ST_PRE);
     rgb = (unsigned char *)sam3__salloc(c, (size_t)3 * w * h); /* (3, h, w) planar */
     pix = sam3__sallocf(c, (size_t)3 * m->proc.image * m->proc.image); /* (3, S, S) */
     if (!rgb || !pix) return sam3__end(c, SAM3_ERR_OUT_OF_MEMORY);
@@ -10803,14 +10876,14 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
     if (m->arch == SAM3__ARCH_SAM1) return sam3__end(c, sam3__sam1_image_encode(c, rgb, w, h, pix, t0));
     if ((rc = sam3__preprocess(c, rgb, w, h, pix, NULL)) != SAM3_OK) return sam3__end(c, rc);
     sam3__tap(c, "pre.pixel_values", pix, 3, 3, m->proc.image, m->proc.image);
-    c->t.preprocess = sam3__now_ms() - t0;
-    t0 = sam3__now_ms();
+    c->t.preprocess = sam3__stage_end(c, t0);
+    t0 = sam3__stage_begin(c, SAM3__ST_TRUNK);
     if ((rc = sam3__vit_model(c, pix, c->vit_out)) != SAM3_OK) return sam3__end(c, rc);
-    c->t.vision_trunk = sam3__now_ms() - t0;
+    c->t.vision_trunk = sam3__stage_end(c, t0);
     if (neck) {
-        t0 = sam3__now_ms();
+        t0 = sam3__stage_begin(c, SAM3__ST_NECK);
         if ((rc = sam3__vision_neck(c)) != SAM3_OK) return sam3__end(c, rc);
-        c->t.vision_neck = sam3__now_ms() - t0;
+        c->t.vision_neck = sam3__stage_end(c, t0);
     }
     c->img_w = w;
     c->img_h = h;
@@ -10982,6 +11055,7 @@ static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_s
                               pr->box_labels[i]);
     }
     c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
+    for (i = SAM3__ST_TEXT; i <= SAM3__ST_POST; i++) c->flops[i] = 0;
     st->text = pr->text && pr->text[0] ? pr->text : st->nb ? "visual" : NULL;
     if ((rc = sam3__cpt_check_all(c, fn, pr)) != SAM3_OK) return rc;
     if (!st->text && !pr->n_concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: empty prompt: give a text, boxes, concepts, or some of them", fn);
@@ -10993,15 +11067,15 @@ static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_s
 static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *pr, sam3__seg_state *st) {
     const int D = st->D, nb = st->nb;
     const float *tfeat = NULL;
-    double t0 = sam3__now_ms();
+    double t0 = sam3__stage_begin(c, SAM3__ST_TEXT);
     sam3_result rc;
     int i, own, at;
     if (st->text) {
         if ((rc = sam3__text_features(c, st->text, &tfeat, &st->n_text, &st->truncated)) != SAM3_OK) return rc;
         sam3__tap(c, "text.features", tfeat, 2, st->n_text, D, 0);
     }
-    c->t.text = sam3__now_ms() - t0;
-    t0 = sam3__now_ms();
+    c->t.text = sam3__stage_end(c, t0);
+    t0 = sam3__stage_begin(c, SAM3__ST_GEOMETRY);
     own = st->np = st->n_text + (nb ? nb + 1 : 0);
     for (i = 0; i < pr->n_concepts; i++) st->np += pr->concepts[i]->n_tok; /* each <= SAM3__CPT_MAX_TOKENS: no overflow */
     if (!(st->prompt = sam3__sallocf(c, (size_t)st->np * D))) return SAM3_ERR_OUT_OF_MEMORY;
@@ -11032,7 +11106,7 @@ static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *
         st->truncated |= k->truncated;
     }
     sam3__tap(c, "prompt.features", st->prompt, 2, st->np, D, 0);
-    c->t.geometry = sam3__now_ms() - t0;
+    c->t.geometry = sam3__stage_end(c, t0);
     return SAM3_OK;
 }
 
@@ -11040,22 +11114,22 @@ static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *
    and each query's score against the prompt. */
 static sam3_result sam3__segment_detr(sam3_ctx *c, sam3__seg_state *st) {
     const int D = st->D, Q = st->Q;
-    double t0 = sam3__now_ms();
+    double t0 = sam3__stage_begin(c, SAM3__ST_DETR_ENC);
     sam3_result rc;
     int i;
     if (!(st->mem = sam3__sallocf(c, (size_t)st->Ng * D))) return SAM3_ERR_OUT_OF_MEMORY;
     memcpy(st->mem, c->l2_tok, (size_t)st->Ng * D * sizeof(float));
     if ((rc = sam3__detr_encoder(c, st->mem, st->prompt, st->np)) != SAM3_OK) return rc;
     sam3__tap(c, "detr_enc.out", st->mem, 2, st->Ng, D, 0);
-    c->t.detr_encoder = sam3__now_ms() - t0;
-    t0 = sam3__now_ms();
+    c->t.detr_encoder = sam3__stage_end(c, t0);
+    t0 = sam3__stage_begin(c, SAM3__ST_DETR_DEC);
     st->dec.queries = sam3__sallocf(c, (size_t)Q * D); /* (Q, D) */
     st->dec.boxes = sam3__sallocf(c, (size_t)Q * 4);   /* (Q, 4) */
     st->logits = sam3__sallocf(c, (size_t)Q);          /* (Q) */
     if (!st->dec.queries || !st->dec.boxes || !st->logits) return SAM3_ERR_OUT_OF_MEMORY;
     if ((rc = sam3__detr_decoder(c, st->mem, st->prompt, st->np, &st->dec)) != SAM3_OK) return rc;
     if ((rc = sam3__dot_product_scoring(c, st->dec.queries, st->prompt, st->np, st->logits)) != SAM3_OK) return rc;
-    c->t.detr_decoder = sam3__now_ms() - t0;
+    c->t.detr_decoder = sam3__stage_end(c, t0);
     if (c->opt.tap) {
         float *xyxy = sam3__sallocf(c, (size_t)Q * 4);
         if (!xyxy) return SAM3_ERR_OUT_OF_MEMORY;
@@ -11078,7 +11152,7 @@ static sam3_result sam3__segment_detr(sam3_ctx *c, sam3__seg_state *st) {
    decoder and one that keeps 5 instances computes 5 of the query-pixel products. */
 static sam3_result sam3__segment_masks(sam3_ctx *c, sam3__seg_state *st) {
     const int D = st->D, Q = st->Q, S0 = st->S0;
-    double t0 = sam3__now_ms();
+    double t0 = sam3__stage_begin(c, SAM3__ST_MASK);
     float *mq;
     int i, k;
     st->pres = sam3__sigmoid(st->dec.presence);
@@ -11102,7 +11176,7 @@ static sam3_result sam3__segment_masks(sam3_ctx *c, sam3__seg_state *st) {
     }
     sam3__tap(c, "out.pred_masks", st->masks, 3, Q, S0, S0);
     sam3__tap(c, "out.semantic_seg", st->sem, 2, S0, S0, 0);
-    c->t.mask_decoder = sam3__now_ms() - t0;
+    c->t.mask_decoder = sam3__stage_end(c, t0);
     return SAM3_OK;
 }
 
@@ -11173,7 +11247,7 @@ static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3_seg
     out->low_res_width = out->low_res_height = S0;
     out->n_text_tokens = st->n_text;
     out->text_truncated = st->truncated;
-    c->t.postprocess = sam3__now_ms() - t0;
+    c->t.postprocess = sam3__stage_end(c, t0);
     return SAM3_OK;
 }
 
@@ -11292,15 +11366,16 @@ static sam3_result sam3__points_check(sam3_ctx *c, const sam3_points_prompt *pp,
     s->nm = t->n_mask_tokens;
     s->lp = (size_t)16 * g * g;
     c->t.interactive_neck = c->t.points = 0;
+    c->flops[SAM3__ST_INECK] = c->flops[SAM3__ST_POINTS] = 0;
     return SAM3_OK;
 }
 
 /* The interactive head's own neck on the image's trunk features (once per image). */
 static sam3_result sam3__points_neck(sam3_ctx *c) {
-    const double t0 = sam3__now_ms();
+    const double t0 = sam3__stage_begin(c, SAM3__ST_INECK);
     sam3_result rc;
     if (!c->trk_ready && (rc = sam3__tracker_features(c)) != SAM3_OK) return rc;
-    c->t.interactive_neck = sam3__now_ms() - t0;
+    c->t.interactive_neck = sam3__stage_end(c, t0);
     if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before the mask decoder");
     return SAM3_OK;
 }
@@ -11316,7 +11391,7 @@ static sam3_result sam3__points_decode(sam3_ctx *c, const sam3_points_prompt *pp
     const float rx = sam1 ? (float)((double)c->s1_w1 / c->img_w) : (float)((double)t->image / c->img_w);
     const float ry = sam1 ? (float)((double)c->s1_h1 / c->img_h) : (float)((double)t->image / c->img_h);
     sam3_result rc;
-    s->t0 = sam3__now_ms();
+    s->t0 = sam3__stage_begin(c, SAM3__ST_POINTS);
     s->sparse = sam3__sallocf(c, (size_t)(pp->n_points + 4) * t->D); /* (ns, D) */
     s->dense = sam3__sallocf(c, (size_t)t->D * g * g);               /* (D, g, g) */
     s->all = sam3__sallocf(c, (size_t)s->nm * s->lp);                /* (nm, 4g, 4g) */
@@ -11443,7 +11518,7 @@ static sam3_result sam3__points_postprocess(sam3_ctx *c, const sam3__pts_step *s
     out->low_res_width = out->low_res_height = 4 * g;
     out->width = W;
     out->height = H;
-    c->t.points = sam3__now_ms() - s->t0;
+    c->t.points = sam3__stage_end(c, s->t0);
     return SAM3_OK;
 }
 
@@ -11539,6 +11614,7 @@ static sam3_result sam3__everything_check(sam3_ctx *c, const sam3_everything_opt
     e->s.nm = t->n_mask_tokens;
     e->s.lp = (size_t)16 * t->grid * t->grid;
     c->t.interactive_neck = c->t.everything = 0;
+    c->flops[SAM3__ST_INECK] = c->flops[SAM3__ST_EVERYTHING] = 0;
     return SAM3_OK;
 }
 
@@ -11749,7 +11825,7 @@ static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everythi
     if ((rc = sam3__everything_check(c, opt, out, &e)) != SAM3_OK) return rc;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     rc = sam3__points_neck(c);
-    e.t0 = sam3__now_ms();
+    e.t0 = sam3__stage_begin(c, SAM3__ST_EVERYTHING);
     if (rc == SAM3_OK) rc = sam3__everything_setup(c, &e);
     for (i = 0; rc == SAM3_OK && i < e.n_points; i++) {
         const sam3__mark mk = sam3__mark_get(c);
@@ -11761,7 +11837,7 @@ static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everythi
     if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
     if (rc == SAM3_OK) nk = sam3__everything_nms(&e, gone);
     if (rc == SAM3_OK) rc = sam3__everything_output(c, &e, nk, out);
-    c->t.everything = sam3__now_ms() - e.t0;
+    c->t.everything = sam3__stage_end(c, e.t0);
     return sam3__end(c, rc);
 }
 
@@ -12640,7 +12716,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
     s.pb = (size_t)c->m->trk.D * sizeof(float);
     s.mb = (size_t)c->m->trk.grid * c->m->trk.grid * c->m->vid.mem_dim * sizeof(uint16_t);
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
-    t0 = sam3__now_ms();
+    t0 = sam3__stage_begin(c, SAM3__ST_TRACKING);
     rc = sam3__tracker_track_objects(t, &s);
     if (rc == SAM3_OK) rc = sam3__tracker_encode_memories(t, &s);
     if (rc == SAM3_OK) rc = sam3__tracker_prepare_commit(t, &s);
@@ -12649,7 +12725,7 @@ static sam3_result sam3__tracker_push_frame_run(sam3_tracker *t, const uint8_t *
     sam3__tracker_commit(t, &s);
     t->next++;
     out->n_objects = s.n;
-    c->t.tracking = sam3__now_ms() - t0;
+    c->t.tracking = sam3__stage_end(c, t0);
     return sam3__end(c, SAM3_OK);
 }
 

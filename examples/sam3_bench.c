@@ -1,5 +1,6 @@
-/* sam3 bench - per-stage timings of sam3.h (medians), peak memory, and the image encoder's
-   GFLOP/s next to a large sgemm's, measured in the same run. Part of the `sam3` CLI
+/* sam3 bench - per-stage timings of sam3.h (medians), peak memory, the image encoder's GFLOP/s
+   next to a large sgemm's, measured in the same run, and a roofline: each stage's counted FLOPs
+   against the kernel path's peak, measured at the start. Part of the `sam3` CLI
    (examples/sam3_cli.c calls bench_main, declared in cli_common.h, for `sam3 bench`), in its own
    translation unit: it sees only sam3.h's public API. `make bench` and tools/bench_vs_pytorch.sh (--paired) run it.
 
@@ -90,6 +91,12 @@ static const char *BENCH_HELP =
     "                    busy processes (one spinning thread each; the order alternates per round),\n"
     "                    then the medians and their ratios, the new prompt's and the first click's by stage\n"
     "                    (not on Windows)\n"
+    "\n";
+static const char *BENCH_HELP_ROOF = /* apart: one string literal would pass C99's 4095 characters */
+    "The roofline: first the peak, C = A B^T in the ViT MLP's two shapes as the model's products run\n"
+    "(on the bf16 kernels where its weights are bf16), the best of 3 each; then per stage its FLOPs as the\n"
+    "library counts them (sam3_ctx_flops: every product the kernel path ran), GFLOP/s and \"NN % of\n"
+    "peak\"; a stage with no products is memory-bound. With --video: the frame's ViT and the tracking.\n"
     "\n";
 static const char *BENCH_HELP_GEMM = /* apart: one string literal would pass C99's 4095 characters */
     "usage: sam3 bench --gemm [MxNxK] [--threads N] [--runs R]\n"
@@ -246,6 +253,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             fputs(BENCH_HELP, stdout);
+            fputs(BENCH_HELP_ROOF, stdout);
             fputs(BENCH_HELP_GEMM, stdout);
             return CLI_OK;
         } else if ((!strcmp(arg, "-m") || !strcmp(arg, "--model")) && val) {
@@ -324,6 +332,65 @@ static int sgemm_rate(sam3_ctx *c, sam3_gemm_path path, double *gflops) {
     return 1;
 }
 
+/* ---- the roofline: each stage's rate against the kernel path's own best product ---- */
+
+/* 1: the model's products with a weight run in bf16 (a bf16 tensor in the file, or --precision bf16). */
+static int weights_bf16(const sam3_model *m, int precision) {
+    sam3_tensor_info ti;
+    int i, n = sam3_model_tensor_count(m);
+    if (precision == SAM3_PRECISION_BF16) return 1;
+    for (i = 0; i < n; i++)
+        if (sam3_model_tensor_info(m, i, &ti) && !strcmp(ti.dtype, "bf16")) return 1;
+    return 0;
+}
+
+/* The peak the roofline divides by: C = A B^T as the model's products with a weight run on the
+   context (B in bf16 where they are bf16), in the shapes of the ViT's MLP (tokens x intermediate
+   x width, and tokens x width x intermediate), three times each, the best rate (other work on
+   the machine only slows a run down); measured before anything else runs and printed with the
+   path and the threads. 1, or 0 after a line on stderr. */
+static int bench_peak(sam3_ctx *c, const sam3_model *m, int bf16, FILE *out, double *peak) {
+    const int sam1 = !strcmp(sam3_model_arch(m), "sam1");
+    const int64_t p = cfgi(m, sam1 ? "sam1.vision.patch_size" : "vision.patch_size"), g = p > 0 ? sam3_model_image_size(m) / p : 0;
+    const int C = (int)cfgi(m, sam1 ? "sam1.vision.hidden_size" : "vision.hidden_size");
+    const int I = (int)cfgi(m, sam1 ? "sam1.vision.mlp_dim" : "vision.intermediate_size");
+    const int ok = g > 0 && g * g <= 65536 && C > 0 && I > 0; /* else 2048^3 */
+    const int shapes[2][3] = {{ok ? (int)(g * g) : 2048, ok ? I : 2048, ok ? C : 2048}, {ok ? (int)(g * g) : 2048, ok ? C : 2048, ok ? I : 2048}};
+    int s;
+    *peak = 0;
+    for (s = 0; s < 6; s++) {
+        const int *sh = shapes[s % 2];
+        double ms = 0, rate;
+        if (sam3_bench_gemm(c, bf16 ? SAM3_GEMM_CTX_BF16 : SAM3_GEMM_CTX, sh[0], sh[1], sh[2], 1, &ms) != SAM3_OK) {
+            fprintf(stderr, "sam3 bench: peak: %s\n", sam3_ctx_last_error(c));
+            return 0;
+        }
+        rate = 2.0 * sh[0] * sh[1] * sh[2] / 1e6 / (ms > 0 ? ms : 1e-9);
+        if (rate > *peak) *peak = rate;
+    }
+    fprintf(out, "peak: %.1f GFLOP/s, %s products on %s, %d threads (C = A B^T in the ViT MLP's shapes %dx%dx%d and %dx%dx%d, the best of 3 each)\n",
+            *peak, bf16 ? "bf16-weight" : "f32", sam3_isa_name(sam3_ctx_isa(c)), sam3_ctx_n_threads(c), shapes[0][0], shapes[0][1],
+            shapes[0][2], shapes[1][0], shapes[1][1], shapes[1][2]);
+    return 1;
+}
+
+/* A stage of the roofline: its median time, the FLOPs the library counted in it, the rate and
+   its share of the peak; "no products" where none was counted (copies, element-wise passes:
+   memory-bound). ms < 0: the stage did not run. */
+static void roof_line(const char *what, double ms, double flop, double peak) {
+    double rate;
+    if (ms < 0) {
+        printf("  %-34s %10s\n", what, "n/a");
+        return;
+    }
+    if (flop <= 0) {
+        printf("  %-34s %10.1f ms  no products%s\n", what, ms, ms >= 0.1 ? " (memory-bound)" : "");
+        return;
+    }
+    rate = ms > 0 ? flop / 1e6 / ms : 0;
+    printf("  %-34s %10.1f ms %10.4g GFLOP %9.1f GFLOP/s %4.0f %% of peak\n", what, ms, flop / 1e9, rate, peak > 0 ? 100 * rate / peak : 0);
+}
+
 /* --paired: waits for the line on stdin that starts run i of runs (one line, whatever its
    length); 0 when stdin ended first (said on stderr). */
 static int paired_wait(int i, int runs) {
@@ -341,13 +408,16 @@ static int paired_wait(int i, int runs) {
 /* Per-frame cost of tracking n_obj objects on a W x H synthetic stream: objects prompted on frame 0
    (a box and a click each, untimed), then `warm` untimed frames so the memory bank fills, then runs timed
    frames; paired: one line on stdin starts each timed frame, which prints its times. */
-static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int n_obj, int runs, int paired, int frames_rss, int warm) {
+static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int n_obj, int runs, int paired, int frames_rss, int warm,
+                       double peak) {
     sam3_tracker *tr = NULL;
     sam3_tracker_result out;
-    double *t_frame = (double *)calloc((size_t)runs * 2, sizeof(double)), *t_trk;
+    double *t_frame = (double *)calloc((size_t)runs * 3, sizeof(double)), *t_trk, *t_vit;
+    sam3_timings fl;
     int i, k, rc = CLI_FAIL;
     if (!t_frame) return CLI_FAIL;
     t_trk = t_frame + runs;
+    t_vit = t_trk + runs;
     if (sam3_tracker_new(c, NULL, &tr) != SAM3_OK) {
         fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
         free(t_frame);
@@ -383,6 +453,8 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
         if (sam3_tracker_push_frame(tr, img, W, H, W * 3, SAM3_RGB8, &out) != SAM3_OK) goto fail;
         t_frame[i] = sam3_time_ms() - t0;
         t_trk[i] = sam3_ctx_timings(c).tracking;
+        t_vit[i] = sam3_ctx_timings(c).vision_trunk;
+        fl = sam3_ctx_flops(c);
         if (paired) {
             printf("run %d: frame %.1f ms, tracking %.1f ms\n", i + 1, t_frame[i], t_trk[i]);
             fflush(stdout);
@@ -393,6 +465,9 @@ static int bench_video(sam3_ctx *c, const unsigned char *img, int W, int H, int 
     bench_line("frame (image encoder + tracking)", median(t_frame, runs));
     bench_line("tracking beyond the image encoder", median(t_trk, runs));
     bench_line("  per object", median(t_trk, runs) / n_obj);
+    printf("roofline (FLOPs counted by the library; the peak above):\n");
+    roof_line("image encoder: ViT trunk", median(t_vit, runs), fl.vision_trunk, peak);
+    roof_line("tracking beyond the image encoder", median(t_trk, runs), fl.tracking, peak);
     rc = CLI_OK;
     goto done;
 fail:
@@ -678,6 +753,9 @@ done:
 /* The per-run timings of the default bench (runs values each), and the first click's. */
 typedef struct bench_times {
     double *load, *trunk, *neck, *pre, *text, *det, *new_prompt, *nopost, *click;
+    double *geo, *denc, *ddec, *mask, *post, *pts; /* the first prompt's stages, each click's decoder */
+    double ineck;     /* the first click's interactive neck */
+    sam3_timings fl;  /* each stage's FLOPs (sam3_ctx_flops), from its last run */
     double first_click;
     size_t ctx_image; /* sam3_ctx_memory_used after the first image: what the input size drives */
     double everything; /* one sam3_segment_everything (32 x 32 grid) on the cached image; -1: no head */
@@ -703,9 +781,11 @@ static int bench_rounds(sam3_ctx *c, const unsigned char *img, int W, int H, int
         t_img = t.vision_trunk + t.vision_neck;
         if (!bt->ctx_image) bt->ctx_image = sam3_ctx_memory_used(c);
         if (i >= 0) {
+            const sam3_timings f = sam3_ctx_flops(c);
             bt->pre[i] = t.preprocess;
             bt->trunk[i] = t.vision_trunk; /* SAM 1: ViT + neck */
             bt->neck[i] = t.vision_neck;
+            bt->fl.preprocess = f.preprocess, bt->fl.vision_trunk = f.vision_trunk, bt->fl.vision_neck = f.vision_neck;
         }
         if (!sam1) {
             char text[64];
@@ -720,8 +800,13 @@ static int bench_rounds(sam3_ctx *c, const unsigned char *img, int W, int H, int
             t_first_prompt = sam3_time_ms() - t0;
             t = sam3_ctx_timings(c);
             if (i >= 0) {
+                const sam3_timings f = sam3_ctx_flops(c);
                 bt->text[i] = t.text;
                 bt->det[i] = t.geometry + t.detr_encoder + t.detr_decoder + t.mask_decoder + t.postprocess;
+                bt->geo[i] = t.geometry, bt->denc[i] = t.detr_encoder, bt->ddec[i] = t.detr_decoder;
+                bt->mask[i] = t.mask_decoder, bt->post[i] = t.postprocess;
+                bt->fl.text = f.text, bt->fl.geometry = f.geometry, bt->fl.detr_encoder = f.detr_encoder;
+                bt->fl.detr_decoder = f.detr_decoder, bt->fl.mask_decoder = f.mask_decoder, bt->fl.postprocess = f.postprocess;
             }
             snprintf(text, sizeof(text), "red car %d", k);
             t0 = sam3_time_ms();
@@ -765,6 +850,8 @@ static int bench_clicks(sam3_ctx *c, int W, int H, int runs, bench_times *bt) {
     t0 = sam3_time_ms();
     rc = sam3_segment_points(c, &pp, NULL, &res);
     bt->first_click = sam3_time_ms() - t0;
+    bt->ineck = sam3_ctx_timings(c).interactive_neck;
+    bt->fl.interactive_neck = sam3_ctx_flops(c).interactive_neck;
     if (rc == SAM3_ERR_UNSUPPORTED) bt->first_click = -1;
     for (i = 0; i < runs && rc != SAM3_ERR_UNSUPPORTED; i++) {
         if (rc < 0) {
@@ -776,6 +863,8 @@ static int bench_clicks(sam3_ctx *c, int W, int H, int runs, bench_times *bt) {
         t0 = sam3_time_ms();
         rc = sam3_segment_points(c, &pp, NULL, &res);
         bt->click[i] = sam3_time_ms() - t0;
+        bt->pts[i] = sam3_ctx_timings(c).points;
+        bt->fl.points = sam3_ctx_flops(c).points;
     }
     if (rc < 0 && rc != SAM3_ERR_UNSUPPORTED) {
         fprintf(stderr, "sam3 bench: %s\n", sam3_ctx_last_error(c));
@@ -795,7 +884,8 @@ static int bench_clicks(sam3_ctx *c, int W, int H, int runs, bench_times *bt) {
 }
 
 /* The default bench's table: medians, peak RSS, the image encoder's GFLOP/s against sgemm's. */
-static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sam1, const bench_times *bt, double sg, double sg_ob) {
+static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sam1, const bench_times *bt, double sg, double sg_ob,
+                         double peak) {
     const int runs = a->runs, threads = a->threads;
     double gf = sam1 ? sam1_vision_gflop(m) : vision_gflop(m);
     double tl = median(bt->load, runs), tp = median(bt->pre, runs), tt = median(bt->trunk, runs), tn = median(bt->neck, runs);
@@ -829,6 +919,20 @@ static void bench_report(const bench_args *a, sam3_model *m, sam3_ctx *c, int sa
     printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, split over our threads", sg);
     if (sg_ob > 0) printf("  %-40s %10.1f GFLOP/s\n", "sgemm 2048^3, OpenBLAS's threads", sg_ob);
     printf("  %-40s %10.0f %% of the faster sgemm\n", "image encoder reaches", 100.0 * enc / ref);
+    printf("roofline (FLOPs counted by the library; the peak above):\n");
+    roof_line("preprocess", tp, bt->fl.preprocess, peak);
+    roof_line(sam1 ? "image encoder: ViT + neck" : "image encoder: ViT trunk", tt, bt->fl.vision_trunk, peak);
+    if (!sam1) {
+        roof_line("image encoder: neck", tn, bt->fl.vision_neck, peak);
+        roof_line("text encoder", median(bt->text, runs), bt->fl.text, peak);
+        roof_line("prompt tokens (geometry encoder)", median(bt->geo, runs), bt->fl.geometry, peak);
+        roof_line("DETR encoder", median(bt->denc, runs), bt->fl.detr_encoder, peak);
+        roof_line("DETR decoder + scoring", median(bt->ddec, runs), bt->fl.detr_decoder, peak);
+        roof_line("mask decoder", median(bt->mask, runs), bt->fl.mask_decoder, peak);
+        roof_line("post-processing", median(bt->post, runs), bt->fl.postprocess, peak);
+    }
+    if (!sam1) roof_line("click: interactive neck (first)", bt->first_click < 0 ? -1 : bt->ineck, bt->fl.interactive_neck, peak);
+    roof_line("click: prompt + mask decoder", bt->first_click < 0 ? -1 : median(bt->pts, runs), bt->fl.points, peak);
 }
 
 int bench_main(int argc, char **argv) {
@@ -844,7 +948,7 @@ int bench_main(int argc, char **argv) {
     char load_error[512];
     sam3_result rc;
     bench_times bt;
-    double t0, sg, sg_ob;
+    double t0, sg, sg_ob, peak = 0;
     unsigned char *img;
     if (parsed >= 0) return parsed;
     if (a.gemm) {
@@ -860,7 +964,7 @@ int bench_main(int argc, char **argv) {
     }
     memset(&bt, 0, sizeof(bt));
     bt.first_click = bt.everything = -1;
-    bt.load = (double *)calloc((size_t)runs * 9, sizeof(double));
+    bt.load = (double *)calloc((size_t)runs * 15, sizeof(double));
     img = (unsigned char *)malloc((size_t)W * H * 3);
     if (!bt.load || !img) {
         fprintf(stderr, "sam3 bench: out of memory\n");
@@ -870,6 +974,8 @@ int bench_main(int argc, char **argv) {
     }
     bt.trunk = bt.load + runs; bt.neck = bt.trunk + runs; bt.pre = bt.neck + runs; bt.text = bt.pre + runs; bt.det = bt.text + runs;
     bt.new_prompt = bt.det + runs; bt.nopost = bt.new_prompt + runs; bt.click = bt.nopost + runs;
+    bt.geo = bt.click + runs; bt.denc = bt.geo + runs; bt.ddec = bt.denc + runs; bt.mask = bt.ddec + runs; bt.post = bt.mask + runs;
+    bt.pts = bt.post + runs;
     for (i = 0; i < W * H * 3; i++) img[i] = (unsigned char)((i % (W * 3)) * 255 / (W * 3) ^ (i / (W * 3)) % 256);
     load_error[0] = 0;
     lo.log = on_load_log;
@@ -899,8 +1005,9 @@ int bench_main(int argc, char **argv) {
         rc_cli = bench_load(c, img, W, H, sam1, runs, a.load);
         goto done;
     }
+    if (!a.concept && !bench_peak(c, m, weights_bf16(m, a.precision), paired ? stderr : stdout, &peak)) goto done;
     if (a.video) {
-        rc_cli = bench_video(c, img, W, H, a.video, runs, paired, a.frames, a.warm);
+        rc_cli = bench_video(c, img, W, H, a.video, runs, paired, a.frames, a.warm, peak);
         goto done;
     }
     if (a.concept) {
@@ -912,7 +1019,7 @@ int bench_main(int argc, char **argv) {
        product (last, as OpenBLAS's pthread workers keep spinning after it); the reference is the
        faster of the two */
     if (!sgemm_rate(c, SAM3_GEMM_CTX, &sg) || !sgemm_rate(c, SAM3_GEMM_BLAS_THREADS, &sg_ob)) goto done;
-    bench_report(&a, m, c, sam1, &bt, sg, sg_ob);
+    bench_report(&a, m, c, sam1, &bt, sg, sg_ob, peak);
     rc_cli = CLI_OK;
 done:
     sam3_ctx_free(c);

@@ -414,7 +414,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             float *tab = fbuf((size_t)n * hd);
             uint16_t *kt = (uint16_t *)malloc((size_t)nb * nh * nkp * SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
             uint16_t *vp = (uint16_t *)malloc((size_t)nb * nh * nkp * hdp * sizeof(uint16_t));
-            double *s = (double *)malloc((size_t)n * sizeof(double)), vmax = 0, worst = 0;
+            double *s = (double *)malloc((size_t)n * sizeof(double)), vmax = 0, worst = 0, flops = c->flops[SAM3__ST_NONE];
             const float scale = 1.0f / sqrtf((float)hd);
             size_t i;
             int b, h, qi, j, d, m;
@@ -439,6 +439,7 @@ static void test_attention_bf16(sam3_ctx *c) {
             sam3__rope_pack_bf16(c, &ra, kt);
             sam3__v_pack_bf16(c, &ra, vp);
             rc = sam3__attention_packed_bf16(c, kern, &ra, kt, vp);
+            flops = c->flops[SAM3__ST_NONE] - flops; /* q.k as 3 products (split scores), P.V as 1 */
             for (b = 0; b < nb && rc == SAM3_OK; b++)
                 for (h = 0; h < nh; h++)
                     for (qi = 0; qi < n; qi++) {
@@ -469,14 +470,14 @@ static void test_attention_bf16(sam3_ctx *c) {
                             if (!(err <= worst)) worst = err; /* NaN sticks */
                         }
                     }
-            if (rc != SAM3_OK || !(worst <= 4e-3 * vmax + 1e-5)) {
+            if (rc != SAM3_OK || !(worst <= 4e-3 * vmax + 1e-5) || flops != 2.0 * 4 * nb * nh * hd * n * n) {
                 fails++;
-                t_note("  bf16 attention (%s) nb %d n %d nh %d hd %d: worst error %.3g of max |v| %.3g", kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", nb, n,
-                       nh, hd, worst, vmax);
+                t_note("  bf16 attention (%s) nb %d n %d nh %d hd %d: worst error %.3g of max |v| %.3g, %.0f FLOPs counted",
+                       kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", nb, n, nh, hd, worst, vmax, flops);
             }
             free(q), free(k), free(v), free(q0), free(bq), free(bk), free(bv), free(tab), free(kt), free(vp), free(s);
         }
-        t_check(fails == 0, "bf16 ViT attention, %s (ragged keys and rows, head dims padded to 32): %d bad",
+        t_check(fails == 0, "bf16 ViT attention, %s (ragged keys and rows, head dims padded to 32; its FLOPs counted): %d bad",
                 kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", fails);
     }
     if (have < SAM3__BK_AVX512) t_note("  bf16 attention: no AVX512-BF16 on this CPU, skipped");
@@ -570,6 +571,94 @@ static void test_resize(sam3_ctx *c) {
     t_check(fails == 0, "mask resize + threshold (up and down, ragged widths, through the sigmoid): %d bad", fails);
 }
 
+/* The FLOP counter (sam3_ctx_flops) against formulas written here from the shapes: kernel by
+   kernel (GEMMs, attentions, convs, counted to no stage outside the entry points), then the tiny
+   model's image encoder and text encoder stage by stage (f32 file and products: f32 attention,
+   Winograd convs, as this one-path build runs them). */
+static double flops_vit(const sam3_model *m) {
+    const sam3__vit_cfg *v = &m->vit;
+    const double C = v->hidden, In = v->inter, N = (double)v->grid * v->grid, nwy = (v->grid + v->window - 1) / v->window;
+    double f = 2 * N * C * 3 * v->patch * v->patch;
+    int l;
+    for (l = 0; l < v->layers; l++) {
+        const double n = v->is_global[l] ? N : nwy * nwy * v->window * v->window, nk = v->is_global[l] ? N : (double)v->window * v->window;
+        f += 2 * n * 3 * C * C + 4 * n * nk * C + 2 * n * C * C + 4 * N * C * In; /* qkv, q.k and P.V, out, the MLP */
+    }
+    return f;
+}
+static double flops_neck(const sam3_model *m) {
+    const double C = m->vit.hidden, D = m->neck.fpn, g = m->vit.grid;
+    double f = 0;
+    int j;
+    for (j = 0; j < m->neck.n_kept; j++) {
+        const int s2 = m->neck.scale_x2[j];
+        const double side = m->neck.side[j], cin = s2 == 8 ? C / 4 : s2 == 4 ? C / 2 : C, tiles = ceil(side / 4) * ceil(side / 4);
+        if (s2 >= 4) f += 2 * (4 * C / 2) * g * g * C;                     /* ConvT 2x2 to C/2 */
+        if (s2 == 8) f += 2 * (4 * C / 4) * (4 * g * g) * (C / 2);         /* and to C/4 */
+        f += 2 * D * side * side * cin + 2 * 36 * D * D * tiles;           /* 1x1, then 3x3 by Winograd */
+    }
+    return f;
+}
+static double flops_text(const sam3_model *m, int n) {
+    const double T = m->text.hidden, TI = m->text.inter;
+    return m->text.layers * (2.0 * n * 4 * T * T + 4 * T * (n * (n + 1.0) / 2) + 4.0 * n * T * TI) + 2.0 * n * T * m->neck.fpn;
+}
+static void test_flops(sam3_ctx *c) {
+    static const int causal_cfg[][4] = {{5, 3, 2, 8}, {3, 5, 1, 4}, {4, 4, 3, 2}}; /* nq, nk, nh, hd */
+    float *a = fbuf(4096), *b = fbuf(4096), *o = fbuf(4096);
+    unsigned char *img = (unsigned char *)malloc(64 * 48 * 3);
+    double before, want;
+    int i, n_ids = 0, bad = 0;
+    int32_t ids[64];
+    sam3__lin l;
+    sam3__attn_args at;
+    sam3_segment_prompt pr;
+    sam3_segment_result seg;
+    sam3_timings f;
+    for (i = 0; i < 4096; i++) a[i] = frand(), b[i] = frand();
+    for (i = 0; i < 64 * 48 * 3; i++) img[i] = (unsigned char)(i * 7 % 251);
+    before = c->flops[SAM3__ST_NONE];
+    sam3__gemm(c, 0, 1, 7, 5, 3, 1.0f, a, 3, b, 3, 0.0f, o, 5);
+    bad += c->flops[SAM3__ST_NONE] - before != 2.0 * 7 * 5 * 3;
+    for (i = 0; i < 3; i++) {
+        const int nq = causal_cfg[i][0], nk = causal_cfg[i][1], nh = causal_cfg[i][2], hd = causal_cfg[i][3];
+        int q, pairs = 0;
+        for (q = 0; q < nq; q++) pairs += q + 1 < nk ? q + 1 : nk;
+        memset(&at, 0, sizeof(at));
+        at.nq = nq, at.nk = nk, at.nh = nh, at.hd = hd, at.q = a, at.k = b, at.v = b, at.out = o, at.causal = 1;
+        at.ldq = at.ldk = at.ldv = at.ldo = nh * hd;
+        before = c->flops[SAM3__ST_NONE];
+        sam3__attention_rel(c, &at);
+        sam3__ref_attention(c, &at);
+        bad += c->flops[SAM3__ST_NONE] - before != 2 * 4.0 * nh * hd * pairs;
+    }
+    memset(&l, 0, sizeof(l));
+    l.w = a; /* (4, 4, 3, 3) */
+    before = c->flops[SAM3__ST_NONE];
+    sam3__conv3x3(c, b, NULL, 0, 0, 4, 9, 6, &l, 4, o, NULL);
+    bad += c->flops[SAM3__ST_NONE] - before != 2 * 36.0 * 4 * 4 * 3 * 2; /* 3 x 2 tiles of 4 x 4 */
+    before = c->flops[SAM3__ST_NONE];
+    sam3__ref_conv3x3(c, b, NULL, 0, 0, 4, 9, 6, &l, 4, o, NULL);
+    bad += c->flops[SAM3__ST_NONE] - before != 2 * 9.0 * 4 * 4 * 9 * 6;
+    t_check(bad == 0, "FLOPs counted by the kernels: GEMM, causal attention (fast and reference), conv3x3 (Winograd and direct): %d bad", bad);
+    memset(&pr, 0, sizeof(pr));
+    pr.text = "a cat";
+    if (sam3_set_image(c, img, 64, 48, 64 * 3, SAM3_RGB8) != SAM3_OK || sam3_segment(c, &pr, NULL, &seg) < 0 ||
+        sam3_tokenize(c->m, pr.text, ids, 64, &n_ids) != SAM3_OK) {
+        t_check(0, "FLOPs by stage: %s", sam3_ctx_last_error(c));
+    } else {
+        f = sam3_ctx_flops(c);
+        want = flops_vit(c->m);
+        t_check(f.vision_trunk == want, "FLOPs of the ViT trunk: counted %.0f, formula %.0f", f.vision_trunk, want);
+        want = flops_neck(c->m);
+        t_check(f.vision_neck == want, "FLOPs of the neck: counted %.0f, formula %.0f", f.vision_neck, want);
+        want = flops_text(c->m, n_ids);
+        t_check(f.text == want, "FLOPs of the text encoder (%d tokens): counted %.0f, formula %.0f", n_ids, f.text, want);
+        t_check(f.preprocess == 0 && f.detr_encoder > 0 && f.detr_decoder > 0, "FLOPs: none in the preprocessing, some in the DETR");
+    }
+    free(a), free(b), free(o), free(img);
+}
+
 int main(int argc, char **argv) {
     sam3_model *m = NULL;
     sam3_ctx *c1 = NULL, *c2 = NULL;
@@ -620,6 +709,7 @@ int main(int argc, char **argv) {
 #endif
     test_conv3x3(c2);
     test_resize(c2);
+    test_flops(c2);
     sam3_ctx_free(c1);
     sam3_ctx_free(c2);
     sam3_free(m);
