@@ -1063,6 +1063,27 @@ void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA
    slowest thread, which may be descheduled for a whole time slice (milliseconds); a prompt's
    decoder (200 queries x 256) would otherwise pay that in every one of its ~70 small steps. */
 #define SAM3__PAR_MIN 262144.0
+#if defined(SAM3_PROFILE)
+/* SAM3_PROFILE builds: the image encoder's stages (sam3_ctx.prof) and the per-thread parts of its
+   bf16 products and attention (sam3_ctx.prof_thr; a thread's total in the region less its parts
+   is its wait at the joins) */
+enum {
+    SAM3__PS_EMBED, SAM3__PS_LN1, SAM3__PS_QKV, SAM3__PS_PACK, SAM3__PS_ATT, SAM3__PS_PROJ, SAM3__PS_ADD1,
+    SAM3__PS_LN2, SAM3__PS_FC1, SAM3__PS_FC2, SAM3__PS_ADD2, SAM3__PS_N
+};
+enum {
+    SAM3__PT_GTOTAL, SAM3__PT_PACKB, SAM3__PT_PACKA, SAM3__PT_TILES, SAM3__PT_ATOTAL, SAM3__PT_AQ, SAM3__PT_AQK, SAM3__PT_ASM,
+    SAM3__PT_APV, SAM3__PT_N
+};
+#define SAM3__PROF_THR 64
+#define SAM3__PROF_T(v) double v = sam3__prof_now()
+#define SAM3__PROF_ADD(dst, t0) ((dst) += sam3__prof_now() - (t0))
+#define SAM3__PROF_LAP(dst, t0) ((dst) += sam3__prof_now() - (t0), (t0) = sam3__prof_now())
+#else
+#define SAM3__PROF_T(v)
+#define SAM3__PROF_ADD(dst, t0)
+#define SAM3__PROF_LAP(dst, t0)
+#endif
 
 /* ==== sam3: platform ==== */
 static double sam3__now_ms(void) {
@@ -1077,6 +1098,17 @@ static double sam3__now_ms(void) {
     return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
 #endif
 }
+#if defined(SAM3_PROFILE)
+/* A time stamp for SAM3_PROFILE builds' stage profile: the CPU's time-stamp counter where there
+   is one (a few cycles to read, fine enough for one attention task), else milliseconds. */
+static double sam3__prof_now(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    return (double)__builtin_ia32_rdtsc();
+#else
+    return sam3__now_ms();
+#endif
+}
+#endif
 
 /* The in-use flag of a context (SAM3_ERR_BUSY): one compare-and-swap at the entry of a call, one
    store at its exit. GCC and clang (and MinGW) builtins, MSVC's Interlocked functions, C11 atomics
@@ -4092,6 +4124,13 @@ struct sam3_ctx {
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
     int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
     int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (SAM3__WINO_TILES; tests lower it) */
+#if defined(SAM3_PROFILE)
+    /* SAM3_PROFILE builds only: the image encoder's time by stage (SAM3__PS_*, the calling
+       thread's) and by thread inside the bf16 products and attention (SAM3__PT_*), in
+       sam3__prof_now's ticks, summed over calls until the caller clears them */
+    double prof[SAM3__PS_N];
+    double prof_thr[SAM3__PROF_THR][SAM3__PT_N];
+#endif
     char err[512];
     sam3_timings t;
     /* Scratch: a stack arena; what does not fit goes to overflow chunks until the next entry
@@ -4445,6 +4484,9 @@ typedef struct sam3__gemm_args {
     const float *bias; /* (n) or NULL, added before ch's GELU */
     uint16_t *ch;      /* (m, n) in bf16, rows ldch apart, or NULL */
     int ldch;
+#if defined(SAM3_PROFILE)
+    double (*prof)[SAM3__PT_N]; /* the blocked bf16 kernels' time by thread (sam3_ctx.prof_thr), or NULL */
+#endif
 } sam3__gemm_args;
 
 /* One multi-head attention, as the attention kernels take it: for each head h (hd columns from
@@ -5438,6 +5480,15 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
     int jc, pc;
+#if defined(SAM3_PROFILE)
+    double *pf = NULL;
+    const double tg0 = sam3__prof_now();
+#ifdef _OPENMP
+    if (g->prof && omp_get_thread_num() < SAM3__PROF_THR) pf = g->prof[omp_get_thread_num()];
+#else
+    if (g->prof) pf = g->prof[0];
+#endif
+#endif
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
@@ -5454,13 +5505,23 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
 #endif
             /* in small dynamic chunks: a thread descheduled mid-pack holds back a few panels, not half */
             SAM3__OMP(for schedule(dynamic, 4))
-            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+            for (jp = 0; jp < npan; jp++) {
+                SAM3__PROF_T(tp);
+                sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+#if defined(SAM3_PROFILE)
+                if (pf) SAM3__PROF_ADD(pf[SAM3__PT_PACKB], tp);
+#endif
+            }
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
                 const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
                 const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
                 int ip;
+                SAM3__PROF_T(tt);
                 sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
+#if defined(SAM3_PROFILE)
+                if (pf) SAM3__PROF_LAP(pf[SAM3__PT_PACKA], tt);
+#endif
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
                     for (ip = 0; ip < mc; ip += SAM3__BMR) {
@@ -5511,12 +5572,18 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
 #endif
                     }
                 }
+#if defined(SAM3_PROFILE)
+                if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
+#endif
             }
             if (K == 0) break;
         }
     }
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+#if defined(SAM3_PROFILE)
+    if (pf) SAM3__PROF_ADD(pf[SAM3__PT_GTOTAL], tg0);
 #endif
 }
 
@@ -5678,8 +5745,17 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t), &kb);
     if (!pb) return 0;
     pa = pb + (size_t)kcp * ncp;
+#if defined(SAM3_PROFILE)
+    {
+        sam3__gemm_args gp = *g;
+        gp.prof = c->prof_thr;
+        SAM3__OMP(parallel num_threads(nt))
+        sam3__bgemm_blocks(kern, &gp, pb, pa, ngrp);
+    }
+#else
     SAM3__OMP(parallel num_threads(nt))
     sam3__bgemm_blocks(kern, g, pb, pa, ngrp);
+#endif
     sam3__kbuf_put(c, &kb);
     return 1;
 }
@@ -6940,6 +7016,9 @@ typedef struct sam3__attn_job {
     uint16_t *qb;            /* the tiles' query rows, split in bf16 pairs */
     float *oh;               /* the head's output, rows ldo apart */
     int ldo;
+#if defined(SAM3_PROFILE)
+    double *prof; /* the bf16 attention's time on this thread (sam3_ctx.prof_thr's row), or NULL */
+#endif
 } sam3__attn_job;
 
 /* The scores of a block's keys j0..j0+nb for the ntl query tiles, into j->s. */
@@ -7228,6 +7307,9 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
     _mm_setcsr(csr | 0x8040u);
 #endif
+#if defined(SAM3_PROFILE)
+    double t0 = sam3__prof_now(), dummy[SAM3__PT_N], *pf = jb->prof ? jb->prof : dummy;
+#endif
     for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
         if (r < nr) {
             const float *qr = qh + (size_t)(r0 + r) * ldq;
@@ -7241,9 +7323,11 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
             memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
     }
+    SAM3__PROF_LAP(pf[SAM3__PT_AQ], t0);
     for (j = 0; j < nkp / SAM3__BNR; j++) {
         sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
     }
+    SAM3__PROF_LAP(pf[SAM3__PT_AQK], t0);
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
         uint16_t *pr = p + (size_t)r * nkp;
@@ -7255,6 +7339,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
             memset(pr, 0, (size_t)nkp * sizeof(uint16_t));
         }
     }
+    SAM3__PROF_LAP(pf[SAM3__PT_ASM], t0);
     for (d = 0; d < hdp / SAM3__BNR; d++) {
         sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
     }
@@ -7263,6 +7348,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         const float inv = 1.0f / sum[r];
         for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
     }
+    SAM3__PROF_ADD(pf[SAM3__PT_APV], t0);
 #if defined(__SSE__)
     _mm_setcsr(csr);
 #endif
@@ -7291,6 +7377,14 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
         int task;
         memset(&jb, 0, sizeof(jb));
         jb.ldq = ldq, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd), jb.qb = qb, jb.s = s, jb.pb = pp, jb.acc = acc, jb.ldo = ldo;
+#if defined(SAM3_PROFILE)
+        SAM3__PROF_T(ta);
+#ifdef _OPENMP
+        if (omp_get_thread_num() < SAM3__PROF_THR) jb.prof = c->prof_thr[omp_get_thread_num()];
+#else
+        jb.prof = c->prof_thr[0];
+#endif
+#endif
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
@@ -7303,6 +7397,9 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
         }
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+#if defined(SAM3_PROFILE)
+        if (jb.prof) SAM3__PROF_ADD(jb.prof[SAM3__PT_ATOTAL], ta);
 #endif
     }
     sam3__release(c, mk);
@@ -8208,9 +8305,14 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
 static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
+        sam3_result rc;
+        SAM3__PROF_T(t0);
         sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
+        SAM3__PROF_LAP(c->prof[SAM3__PS_PACK], t0);
+        rc = sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
+        SAM3__PROF_ADD(c->prof[SAM3__PS_ATT], t0);
+        return rc;
     }
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
@@ -8689,18 +8791,24 @@ static void sam3__window_add(sam3_ctx *c, float *x, const float *src, const floa
    (N, inter) are scratch. */
 static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const sam3__norm *ln, float eps, const sam3__lin *fc1,
                           const sam3__lin *fc2, float *h, float *mlp) {
+    SAM3__PROF_T(t0);
     sam3__layernorm(c, x, h, N, C, ln, eps);
+    SAM3__PROF_LAP(c->prof[SAM3__PS_LN2], t0);
     /* where both products run in bf16, fc1's bias and GELU ride on its tiles and its output is
        bf16 (the first half of mlp), fc2's input as it is (sam3__gemm_bf16_gelu) */
     if ((c->bf16 || (fc1->wh && fc2->wh)) &&
         sam3__gemm_bf16_gelu(c, N, inter, C, h, C, fc1->w, fc1->wh, C, fc1->b, (uint16_t *)(void *)mlp, inter)) {
+        SAM3__PROF_LAP(c->prof[SAM3__PS_FC1], t0);
         sam3__gemm_mixed(c, 0, 1, N, C, inter, NULL, (const uint16_t *)(void *)mlp, inter, fc2->w, fc2->wh, inter, 0.0f, h, C);
     } else {
         sam3__gemm_xw(c, 0, 1, N, inter, C, h, C, fc1, 0, C, 0.0f, mlp, inter);
         sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);
+        SAM3__PROF_LAP(c->prof[SAM3__PS_FC1], t0);
         sam3__gemm_xw(c, 0, 1, N, C, inter, mlp, inter, fc2, 0, inter, 0.0f, h, C);
     }
+    SAM3__PROF_LAP(c->prof[SAM3__PS_FC2], t0);
     sam3__vadd_bias(c, x, h, fc2->b, N, C);
+    SAM3__PROF_ADD(c->prof[SAM3__PS_ADD2], t0);
 }
 
 /* Sam3ViTLayer: pre-norm block, windowed (with zero padding to a multiple of the window, padded
@@ -8715,8 +8823,10 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     const int n = global ? N : nwy * nwy * wt; /* tokens attended over, padding included */
     sam3_result rc;
 
+    SAM3__PROF_T(t0);
     /* padded tokens are zero rows after the norm: their q, k, v are the biases */
     sam3__window_layernorm(c, x, g, global ? g : ws, C, &w->ln1, v->ln_eps, h);
+    SAM3__PROF_LAP(c->prof[SAM3__PS_LN1], t0);
     {
         /* q, k, v as one (n, 3C) product when the file keeps their weights together (one wider
            product splits into fuller tiles over the threads), else three (n, C) products;
@@ -8734,14 +8844,18 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
+        SAM3__PROF_LAP(c->prof[SAM3__PS_QKV], t0);
         memset(&ra, 0, sizeof(ra));
         ra.q = qq, ra.k = kk, ra.v = vs, ra.ld = ld, ra.bq = w->attn.q.b, ra.bk = w->attn.k.b, ra.bv = w->attn.v.b;
         ra.nb = nb, ra.nk = nk, ra.nh = v->heads, ra.hd = hd, ra.tab = global ? c->rope_glb : c->rope_win;
         rc = sam3__attention_rope(c, abf, &ra, h, mlp);
         if (rc != SAM3_OK) return rc;
+        SAM3__PROF_T(t1);
         sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
+        SAM3__PROF_LAP(c->prof[SAM3__PS_PROJ], t1);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
         else sam3__window_add(c, x, h, w->attn.o.b, g, ws, C);
+        SAM3__PROF_ADD(c->prof[SAM3__PS_ADD1], t1);
     }
     sam3__vit_mlp(c, x, N, C, v->inter, &w->ln2, v->ln_eps, &w->fc1, &w->fc2, h, mlp);
     return SAM3_OK;
@@ -8773,9 +8887,11 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     int i;
     char name[32];
     if (!h || !q || !mlp) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__PROF_T(t0);
     if ((rc = sam3__vit_embeddings(c, pix, x)) != SAM3_OK) return rc;
     sam3__tap(c, "vit.embed", x, 2, N, C, 0);
     sam3__layernorm(c, x, x, N, C, &c->m->vit_w.ln_pre, v->ln_eps);
+    SAM3__PROF_ADD(c->prof[SAM3__PS_EMBED], t0);
     sam3__tap(c, "vit.ln_pre", x, 2, N, C, 0);
     for (i = 0; i < v->layers; i++) {
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the vision trunk (block %d)", i);
