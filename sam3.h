@@ -5084,8 +5084,8 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
                       the tile state with arch_prctl(ARCH_REQ_XCOMP_PERM))
    The fast kernels are blocked as the built-in SGEMM: op(B) in KC x NC blocks of NR-column panels
    (k pairs interleaved: panel[k/2][col][k%2], the layout of vdpbf16ps's and AMX's B operand),
-   op(A) per thread in MC x KC blocks stored row by row (the layout of an AMX A tile, rows of KC
-   bf16), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
+   op(A) in MC x KC blocks (all of a k block's packed before its tiles run, shared by the threads)
+   stored row by row (AVX-512) or as AMX A tiles (sam3__bgemm_pack_a), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
    has them and uses them where the CPU does. */
 /* AVX-512's k blocks: up to 4800 k, K split into equal blocks (multiples of 32). Each k block
@@ -5445,13 +5445,16 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
         _tile_zero(2);
         _tile_zero(3);
     }
+    /* each load just before the first product that reads it: a product waits only for its own
+       operands, and the tiles are not renamed, so the next step's loads wait for the products
+       reading the tiles they overwrite */
     for (k = 0; k < kcp; k += 32, pa += astep) {
         _tile_loadd(4, pa, alda);
-        _tile_loadd(5, pa + ah, alda);
         _tile_loadd(6, pb + (size_t)k * SAM3__BNR, SAM3__BNR * 4);
-        _tile_loadd(7, pb + (size_t)k * SAM3__BNR + 32, SAM3__BNR * 4);
         _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, pb + (size_t)k * SAM3__BNR + 32, SAM3__BNR * 4);
         _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, pa + ah, alda);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
@@ -5471,7 +5474,8 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
 #endif
 
 static void sam3__gelu_bias_row(float *x, int n, const float *b);
-/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With g->ch (one k
+/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks: pb holds a B block's
+   panels, pa_all all of op(A)'s blocks of a k block (ceil(M / MC), MC, kcp). With g->ch (one k
    block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
 static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
     const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
@@ -5497,31 +5501,29 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
         for (pc = 0; pc < K || pc == 0; pc += kcb) {
             const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb;
             const int ntask = nmb * ngrp;
-            int jp, task;
-#ifdef _OPENMP
-            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * mcb * sam3__bgemm_kcb(kern);
-#else
-            uint16_t *pa = pa_all;
-#endif
-            /* in small dynamic chunks: a thread descheduled mid-pack holds back a few panels, not half */
-            SAM3__OMP(for schedule(dynamic, 4))
-            for (jp = 0; jp < npan; jp++) {
+            int jp, task, it;
+            /* every A block and B panel of this k block packed once, in one loop (one join), in
+               dynamic chunks: a thread descheduled mid-pack holds back one block, not half; then
+               the tasks share them, so that a task can be a small part of an A block's columns */
+            SAM3__OMP(for schedule(dynamic, 1))
+            for (it = 0; it < nmb + npan; it++) {
                 SAM3__PROF_T(tp);
-                sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+                if (it < nmb)
+                    sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, M - it * mcb), kc, kcp,
+                                       pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
+                else
+                    sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
 #if defined(SAM3_PROFILE)
-                if (pf) SAM3__PROF_ADD(pf[SAM3__PT_PACKB], tp);
+                if (pf) SAM3__PROF_ADD(pf[it < nmb ? SAM3__PT_PACKA : SAM3__PT_PACKB], tp);
 #endif
             }
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
                 const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
                 const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
+                const uint16_t *pa = pa_all + (size_t)ib * mcb * kcp;
                 int ip;
                 SAM3__PROF_T(tt);
-                sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
-#if defined(SAM3_PROFILE)
-                if (pf) SAM3__PROF_LAP(pf[SAM3__PT_PACKA], tt);
-#endif
                 for (jp = j0; jp < j1; jp++) {
                     const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
                     for (ip = 0; ip < mc; ip += SAM3__BMR) {
@@ -5722,13 +5724,20 @@ static int sam3__bgemm_kern(int kern) {
     return kern;
 }
 #define SAM3__BPAR_MIN 1e6 /* multiply-adds from which a blocked bf16 product uses all threads */
+#ifndef SAM3__BPA_BYTES
+#define SAM3__BPA_BYTES ((size_t)16 << 20) /* packed A blocks a pass at most (sam3__bgemm_run) */
+#endif
 /* The blocked product on the caller's threads, kernel kern (not the reference), with the
    epilogue of sam3__bgemm_blocks where g->ch is given. Returns 0 when its buffers cannot be had. */
 static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
-    const int M = g->m, N = g->n, K = g->k, mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
+    const int M = g->m, N = g->n, K = g->k, mcb = sam3__bgemm_mcb(kern);
     const int kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
     const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern, kcp), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
-    int nt = c->nt, ngrp = 1;
+    /* rows a pass: every A block of a k block is packed before the tiles run, up to
+       SAM3__BPA_BYTES of them; more rows take more passes, each packing B again */
+    const int mrows = SAM3__MIN(M, SAM3__MAX(1, (int)(SAM3__BPA_BYTES / ((size_t)kcp * sizeof(uint16_t)) / (size_t)mcb)) * mcb);
+    const int nmb = (mrows + mcb - 1) / mcb;
+    int nt = c->nt, ngrp = 1, i0;
     sam3__kbuf kb;
     uint16_t *pb, *pa;
 #ifdef _OPENMP
@@ -5739,23 +5748,27 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     /* a product of a few thousand multiply-adds (a head's slice of a weight times a prompt's
        few tokens, ~100 of them in a prompt) costs less on one thread than waking the others */
     if (nt < 1 || (double)M * N * K < SAM3__BPAR_MIN) nt = 1;
-    /* at least 16 tasks a block (each A block's columns in ngrp groups of 4+ panels), so that a
-       thread slowed by other work beside it leaves the rest to the others */
-    while (nmb * ngrp < SAM3__MAX(2 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
-    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t), &kb);
+    /* at least 8 tasks a thread (each A block's columns in ngrp groups of 4+ panels), so that
+       the last round's tasks are short and a thread slowed by other work beside it leaves the
+       rest to the others */
+    while (nmb * ngrp < SAM3__MAX(8 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
+    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t), &kb);
     if (!pb) return 0;
-    pa = pb + (size_t)kcp * ncp;
+    pa = pb + (size_t)kcp * ncp; /* (nmb, mcb, kcp): the pass's A blocks */
+    for (i0 = 0; i0 < M; i0 += mrows) {
+        sam3__gemm_args p = *g;
+        const size_t ao = g->ta ? (size_t)i0 : (size_t)i0 * g->lda; /* row i0 of op(A) */
+        p.m = SAM3__MIN(mrows, M - i0);
+        if (p.a) p.a += ao;
+        if (p.ah) p.ah += ao;
+        if (p.c) p.c += (size_t)i0 * p.ldc;
+        if (p.ch) p.ch += (size_t)i0 * p.ldch;
 #if defined(SAM3_PROFILE)
-    {
-        sam3__gemm_args gp = *g;
-        gp.prof = c->prof_thr;
-        SAM3__OMP(parallel num_threads(nt))
-        sam3__bgemm_blocks(kern, &gp, pb, pa, ngrp);
-    }
-#else
-    SAM3__OMP(parallel num_threads(nt))
-    sam3__bgemm_blocks(kern, g, pb, pa, ngrp);
+        p.prof = c->prof_thr;
 #endif
+        SAM3__OMP(parallel num_threads(nt))
+        sam3__bgemm_blocks(kern, &p, pb, pa, ngrp);
+    }
     sam3__kbuf_put(c, &kb);
     return 1;
 }
