@@ -4670,6 +4670,7 @@ typedef struct sam3__ktab {
 #define sam3__ref_sigmoid_row SAM3__KN(sam3__ref_sigmoid_row)
 #define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
+#define sam3__rope_key_bf16 SAM3__KN(sam3__rope_key_bf16)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
 #define sam3__rope_row SAM3__KN(sam3__rope_row)
 #define sam3__row_max SAM3__KN(sam3__row_max)
@@ -8022,11 +8023,49 @@ static void sam3__v_pack(sam3_ctx *c, const sam3__rope_args *ra, float *vp) {
 }
 
 #if defined(SAM3__ATT_BF16)
+/* One key's head for sam3__rope_pack_bf16, hd a multiple of 32: r (hd) + b (or NULL) rotated by cs
+   (hd / 2 (cos, sin) pairs, or NULL: none), as that function's scalar loop rotates it (the same
+   products and sums, unfused), split into bf16 halves and scattered into its column of a key
+   panel: pair m's (hi, lo, hi) at 32-bit offsets m BNR, (hd / 2 + m) BNR and (hd + m) BNR of dst. */
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__rope_key_bf16(const float *r, const float *b, const float *cs, int hd,
+                                                                                        void *dst) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(SAM3__BNR));
+    const __m512i sgn = _mm512_set1_epi64(0x80000000ll); /* the sign bit of each pair's first value */
+    uint32_t *d32 = (uint32_t *)dst;
+    int d;
+    for (d = 0; d < hd; d += 32) {
+        __m512 x[2];
+        __m512i hi, lo, w;
+        int u;
+        for (u = 0; u < 2; u++) {
+            x[u] = _mm512_loadu_ps(r + d + 16 * u);
+            if (b) x[u] = _mm512_add_ps(x[u], _mm512_loadu_ps(b + d + 16 * u));
+            if (cs) { /* (a, b) -> (a cos - b sin, b cos + a sin) */
+                const __m512 t = _mm512_loadu_ps(cs + d + 16 * u);
+                /* (maskz forms: g++ 12 warns inside the plain ones, -Wmaybe-uninitialized on _mm512_undefined) */
+                const __m512 sw = _mm512_mul_ps(_mm512_maskz_permute_ps(0xffff, x[u], 0xb1), _mm512_maskz_movehdup_ps(0xffff, t));
+                x[u] = _mm512_add_ps(_mm512_mul_ps(x[u], _mm512_maskz_moveldup_ps(0xffff, t)),
+                                     _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(sw), sgn)));
+            }
+        }
+        hi = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
+        for (u = 0; u < 2; u++) { /* x - hi: exact, the low half */
+            const __m256i half = u ? _mm512_maskz_extracti64x4_epi64(0xff, hi, 1) : _mm512_maskz_extracti64x4_epi64(0xff, hi, 0);
+            w = _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, half), 16);
+            x[u] = _mm512_sub_ps(x[u], _mm512_castsi512_ps(w));
+        }
+        lo = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
+        _mm512_i32scatter_epi32(d32 + (size_t)(d / 2) * SAM3__BNR, idx, hi, 4);
+        _mm512_i32scatter_epi32(d32 + (size_t)(hd / 2 + d / 2) * SAM3__BNR, idx, lo, 4);
+        _mm512_i32scatter_epi32(d32 + (size_t)(hd + d / 2) * SAM3__BNR, idx, hi, 4);
+    }
+}
 /* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
    pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
-   rounded up to 32). */
+   rounded up to 32). A task is a panel of keys, head by head: a head's panel (6 KB at hd 64) is
+   filled while it sits in L1, where key by key every head's would be (96 KB). */
 static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *kt) {
     const int R = SAM3__BNR, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, nkp = (nk + R - 1) / R * R, npan = nkp / R;
     const int hdp = (hd + 31) / 32 * 32;
@@ -8034,21 +8073,26 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
     const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
     int i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < ra->nb * nkp; i++) {
-        const int b = i / nkp, j = i % nkp;
-        const float *cs = tab ? tab + (size_t)j * hd : NULL;
-        int h, m, u;
-        for (h = 0; h < nh; h++) {
-            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * kq * R + (size_t)(j % R) * 2;
-            for (u = 0; u < SAM3__ATT_KSPLIT; u++)
-                for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
-                    const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
-                    dst[o] = dst[o + 1] = 0;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
+    for (i = 0; i < ra->nb * npan; i++) {
+        const int b = i / npan, p = i % npan;
+        int h, m, u, q;
+        for (h = 0; h < nh; h++)
+            for (q = 0; q < R; q++) {
+                const int j = p * R + q;
+                const float *cs = tab && j < nk ? tab + (size_t)j * hd : NULL;
+                const float *rh = j < nk ? ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd : NULL, *bh = bk ? bk + (size_t)h * hd : NULL;
+                uint16_t *dst = kt + (((size_t)b * nh + h) * npan + p) * kq * R + (size_t)q * 2;
+                if (j < nk && hd % 32 == 0) {
+                    sam3__rope_key_bf16(rh, bh, cs, hd, dst);
+                    continue;
                 }
-            if (j >= nk) continue;
-            {
-                const float *rh = ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                for (u = 0; u < SAM3__ATT_KSPLIT; u++)
+                    for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
+                        const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
+                        dst[o] = dst[o + 1] = 0;
+                    }
+                if (j >= nk) continue;
                 for (m = 0; m < hd / 2; m++) {
                     float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
                     int e;
@@ -8063,8 +8107,8 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
                     }
                 }
             }
-        }
-        if (j < nk) sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
+        for (q = 0; q < R && p * R + q < nk; q++)
+            sam3__rope_row(ra->q + ((size_t)b * nk + p * R + q) * ra->ld, ra->bq, tab ? tab + (size_t)(p * R + q) * hd : NULL, C, hd);
     }
 }
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their

@@ -54,6 +54,14 @@ int main(int argc, char **argv) {
     qsort(trunk, (size_t)runs, sizeof(double), cmp_double);
     qsort(neck, (size_t)runs, sizeof(double), cmp_double);
     printf("median: trunk %.1f ms, neck %.1f ms\n", trunk[runs / 2], neck[runs / 2]);
+    { /* the trunk's output bits, to compare builds (FNV-1a) */
+        const unsigned char *p = (const unsigned char *)c->vit_out;
+        const size_t nb = (size_t)c->m->vit.grid * c->m->vit.grid * c->m->vit.hidden * sizeof(float);
+        unsigned long long hsh = 1469598103934665603ull;
+        size_t u;
+        for (u = 0; u < nb; u++) hsh = (hsh ^ p[u]) * 1099511628211ull;
+        printf("trunk output hash %016llx\n", hsh);
+    }
 #if defined(SAM3_PROFILE)
     {
         static const char *sn[SAM3__PS_N] = {"embed+ln_pre", "ln1 (windows)", "qkv product", "rope+k/v pack", "attention",
