@@ -4607,6 +4607,9 @@ typedef struct sam3__ktab {
 #define sam3__bgemm_small SAM3__KN(sam3__bgemm_small)
 #define sam3__bgemm_small_cols SAM3__KN(sam3__bgemm_small_cols)
 #define sam3__bgemm_store SAM3__KN(sam3__bgemm_store)
+#define sam3__bgemm_task SAM3__KN(sam3__bgemm_task)
+#define sam3__bepi SAM3__KN(sam3__bepi)
+#define sam3__bepi_rows SAM3__KN(sam3__bepi_rows)
 #define sam3__bop SAM3__KN(sam3__bop)
 #define sam3__box_rpb SAM3__KN(sam3__box_rpb)
 #define sam3__btile SAM3__KN(sam3__btile)
@@ -5404,7 +5407,26 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile_avx512(int 
 }
 #endif
 
+static void sam3__gelu_bias_row(float *x, int n, const float *b);
 #if defined(SAM3__BF16_AMX)
+/* A tile's pending epilogue in the GELU product (sam3__gemm_bf16_gelu): rows r .. mr of its sums t
+   (BMR, BNR) plus bias (nr, or NULL) through the GELU, rounded into ch (rows ldch apart). AMX runs
+   it a row or so at a time between the next tile's products: the vector units' work then
+   overlaps the tiles', where after the tile it would leave them idle. */
+typedef struct sam3__bepi {
+    float *t; /* NULL: none pending */
+    uint16_t *ch;
+    const float *bias;
+    int ldch, mr, nr, r;
+} sam3__bepi;
+static void sam3__bepi_rows(sam3__bepi *e, int upto) {
+    if (!e || !e->t) return;
+    for (; e->r < SAM3__MIN(upto, e->mr); e->r++) {
+        float *row = e->t + (size_t)e->r * SAM3__BNR;
+        sam3__gelu_bias_row(row, e->nr, e->bias);
+        sam3__bf16_row_avx512(row, e->ch + (size_t)e->r * e->ldch, e->nr);
+    }
+}
 /* The tile configuration: palette 1, eight tiles of 16 rows x 64 bytes. */
 typedef struct sam3__amx_cfg {
     uint8_t palette, start_row, reserved[14];
@@ -5426,9 +5448,11 @@ SAM3__KTARGET("amx-tile") static void sam3__amx_end(void) { _tile_release(); }
 /* BMR x BNR tile: C tiles 0..3 (rows 0-15 / 16-31 x columns 0-15 / 16-31), A tiles 4, 5 (16
    rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. A whole tile sums in the
    tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
-   and is stored once; a ragged one, or another beta, goes through t. */
+   and is stored once; a ragged one, or another beta, goes through t. epi (or NULL): another
+   tile's epilogue, run a part after each step. */
 SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
-                                                                          float *C, int ldc, int mr, int nr, float beta, int first) {
+                                                                          float *C, int ldc, int mr, int nr, float beta, int first,
+                                                                          sam3__bepi *epi) {
     float t[SAM3__BMR * SAM3__BNR];
     const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
     const long ldb = (long)ldc * 4;                   /* bytes */
@@ -5458,7 +5482,9 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
         _tile_loadd(5, pa + ah, alda);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+        if (epi) sam3__bepi_rows(epi, (int)(((long)k + 32) * SAM3__BMR / kcp));
     }
+    if (epi) sam3__bepi_rows(epi, SAM3__BMR);
     if (direct) {
         _tile_stored(0, C, ldb);
         _tile_stored(1, C + 16, ldb);
@@ -5474,14 +5500,86 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
 }
 #endif
 
-static void sam3__gelu_bias_row(float *x, int n, const float *b);
+/* One task of sam3__bgemm_blocks: rows i0 .. i0 + mc (their A block packed at pa) times the panels
+   j0 .. j1 of the B block at column jc (nc columns, packed at pb), k block pc (kcp k). */
+static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t *pa, const uint16_t *pb, int i0, int mc, int j0, int j1,
+                             int jc, int nc, int pc, int kcp) {
+    const int ldc = g->ldc;
+    const float beta = g->beta;
+    float *C = g->c;
+    int jp, ip;
+#if defined(SAM3__BF16_AMX)
+    float tb[2 * SAM3__BMR * SAM3__BNR]; /* (2, BMR, BNR): a tile's sums while the last one's epilogue runs */
+    sam3__bepi epi;
+    int flip = 0;
+    memset(&epi, 0, sizeof(epi));
+#endif
+    for (jp = j0; jp < j1; jp++) {
+        const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
+        for (ip = 0; ip < mc; ip += SAM3__BMR) {
+            const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
+            float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
+            const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
+            if (g->ch) {
+                /* the whole tile (A rows and B columns past mr, nr are zeros) into t: the f32
+                   product never goes through memory */
+                float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
+                const int col = jc + jp * SAM3__BNR;
+                int r;
+#if defined(SAM3__BF16_AMX)
+                if (kern == SAM3__BK_AMX) { /* this tile's epilogue runs inside the next tile's products */
+                    float *tt = tb + (size_t)flip * SAM3__BMR * SAM3__BNR;
+                    sam3__btile_amx(kcp, a, 1, b, tt, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1, &epi);
+                    epi.t = tt, epi.ch = g->ch + (size_t)(i0 + ip) * g->ldch + col, epi.bias = g->bias ? g->bias + col : NULL;
+                    epi.ldch = g->ldch, epi.mr = mr, epi.nr = nr, epi.r = 0;
+                    flip ^= 1;
+                    continue;
+                }
+#endif
+#if defined(SAM3__BF16_X86)
+                sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+                for (r = 0; r < mr; r++) {
+                    sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
+                    sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
+                }
+#else
+                (void)t, (void)col, (void)r; /* not reached */
+#endif
+                continue;
+            }
+#if defined(SAM3__BF16_AMX)
+            if (kern == SAM3__BK_AMX) {
+                /* the next tile's C (rows a whole output row apart, out of cache since the last k
+                   block) fetched while this one runs */
+                const int down = ip + SAM3__BMR < mc;
+                const int nrow = down ? SAM3__MIN(SAM3__BMR, mc - ip - SAM3__BMR) : jp + 1 < j1 ? SAM3__MIN(SAM3__BMR, mc) : 0;
+                const float *cn = down ? cc + (size_t)SAM3__BMR * ldc : C + (size_t)i0 * ldc + jc + (jp + 1) * SAM3__BNR;
+                int r;
+                for (r = 0; r < nrow; r++) {
+                    _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
+                }
+                sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0, NULL);
+                continue;
+            }
+#endif
+#if defined(SAM3__BF16_X86)
+            sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
+#else
+            (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)kern, (void)pc, (void)sam3__bgemm_store; /* not reached */
+#endif
+        }
+    }
+#if defined(SAM3__BF16_AMX)
+    sam3__bepi_rows(&epi, SAM3__BMR);
+#endif
+}
+
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks: pb holds a B block's
    panels, pa_all all of op(A)'s blocks of a k block (ceil(M / MC), MC, kcp). With g->ch (one k
    block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
 static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
-    const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
-    const float beta = g->beta;
-    float *C = g->c;
+    const int M = g->m, N = g->n, K = g->k;
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
     int jc, pc;
@@ -5502,7 +5600,7 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
         for (pc = 0; pc < K || pc == 0; pc += kcb) {
             const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb;
             const int ntask = nmb * ngrp;
-            int jp, task, it;
+            int task, it;
             /* every A block and B panel of this k block packed once, in one loop (one join), in
                dynamic chunks: a thread descheduled mid-pack holds back one block, not half; then
                the tasks share them, so that a task can be a small part of an A block's columns */
@@ -5523,58 +5621,8 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
                 const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
                 const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
                 const uint16_t *pa = pa_all + (size_t)ib * mcb * kcp;
-                int ip;
                 SAM3__PROF_T(tt);
-                for (jp = j0; jp < j1; jp++) {
-                    const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
-                    for (ip = 0; ip < mc; ip += SAM3__BMR) {
-                        const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
-                        float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
-                        const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
-                        if (g->ch) {
-                            /* the whole tile (A rows and B columns past mr, nr are zeros) into t:
-                               the f32 product never goes through memory */
-                            float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
-                            const int col = jc + jp * SAM3__BNR;
-                            int r;
-#if defined(SAM3__BF16_AMX)
-                            if (kern == SAM3__BK_AMX) sam3__btile_amx(kcp, a, 1, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
-                            else
-#endif
-#if defined(SAM3__BF16_X86)
-                                sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
-                            for (r = 0; r < mr; r++) {
-                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
-                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
-                            }
-#else
-                            (void)t, (void)col, (void)r; /* not reached */
-#endif
-                            continue;
-                        }
-#if defined(SAM3__BF16_AMX)
-                        if (kern == SAM3__BK_AMX) {
-                            /* the next tile's C (rows a whole output row apart, out of cache since
-                               the last k block) fetched while this one runs */
-                            const int down = ip + SAM3__BMR < mc;
-                            const int nrow = down ? SAM3__MIN(SAM3__BMR, mc - ip - SAM3__BMR) : jp + 1 < j1 ? SAM3__MIN(SAM3__BMR, mc) : 0;
-                            const float *cn = down ? cc + (size_t)SAM3__BMR * ldc : C + (size_t)i0 * ldc + jc + (jp + 1) * SAM3__BNR;
-                            int r;
-                            for (r = 0; r < nrow; r++) {
-                                _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
-                                _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
-                            }
-                            sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0);
-                            continue;
-                        }
-#endif
-#if defined(SAM3__BF16_X86)
-                        sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
-#else
-                        (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)sam3__bgemm_store; /* not reached */
-#endif
-                    }
-                }
+                sam3__bgemm_task(kern, g, pa, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
 #if defined(SAM3_PROFILE)
                 if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
 #endif
@@ -7302,7 +7350,7 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
 static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1, NULL);
         return;
     }
 #endif
