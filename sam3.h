@@ -171,6 +171,9 @@ DOCUMENTATION
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
    SAM3_NO_FAST_ATTENTION  the reference attention kernel instead of sam3's fused one (GCC/clang)
+   SAM3_PROFILE            the context counts the image encoder's time by stage, and by thread in its
+                           bf16 products and attention (tuning: tests/prof_encoder.c prints them;
+                           without it nothing of that is compiled in)
 
 6. Weight file format (.sam3)
    One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
