@@ -221,6 +221,12 @@ $(BUILD)/test_gemm: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_parity_noblas: tests/test_parity.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -DSAM3_NO_BLAS -o $@ tests/test_parity.c -lm
+# The image encoder timed alone, and with the SAM3_PROFILE build's split of its time by stage
+# (tuning runs on a full-size file: not part of make test).
+$(BUILD)/prof_encoder: tests/prof_encoder.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -DSAM3_PROFILE -o $@ tests/prof_encoder.c $(LIBS)
+$(BUILD)/time_encoder: tests/prof_encoder.c sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/prof_encoder.c $(LIBS)
 # The fast kernels against the reference ones (sam3__ref_*) on ragged and hostile inputs.
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -o $@ tests/test_kernels.c $(LIBS)

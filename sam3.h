@@ -171,6 +171,9 @@ DOCUMENTATION
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
    SAM3_NO_FAST_ATTENTION  the reference attention kernel instead of sam3's fused one (GCC/clang)
+   SAM3_PROFILE            the context counts the image encoder's time by stage, and by thread in its
+                           bf16 products and attention (tuning: tests/prof_encoder.c prints them;
+                           without it nothing of that is compiled in)
 
 6. Weight file format (.sam3)
    One little-endian file: a 128-byte header (magic "SAM3", format version, sizes and absolute
@@ -1071,6 +1074,27 @@ void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA
    slowest thread, which may be descheduled for a whole time slice (milliseconds); a prompt's
    decoder (200 queries x 256) would otherwise pay that in every one of its ~70 small steps. */
 #define SAM3__PAR_MIN 262144.0
+#if defined(SAM3_PROFILE)
+/* SAM3_PROFILE builds: the image encoder's stages (sam3_ctx.prof) and the per-thread parts of its
+   bf16 products and attention (sam3_ctx.prof_thr; a thread's total in the region less its parts
+   is its wait at the joins) */
+enum {
+    SAM3__PS_EMBED, SAM3__PS_LN1, SAM3__PS_QKV, SAM3__PS_PACK, SAM3__PS_ATT, SAM3__PS_PROJ, SAM3__PS_ADD1,
+    SAM3__PS_LN2, SAM3__PS_FC1, SAM3__PS_FC2, SAM3__PS_ADD2, SAM3__PS_N
+};
+enum {
+    SAM3__PT_GTOTAL, SAM3__PT_PACKB, SAM3__PT_PACKA, SAM3__PT_TILES, SAM3__PT_ATOTAL, SAM3__PT_AQ, SAM3__PT_AQK, SAM3__PT_ASM,
+    SAM3__PT_APV, SAM3__PT_N
+};
+#define SAM3__PROF_THR 64
+#define SAM3__PROF_T(v) double v = sam3__prof_now()
+#define SAM3__PROF_ADD(dst, t0) ((dst) += sam3__prof_now() - (t0))
+#define SAM3__PROF_LAP(dst, t0) ((dst) += sam3__prof_now() - (t0), (t0) = sam3__prof_now())
+#else
+#define SAM3__PROF_T(v)
+#define SAM3__PROF_ADD(dst, t0)
+#define SAM3__PROF_LAP(dst, t0)
+#endif
 
 /* ==== sam3: platform ==== */
 static double sam3__now_ms(void) {
@@ -1085,6 +1109,17 @@ static double sam3__now_ms(void) {
     return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
 #endif
 }
+#if defined(SAM3_PROFILE)
+/* A time stamp for SAM3_PROFILE builds' stage profile: the CPU's time-stamp counter where there
+   is one (a few cycles to read, fine enough for one attention task), else milliseconds. */
+static double sam3__prof_now(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    return (double)__builtin_ia32_rdtsc();
+#else
+    return sam3__now_ms();
+#endif
+}
+#endif
 
 /* The in-use flag of a context (SAM3_ERR_BUSY): one compare-and-swap at the entry of a call, one
    store at its exit. GCC and clang (and MinGW) builtins, MSVC's Interlocked functions, C11 atomics
@@ -4106,6 +4141,13 @@ struct sam3_ctx {
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
     int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
     int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (SAM3__WINO_TILES; tests lower it) */
+#if defined(SAM3_PROFILE)
+    /* SAM3_PROFILE builds only: the image encoder's time by stage (SAM3__PS_*, the calling
+       thread's) and by thread inside the bf16 products and attention (SAM3__PT_*), in
+       sam3__prof_now's ticks, summed over calls until the caller clears them */
+    double prof[SAM3__PS_N];
+    double prof_thr[SAM3__PROF_THR][SAM3__PT_N];
+#endif
     char err[512];
     sam3_timings t;
     int stage;                     /* SAM3__ST_*: the stage whose products are counted now */
@@ -4479,6 +4521,9 @@ typedef struct sam3__gemm_args {
     const float *bias; /* (n) or NULL, added before ch's GELU */
     uint16_t *ch;      /* (m, n) in bf16, rows ldch apart, or NULL */
     int ldch;
+#if defined(SAM3_PROFILE)
+    double (*prof)[SAM3__PT_N]; /* the blocked bf16 kernels' time by thread (sam3_ctx.prof_thr), or NULL */
+#endif
 } sam3__gemm_args;
 
 /* One multi-head attention, as the attention kernels take it: for each head h (hd columns from
@@ -4600,6 +4645,9 @@ typedef struct sam3__ktab {
 #define sam3__bgemm_small SAM3__KN(sam3__bgemm_small)
 #define sam3__bgemm_small_cols SAM3__KN(sam3__bgemm_small_cols)
 #define sam3__bgemm_store SAM3__KN(sam3__bgemm_store)
+#define sam3__bgemm_task SAM3__KN(sam3__bgemm_task)
+#define sam3__bepi SAM3__KN(sam3__bepi)
+#define sam3__bepi_rows SAM3__KN(sam3__bepi_rows)
 #define sam3__bop SAM3__KN(sam3__bop)
 #define sam3__box_rpb SAM3__KN(sam3__box_rpb)
 #define sam3__btile SAM3__KN(sam3__btile)
@@ -4663,6 +4711,7 @@ typedef struct sam3__ktab {
 #define sam3__ref_sigmoid_row SAM3__KN(sam3__ref_sigmoid_row)
 #define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
+#define sam3__rope_key_bf16 SAM3__KN(sam3__rope_key_bf16)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
 #define sam3__rope_row SAM3__KN(sam3__rope_row)
 #define sam3__row_max SAM3__KN(sam3__row_max)
@@ -5077,8 +5126,8 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
                       the tile state with arch_prctl(ARCH_REQ_XCOMP_PERM))
    The fast kernels are blocked as the built-in SGEMM: op(B) in KC x NC blocks of NR-column panels
    (k pairs interleaved: panel[k/2][col][k%2], the layout of vdpbf16ps's and AMX's B operand),
-   op(A) per thread in MC x KC blocks stored row by row (the layout of an AMX A tile, rows of KC
-   bf16), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
+   op(A) in MC x KC blocks (all of a k block's packed before its tiles run, shared by the threads)
+   stored row by row (AVX-512) or as AMX A tiles (sam3__bgemm_pack_a), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
    has them and uses them where the CPU does. */
 /* AVX-512's k blocks: up to 4800 k, K split into equal blocks (multiples of 32). Each k block
@@ -5396,7 +5445,26 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile_avx512(int 
 }
 #endif
 
+static void sam3__gelu_bias_row(float *x, int n, const float *b);
 #if defined(SAM3__BF16_AMX)
+/* A tile's pending epilogue in the GELU product (sam3__gemm_bf16_gelu): rows r .. mr of its sums t
+   (BMR, BNR) plus bias (nr, or NULL) through the GELU, rounded into ch (rows ldch apart). AMX runs
+   it a row or so at a time between the next tile's products: the vector units' work then
+   overlaps the tiles', where after the tile it would leave them idle. */
+typedef struct sam3__bepi {
+    float *t; /* NULL: none pending */
+    uint16_t *ch;
+    const float *bias;
+    int ldch, mr, nr, r;
+} sam3__bepi;
+static void sam3__bepi_rows(sam3__bepi *e, int upto) {
+    if (!e || !e->t) return;
+    for (; e->r < SAM3__MIN(upto, e->mr); e->r++) {
+        float *row = e->t + (size_t)e->r * SAM3__BNR;
+        sam3__gelu_bias_row(row, e->nr, e->bias);
+        sam3__bf16_row_avx512(row, e->ch + (size_t)e->r * e->ldch, e->nr);
+    }
+}
 /* The tile configuration: palette 1, eight tiles of 16 rows x 64 bytes. */
 typedef struct sam3__amx_cfg {
     uint8_t palette, start_row, reserved[14];
@@ -5418,9 +5486,11 @@ SAM3__KTARGET("amx-tile") static void sam3__amx_end(void) { _tile_release(); }
 /* BMR x BNR tile: C tiles 0..3 (rows 0-15 / 16-31 x columns 0-15 / 16-31), A tiles 4, 5 (16
    rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. A whole tile sums in the
    tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
-   and is stored once; a ragged one, or another beta, goes through t. */
+   and is stored once; a ragged one, or another beta, goes through t. epi (or NULL): another
+   tile's epilogue, run a part after each step. */
 SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
-                                                                          float *C, int ldc, int mr, int nr, float beta, int first) {
+                                                                          float *C, int ldc, int mr, int nr, float beta, int first,
+                                                                          sam3__bepi *epi) {
     float t[SAM3__BMR * SAM3__BNR];
     const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
     const long ldb = (long)ldc * 4;                   /* bytes */
@@ -5438,16 +5508,21 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
         _tile_zero(2);
         _tile_zero(3);
     }
+    /* each load just before the first product that reads it: a product waits only for its own
+       operands, and the tiles are not renamed, so the next step's loads wait for the products
+       reading the tiles they overwrite */
     for (k = 0; k < kcp; k += 32, pa += astep) {
         _tile_loadd(4, pa, alda);
-        _tile_loadd(5, pa + ah, alda);
         _tile_loadd(6, pb + (size_t)k * SAM3__BNR, SAM3__BNR * 4);
-        _tile_loadd(7, pb + (size_t)k * SAM3__BNR + 32, SAM3__BNR * 4);
         _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, pb + (size_t)k * SAM3__BNR + 32, SAM3__BNR * 4);
         _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, pa + ah, alda);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+        if (epi) sam3__bepi_rows(epi, (int)(((long)k + 32) * SAM3__BMR / kcp));
     }
+    if (epi) sam3__bepi_rows(epi, SAM3__BMR);
     if (direct) {
         _tile_stored(0, C, ldb);
         _tile_stored(1, C + 16, ldb);
@@ -5463,16 +5538,98 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
 }
 #endif
 
-static void sam3__gelu_bias_row(float *x, int n, const float *b);
-/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks. With g->ch (one k
-   block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
-static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
-    const int M = g->m, N = g->n, K = g->k, ldc = g->ldc;
+/* One task of sam3__bgemm_blocks: rows i0 .. i0 + mc (their A block packed at pa) times the panels
+   j0 .. j1 of the B block at column jc (nc columns, packed at pb), k block pc (kcp k). */
+static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t *pa, const uint16_t *pb, int i0, int mc, int j0, int j1,
+                             int jc, int nc, int pc, int kcp) {
+    const int ldc = g->ldc;
     const float beta = g->beta;
     float *C = g->c;
+    int jp, ip;
+#if defined(SAM3__BF16_AMX)
+    float tb[2 * SAM3__BMR * SAM3__BNR]; /* (2, BMR, BNR): a tile's sums while the last one's epilogue runs */
+    sam3__bepi epi;
+    int flip = 0;
+    memset(&epi, 0, sizeof(epi));
+#endif
+    for (jp = j0; jp < j1; jp++) {
+        const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
+        for (ip = 0; ip < mc; ip += SAM3__BMR) {
+            const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
+            float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
+            const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
+            if (g->ch) {
+                /* the whole tile (A rows and B columns past mr, nr are zeros) into t: the f32
+                   product never goes through memory */
+                float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
+                const int col = jc + jp * SAM3__BNR;
+                int r;
+#if defined(SAM3__BF16_AMX)
+                if (kern == SAM3__BK_AMX) { /* this tile's epilogue runs inside the next tile's products */
+                    float *tt = tb + (size_t)flip * SAM3__BMR * SAM3__BNR;
+                    sam3__btile_amx(kcp, a, 1, b, tt, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1, &epi);
+                    epi.t = tt, epi.ch = g->ch + (size_t)(i0 + ip) * g->ldch + col, epi.bias = g->bias ? g->bias + col : NULL;
+                    epi.ldch = g->ldch, epi.mr = mr, epi.nr = nr, epi.r = 0;
+                    flip ^= 1;
+                    continue;
+                }
+#endif
+#if defined(SAM3__BF16_X86)
+                sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+                for (r = 0; r < mr; r++) {
+                    sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
+                    sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
+                }
+#else
+                (void)t, (void)col, (void)r; /* not reached */
+#endif
+                continue;
+            }
+#if defined(SAM3__BF16_AMX)
+            if (kern == SAM3__BK_AMX) {
+                /* the next tile's C (rows a whole output row apart, out of cache since the last k
+                   block) fetched while this one runs */
+                const int down = ip + SAM3__BMR < mc;
+                const int nrow = down ? SAM3__MIN(SAM3__BMR, mc - ip - SAM3__BMR) : jp + 1 < j1 ? SAM3__MIN(SAM3__BMR, mc) : 0;
+                const float *cn = down ? cc + (size_t)SAM3__BMR * ldc : C + (size_t)i0 * ldc + jc + (jp + 1) * SAM3__BNR;
+                int r;
+                for (r = 0; r < nrow; r++) {
+                    _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
+                }
+                sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0, NULL);
+                continue;
+            }
+#endif
+#if defined(SAM3__BF16_X86)
+            sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
+#else
+            (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)kern, (void)pc, (void)sam3__bgemm_store; /* not reached */
+#endif
+        }
+    }
+#if defined(SAM3__BF16_AMX)
+    sam3__bepi_rows(&epi, SAM3__BMR);
+#endif
+}
+
+/* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks: pb holds a B block's
+   panels, pa_all all of op(A)'s blocks of a k block (ceil(M / MC), MC, kcp). With g->ch (one k
+   block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
+static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+    const int M = g->m, N = g->n, K = g->k;
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
     int jc, pc;
+#if defined(SAM3_PROFILE)
+    double *pf = NULL;
+    const double tg0 = sam3__prof_now();
+#ifdef _OPENMP
+    if (g->prof && omp_get_thread_num() < SAM3__PROF_THR) pf = g->prof[omp_get_thread_num()];
+#else
+    if (g->prof) pf = g->prof[0];
+#endif
+#endif
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
@@ -5481,77 +5638,41 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
         for (pc = 0; pc < K || pc == 0; pc += kcb) {
             const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb;
             const int ntask = nmb * ngrp;
-            int jp, task;
-#ifdef _OPENMP
-            uint16_t *pa = pa_all + (size_t)omp_get_thread_num() * mcb * sam3__bgemm_kcb(kern);
-#else
-            uint16_t *pa = pa_all;
+            int task, it;
+            /* every A block and B panel of this k block packed once, in one loop (one join), in
+               dynamic chunks: a thread descheduled mid-pack holds back one block, not half; then
+               the tasks share them, so that a task can be a small part of an A block's columns */
+            SAM3__OMP(for schedule(dynamic, 1))
+            for (it = 0; it < nmb + npan; it++) {
+                SAM3__PROF_T(tp);
+                if (it < nmb)
+                    sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, M - it * mcb), kc, kcp,
+                                       pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
+                else
+                    sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
+#if defined(SAM3_PROFILE)
+                if (pf) SAM3__PROF_ADD(pf[it < nmb ? SAM3__PT_PACKA : SAM3__PT_PACKB], tp);
 #endif
-            /* in small dynamic chunks: a thread descheduled mid-pack holds back a few panels, not half */
-            SAM3__OMP(for schedule(dynamic, 4))
-            for (jp = 0; jp < npan; jp++) sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, jp, pb + (size_t)jp * SAM3__BNR * kcp);
+            }
             SAM3__OMP(for schedule(dynamic, 1))
             for (task = 0; task < ntask; task++) {
                 const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
                 const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
-                int ip;
-                sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, i0, pc, mc, kc, kcp, pa, kern == SAM3__BK_AMX);
-                for (jp = j0; jp < j1; jp++) {
-                    const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
-                    for (ip = 0; ip < mc; ip += SAM3__BMR) {
-                        const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
-                        float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
-                        const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
-                        if (g->ch) {
-                            /* the whole tile (A rows and B columns past mr, nr are zeros) into t:
-                               the f32 product never goes through memory */
-                            float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
-                            const int col = jc + jp * SAM3__BNR;
-                            int r;
-#if defined(SAM3__BF16_AMX)
-                            if (kern == SAM3__BK_AMX) sam3__btile_amx(kcp, a, 1, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
-                            else
+                const uint16_t *pa = pa_all + (size_t)ib * mcb * kcp;
+                SAM3__PROF_T(tt);
+                sam3__bgemm_task(kern, g, pa, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
+#if defined(SAM3_PROFILE)
+                if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
 #endif
-#if defined(SAM3__BF16_X86)
-                                sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
-                            for (r = 0; r < mr; r++) {
-                                sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
-                                sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
-                            }
-#else
-                            (void)t, (void)col, (void)r; /* not reached */
-#endif
-                            continue;
-                        }
-#if defined(SAM3__BF16_AMX)
-                        if (kern == SAM3__BK_AMX) {
-                            /* the next tile's C (rows a whole output row apart, out of cache since
-                               the last k block) fetched while this one runs */
-                            const int down = ip + SAM3__BMR < mc;
-                            const int nrow = down ? SAM3__MIN(SAM3__BMR, mc - ip - SAM3__BMR) : jp + 1 < j1 ? SAM3__MIN(SAM3__BMR, mc) : 0;
-                            const float *cn = down ? cc + (size_t)SAM3__BMR * ldc : C + (size_t)i0 * ldc + jc + (jp + 1) * SAM3__BNR;
-                            int r;
-                            for (r = 0; r < nrow; r++) {
-                                _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
-                                _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
-                            }
-                            sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0);
-                            continue;
-                        }
-#endif
-#if defined(SAM3__BF16_X86)
-                        sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
-#else
-                        (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)sam3__bgemm_store; /* not reached */
-#endif
-                    }
-                }
             }
             if (K == 0) break;
         }
     }
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+#if defined(SAM3_PROFILE)
+    if (pf) SAM3__PROF_ADD(pf[SAM3__PT_GTOTAL], tg0);
 #endif
 }
 
@@ -5690,13 +5811,20 @@ static int sam3__bgemm_kern(int kern) {
     return kern;
 }
 #define SAM3__BPAR_MIN 1e6 /* multiply-adds from which a blocked bf16 product uses all threads */
+#ifndef SAM3__BPA_BYTES
+#define SAM3__BPA_BYTES ((size_t)16 << 20) /* packed A blocks a pass at most (sam3__bgemm_run) */
+#endif
 /* The blocked product on the caller's threads, kernel kern (not the reference), with the
    epilogue of sam3__bgemm_blocks where g->ch is given. Returns 0 when its buffers cannot be had. */
 static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
-    const int M = g->m, N = g->n, K = g->k, mcb = sam3__bgemm_mcb(kern), nmb = (M + mcb - 1) / mcb;
+    const int M = g->m, N = g->n, K = g->k, mcb = sam3__bgemm_mcb(kern);
     const int kcp = (SAM3__MIN(sam3__bgemm_kstep(kern, K), K > 0 ? K : 1) + 31) / 32 * 32;
     const int ncp = (SAM3__MIN(sam3__bgemm_ncb(kern, kcp), N) + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
-    int nt = c->nt, ngrp = 1;
+    /* rows a pass: every A block of a k block is packed before the tiles run, up to
+       SAM3__BPA_BYTES of them; more rows take more passes, each packing B again */
+    const int mrows = SAM3__MIN(M, SAM3__MAX(1, (int)(SAM3__BPA_BYTES / ((size_t)kcp * sizeof(uint16_t)) / (size_t)mcb)) * mcb);
+    const int nmb = (mrows + mcb - 1) / mcb;
+    int nt = c->nt, ngrp = 1, i0;
     sam3__kbuf kb;
     uint16_t *pb, *pa;
 #ifdef _OPENMP
@@ -5707,14 +5835,27 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     /* a product of a few thousand multiply-adds (a head's slice of a weight times a prompt's
        few tokens, ~100 of them in a prompt) costs less on one thread than waking the others */
     if (nt < 1 || (double)M * N * K < SAM3__BPAR_MIN) nt = 1;
-    /* at least 16 tasks a block (each A block's columns in ngrp groups of 4+ panels), so that a
-       thread slowed by other work beside it leaves the rest to the others */
-    while (nmb * ngrp < SAM3__MAX(2 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
-    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nt * mcb * sam3__bgemm_kcb(kern)) * sizeof(uint16_t), &kb);
+    /* at least 8 tasks a thread (each A block's columns in ngrp groups of 4+ panels), so that
+       the last round's tasks are short and a thread slowed by other work beside it leaves the
+       rest to the others */
+    while (nmb * ngrp < SAM3__MAX(8 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
+    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t), &kb);
     if (!pb) return 0;
-    pa = pb + (size_t)kcp * ncp;
-    SAM3__OMP(parallel num_threads(nt))
-    sam3__bgemm_blocks(kern, g, pb, pa, ngrp);
+    pa = pb + (size_t)kcp * ncp; /* (nmb, mcb, kcp): the pass's A blocks */
+    for (i0 = 0; i0 < M; i0 += mrows) {
+        sam3__gemm_args p = *g;
+        const size_t ao = g->ta ? (size_t)i0 : (size_t)i0 * g->lda; /* row i0 of op(A) */
+        p.m = SAM3__MIN(mrows, M - i0);
+        if (p.a) p.a += ao;
+        if (p.ah) p.ah += ao;
+        if (p.c) p.c += (size_t)i0 * p.ldc;
+        if (p.ch) p.ch += (size_t)i0 * p.ldch;
+#if defined(SAM3_PROFILE)
+        p.prof = c->prof_thr;
+#endif
+        SAM3__OMP(parallel num_threads(nt))
+        sam3__bgemm_blocks(kern, &p, pb, pa, ngrp);
+    }
     sam3__kbuf_put(c, &kb);
     return 1;
 }
@@ -6991,6 +7132,9 @@ typedef struct sam3__attn_job {
     uint16_t *qb;            /* the tiles' query rows, split in bf16 pairs */
     float *oh;               /* the head's output, rows ldo apart */
     int ldo;
+#if defined(SAM3_PROFILE)
+    double *prof; /* the bf16 attention's time on this thread (sam3_ctx.prof_thr's row), or NULL */
+#endif
 } sam3__attn_job;
 
 /* The scores of a block's keys j0..j0+nb for the ntl query tiles, into j->s. */
@@ -7262,7 +7406,7 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
 static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1, NULL);
         return;
     }
 #endif
@@ -7281,6 +7425,9 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
     _mm_setcsr(csr | 0x8040u);
 #endif
+#if defined(SAM3_PROFILE)
+    double t0 = sam3__prof_now(), dummy[SAM3__PT_N], *pf = jb->prof ? jb->prof : dummy;
+#endif
     for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
         if (r < nr) {
             const float *qr = qh + (size_t)(r0 + r) * ldq;
@@ -7294,9 +7441,11 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
             memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
     }
+    SAM3__PROF_LAP(pf[SAM3__PT_AQ], t0);
     for (j = 0; j < nkp / SAM3__BNR; j++) {
         sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
     }
+    SAM3__PROF_LAP(pf[SAM3__PT_AQK], t0);
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
         uint16_t *pr = p + (size_t)r * nkp;
@@ -7308,6 +7457,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
             memset(pr, 0, (size_t)nkp * sizeof(uint16_t));
         }
     }
+    SAM3__PROF_LAP(pf[SAM3__PT_ASM], t0);
     for (d = 0; d < hdp / SAM3__BNR; d++) {
         sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
     }
@@ -7316,6 +7466,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         const float inv = 1.0f / sum[r];
         for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
     }
+    SAM3__PROF_ADD(pf[SAM3__PT_APV], t0);
 #if defined(__SSE__)
     _mm_setcsr(csr);
 #endif
@@ -7345,6 +7496,14 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
         int task;
         memset(&jb, 0, sizeof(jb));
         jb.ldq = ldq, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd), jb.qb = qb, jb.s = s, jb.pb = pp, jb.acc = acc, jb.ldo = ldo;
+#if defined(SAM3_PROFILE)
+        SAM3__PROF_T(ta);
+#ifdef _OPENMP
+        if (omp_get_thread_num() < SAM3__PROF_THR) jb.prof = c->prof_thr[omp_get_thread_num()];
+#else
+        jb.prof = c->prof_thr[0];
+#endif
+#endif
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
@@ -7357,6 +7516,9 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
         }
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+#if defined(SAM3_PROFILE)
+        if (jb.prof) SAM3__PROF_ADD(jb.prof[SAM3__PT_ATOTAL], ta);
 #endif
     }
     sam3__release(c, mk);
@@ -7968,11 +8130,49 @@ static void sam3__v_pack(sam3_ctx *c, const sam3__rope_args *ra, float *vp) {
 }
 
 #if defined(SAM3__ATT_BF16)
+/* One key's head for sam3__rope_pack_bf16, hd a multiple of 32: r (hd) + b (or NULL) rotated by cs
+   (hd / 2 (cos, sin) pairs, or NULL: none), as that function's scalar loop rotates it (the same
+   products and sums, unfused), split into bf16 halves and scattered into its column of a key
+   panel: pair m's (hi, lo, hi) at 32-bit offsets m BNR, (hd / 2 + m) BNR and (hd + m) BNR of dst. */
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__rope_key_bf16(const float *r, const float *b, const float *cs, int hd,
+                                                                                        void *dst) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(SAM3__BNR));
+    const __m512i sgn = _mm512_set1_epi64(0x80000000ll); /* the sign bit of each pair's first value */
+    uint32_t *d32 = (uint32_t *)dst;
+    int d;
+    for (d = 0; d < hd; d += 32) {
+        __m512 x[2];
+        __m512i hi, lo, w;
+        int u;
+        for (u = 0; u < 2; u++) {
+            x[u] = _mm512_loadu_ps(r + d + 16 * u);
+            if (b) x[u] = _mm512_add_ps(x[u], _mm512_loadu_ps(b + d + 16 * u));
+            if (cs) { /* (a, b) -> (a cos - b sin, b cos + a sin) */
+                const __m512 t = _mm512_loadu_ps(cs + d + 16 * u);
+                /* (maskz forms: g++ 12 warns inside the plain ones, -Wmaybe-uninitialized on _mm512_undefined) */
+                const __m512 sw = _mm512_mul_ps(_mm512_maskz_permute_ps(0xffff, x[u], 0xb1), _mm512_maskz_movehdup_ps(0xffff, t));
+                x[u] = _mm512_add_ps(_mm512_mul_ps(x[u], _mm512_maskz_moveldup_ps(0xffff, t)),
+                                     _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(sw), sgn)));
+            }
+        }
+        hi = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
+        for (u = 0; u < 2; u++) { /* x - hi: exact, the low half */
+            const __m256i half = u ? _mm512_maskz_extracti64x4_epi64(0xff, hi, 1) : _mm512_maskz_extracti64x4_epi64(0xff, hi, 0);
+            w = _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, half), 16);
+            x[u] = _mm512_sub_ps(x[u], _mm512_castsi512_ps(w));
+        }
+        lo = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
+        _mm512_i32scatter_epi32(d32 + (size_t)(d / 2) * SAM3__BNR, idx, hi, 4);
+        _mm512_i32scatter_epi32(d32 + (size_t)(hd / 2 + d / 2) * SAM3__BNR, idx, lo, 4);
+        _mm512_i32scatter_epi32(d32 + (size_t)(hd + d / 2) * SAM3__BNR, idx, hi, 4);
+    }
+}
 /* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
    pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
-   rounded up to 32). */
+   rounded up to 32). A task is a panel of keys, head by head: a head's panel (6 KB at hd 64) is
+   filled while it sits in L1, where key by key every head's would be (96 KB). */
 static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *kt) {
     const int R = SAM3__BNR, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, nkp = (nk + R - 1) / R * R, npan = nkp / R;
     const int hdp = (hd + 31) / 32 * 32;
@@ -7980,21 +8180,26 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
     const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
     int i;
     (void)c; /* only in OpenMP clauses */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < ra->nb * nkp; i++) {
-        const int b = i / nkp, j = i % nkp;
-        const float *cs = tab ? tab + (size_t)j * hd : NULL;
-        int h, m, u;
-        for (h = 0; h < nh; h++) {
-            uint16_t *dst = kt + (((size_t)b * nh + h) * npan + j / R) * kq * R + (size_t)(j % R) * 2;
-            for (u = 0; u < SAM3__ATT_KSPLIT; u++)
-                for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
-                    const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
-                    dst[o] = dst[o + 1] = 0;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 1))
+    for (i = 0; i < ra->nb * npan; i++) {
+        const int b = i / npan, p = i % npan;
+        int h, m, u, q;
+        for (h = 0; h < nh; h++)
+            for (q = 0; q < R; q++) {
+                const int j = p * R + q;
+                const float *cs = tab && j < nk ? tab + (size_t)j * hd : NULL;
+                const float *rh = j < nk ? ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd : NULL, *bh = bk ? bk + (size_t)h * hd : NULL;
+                uint16_t *dst = kt + (((size_t)b * nh + h) * npan + p) * kq * R + (size_t)q * 2;
+                if (j < nk && hd % 32 == 0) {
+                    sam3__rope_key_bf16(rh, bh, cs, hd, dst);
+                    continue;
                 }
-            if (j >= nk) continue;
-            {
-                const float *rh = ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd, *bh = bk ? bk + (size_t)h * hd : NULL;
+                for (u = 0; u < SAM3__ATT_KSPLIT; u++)
+                    for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
+                        const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
+                        dst[o] = dst[o + 1] = 0;
+                    }
+                if (j >= nk) continue;
                 for (m = 0; m < hd / 2; m++) {
                     float a = rh[2 * m], bb = rh[2 * m + 1], x[2];
                     int e;
@@ -8009,8 +8214,8 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
                     }
                 }
             }
-        }
-        if (j < nk) sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
+        for (q = 0; q < R && p * R + q < nk; q++)
+            sam3__rope_row(ra->q + ((size_t)b * nk + p * R + q) * ra->ld, ra->bq, tab ? tab + (size_t)(p * R + q) * hd : NULL, C, hd);
     }
 }
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
@@ -8264,9 +8469,14 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
 static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
+        sam3_result rc;
+        SAM3__PROF_T(t0);
         sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
-        return sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
+        SAM3__PROF_LAP(c->prof[SAM3__PS_PACK], t0);
+        rc = sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
+        SAM3__PROF_ADD(c->prof[SAM3__PS_ATT], t0);
+        return rc;
     }
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
@@ -8745,18 +8955,24 @@ static void sam3__window_add(sam3_ctx *c, float *x, const float *src, const floa
    (N, inter) are scratch. */
 static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const sam3__norm *ln, float eps, const sam3__lin *fc1,
                           const sam3__lin *fc2, float *h, float *mlp) {
+    SAM3__PROF_T(t0);
     sam3__layernorm(c, x, h, N, C, ln, eps);
+    SAM3__PROF_LAP(c->prof[SAM3__PS_LN2], t0);
     /* where both products run in bf16, fc1's bias and GELU ride on its tiles and its output is
        bf16 (the first half of mlp), fc2's input as it is (sam3__gemm_bf16_gelu) */
     if ((c->bf16 || (fc1->wh && fc2->wh)) &&
         sam3__gemm_bf16_gelu(c, N, inter, C, h, C, fc1->w, fc1->wh, C, fc1->b, (uint16_t *)(void *)mlp, inter)) {
+        SAM3__PROF_LAP(c->prof[SAM3__PS_FC1], t0);
         sam3__gemm_mixed(c, 0, 1, N, C, inter, NULL, (const uint16_t *)(void *)mlp, inter, fc2->w, fc2->wh, inter, 0.0f, h, C);
     } else {
         sam3__gemm_xw(c, 0, 1, N, inter, C, h, C, fc1, 0, C, 0.0f, mlp, inter);
         sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);
+        SAM3__PROF_LAP(c->prof[SAM3__PS_FC1], t0);
         sam3__gemm_xw(c, 0, 1, N, C, inter, mlp, inter, fc2, 0, inter, 0.0f, h, C);
     }
+    SAM3__PROF_LAP(c->prof[SAM3__PS_FC2], t0);
     sam3__vadd_bias(c, x, h, fc2->b, N, C);
+    SAM3__PROF_ADD(c->prof[SAM3__PS_ADD2], t0);
 }
 
 /* Sam3ViTLayer: pre-norm block, windowed (with zero padding to a multiple of the window, padded
@@ -8771,8 +8987,10 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
     const int n = global ? N : nwy * nwy * wt; /* tokens attended over, padding included */
     sam3_result rc;
 
+    SAM3__PROF_T(t0);
     /* padded tokens are zero rows after the norm: their q, k, v are the biases */
     sam3__window_layernorm(c, x, g, global ? g : ws, C, &w->ln1, v->ln_eps, h);
+    SAM3__PROF_LAP(c->prof[SAM3__PS_LN1], t0);
     {
         /* q, k, v as one (n, 3C) product when the file keeps their weights together (one wider
            product splits into fuller tiles over the threads), else three (n, C) products;
@@ -8790,14 +9008,18 @@ static sam3_result sam3__vit_layer(sam3_ctx *c, int li, float *x, float *h, floa
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.k, 0, C, 0.0f, kk, C);
             sam3__gemm_xw(c, 0, 1, n, C, C, h, C, &w->attn.v, 0, C, 0.0f, vs, C);
         }
+        SAM3__PROF_LAP(c->prof[SAM3__PS_QKV], t0);
         memset(&ra, 0, sizeof(ra));
         ra.q = qq, ra.k = kk, ra.v = vs, ra.ld = ld, ra.bq = w->attn.q.b, ra.bk = w->attn.k.b, ra.bv = w->attn.v.b;
         ra.nb = nb, ra.nk = nk, ra.nh = v->heads, ra.hd = hd, ra.tab = global ? c->rope_glb : c->rope_win;
         rc = sam3__attention_rope(c, abf, &ra, h, mlp);
         if (rc != SAM3_OK) return rc;
+        SAM3__PROF_T(t1);
         sam3__gemm_xw(c, 0, 1, n, C, C, qq, ld, &w->attn.o, 0, C, 0.0f, h, C);
+        SAM3__PROF_LAP(c->prof[SAM3__PS_PROJ], t1);
         if (global) sam3__vadd_bias(c, x, h, w->attn.o.b, N, C);
         else sam3__window_add(c, x, h, w->attn.o.b, g, ws, C);
+        SAM3__PROF_ADD(c->prof[SAM3__PS_ADD1], t1);
     }
     sam3__vit_mlp(c, x, N, C, v->inter, &w->ln2, v->ln_eps, &w->fc1, &w->fc2, h, mlp);
     return SAM3_OK;
@@ -8829,9 +9051,11 @@ static sam3_result sam3__vit_model(sam3_ctx *c, const float *pix, float *x) {
     int i;
     char name[32];
     if (!h || !q || !mlp) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__PROF_T(t0);
     if ((rc = sam3__vit_embeddings(c, pix, x)) != SAM3_OK) return rc;
     sam3__tap(c, "vit.embed", x, 2, N, C, 0);
     sam3__layernorm(c, x, x, N, C, &c->m->vit_w.ln_pre, v->ln_eps);
+    SAM3__PROF_ADD(c->prof[SAM3__PS_EMBED], t0);
     sam3__tap(c, "vit.ln_pre", x, 2, N, C, 0);
     for (i = 0; i < v->layers; i++) {
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the vision trunk (block %d)", i);
