@@ -5191,14 +5191,29 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bf16_row_avx512(c
 }
 #endif
 #if defined(SAM3__BF16_ARM)
-/* n f32 -> bf16 (round to nearest even: BFCVTN in FPCR's default rounding mode), 8 at a time */
+/* n f32 -> bf16 (round to nearest even: BFCVTN in FPCR's default rounding mode), 8 at a time, the
+   last ones through a zero-padded copy (no sam3__f32_bf16 here: under -march=armv8.6-a this
+   function's target is below the file's, and GCC will not inline a forced-inline helper into it) */
 SAM3__KTARGET("arch=armv8.2-a+bf16") static void sam3__bf16_row_neon(const float *s, uint16_t *d, int n) {
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const bfloat16x8_t v = vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(vld1q_f32(s + i)), vld1q_f32(s + i + 4));
+    for (;; i += 8) {
+        float x[8] = {0}; /* the last < 8 values, zero-padded */
+        uint16_t y[8];
+        const float *p = s + i;
+        bfloat16x8_t v;
+        if (i + 8 > n) {
+            if (i >= n) break;
+            memcpy(x, s + i, (size_t)(n - i) * sizeof(float));
+            p = x;
+        }
+        v = vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(vld1q_f32(p)), vld1q_f32(p + 4));
+        if (p == x) {
+            vst1q_u16(y, vreinterpretq_u16_bf16(v));
+            memcpy(d + i, y, (size_t)(n - i) * sizeof(uint16_t));
+            break;
+        }
         vst1q_u16(d + i, vreinterpretq_u16_bf16(v));
     }
-    for (; i < n; i++) d[i] = sam3__f32_bf16(s[i]);
 }
 #endif
 
