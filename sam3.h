@@ -158,12 +158,12 @@ DOCUMENTATION
                            "sam3.h"): the implementation includes itself once per kernel path
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
    SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
-                           (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
-                           products)
+                           (default), 1 AVX512-BF16 (aarch64: BFDOT), 0 the portable reference
+                           (bf16 rounding, f32 products)
    SAM3_BF16_ATTENTION_KERNEL  the ViT's and the DETR encoder's self-attention run in bf16 (where
                            their weights' products do) from this bf16 kernel on: 2 AMX (default;
-                           with AVX512-BF16 alone their P.V runs in bf16, the scores f32), 1
-                           AVX512-BF16 too (no faster than that there), 3 never
+                           with AVX512-BF16 or BFDOT alone their P.V runs in bf16, the scores
+                           f32), 1 AVX512-BF16 or BFDOT too (no faster with AVX512-BF16), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_CONCEPTS       saved concepts (sam3_concept) per sam3_segment prompt (default 64)
@@ -909,7 +909,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
    portable helpers (the kernels and the model both use them)  sine codes, RoPE tables, constants
    kernel paths  how the kernel section is compiled once per path and renamed (SAM3__KN)
    built-in SGEMM  the blocked f32 GEMM for builds without BLAS
-   bf16 kernels  bf16 GEMMs (AVX512-BF16, AMX, reference), the fused fc1 + GELU
+   bf16 kernels  bf16 GEMMs (AVX512-BF16, AMX, aarch64's BFDOT, reference), the fused fc1 + GELU
    kernels  reference kernels, GEMM dispatch, the SIMD layer, resize, attention, convs, norms
    preprocessing (Sam3ImageProcessor)  resize, rescale, normalise
    vision backbone (Sam3ViTModel)  patch embedding, windowed and global RoPE attention layers
@@ -961,10 +961,10 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #define SAM3_MAX_IMAGE_DIM 16384
 #endif
 #ifndef SAM3_BF16_KERNEL
-#define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16, 2 AMX */
+#define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16 (aarch64: BFDOT), 2 AMX */
 #endif
 #ifndef SAM3_BF16_ATTENTION_KERNEL
-#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT and DETR encoder attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never, not even P.V) */
+#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT and DETR encoder attention in bf16 from this bf16 kernel on (1: AVX512-BF16 or BFDOT too; 3: never, not even P.V) */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
