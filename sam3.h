@@ -378,10 +378,10 @@ typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int
 
 /* Precision of the matrix products with weights (sam3_ctx_options.precision). BF16 rounds both
    inputs of each such product to bf16 and sums in f32 on CPUs with bf16 products (AVX512-BF16,
-   AMX, aarch64's BF16) and on the reference path; norms, softmax, residual sums stay f32. A file converted with
-   --dtype bf16 runs its bf16 weights' products in bf16 whatever this says. On the other paths
-   (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32 (exactly) for
-   an f32 product: there rounding the activations would only cost time. */
+   AMX, aarch64's BF16) and on the reference path; norms, softmax, residual sums stay f32. A file
+   converted with --dtype bf16 runs its bf16 weights' products in bf16 whatever this says. On the
+   other paths (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32
+   (exactly) for an f32 product: there rounding the activations would only cost time. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
 
 /* Kernel paths (sam3_ctx_options.isa; $SAM3_ISA takes their sam3_isa_name). A build holds the
@@ -5057,7 +5057,7 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
                       slice at a time, then the f32 product (sam3__gemm); every platform
      SAM3__BK_AVX512  AVX512-BF16 (vdpbf16ps: Zen 4, Cooper Lake, Sapphire Rapids); on aarch64
                       at the same level SAM3__BK_NEON, BFDOT (FEAT_BF16: Neoverse V1/N2/V2,
-                      Graviton 3/4, Apple M2 and later; Linux), on the same panels
+                      Graviton 3/4; Linux), on the same panels
      SAM3__BK_AMX     AMX-BF16 tiles (Sapphire Rapids and later; Linux, after the kernel grants
                       the tile state with arch_prctl(ARCH_REQ_XCOMP_PERM))
    The fast kernels are blocked as the built-in SGEMM: op(B) in KC x NC blocks of NR-column panels
@@ -7031,7 +7031,7 @@ static void sam3__pv_acc_bf16(const float *p, int ps, int nb, const uint16_t *vb
         sam3__btile8_avx512(nbp, pb, v, acc + d, hd, 0.0f, 0);
 #else
         sam3__btile4_neon(nbp, pb, nbp, v, acc + d, hd, 0.0f, 0);
-        sam3__btile4_neon(nbp, pb, nbp, v + 32, acc + d + 16, hd, 0.0f, 0); /* channels d + 16..: 16 pairs on */
+        sam3__btile4_neon(nbp, pb, nbp, v + 32, acc + d + 16, hd, 0.0f, 0); /* channels d + 16..: 16 columns of pairs on */
 #endif
     }
 }
