@@ -228,6 +228,11 @@ $(BUILD)/prof_encoder: tests/prof_encoder.c sam3.h | $(BUILD)
 $(BUILD)/time_encoder: tests/prof_encoder.c sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/prof_encoder.c $(LIBS)
 # The fast kernels against the reference ones (sam3__ref_*) on ragged and hostile inputs.
+# test_gemm with short bf16 k blocks (SAM3__BKC and the AMX sizes; test_gemm's shapes follow them),
+# so that its products crossing every block stay small enough for qemu: test-cross runs aarch64's
+# BFDOT kernel through it
+$(BUILD)/test_gemm_kb: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -DSAM3__BKC=512 -DSAM3__BKC_AMX=256 -DSAM3__BMC_AMX=64 -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -o $@ tests/test_kernels.c $(LIBS)
 # The parity tests on the reference kernels alone (-DSAM3_REFERENCE_KERNELS: plain C, no SIMD, no BLAS).
@@ -519,23 +524,40 @@ CROSS_RUN     := QEMU_LD_PREFIX=/ OMP_WAIT_POLICY=passive $(QEMU)
 # themselves. OMP_WAIT_POLICY set: the CLI would otherwise run itself again natively.
 X86_QEMU      ?= qemu-x86_64 -cpu Haswell
 X86_RUN       := OMP_WAIT_POLICY=passive $(X86_QEMU)
-CROSS_BINS    := $(CROSS_DIR)/test_format $(CROSS_DIR)/test_parity $(CROSS_DIR)/test_gemm $(CROSS_DIR)/test_robust \
+# qemu's CPU models: one with FEAT_BF16 (HWCAP2_BF16: the path neonbf16) and a plain ARMv8 one
+# (neon). test_gemm runs with short bf16 k blocks (test_gemm_kb): the same code as its default
+# blocks, whose products would take minutes under qemu.
+QEMU_BF16     ?= -cpu max
+QEMU_PLAIN    ?= -cpu cortex-a57
+CROSS_BINS    := $(CROSS_DIR)/test_format $(CROSS_DIR)/test_parity $(CROSS_DIR)/test_gemm_kb $(CROSS_DIR)/test_robust \
                  $(CROSS_DIR)/test_parity_noblas $(CROSS_DIR)/sam3
 CROSS_BINS    += $(CROSS_DIR)/test_kernels
-test-cross: deps $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tiny_a_bf16.sam3 $(BUILD)/sam3 $(BUILD)/test_parity
+test-cross: deps $(TINY_SAM3) $(SAM1_SAM3) $(BUILD)/tiny_a_bf16.sam3 $(BUILD)/tiny_b_bf16.sam3 $(BUILD)/sam3 $(BUILD)/test_parity
 	@if [ "$$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx $(CROSS_DEBARCH); then \
 	    dpkg --add-architecture $(CROSS_DEBARCH) && apt-get update -q; fi
 	@$(MAKE) --no-print-directory deps DEB_PKGS="gcc-$(CROSS_TRIPLET) qemu-user libopenblas-dev:$(CROSS_DEBARCH) libgomp1:$(CROSS_DEBARCH) \
 	    libjpeg62-turbo-dev:$(CROSS_DEBARCH) libpng-dev:$(CROSS_DEBARCH)"
 	@$(MAKE) --no-print-directory -j$(JOBS) CROSS=$(CROSS_TRIPLET)- BUILD=$(CROSS_DIR) $(CROSS_BINS)
-	@$(CROSS_RUN) $(CROSS_DIR)/test_gemm
-	@$(CROSS_RUN) $(CROSS_DIR)/test_kernels $(BUILD)/tiny_a.sam3
+	@$(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/test_gemm_kb
+	@$(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/test_kernels $(BUILD)/tiny_a.sam3
 	@$(CROSS_RUN) $(CROSS_DIR)/test_format $(TINY_SAM3)
 	@for n in $(TINY) $(SAM1_TINY); do $(CROSS_RUN) $(CROSS_DIR)/test_parity --model $(BUILD)/$$n.sam3 --data tests/data/$$n || exit 1; \
 	    out=$$($(CROSS_RUN) $(CROSS_DIR)/test_parity_noblas --model $(BUILD)/$$n.sam3 --data tests/data/$$n) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/no BLAS: /'; done
 	@$(CROSS_RUN) $(CROSS_DIR)/test_robust $(BUILD)/tiny_a.sam3 -q
-	@$(CROSS_RUN) $(CROSS_DIR)/sam3 --version | grep -qx 'kernels: neon' || { echo "test-cross: sam3 did not pick the NEON path"; exit 1; }
+	@$(CROSS_RUN) $(QEMU_PLAIN) $(CROSS_DIR)/sam3 --version | grep -qx 'kernels: neon' || \
+	    { echo "test-cross: sam3 did not pick the NEON path on a plain ARMv8 CPU ($(QEMU_PLAIN))"; exit 1; }
+	@$(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/sam3 --version | grep -qx 'kernels: neonbf16' || \
+	    { echo "test-cross: sam3 did not pick the neonbf16 path on a CPU with BF16 ($(QEMU_BF16))"; exit 1; }
+	@SAM3_ISA=neon $(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/sam3 --version | grep -qx 'kernels: neon' || \
+	    { echo "test-cross: SAM3_ISA=neon did not force the NEON path"; exit 1; }
+	@out=$$($(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/test_parity --model $(BUILD)/tiny_a_bf16.sam3 --data tests/data/tiny_a --bf16) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/bf16 file, neonbf16: /'
+	@out=$$($(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/test_parity --model $(BUILD)/tiny_b_bf16.sam3 --data tests/data/tiny_b --bf16 --bf16-attention) || \
+	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/bf16 file, neonbf16, attention in bf16: /'
+	@for t in 1 2; do rm -rf $(CROSS_DIR)/out_t$$t && $(CROSS_RUN) $(QEMU_BF16) $(CROSS_DIR)/sam3 segment -m $(BUILD)/tiny_a_bf16.sam3 \
+	    -i tests/data/tiny_a/image.png -t "a cat" --threshold 0 -q --threads $$t -o $(CROSS_DIR)/out_t$$t || exit 1; done; \
+	    diff -r -q $(CROSS_DIR)/out_t1 $(CROSS_DIR)/out_t2 || { echo "test-cross: neonbf16: --threads 2 changed the results"; exit 1; }
 	@out=$$(SAM3_ISA=reference $(CROSS_RUN) $(CROSS_DIR)/test_parity --model $(BUILD)/tiny_a.sam3 --data tests/data/tiny_a) || \
 	    { echo "$$out"; exit 1; }; echo "$$out" | tail -1 | sed 's/^/SAM3_ISA=reference: /'
 	@rm -rf $(CROSS_DIR)/out && $(CROSS_RUN) $(CROSS_DIR)/sam3 segment -m $(BUILD)/tiny_a.sam3 -i tests/data/tiny_a/image.png \

@@ -158,12 +158,12 @@ DOCUMENTATION
                            "sam3.h"): the implementation includes itself once per kernel path
    SAM3_MAX_IMAGE_DIM      largest accepted image side (default 16384)
    SAM3_BF16_KERNEL        the fastest bf16 product kernel used where the CPU has it: 2 AMX
-                           (default), 1 AVX512-BF16, 0 the portable reference (bf16 rounding, f32
-                           products)
+                           (default), 1 AVX512-BF16 (aarch64: BFDOT), 0 the portable reference
+                           (bf16 rounding, f32 products)
    SAM3_BF16_ATTENTION_KERNEL  the ViT's and the DETR encoder's self-attention run in bf16 (where
                            their weights' products do) from this bf16 kernel on: 2 AMX (default;
-                           with AVX512-BF16 alone their P.V runs in bf16, the scores f32), 1
-                           AVX512-BF16 too (no faster than that there), 3 never
+                           with AVX512-BF16 or BFDOT alone their P.V runs in bf16, the scores
+                           f32), 1 AVX512-BF16 or BFDOT too (no faster with AVX512-BF16), 3 never
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_CONCEPTS       saved concepts (sam3_concept) per sam3_segment prompt (default 64)
@@ -381,10 +381,10 @@ typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int
 
 /* Precision of the matrix products with weights (sam3_ctx_options.precision). BF16 rounds both
    inputs of each such product to bf16 and sums in f32 on CPUs with bf16 products (AVX512-BF16,
-   AMX) and on the reference path; norms, softmax, residual sums stay f32. A file converted with
-   --dtype bf16 runs its bf16 weights' products in bf16 whatever this says. On the other paths
-   (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32 (exactly) for
-   an f32 product: there rounding the activations would only cost time. */
+   AMX, aarch64's BF16) and on the reference path; norms, softmax, residual sums stay f32. A file
+   converted with --dtype bf16 runs its bf16 weights' products in bf16 whatever this says. On the
+   other paths (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32
+   (exactly) for an f32 product: there rounding the activations would only cost time. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
 
 /* Kernel paths (sam3_ctx_options.isa; $SAM3_ISA takes their sam3_isa_name). A build holds the
@@ -398,7 +398,8 @@ typedef enum sam3_isa {
     SAM3_ISA_AVX512 = 4,     /* AVX-512 F/DQ/BW/VL; bf16 products widened to f32 */
     SAM3_ISA_AVX512BF16 = 5, /* and bf16 products on AVX512-BF16 */
     SAM3_ISA_AMX = 6,        /* and bf16 products on AMX tiles (Linux) */
-    SAM3_ISA_NEON = 7        /* aarch64 */
+    SAM3_ISA_NEON = 7,       /* aarch64; bf16 products widened to f32 */
+    SAM3_ISA_NEONBF16 = 8    /* and bf16 products with BFDOT (FEAT_BF16: Linux's HWCAP2_BF16) */
 } sam3_isa;
 
 typedef struct sam3_ctx_options {
@@ -492,7 +493,7 @@ SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *ctx); /* bytes held by the c
 SAM3DEF int sam3_ctx_n_threads(const sam3_ctx *ctx);       /* threads the context's loops use (n_threads resolved); 0 for NULL */
 SAM3DEF int sam3_ctx_splits_products(const sam3_ctx *ctx); /* 1: the BLAS runs single-threaded and sam3 splits every
                                                               product over the context's threads */
-SAM3DEF const char *sam3_isa_name(int isa); /* "auto", "reference", "portable", "avx2", ...; NULL past SAM3_ISA_NEON */
+SAM3DEF const char *sam3_isa_name(int isa); /* "auto", "reference", "portable", "avx2", ...; NULL past SAM3_ISA_NEONBF16 */
 SAM3DEF unsigned sam3_isa_mask(void);        /* bit (1u << SAM3_ISA_x) for each path this build holds and this CPU runs */
 SAM3DEF int sam3_isa_default(void);          /* the path sam3_ctx_new gives isa AUTO: $SAM3_ISA where set, else the best of
                                                 sam3_isa_mask; SAM3_ERR_INVALID_ARG for an unknown name, SAM3_ERR_UNSUPPORTED
@@ -919,7 +920,7 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
    portable helpers (the kernels and the model both use them)  sine codes, RoPE tables, constants
    kernel paths  how the kernel section is compiled once per path and renamed (SAM3__KN)
    built-in SGEMM  the blocked f32 GEMM for builds without BLAS
-   bf16 kernels  bf16 GEMMs (AVX512-BF16, AMX, reference), the fused fc1 + GELU
+   bf16 kernels  bf16 GEMMs (AVX512-BF16, AMX, aarch64's BFDOT, reference), the fused fc1 + GELU
    kernels  reference kernels, GEMM dispatch, the SIMD layer, resize, attention, convs, norms
    preprocessing (Sam3ImageProcessor)  resize, rescale, normalise
    vision backbone (Sam3ViTModel)  patch embedding, windowed and global RoPE attention layers
@@ -971,10 +972,10 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #define SAM3_MAX_IMAGE_DIM 16384
 #endif
 #ifndef SAM3_BF16_KERNEL
-#define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16, 2 AMX */
+#define SAM3_BF16_KERNEL 2 /* the fastest bf16 kernel to use where the CPU has it: 0 reference, 1 AVX512-BF16 (aarch64: BFDOT), 2 AMX */
 #endif
 #ifndef SAM3_BF16_ATTENTION_KERNEL
-#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT and DETR encoder attention in bf16 from this bf16 kernel on (1: AVX512-BF16 too; 3: never, not even P.V) */
+#define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT and DETR encoder attention in bf16 from this bf16 kernel on (1: AVX512-BF16 or BFDOT too; 3: never, not even P.V) */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
@@ -4360,7 +4361,7 @@ static double sam3__stage_end(sam3_ctx *c, double t0) {
 /* constants the model and the kernels share: bf16 kernels (SAM3__BK_*, see "bf16 kernels"), the
    attention modes (sam3__att_bf16_mode), the bf16 B panel width, the split scores' factor, the
    Winograd task size, the bf16 attention's least keys; and the widest f32 key panel of any pass */
-enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
+enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2, SAM3__BK_NEON = 1 /* aarch64's BFDOT: AVX512-BF16's level */ };
 enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 #define SAM3__BNR 32   /* columns per B panel */
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
@@ -4464,7 +4465,9 @@ static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
    else $SAM3_ISA, else the best path the CPU runs) and the model calls the kernels through it.
    Paths chosen at run time (SAM3__DISPATCH): GCC, and clang without OpenMP (clang's outlined
    parallel regions do not take their function's target), on x86-64 (passes reference, avx2 and
-   avx512, each under its target pragma, so no -march is needed) and aarch64 (reference, neon).
+   avx512, each under its target pragma, so no -march is needed) and aarch64 (reference, neon: its
+   BFDOT kernels, for the path neonbf16, carry their own target attribute, as the rest of the pass
+   runs on any ARMv8).
    Otherwise, or with SAM3_NO_DISPATCH or SAM3_REFERENCE_KERNELS: one pass, the path the
    compiler's flags name, called directly. */
 #ifndef SAM3_HEADER_NAME
@@ -4479,6 +4482,9 @@ static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 #include <immintrin.h>
 #elif defined(__GNUC__) && defined(__aarch64__)
 #include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h> /* getauxval: the CPU's features (HWCAP2_BF16) */
+#endif
 #endif
 #if defined(__SSE__)
 #include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
@@ -4486,6 +4492,11 @@ static float sam3__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* the AVX512-BF16 and AMX kernels need GCC 11 or clang 12 */
 #if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define SAM3__CC_BF16 1
+#endif
+/* aarch64's bf16 kernels (BFDOT under a target attribute) need GCC 11, and Linux's HWCAP2 to
+   find FEAT_BF16 */
+#if defined(__aarch64__) && defined(__linux__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11
+#define SAM3__CC_BF16_ARM 1
 #endif
 #define SAM3__KN(n) SAM3__KN_(n, SAM3__KSFX)
 #define SAM3__KN_(n, s) SAM3__KN__(n, s)
@@ -4629,6 +4640,7 @@ typedef struct sam3__ktab {
 #define sam3__bf16_round_run SAM3__KN(sam3__bf16_round_run)
 #define sam3__bf16_load32 SAM3__KN(sam3__bf16_load32)
 #define sam3__bf16_row_avx512 SAM3__KN(sam3__bf16_row_avx512)
+#define sam3__bf16_row_neon SAM3__KN(sam3__bf16_row_neon)
 #define sam3__bgemm_blocks SAM3__KN(sam3__bgemm_blocks)
 #define sam3__bgemm_kcb SAM3__KN(sam3__bgemm_kcb)
 #define sam3__bgemm_kern SAM3__KN(sam3__bgemm_kern)
@@ -4654,6 +4666,8 @@ typedef struct sam3__ktab {
 #define sam3__btile8_avx512 SAM3__KN(sam3__btile8_avx512)
 #define sam3__btile_amx SAM3__KN(sam3__btile_amx)
 #define sam3__btile_avx512 SAM3__KN(sam3__btile_avx512)
+#define sam3__btile4_neon SAM3__KN(sam3__btile4_neon)
+#define sam3__btile_neon SAM3__KN(sam3__btile_neon)
 #define sam3__conv1x1 SAM3__KN(sam3__conv1x1)
 #define sam3__conv3x3 SAM3__KN(sam3__conv3x3)
 #define sam3__conv3x3_wino SAM3__KN(sam3__conv3x3_wino)
@@ -4757,7 +4771,11 @@ typedef struct sam3__ktab {
 #define SAM3__KPUSH(t) _Pragma("GCC push_options") _Pragma(SAM3__KSTR(GCC target(t)))
 #define SAM3__KPOP _Pragma("GCC pop_options")
 #endif
+#if defined(__aarch64__)
+#define SAM3__KTARGET(t) __attribute__((target(t))) /* no pass pragma on aarch64: the BFDOT kernels carry theirs */
+#else
 #define SAM3__KTARGET(t) /* the pass's pragma gives the whole pass its target */
+#endif
 #define SAM3__KPASS 1
 #define SAM3__KSFX __ref
 #define SAM3__KNAME "reference"
@@ -5121,7 +5139,9 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
    (sam3__gemm_bf16), chosen per context by sam3__bf16_detect:
      SAM3__BK_REF     the reference: op(A) and op(B) rounded to bf16 and widened back to f32 a
                       slice at a time, then the f32 product (sam3__gemm); every platform
-     SAM3__BK_AVX512  AVX512-BF16 (vdpbf16ps: Zen 4, Cooper Lake, Sapphire Rapids)
+     SAM3__BK_AVX512  AVX512-BF16 (vdpbf16ps: Zen 4, Cooper Lake, Sapphire Rapids); on aarch64
+                      at the same level SAM3__BK_NEON, BFDOT (FEAT_BF16: Neoverse V1/N2/V2,
+                      Graviton 3/4; Linux), on the same panels
      SAM3__BK_AMX     AMX-BF16 tiles (Sapphire Rapids and later; Linux, after the kernel grants
                       the tile state with arch_prctl(ARCH_REQ_XCOMP_PERM))
    The fast kernels are blocked as the built-in SGEMM: op(B) in KC x NC blocks of NR-column panels
@@ -5129,7 +5149,7 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
    op(A) in MC x KC blocks (all of a k block's packed before its tiles run, shared by the threads)
    stored row by row (AVX-512) or as AMX A tiles (sam3__bgemm_pack_a), K padded with zeros to a multiple of 32. They compute the same bf16 products as the
    reference, in another order. Compiled through target attributes: a build without -mavx512bf16
-   has them and uses them where the CPU does. */
+   (or +bf16) has them and uses them where the CPU does. */
 /* AVX-512's k blocks: up to 4800 k, K split into equal blocks (multiples of 32). Each k block
    after the first loads every C tile again, rows a whole output row apart and long out of cache,
    so few long k blocks beat many short ones: the ViT's widest K (fc2's 4736) is one block, its A
@@ -5188,6 +5208,19 @@ static int sam3__bgemm_ncb(int kern, int kcp) {
 #define SAM3__BF16_AMX 1
 #endif
 #endif
+#if defined(SAM3__KNEON) && defined(SAM3__CC_BF16_ARM)
+#define SAM3__BF16_ARM 1
+#endif
+/* the pass's level-1 bf16 kernel (AVX512-BF16 or BFDOT): its row rounding and its BMR x BNR tile */
+#if defined(SAM3__BF16_X86)
+#define SAM3__BF16_VEC 1
+#define SAM3__BF16_ROW sam3__bf16_row_avx512
+#define SAM3__BTILE_VEC sam3__btile_avx512
+#elif defined(SAM3__BF16_ARM)
+#define SAM3__BF16_VEC 1
+#define SAM3__BF16_ROW sam3__bf16_row_neon
+#define SAM3__BTILE_VEC sam3__btile_neon
+#endif
 
 
 /* The fastest kernel this CPU and OS allow (SAM3__BK_*). Asks Linux for the AMX tile state once
@@ -5216,6 +5249,9 @@ static int sam3__bf16_detect(void) {
     }
 #endif
     return k;
+#elif defined(SAM3__BF16_ARM)
+    /* AT_HWCAP2's HWCAP2_BF16 (bit 14): BFDOT, BFMMLA and BFCVT */
+    return getauxval(AT_HWCAP2) >> 14 & 1u ? SAM3__BK_NEON : SAM3__BK_REF;
 #else
     return SAM3__BK_REF;
 #endif
@@ -5238,6 +5274,32 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bf16_row_avx512(c
     for (; i < n; i++) d[i] = sam3__f32_bf16(s[i]);
 }
 #endif
+#if defined(SAM3__BF16_ARM)
+/* n f32 -> bf16 (round to nearest even: BFCVTN in FPCR's default rounding mode), 8 at a time, the
+   last ones through a zero-padded copy (no sam3__f32_bf16 here: under -march=armv8.6-a this
+   function's target is below the file's, and GCC will not inline a forced-inline helper into it) */
+SAM3__KTARGET("arch=armv8.2-a+bf16") static void sam3__bf16_row_neon(const float *s, uint16_t *d, int n) {
+    int i = 0;
+    for (;; i += 8) {
+        float x[8] = {0}; /* the last < 8 values, zero-padded */
+        uint16_t y[8];
+        const float *p = s + i;
+        bfloat16x8_t v;
+        if (i + 8 > n) {
+            if (i >= n) break;
+            memcpy(x, s + i, (size_t)(n - i) * sizeof(float));
+            p = x;
+        }
+        v = vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(vld1q_f32(p)), vld1q_f32(p + 4));
+        if (p == x) {
+            vst1q_u16(y, vreinterpretq_u16_bf16(v));
+            memcpy(d + i, y, (size_t)(n - i) * sizeof(uint16_t));
+            break;
+        }
+        vst1q_u16(d + i, vreinterpretq_u16_bf16(v));
+    }
+}
+#endif
 
 /* pa: the mc x kc block of op(A) at (i0, p0), zero past kc and in rows mc .. mcp (mc rounded up to
    SAM3__BMR; kcp = kc rounded up to 32). Rows (AVX-512): row r at pa + r kcp. Tiles (AMX): each
@@ -5256,9 +5318,9 @@ static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t 
                 memcpy(d, Ah + (size_t)(i0 + r) * lda + p0, (size_t)kc * sizeof(uint16_t));
                 k = kc;
             }
-#if defined(SAM3__BF16_X86)
+#if defined(SAM3__BF16_VEC)
             else if (!ta && kern != SAM3__BK_REF) {
-                sam3__bf16_row_avx512(A + (size_t)(i0 + r) * lda + p0, d, kc);
+                SAM3__BF16_ROW(A + (size_t)(i0 + r) * lda + p0, d, kc);
                 k = kc;
             }
 #else
@@ -5446,6 +5508,66 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__btile_avx512(int 
 #endif
 
 static void sam3__gelu_bias_row(float *x, int n, const float *b);
+#if defined(SAM3__BF16_ARM)
+/* 4 rows x 16 columns of a tile from pa (rows lda bf16 apart) and pb (the panel's (kcp / 2, BNR,
+   2) pairs from this tile's first column on), kcp even: 16 accumulators of 4 columns, BFDOT adding
+   both products of a k pair in each lane, an A row's four k pairs in one register taken by lane.
+   The sums go to C as sam3__btile8_avx512's (C += on a later k block, C = sums + beta C on the
+   first; beta 0: C not read). */
+SAM3__KTARGET("arch=armv8.2-a+bf16") static void sam3__btile4_neon(int kcp, const uint16_t *pa, int lda, const uint16_t *pb, float *C,
+                                                                  int ldc, float beta, int first) {
+    float32x4_t acc[4][4]; /* (row, 4 columns) */
+    int r, q, k;
+    for (r = 0; r < 4; r++)
+        for (q = 0; q < 4; q++) acc[r][q] = vdupq_n_f32(0.0f);
+    for (k = 0; k + 8 <= kcp; k += 8) {
+        bfloat16x8_t a[4];
+        for (r = 0; r < 4; r++) a[r] = vreinterpretq_bf16_u16(vld1q_u16(pa + (size_t)r * lda + k));
+#define SAM3__NSTEP(u)                                                                                                   \
+    for (q = 0; q < 4; q++) {                                                                                            \
+        const bfloat16x8_t b = vreinterpretq_bf16_u16(vld1q_u16(pb + (size_t)(k / 2 + (u)) * 2 * SAM3__BNR + 8 * q));     \
+        for (r = 0; r < 4; r++) acc[r][q] = vbfdotq_laneq_f32(acc[r][q], b, a[r], (u));                                  \
+    }
+        SAM3__NSTEP(0)
+        SAM3__NSTEP(1)
+        SAM3__NSTEP(2)
+        SAM3__NSTEP(3)
+#undef SAM3__NSTEP
+    }
+    for (; k < kcp; k += 2) /* the last k pairs, one A pair broadcast */
+        for (q = 0; q < 4; q++) {
+            const bfloat16x8_t b = vreinterpretq_bf16_u16(vld1q_u16(pb + (size_t)(k / 2) * 2 * SAM3__BNR + 8 * q));
+            for (r = 0; r < 4; r++) {
+                uint32_t pair;
+                memcpy(&pair, pa + (size_t)r * lda + k, sizeof(pair));
+                acc[r][q] = vbfdotq_f32(acc[r][q], b, vreinterpretq_bf16_u32(vdupq_n_u32(pair)));
+            }
+        }
+    for (r = 0; r < 4; r++)
+        for (q = 0; q < 4; q++) {
+            float *c = C + (size_t)r * ldc + 4 * q;
+            float32x4_t v = acc[r][q];
+            if (!first) v = vaddq_f32(v, vld1q_f32(c));
+            else if (beta != 0) v = vfmaq_n_f32(v, vld1q_f32(c), beta);
+            vst1q_f32(c, v);
+        }
+}
+/* BMR x BNR tile: a whole one straight into C, 4 rows x 16 columns at a time; a ragged one into t
+   first (its rows to mr rounded up to 4, from pa's zero rows; its columns to nr rounded up to 16). */
+SAM3__KTARGET("arch=armv8.2-a+bf16") static void sam3__btile_neon(int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc,
+                                                                 int mr, int nr, float beta, int first) {
+    float t[SAM3__BMR * SAM3__BNR]; /* (BMR, BNR) */
+    const int full = mr == SAM3__BMR && nr == SAM3__BNR;
+    int r0, h;
+    for (r0 = 0; r0 < mr; r0 += 4)
+        for (h = 0; h < nr; h += 16) {
+            if (full) sam3__btile4_neon(kcp, pa + (size_t)r0 * kcp, kcp, pb + 2 * h, C + (size_t)r0 * ldc + h, ldc, beta, first);
+            else sam3__btile4_neon(kcp, pa + (size_t)r0 * kcp, kcp, pb + 2 * h, t + (size_t)r0 * SAM3__BNR + h, SAM3__BNR, 0.0f, 1);
+        }
+    if (!full) sam3__bgemm_store(t, C, ldc, mr, nr, beta, first);
+}
+#endif
+
 #if defined(SAM3__BF16_AMX)
 /* A tile's pending epilogue in the GELU product (sam3__gemm_bf16_gelu): rows r .. mr of its sums t
    (BMR, BNR) plus bias (nr, or NULL) through the GELU, rounded into ch (rows ldch apart). AMX runs
@@ -5546,6 +5668,7 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
     const float beta = g->beta;
     float *C = g->c;
     int jp, ip;
+    (void)kern; /* only AMX tells kernels apart here */
 #if defined(SAM3__BF16_AMX)
     float tb[2 * SAM3__BMR * SAM3__BNR]; /* (2, BMR, BNR): a tile's sums while the last one's epilogue runs */
     sam3__bepi epi;
@@ -5574,11 +5697,11 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
                     continue;
                 }
 #endif
-#if defined(SAM3__BF16_X86)
-                sam3__btile_avx512(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+#if defined(SAM3__BF16_VEC)
+                SAM3__BTILE_VEC(kcp, a, b, t, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1);
                 for (r = 0; r < mr; r++) {
                     sam3__gelu_bias_row(t + (size_t)r * SAM3__BNR, nr, g->bias ? g->bias + col : NULL);
-                    sam3__bf16_row_avx512(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
+                    SAM3__BF16_ROW(t + (size_t)r * SAM3__BNR, g->ch + (size_t)(i0 + ip + r) * g->ldch + col, nr);
                 }
 #else
                 (void)t, (void)col, (void)r; /* not reached */
@@ -5601,8 +5724,8 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
                 continue;
             }
 #endif
-#if defined(SAM3__BF16_X86)
-            sam3__btile_avx512(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
+#if defined(SAM3__BF16_VEC)
+            SAM3__BTILE_VEC(kcp, a, b, cc, ldc, mr, nr, beta, pc == 0);
 #else
             (void)a, (void)b, (void)cc, (void)mr, (void)nr, (void)beta, (void)kern, (void)pc, (void)sam3__bgemm_store; /* not reached */
 #endif
@@ -5802,7 +5925,7 @@ static int sam3__bgemm_small(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
 
 /* The kernel a bf16 product runs with where kern is asked for: what this build has. */
 static int sam3__bgemm_kern(int kern) {
-#if !defined(SAM3__BF16_X86)
+#if !defined(SAM3__BF16_VEC)
     kern = SAM3__BK_REF;
 #endif
 #if !defined(SAM3__BF16_AMX)
@@ -5896,8 +6019,8 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
 static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw,
                                 const float *b, uint16_t *Ch, int ldch) {
     const int kern = sam3__bgemm_kern(c->bk);
-#if !defined(SAM3__BF16_X86)
-    (void)sam3__gelu_bias_row; /* the tiles' epilogue's, x86 only (there are no bf16 tiles here) */
+#if !defined(SAM3__BF16_VEC)
+    (void)sam3__gelu_bias_row; /* the tiles' epilogue's (there are no bf16 tiles here) */
 #endif
     sam3__gemm_args g;
     if (kern == SAM3__BK_REF || M <= SAM3__BSMALL_M || N <= 0 || K < 1 || K > sam3__bgemm_kstep(kern, K)) return 0;
@@ -7080,22 +7203,30 @@ static int sam3__att_kb(int nk) {
    5184 keys they are 0.7-1.3 MB each). Scratch: s (ROWS, KB) scores, qp (4, hd, MR) query tiles
    transposed, acc (ROWS, hd) P.V sums, sv (ROWS, VW) sums by lane; KB from sam3__att_kb. relh,
    relw: this head's (nq, rel_s) factors or NULL. */
-#if defined(SAM3__BF16_X86) && SAM3__MR == 8
+#if (defined(SAM3__BF16_X86) && SAM3__MR == 8) || (defined(SAM3__BF16_ARM) && SAM3__MR == 4)
 #define SAM3__ATT_PV_BF16 1
-/* acc (8, hd) += p[:, 0:nb] . v[j0:j0 + nb] with the probabilities and V in bf16 (sums in f32):
-   the ViT's P.V where its weight products run in bf16 on AVX512-BF16 without AMX, twice the f32
-   rate there. The scores stay f32 (bf16 scores cost a full-size click's mask, see
+/* acc (MR, hd) += p[:, 0:nb] . v[j0:j0 + nb] with the probabilities and V in bf16 (sums in f32):
+   the ViT's P.V where its weight products run in bf16 on AVX512-BF16 without AMX (twice the f32
+   rate there) or with BFDOT. The scores stay f32 (bf16 scores cost a full-size click's mask, see
    sam3__attention_packed_bf16); the probabilities lie in [0, 1] and are rounded as the AMX path
    and PyTorch's bf16 attention round them. vb: the head's values as (hd / BNR, nkp / 2, BNR, 2)
-   (sam3__v_pack_bf16), hd a multiple of BNR; pb: (8, nb + 1) bf16 scratch. */
+   (sam3__v_pack_bf16), hd a multiple of BNR; pb: (MR, nb + 1) bf16 scratch. */
 static void sam3__pv_acc_bf16(const float *p, int ps, int nb, const uint16_t *vb, int nkp, int j0, int hd, float *acc, uint16_t *pb) {
     const int nbp = (nb + 1) / 2 * 2; /* whole key pairs: an odd last one pairs with a zero key */
     int r, d;
     for (r = 0; r < SAM3__MR; r++) {
-        sam3__bf16_row_avx512(p + (size_t)r * ps, pb + (size_t)r * nbp, nb);
+        SAM3__BF16_ROW(p + (size_t)r * ps, pb + (size_t)r * nbp, nb);
         if (nbp > nb) pb[(size_t)r * nbp + nb] = 0;
     }
-    for (d = 0; d < hd; d += SAM3__BNR) sam3__btile8_avx512(nbp, pb, vb + (size_t)d * nkp + (size_t)j0 * SAM3__BNR, acc + d, hd, 0.0f, 0);
+    for (d = 0; d < hd; d += SAM3__BNR) {
+        const uint16_t *v = vb + (size_t)d * nkp + (size_t)j0 * SAM3__BNR; /* the panel of channels d.., from key pair j0 / 2 */
+#if defined(SAM3__BF16_X86)
+        sam3__btile8_avx512(nbp, pb, v, acc + d, hd, 0.0f, 0);
+#else
+        sam3__btile4_neon(nbp, pb, nbp, v, acc + d, hd, 0.0f, 0);
+        sam3__btile4_neon(nbp, pb, nbp, v + 32, acc + d + 16, hd, 0.0f, 0); /* channels d + 16..: 16 columns of pairs on */
+#endif
+    }
 }
 #endif
 /* The P.V step of sam3__attn_rows for its ntl tiles: in bf16 where vb is given, else f32. */
@@ -7385,7 +7516,7 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
     sam3__release(c, mk);
     return SAM3_OK;
 }
-#if defined(SAM3__BF16_X86)
+#if defined(SAM3__BF16_VEC)
 #define SAM3__ATT_BF16 1
 /* The ViT's self-attention with bf16 products (AMX tiles, through the bf16 GEMM's tile kernels),
    where its weight products run in bf16: AMX makes those several times faster than f32, and the
@@ -7411,7 +7542,7 @@ static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *p
     }
 #endif
     (void)kern;
-    sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+    SAM3__BTILE_VEC(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
 }
 static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
     const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
@@ -7424,6 +7555,9 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
 #if defined(__SSE__)
     const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
     _mm_setcsr(csr | 0x8040u);
+#elif defined(SAM3__FPCR_FZ)
+    const uint64_t fpcr = sam3__fpcr_get();
+    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
 #endif
 #if defined(SAM3_PROFILE)
     double t0 = sam3__prof_now(), dummy[SAM3__PT_N], *pf = jb->prof ? jb->prof : dummy;
@@ -7433,10 +7567,10 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
             const float *qr = qh + (size_t)(r0 + r) * ldq;
             uint16_t *qr3 = qb + (size_t)r * SAM3__ATT_KSPLIT * hdp;
             for (d = 0; d < hdp; d++) acc[d] = d < hd ? qr[d] * scale : 0.0f;
-            sam3__bf16_row_avx512(acc, qr3, hdp);
+            SAM3__BF16_ROW(acc, qr3, hdp);
             memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
             for (d = 0; d < hdp; d++) acc[d] -= sam3__bf16_f32(qr3[d]); /* exact: the low half of each value */
-            sam3__bf16_row_avx512(acc, qr3 + 2 * hdp, hdp);
+            SAM3__BF16_ROW(acc, qr3 + 2 * hdp, hdp);
         } else {
             memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
@@ -7451,7 +7585,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         uint16_t *pr = p + (size_t)r * nkp;
         if (r < nr) {
             sum[r] = sam3__exp_sum(row, n, sam3__row_max(row, n));
-            sam3__bf16_row_avx512(row, pr, n);
+            SAM3__BF16_ROW(row, pr, n);
             if (nkp > n) memset(pr + n, 0, (size_t)(nkp - n) * sizeof(uint16_t)); /* padded keys: probability 0 */
         } else {
             memset(pr, 0, (size_t)nkp * sizeof(uint16_t));
@@ -7469,6 +7603,8 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     SAM3__PROF_ADD(pf[SAM3__PT_APV], t0);
 #if defined(__SSE__)
     _mm_setcsr(csr);
+#elif defined(SAM3__FPCR_FZ)
+    sam3__fpcr_set(fpcr);
 #endif
 }
 /* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
@@ -8130,6 +8266,7 @@ static void sam3__v_pack(sam3_ctx *c, const sam3__rope_args *ra, float *vp) {
 }
 
 #if defined(SAM3__ATT_BF16)
+#if defined(SAM3__BF16_X86)
 /* One key's head for sam3__rope_pack_bf16, hd a multiple of 32: r (hd) + b (or NULL) rotated by cs
    (hd / 2 (cos, sin) pairs, or NULL: none), as that function's scalar loop rotates it (the same
    products and sums, unfused), split into bf16 halves and scattered into its column of a key
@@ -8167,6 +8304,7 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__rope_key_bf16(con
         _mm512_i32scatter_epi32(d32 + (size_t)(hd + d / 2) * SAM3__BNR, idx, hi, 4);
     }
 }
+#endif
 /* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
@@ -8190,10 +8328,12 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
                 const float *cs = tab && j < nk ? tab + (size_t)j * hd : NULL;
                 const float *rh = j < nk ? ra->k + ((size_t)b * nk + j) * ra->ld + (size_t)h * hd : NULL, *bh = bk ? bk + (size_t)h * hd : NULL;
                 uint16_t *dst = kt + (((size_t)b * nh + h) * npan + p) * kq * R + (size_t)q * 2;
-                if (j < nk && hd % 32 == 0) {
+#if defined(SAM3__BF16_X86)
+                if (j < nk && hd % 32 == 0) { /* AVX-512 (the bf16 attention runs only where it is) */
                     sam3__rope_key_bf16(rh, bh, cs, hd, dst);
                     continue;
                 }
+#endif
                 for (u = 0; u < SAM3__ATT_KSPLIT; u++)
                     for (m = j < nk ? hd / 2 : 0; m < hdp / 2; m++) {
                         const size_t o = (size_t)(u * hdp / 2 + m) * 2 * R;
@@ -8218,6 +8358,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
             sam3__rope_row(ra->q + ((size_t)b * nk + p * R + q) * ra->ld, ra->bq, tab ? tab + (size_t)(p * R + q) * hd : NULL, C, hd);
     }
 }
+#if defined(SAM3__BF16_X86)
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
    panel row: (32, 2), rounded as sam3__bf16_row_avx512 rounds. */
 SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
@@ -8235,18 +8376,26 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const
     _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(ka, lo, kb));
     _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(ka, hi, kb));
 }
+#endif
 /* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
    keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
    [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
 static void sam3__v_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *vp) {
     const int R = SAM3__BNR, nk = ra->nk, nh = ra->nh, hd = ra->hd, ldv = ra->ld, nkp = (nk + R - 1) / R * R, hdp = (hd + 31) / 32 * 32;
     const float *v = ra->v, *bv = ra->bv;
+#if defined(SAM3__BF16_X86)
+    const int pairs = hd % R == 0 && c->bk != SAM3__BK_REF; /* keys in pairs, through sam3__v_pair_bf16 */
+#else
+    const int pairs = 0;
+    (void)c; /* only in OpenMP clauses */
+#endif
     int i;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < ra->nb * nkp; i++) {
         const int b = i / nkp, j = i % nkp;
         int h, d;
-        if (hd % R == 0 && j % 2 == 0 && j + 1 < nk && c->bk != SAM3__BK_REF) {
+#if defined(SAM3__BF16_X86)
+        if (pairs && j % 2 == 0 && j + 1 < nk) {
             /* a whole pair of keys, 32 channels at a time: a 128-byte row of the panel */
             for (h = 0; h < nh; h++)
                 for (d = 0; d < hd; d += R)
@@ -8255,7 +8404,8 @@ static void sam3__v_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *
                                       vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(d / R) * nkp * R + (size_t)(j / 2) * 2 * R);
             continue;
         }
-        if (hd % R == 0 && j % 2 == 1 && j < nk && c->bk != SAM3__BK_REF) continue; /* its pair's */
+#endif
+        if (pairs && j % 2 == 1 && j < nk) continue; /* its pair's */
         for (h = 0; h < nh; h++) {
             uint16_t *dst = vp + ((size_t)b * nh + h) * nkp * hdp + (size_t)(j / 2) * 2 * R + (j % 2);
             for (d = j < nk ? hd : 0; d < hdp; d++) dst[(size_t)(d / R) * nkp * R + (size_t)(d % R) * 2] = 0;
@@ -8635,6 +8785,10 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
 #undef SAM3__BNC_MAX
 #undef SAM3__BF16_X86
 #undef SAM3__BF16_AMX
+#undef SAM3__BF16_ARM
+#undef SAM3__BF16_VEC
+#undef SAM3__BF16_ROW
+#undef SAM3__BTILE_VEC
 #undef SAM3__BROWS
 #undef SAM3__BDECL
 #undef SAM3__BSTEP
@@ -10466,8 +10620,8 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
 }
 
 /* ---- kernel path choice (sam3.h "kernel paths") ---- */
-static const char *const sam3__isa_names[] = {"auto", "reference", "portable", "avx2", "avx512", "avx512bf16", "amx", "neon"};
-SAM3DEF const char *sam3_isa_name(int isa) { return isa >= 0 && isa <= SAM3_ISA_NEON ? sam3__isa_names[isa] : NULL; }
+static const char *const sam3__isa_names[] = {"auto", "reference", "portable", "avx2", "avx512", "avx512bf16", "amx", "neon", "neonbf16"};
+SAM3DEF const char *sam3_isa_name(int isa) { return isa >= 0 && isa <= SAM3_ISA_NEONBF16 ? sam3__isa_names[isa] : NULL; }
 
 #if defined(SAM3__DISPATCH) && defined(__x86_64__)
 /* 1: AVX2, FMA and F16C with the YMM state saved by the OS; 2: and AVX-512 F, DQ, BW and VL with
@@ -10489,7 +10643,7 @@ static const sam3__ktab *sam3__ktab_of(int isa) {
 #if defined(SAM3__DISPATCH) && defined(__x86_64__)
     return isa == SAM3_ISA_AVX2 ? &sam3__kt__avx2 : isa >= SAM3_ISA_AVX512 ? &sam3__kt__avx512 : &sam3__kt__ref;
 #elif defined(SAM3__DISPATCH)
-    return isa == SAM3_ISA_NEON ? &sam3__kt__neon : &sam3__kt__ref;
+    return isa == SAM3_ISA_NEON || isa == SAM3_ISA_NEONBF16 ? &sam3__kt__neon : &sam3__kt__ref;
 #else
     (void)isa;
     return &sam3__kt__k;
@@ -10499,12 +10653,14 @@ static const sam3__ktab *sam3__ktab_of(int isa) {
 SAM3DEF unsigned sam3_isa_mask(void) {
     unsigned m;
     int wide = 0; /* the AVX-512 pass runs here: its bf16 kernels are asked what the CPU has */
+    int arm = 0;  /* the NEON pass runs here: its bf16 kernels likewise */
 #if defined(SAM3__DISPATCH) && defined(__x86_64__)
     const int x = sam3__cpu_x86();
     m = 1u << SAM3_ISA_REFERENCE | 1u << SAM3_ISA_PORTABLE | (x >= 1 ? 1u << SAM3_ISA_AVX2 : 0);
     wide = x >= 2;
 #elif defined(SAM3__DISPATCH)
     m = 1u << SAM3_ISA_REFERENCE | 1u << SAM3_ISA_PORTABLE | 1u << SAM3_ISA_NEON;
+    arm = 1;
 #elif defined(SAM3__KREF)
     m = 1u << SAM3_ISA_REFERENCE;
 #elif defined(SAM3__KAVX512)
@@ -10514,6 +10670,7 @@ SAM3DEF unsigned sam3_isa_mask(void) {
     m = 1u << SAM3_ISA_AVX2;
 #elif defined(SAM3__KNEON)
     m = 1u << SAM3_ISA_NEON;
+    arm = 1;
 #else
     m = 1u << SAM3_ISA_PORTABLE;
 #endif
@@ -10521,12 +10678,13 @@ SAM3DEF unsigned sam3_isa_mask(void) {
         const int bk = sam3__ktab_of(SAM3_ISA_AVX512)->bf16_detect();
         m |= 1u << SAM3_ISA_AVX512 | (bk >= SAM3__BK_AVX512 ? 1u << SAM3_ISA_AVX512BF16 : 0) | (bk >= SAM3__BK_AMX ? 1u << SAM3_ISA_AMX : 0);
     }
+    if (arm && sam3__ktab_of(SAM3_ISA_NEON)->bf16_detect() >= SAM3__BK_NEON) m |= 1u << SAM3_ISA_NEONBF16;
     return m;
 }
 
 /* The best path of mask m. */
 static int sam3__isa_best(unsigned m) {
-    static const int order[] = {SAM3_ISA_AMX, SAM3_ISA_AVX512BF16, SAM3_ISA_AVX512, SAM3_ISA_AVX2, SAM3_ISA_NEON, SAM3_ISA_PORTABLE};
+    static const int order[] = {SAM3_ISA_AMX, SAM3_ISA_AVX512BF16, SAM3_ISA_AVX512, SAM3_ISA_AVX2, SAM3_ISA_NEONBF16, SAM3_ISA_NEON, SAM3_ISA_PORTABLE};
     int i;
     for (i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
         if (m >> order[i] & 1u) return order[i];
@@ -10538,7 +10696,7 @@ SAM3DEF int sam3_isa_default(void) {
     const char *e = getenv("SAM3_ISA");
     int i;
     if (!e || !*e || !strcmp(e, "auto")) return sam3__isa_best(m);
-    for (i = SAM3_ISA_REFERENCE; i <= SAM3_ISA_NEON; i++)
+    for (i = SAM3_ISA_REFERENCE; i <= SAM3_ISA_NEONBF16; i++)
         if (!strcmp(e, sam3__isa_names[i])) return m >> i & 1u ? i : SAM3_ERR_UNSUPPORTED;
     return SAM3_ERR_INVALID_ARG;
 }
@@ -10556,7 +10714,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     if (!m || !sam3__allocator_resolve(opt ? &opt->allocator : NULL, &a)) return SAM3_ERR_INVALID_ARG;
     if (opt && (opt->n_threads < 0 || opt->blas_threads < 0)) return SAM3_ERR_INVALID_ARG;
     if (opt && opt->precision != SAM3_PRECISION_F32 && opt->precision != SAM3_PRECISION_BF16) return SAM3_ERR_INVALID_ARG;
-    if (opt && (opt->isa < SAM3_ISA_AUTO || opt->isa > SAM3_ISA_NEON)) return SAM3_ERR_INVALID_ARG;
+    if (opt && (opt->isa < SAM3_ISA_AUTO || opt->isa > SAM3_ISA_NEONBF16)) return SAM3_ERR_INVALID_ARG;
     isa = opt && opt->isa ? (sam3_isa_mask() >> opt->isa & 1u ? opt->isa : SAM3_ERR_UNSUPPORTED) : sam3_isa_default();
     if (isa < 0) return (sam3_result)isa;
     c = (sam3_ctx *)sam3__acalloc(&a, 1, sizeof(sam3_ctx));
@@ -10589,7 +10747,8 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
     c->k = sam3__ktab_of(isa);
     /* bf16 products on bf16 hardware only where the path names it */
     c->bk = isa == SAM3_ISA_AMX ? SAM3__MIN(c->k->bf16_detect(), SAM3_BF16_KERNEL)
-            : isa == SAM3_ISA_AVX512BF16 ? SAM3__MIN(SAM3__MIN(c->k->bf16_detect(), SAM3__BK_AVX512), SAM3_BF16_KERNEL) : SAM3__BK_REF;
+            : isa == SAM3_ISA_AVX512BF16 || isa == SAM3_ISA_NEONBF16 ? SAM3__MIN(SAM3__MIN(c->k->bf16_detect(), SAM3__BK_AVX512), SAM3_BF16_KERNEL)
+                                                                      : SAM3__BK_REF;
     c->bka = SAM3_BF16_ATTENTION_KERNEL;
     c->att_min = SAM3__ATT_BF16_MIN;
     c->wino_tiles = SAM3__WINO_TILES;

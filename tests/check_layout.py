@@ -32,7 +32,7 @@ SUBBANNER = re.compile(r"^/\* ---- (.+?) ----")
 INTRIN = re.compile(r"\b(_mm\d*_\w+|__m(128|256|512)[id]?h?\b|_tile_\w+|v(ld|st)\d+q?_\w+|float32x4_t|vfmaq_\w+|svfloat\w+)")
 ISA_IF = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b.*\b(__AVX\w*__|__SSE\w*__|__FMA__|__F16C__|__AMX\w*__|__ARM_NEON\w*|"
                     r"__ARM_FEATURE\w*|__aarch64__|__x86_64__|__i386__|_M_X64|_M_ARM64|SAM3__K(AVX2|AVX512|NEON|BF16|REF)\b|"
-                    r"SAM3__BF16_(X86|AMX)\b)")
+                    r"SAM3__BF16_(X86|AMX|ARM|VEC)\b)")
 ALLOC = re.compile(r"\bSAM3_(MALLOC|FREE)\s*\(")
 FUNC_START = re.compile(r"^(?:SAM3DEF|static|SAM3__KTARGET\([^)]*\)\s+static)\b[^;=]*?\b(\w+)\s*\([^;]*$")
 

@@ -291,8 +291,14 @@ static void test_attention_packed(sam3_ctx *c) {
     t_check(fails == 0, "packed (ViT) attention, in place, ragged windows: %d bad", fails);
 }
 
+#if defined(__aarch64__)
+#define BK1_NAME "BFDOT" /* the bf16 kernel of level 1 (SAM3__BK_AVX512 / SAM3__BK_NEON) */
+#else
+#define BK1_NAME "AVX512-BF16"
+#endif
+
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
-/* The ViT's attention with f32 scores and P.V in bf16 (AVX512-BF16 without AMX): V packed by
+/* The ViT's attention with f32 scores and P.V in bf16 (AVX512-BF16 without AMX, or BFDOT): V packed by
    sam3__v_pack_bf16, against the f32 reference. The bound is bf16's: probabilities and values
    each rounded once (2^-9 relative); the error must also be above f32's, or the bf16 path did
    not run. */
@@ -300,7 +306,7 @@ static void test_attention_pv_bf16(sam3_ctx *c) {
     static const int cfg[][4] = {{2, 5, 2, 32}, {3, 97, 2, 64}, {1, 577, 1, 64}, {1, 1100, 2, 32}}; /* nb, n, nh, hd */
     int ci, fails = 0;
     if (sam3__bf16_detect() < SAM3__BK_AVX512) {
-        t_note("  P.V in bf16: no AVX512-BF16 on this CPU, skipped");
+        t_note("  P.V in bf16: no " BK1_NAME " on this CPU, skipped");
         return;
     }
     for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
@@ -354,7 +360,7 @@ static void test_self_attention_bf16(sam3_ctx *c) {
     sam3__attn_w w;
     int ci, pass, fails = 0, ran = 0, want;
     if (c->bk < SAM3__BK_AVX512) { /* the context's kernel: the CPU's, or less in a -DSAM3_BF16_KERNEL build */
-        t_note("  self-attention in bf16: no AVX512-BF16 kernel in this context, skipped");
+        t_note("  self-attention in bf16: no " BK1_NAME " kernel in this context, skipped");
         return;
     }
     memset(&w, 0, sizeof(w));
@@ -473,14 +479,14 @@ static void test_attention_bf16(sam3_ctx *c) {
             if (rc != SAM3_OK || !(worst <= 4e-3 * vmax + 1e-5) || flops != 2.0 * 4 * nb * nh * hd * n * n) {
                 fails++;
                 t_note("  bf16 attention (%s) nb %d n %d nh %d hd %d: worst error %.3g of max |v| %.3g, %.0f FLOPs counted",
-                       kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", nb, n, nh, hd, worst, vmax, flops);
+                       kern == SAM3__BK_AMX ? "AMX" : BK1_NAME, nb, n, nh, hd, worst, vmax, flops);
             }
             free(q), free(k), free(v), free(q0), free(bq), free(bk), free(bv), free(tab), free(kt), free(vp), free(s);
         }
         t_check(fails == 0, "bf16 ViT attention, %s (ragged keys and rows, head dims padded to 32; its FLOPs counted): %d bad",
-                kern == SAM3__BK_AMX ? "AMX" : "AVX512-BF16", fails);
+                kern == SAM3__BK_AMX ? "AMX" : BK1_NAME, fails);
     }
-    if (have < SAM3__BK_AVX512) t_note("  bf16 attention: no AVX512-BF16 on this CPU, skipped");
+    if (have < SAM3__BK_AVX512) t_note("  bf16 attention: no " BK1_NAME " on this CPU, skipped");
 }
 #endif
 
