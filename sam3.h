@@ -4471,6 +4471,9 @@ typedef struct sam3__rope_args {
     const float *bq, *bk, *bv; /* the projections' biases (nh hd) each, or NULL */
     int nb, nk, nh, hd;
     const float *tab; /* (nk, hd): (cos, sin) per pair of channels and position, or NULL: no rotation */
+    int nq;           /* queries a batch where they are not its keys (a cross-attention, bf16 tiles
+                         only; q (nb nq, nh hd) is then taken as it is: bq and tab touch the keys
+                         alone), or 0: the nk tokens are the queries */
 } sam3__rope_args;
 
 /* One attention module's inputs, as sam3__mha_core takes them: nq queries qin (nq, D) attend to nk
@@ -7267,15 +7270,15 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     _mm_setcsr(csr);
 #endif
 }
-/* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
-   sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
+/* nb attentions of n tokens (or of ra->nq queries each) on n keys, over bf16 K and V packed by
+   sam3__rope_pack_bf16 and sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
    kern: SAM3__BK_AVX512 or SAM3__BK_AMX. The output over ra->q. */
 static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
-    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const int nb = ra->nb, n = ra->nk, nq = ra->nq ? ra->nq : n, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
     const float *q = ra->q;
     float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
-    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (n + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
+    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (nq + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
     /* per thread, in floats: qb, s, p, acc */
     const size_t per_thr = (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2 + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2 + (size_t)SAM3__BMR * hdp;
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
@@ -7296,9 +7299,9 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
 #endif
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < nb * nh * nblk; task++) {
-            const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
-            jb.qh = q + (size_t)bt * n * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
-            jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * n * ldo + (size_t)hh * hd;
+            const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(nq, r0 + SAM3__BMR);
+            jb.qh = q + (size_t)bt * nq * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
+            jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * nq * ldo + (size_t)hh * hd;
             sam3__attn_rows_bf16(kern, &jb, r0, r1);
         }
 #if defined(SAM3__BF16_AMX)
@@ -7954,7 +7957,7 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
                 }
             }
         }
-        if (j < nk) sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
+        if (j < nk && !ra->nq) sam3__rope_row(ra->q + ((size_t)b * nk + j) * ra->ld, ra->bq, cs, C, hd);
     }
 }
 /* Keys j, j + 1 (rows a, b), channels 0..31 (+ bias bv or NULL), into the 64 bf16 of their
@@ -8204,7 +8207,8 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
 
 /* A RoPE self-attention over packed keys (the ViT's): the biases added, q and k rotated, K packed
    into kbuf and V into vbuf, then the attention in mode abf (sam3__att_bf16_mode): the whole
-   attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. */
+   attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. A
+   cross-attention (ra->nq, the memory attention's) runs on the tiles alone. */
 static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
@@ -8212,6 +8216,7 @@ static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_a
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
         return sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
     }
+    SAM3_ASSERT(!ra->nq);
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
         sam3__rope_pack(c, ra, kbuf);
@@ -8221,6 +8226,7 @@ static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_a
 #endif
 #endif
     (void)abf;
+    SAM3_ASSERT(!ra->nq);
     sam3__rope_pack(c, ra, kbuf);
     sam3__v_pack(c, ra, vbuf);
     return sam3__attention_packed(c, ra, kbuf, vbuf);
@@ -9908,14 +9914,19 @@ static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, i
    position attend to themselves and to the memory, pre-norm layers, a final LayerNorm.
    feat (D, g, g) channel-major; pos (N, D); mem, mem_pos (nk, mem_dim): nk - n_ptr spatial keys
    (frames of N tokens, RoPE'd with the table repeated per frame) then n_ptr pointer tokens (no
-   RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. */
+   RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. Where the
+   weights' products run in bf16 and the CPU has the bf16 attention tiles (sam3__att_bf16_mode), both
+   attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16); the
+   self-attention's RoPE is then applied as its keys are packed. */
 static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const float *pos, const float *mem, const float *mem_pos, int nk,
                                           int n_ptr, const float *rope, float *out) {
     const sam3_model *m = c->m;
     const sam3__vid_cfg *v = &m->vid;
     const sam3__vid_w *w = &m->vid_w;
     const int D = m->trk.D, g = m->trk.grid, N = g * g, di = v->ma_di, nh = v->ma_heads, hd = di / nh, M = v->mem_dim;
-    const int nkv = SAM3__MAX(N, nk);
+    const int nkv = SAM3__MAX(N, nk), nkb = (nkv + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
+    const int abf = (c->bf16 || w->ma[0].self_attn.q.wh) && N >= c->att_min && hd % 2 == 0 && sam3__att_bf16_mode(c, hd) == SAM3__ATT_TILES
+                        ? SAM3__ATT_TILES : 0;
     sam3__mark mk = sam3__mark_get(c);
     float *x = sam3__sallocf(c, (size_t)N * D);    /* (N, D) the queries' stream */
     float *h = sam3__sallocf(c, (size_t)N * D);    /* (N, D) normed */
@@ -9924,11 +9935,17 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     float *k = sam3__sallocf(c, (size_t)nkv * di); /* (max(N, nk), di) */
     float *vv = sam3__sallocf(c, (size_t)nkv * di);
     float *kin = sam3__sallocf(c, (size_t)nk * M); /* (nk, M) memory + its position */
+    /* the tiles' packed K (nh, nkb / BNR, 3 hdp / 2, BNR, 2) and V (nh, hdp / BNR, nkb / 2, BNR, 2), bf16 */
+    float *kb = abf ? sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2) : NULL;
+    float *vb = abf ? sam3__sallocf(c, ((size_t)nh * nkb * hdp + 1) / 2) : NULL;
     sam3__attn_args at;
+    sam3__rope_args ra;
     ptrdiff_t i;
     int l;
     sam3_result rc;
-    if (!x || !h || !t || !q || !k || !vv || !kin) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!x || !h || !t || !q || !k || !vv || !kin || (abf && (!kb || !vb))) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&ra, 0, sizeof(ra)); /* the same for the tiles: one batch, biases added by the products */
+    ra.q = q, ra.k = k, ra.v = vv, ra.ld = di, ra.nb = 1, ra.nh = nh, ra.hd = hd;
     memset(&at, 0, sizeof(at)); /* both attentions: the N queries of q (q becomes the output) on k, vv */
     at.nq = N, at.nh = nh, at.hd = hd, at.q = at.out = q, at.k = k, at.v = vv, at.ldq = at.ldk = at.ldv = at.ldo = di;
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
@@ -9944,10 +9961,16 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
         sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
         sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
-        sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
-        sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
-        at.nk = N;
-        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+        if (abf) {
+            ra.nk = N, ra.nq = 0, ra.tab = rope;
+            rc = sam3__attention_rope(c, abf, &ra, kb, vb);
+        } else {
+            sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
+            sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
+            at.nk = N;
+            rc = sam3__attention_rel(c, &at);
+        }
+        if (rc != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
         /* cross-attention to the memory: keys from memory + position, values from the memory */
         sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
@@ -9956,8 +9979,8 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
         sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
         sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
-        at.nk = nk;
-        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+        at.nk = ra.nk = nk, ra.nq = N, ra.tab = NULL;
+        if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
         /* MLP */
         sam3__layernorm(c, x, h, N, D, &lw->ln3, 1e-5f);
