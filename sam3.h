@@ -4282,12 +4282,15 @@ static void sam3__tap(sam3_ctx *c, const char *name, const float *data, int nd, 
 
 /* ==== sam3: portable helpers (the kernels and the model both use them) ==== */
 /* constants the model and the kernels share: bf16 kernels (SAM3__BK_*, see "bf16 kernels"), the
-   attention modes (sam3__att_bf16_mode), the bf16 B panel width, the split scores' factor, the
-   Winograd task size, the bf16 attention's least keys; and the widest f32 key panel of any pass */
+   attention modes (sam3__att_bf16_mode), the bf16 B panel width, the split scores' factor and the
+   cross-attention's chunks, the Winograd task size, the bf16 attention's least keys; and the
+   widest f32 key panel of any pass */
 enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2 };
 enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 #define SAM3__BNR 32   /* columns per B panel */
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
+#define SAM3__ATT_KC 256   /* keys a chunk of the bf16 cross-attention (sam3__attn_rows_bf16_long) */
+#define SAM3__ATT_G 8      /* tiles of query rows a task of it at most */
 #define SAM3__WINO_TILES 144
 /* keys from which a self-attention outside the ViT runs as the ViT's does in bf16: the DETR
    encoder's (the image's tokens) is most of a prompt's arithmetic; the attentions over a few
@@ -4534,6 +4537,7 @@ typedef struct sam3__ktab {
 #define sam3__amx_end SAM3__KN(sam3__amx_end)
 #define sam3__att_bf16_mode SAM3__KN(sam3__att_bf16_mode)
 #define sam3__att_kb SAM3__KN(sam3__att_kb)
+#define sam3__attention_cross_bf16 SAM3__KN(sam3__attention_cross_bf16)
 #define sam3__attention_fast SAM3__KN(sam3__attention_fast)
 #define sam3__attention_packed SAM3__KN(sam3__attention_packed)
 #define sam3__attention_packed_bf16 SAM3__KN(sam3__attention_packed_bf16)
@@ -4547,6 +4551,7 @@ typedef struct sam3__ktab {
 #define sam3__attn_block_fused SAM3__KN(sam3__attn_block_fused)
 #define sam3__attn_block SAM3__KN(sam3__attn_block)
 #define sam3__attn_rows_bf16 SAM3__KN(sam3__attn_rows_bf16)
+#define sam3__attn_rows_bf16_long SAM3__KN(sam3__attn_rows_bf16_long)
 #define sam3__bf16_detect SAM3__KN(sam3__bf16_detect)
 #define sam3__bf16_round_rows SAM3__KN(sam3__bf16_round_rows)
 #define sam3__bf16_round_run SAM3__KN(sam3__bf16_round_run)
@@ -4630,6 +4635,7 @@ typedef struct sam3__ktab {
 #define sam3__ref_sgemm SAM3__KN(sam3__ref_sgemm)
 #define sam3__ref_sigmoid_row SAM3__KN(sam3__ref_sigmoid_row)
 #define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
+#define sam3__q_split_bf16 SAM3__KN(sam3__q_split_bf16)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
 #define sam3__rope_row SAM3__KN(sam3__rope_row)
@@ -7207,17 +7213,27 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
    (sam3__rope_pack_bf16), vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16),
    nkp = n rounded up to BNR, hdp = hd rounded up to the tiles' 32 k, zero past n and hd.
    Scratch: qb (BMR, 3 hdp) bf16, s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
-/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), with kernel kern (AVX512-BF16 or AMX, the
-   tile state already configured): for the bf16 attention. */
-static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
+/* Query row qr (hd) times scale into its split bf16 row qr3 (3 hdp: [hi, hi, lo], zero past hd), as
+   sam3__attn_rows_bf16 takes it; t (hdp) scratch. */
+static void sam3__q_split_bf16(const float *qr, float scale, int hd, int hdp, float *t, uint16_t *qr3) {
+    int d;
+    for (d = 0; d < hdp; d++) t[d] = d < hd ? qr[d] * scale : 0.0f;
+    sam3__bf16_row_avx512(t, qr3, hdp);
+    memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
+    for (d = 0; d < hdp; d++) t[d] -= sam3__bf16_f32(qr3[d]); /* exact: the low half of each value */
+    sam3__bf16_row_avx512(t, qr3 + 2 * hdp, hdp);
+}
+/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), or C += op(A) op(B) with add, with kernel
+   kern (AVX512-BF16 or AMX, the tile state already configured): for the bf16 attention. */
+static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc, int add) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add);
         return;
     }
 #endif
     (void)kern;
-    sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+    sam3__btile_avx512(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add);
 }
 static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
     const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
@@ -7233,19 +7249,13 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
 #endif
     for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
         if (r < nr) {
-            const float *qr = qh + (size_t)(r0 + r) * ldq;
-            uint16_t *qr3 = qb + (size_t)r * SAM3__ATT_KSPLIT * hdp;
-            for (d = 0; d < hdp; d++) acc[d] = d < hd ? qr[d] * scale : 0.0f;
-            sam3__bf16_row_avx512(acc, qr3, hdp);
-            memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
-            for (d = 0; d < hdp; d++) acc[d] -= sam3__bf16_f32(qr3[d]); /* exact: the low half of each value */
-            sam3__bf16_row_avx512(acc, qr3 + 2 * hdp, hdp);
+            sam3__q_split_bf16(qh + (size_t)(r0 + r) * ldq, scale, hd, hdp, acc, qb + (size_t)r * SAM3__ATT_KSPLIT * hdp);
         } else {
             memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
     }
     for (j = 0; j < nkp / SAM3__BNR; j++) {
-        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
+        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp, 0);
     }
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
@@ -7259,7 +7269,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         }
     }
     for (d = 0; d < hdp / SAM3__BNR; d++) {
-        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
+        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp, 0);
     }
     for (r = 0; r < nr; r++) {
         float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
@@ -7270,15 +7280,113 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     _mm_setcsr(csr);
 #endif
 }
-/* nb attentions of n tokens (or of ra->nq queries each) on n keys, over bf16 K and V packed by
-   sam3__rope_pack_bf16 and sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
+/* sam3__attn_rows_bf16 for many keys (the memory attention's cross-attention: ~36k keys, 2 KB of
+   packed K and V each at hd 256, far past a core's L2, which sam3__attn_rows_bf16 would read again
+   for every 32 rows): rows r0..r1 (at most G BMR, G tiles of BMR) against chunks of ATT_KC keys,
+   each chunk's K and V read once for all G tiles, the softmax online (per row a running max, the
+   sums so far scaled down when it grows). Scratch: qb (G, BMR, 3 hdp) bf16, s (BMR, KC),
+   p (BMR, KC) bf16, acc (G, BMR, hdp), mx and sm (G BMR). */
+static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0, int r1, float *mx, float *sm) {
+    const int n = jb->nk, hd = jb->hd, hdp = (hd + 31) / 32 * 32, kq = SAM3__ATT_KSPLIT * hdp, nr = r1 - r0;
+    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, ntl = (nr + SAM3__BMR - 1) / SAM3__BMR;
+    uint16_t *qb = jb->qb, *p = jb->pb;
+    float *s = jb->s, *acc = jb->acc;
+    int r, j, d, c0, tl;
+#if defined(__SSE__)
+    const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
+    _mm_setcsr(csr | 0x8040u);
+#endif
+    for (r = 0; r < ntl * SAM3__BMR; r++) {
+        if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, jb->scale, hd, hdp, s, qb + (size_t)r * kq);
+        else memset(qb + (size_t)r * kq, 0, (size_t)kq * sizeof(uint16_t));
+        mx[r] = -FLT_MAX, sm[r] = 0;
+    }
+    memset(acc, 0, (size_t)ntl * SAM3__BMR * hdp * sizeof(float));
+    for (c0 = 0; c0 < nkp; c0 += SAM3__ATT_KC) {
+        const int kc = SAM3__MIN(SAM3__ATT_KC, nkp - c0), nv = SAM3__MIN(kc, n - c0); /* the chunk's keys, those not padding */
+        for (tl = 0; tl < ntl; tl++) {
+            float *at = acc + (size_t)tl * SAM3__BMR * hdp, *mt = mx + tl * SAM3__BMR, *st = sm + tl * SAM3__BMR;
+            for (j = 0; j < kc / SAM3__BNR; j++)
+                sam3__btile(kern, kq, qb + (size_t)tl * SAM3__BMR * kq, jb->kb + (size_t)(c0 / SAM3__BNR + j) * kq * SAM3__BNR,
+                            s + (size_t)j * SAM3__BNR, kc, 0);
+            for (r = 0; r < SAM3__BMR; r++) {
+                float *row = s + (size_t)r * kc;
+                const float m = sam3__row_max(row, nv);
+                if (m > mt[r]) { /* the sums so far, to the new max */
+                    const float a = sam3__fexp(mt[r] - m);
+                    st[r] *= a;
+                    for (d = 0; d < hdp; d++) at[(size_t)r * hdp + d] *= a;
+                    mt[r] = m;
+                }
+                st[r] += sam3__exp_sum(row, nv, mt[r]);
+                sam3__bf16_row_avx512(row, p + (size_t)r * kc, nv);
+                if (kc > nv) memset(p + (size_t)r * kc + nv, 0, (size_t)(kc - nv) * sizeof(uint16_t)); /* padded keys: probability 0 */
+            }
+            for (d = 0; d < hdp / SAM3__BNR; d++)
+                sam3__btile(kern, kc, p, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hdp, 1);
+        }
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
+        const float inv = 1.0f / sm[r];
+        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
+    }
+#if defined(__SSE__)
+    _mm_setcsr(csr);
+#endif
+}
+/* The cross-attention of nq = ra->nq queries on n = ra->nk keys of one batch (the memory
+   attention's), by sam3__attn_rows_bf16_long on tasks of G tiles of BMR rows: G as large as
+   keeps two tasks a thread (up to ATT_G; any G gives the same bits: every row is summed alone).
+   kt, vp and the output as sam3__attention_packed_bf16's. */
+static sam3_result sam3__attention_cross_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
+    const int n = ra->nk, nq = ra->nq, nh = ra->nh, hd = ra->hd, hdp = (hd + 31) / 32 * 32, nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+    const int ntl = (nq + SAM3__BMR - 1) / SAM3__BMR, G = SAM3__MAX(1, SAM3__MIN(SAM3__ATT_G, ntl * nh / (2 * c->nt)));
+    const int ntask = nh * ((ntl + G - 1) / G), kq = SAM3__ATT_KSPLIT * hdp, R = G * SAM3__BMR;
+    sam3__mark mk = sam3__mark_get(c);
+    /* per thread, in floats: qb, s, p, acc, mx, sm */
+    const size_t per_thr = (size_t)R * kq / 2 + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2 + (size_t)R * hdp + (size_t)2 * R;
+    float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
+    if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3_ASSERT(ra->nb == 1);
+    SAM3__OMP(parallel num_threads(c->nt))
+    {
+        float *base = sam3__thread_slice(sbuf, per_thr);
+        sam3__attn_job jb;
+        int task;
+        memset(&jb, 0, sizeof(jb));
+        jb.qb = (uint16_t *)(void *)base;
+        jb.s = base + (size_t)R * kq / 2;
+        jb.pb = (uint16_t *)(void *)(jb.s + (size_t)SAM3__BMR * SAM3__ATT_KC);
+        jb.acc = jb.s + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2;
+        jb.ldq = jb.ldo = ra->ld, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd);
+#if defined(SAM3__BF16_AMX)
+        if (kern == SAM3__BK_AMX) sam3__amx_begin();
+#endif
+        SAM3__OMP(for schedule(dynamic, 1))
+        for (task = 0; task < ntask; task++) {
+            const int hh = task % nh, r0 = task / nh * R, r1 = SAM3__MIN(nq, r0 + R);
+            float *mx = jb.acc + (size_t)R * hdp;
+            jb.qh = ra->q + (size_t)hh * hd, jb.oh = ra->q + (size_t)hh * hd;
+            jb.kb = kt + (size_t)hh * nkp * kq, jb.vb = vp + (size_t)hh * nkp * hdp;
+            sam3__attn_rows_bf16_long(kern, &jb, r0, r1, mx, mx + R);
+        }
+#if defined(SAM3__BF16_AMX)
+        if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+/* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
+   sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
    kern: SAM3__BK_AVX512 or SAM3__BK_AMX. The output over ra->q. */
 static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
-    const int nb = ra->nb, n = ra->nk, nq = ra->nq ? ra->nq : n, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
+    const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
     const float *q = ra->q;
     float *out = ra->q; /* each task reads only the query rows it writes */
     sam3__mark mk = sam3__mark_get(c);
-    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (nq + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
+    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nblk = (n + SAM3__BMR - 1) / SAM3__BMR, hdp = (hd + 31) / 32 * 32;
     /* per thread, in floats: qb, s, p, acc */
     const size_t per_thr = (size_t)SAM3__BMR * SAM3__ATT_KSPLIT * hdp / 2 + (size_t)SAM3__BMR * nkp + (size_t)SAM3__BMR * nkp / 2 + (size_t)SAM3__BMR * hdp;
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
@@ -7299,9 +7407,9 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
 #endif
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < nb * nh * nblk; task++) {
-            const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(nq, r0 + SAM3__BMR);
-            jb.qh = q + (size_t)bt * nq * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
-            jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * nq * ldo + (size_t)hh * hd;
+            const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
+            jb.qh = q + (size_t)bt * n * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
+            jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * n * ldo + (size_t)hh * hd;
             sam3__attn_rows_bf16(kern, &jb, r0, r1);
         }
 #if defined(SAM3__BF16_AMX)
@@ -8214,6 +8322,7 @@ static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_a
     if (abf == SAM3__ATT_TILES) {
         sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
+        if (ra->nq) return sam3__attention_cross_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
         return sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
     }
     SAM3_ASSERT(!ra->nq);
