@@ -10025,8 +10025,9 @@ static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, i
    (frames of N tokens, RoPE'd with the table repeated per frame) then n_ptr pointer tokens (no
    RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. Where the
    weights' products run in bf16 and the CPU has the bf16 attention tiles (sam3__att_bf16_mode), both
-   attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16); the
-   self-attention's RoPE is then applied as its keys are packed. */
+   attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16), by the
+   chunked kernel of sam3__attention_cross_bf16 (queries apart from keys, ra.nq), RoPE applied in
+   f32 before. */
 static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const float *pos, const float *mem, const float *mem_pos, int nk,
                                           int n_ptr, const float *rope, float *out) {
     const sam3_model *m = c->m;
@@ -10070,16 +10071,10 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
         sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
         sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
-        if (abf) {
-            ra.nk = N, ra.nq = 0, ra.tab = rope;
-            rc = sam3__attention_rope(c, abf, &ra, kb, vb);
-        } else {
-            sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
-            sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
-            at.nk = N;
-            rc = sam3__attention_rel(c, &at);
-        }
-        if (rc != SAM3_OK) return rc;
+        sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
+        sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
+        at.nk = ra.nk = N, ra.nq = N;
+        if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
         /* cross-attention to the memory: keys from memory + position, values from the memory */
         sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
@@ -10088,7 +10083,7 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
         sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
         sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
-        at.nk = ra.nk = nk, ra.nq = N, ra.tab = NULL;
+        at.nk = ra.nk = nk, ra.nq = N;
         if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
         /* MLP */
@@ -10150,31 +10145,36 @@ static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f,
     float *y = sam3__sallocf(c, (size_t)D * N);           /* (D, g, g) */
     float *tt = sam3__sallocf(c, (size_t)N * D);          /* (N, D) */
     float *hh = sam3__sallocf(c, (size_t)N * v->fu_inter); /* (N, inter) */
-    ptrdiff_t ch;
-    if (!y || !tt || !hh) return SAM3_ERR_OUT_OF_MEMORY;
+    float *wd = sam3__sallocf(c, (size_t)D * k * k);       /* (D, k, k) the depthwise taps, widened from a bf16 file */
+    ptrdiff_t ch, tk;
+    if (!y || !tt || !hh || !wd) return SAM3_ERR_OUT_OF_MEMORY;
+    for (ch = 0; ch < (ptrdiff_t)D * k * k; ch++) wd[ch] = sam3__lw(&f->dw, (size_t)ch);
+    /* a row of outputs at a time, each tap over the row's valid columns: every output sums its
+       taps in the order (dy, dx), the bias first, so the loops over xx vectorise */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (ch = 0; ch < (ptrdiff_t)D; ch++) {
-        const float *xc = x + (size_t)ch * N;
-        const size_t wk = (size_t)ch * k * k;
+        const float *xc = x + (size_t)ch * N, *wc = wd + (size_t)ch * k * k;
         int yy, xx, dy, dx;
-        for (yy = 0; yy < g; yy++)
-            for (xx = 0; xx < g; xx++) {
-                float acc = f->dw.b[ch];
-                for (dy = 0; dy < k; dy++) {
-                    const int iy = yy + dy - pad;
-                    if (iy < 0 || iy >= g) continue;
-                    for (dx = 0; dx < k; dx++) {
-                        const int ix = xx + dx - pad;
-                        if (ix >= 0 && ix < g) acc += sam3__lw(&f->dw, wk + (size_t)(dy * k + dx)) * xc[iy * g + ix];
-                    }
+        for (yy = 0; yy < g; yy++) {
+            float *yr = y + (size_t)ch * N + (size_t)yy * g;
+            for (xx = 0; xx < g; xx++) yr[xx] = f->dw.b[ch];
+            for (dy = 0; dy < k; dy++) {
+                const int iy = yy + dy - pad;
+                if (iy < 0 || iy >= g) continue;
+                for (dx = 0; dx < k; dx++) {
+                    const int x0 = SAM3__MAX(0, pad - dx), x1 = SAM3__MIN(g, g + pad - dx); /* 0 <= xx + dx - pad < g */
+                    const float wt = wc[dy * k + dx], *xr = xc + (size_t)iy * g;
+                    const int sh = dx - pad;
+                    for (xx = x0; xx < x1; xx++) yr[xx] += wt * xr[xx + sh];
                 }
-                y[(size_t)ch * N + yy * g + xx] = acc;
             }
+        }
     }
     sam3__layernorm2d(c, y, D, (size_t)N, &f->ln, 1e-6f, 0);
-    for (ch = 0; ch < (ptrdiff_t)D; ch++) {
-        int n;
-        for (n = 0; n < N; n++) tt[(size_t)n * D + ch] = y[(size_t)ch * N + n];
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (tk = 0; tk < (ptrdiff_t)N; tk++) {
+        int d;
+        for (d = 0; d < D; d++) tt[(size_t)tk * D + d] = y[(size_t)d * N + tk];
     }
     sam3__gemm_xw(c, 0, 1, N, v->fu_inter, D, tt, D, &f->pw1, 0, D, 0.0f, hh, v->fu_inter);
     sam3__gelu_bias(c, hh, (size_t)N, v->fu_inter, f->pw1.b);
@@ -12514,9 +12514,10 @@ static sam3_result sam3__trk_encode_memory(sam3_ctx *c, const float *high, int b
     const sam3__vid_cfg *v = &c->m->vid;
     const int g = c->m->trk.grid, S = c->m->trk.image;
     sam3_result rc;
-    size_t j;
+    ptrdiff_t j;
     if ((rc = sam3__aa_resize_f32(c, high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) return rc;
-    for (j = 0; j < (size_t)256 * g * g; j++) {
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (j = 0; j < (ptrdiff_t)256 * g * g; j++) {
         const float p = binarise ? (mask16[j] > 0 ? 1.0f : 0.0f) : 1.0f / (1.0f + expf(-mask16[j]));
         mask16[j] = p * v->sig_scale + v->sig_bias;
     }
