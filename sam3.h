@@ -10063,6 +10063,7 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         int ch;
         for (ch = 0; ch < D; ch++) x[(size_t)i * D + ch] = feat[(size_t)ch * N + i] + 0.1f * pos[(size_t)i * D + ch];
     }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)nk * M; i++) kin[i] = mem[i] + mem_pos[i];
     for (l = 0; l < v->ma_layers; l++) {
         const sam3__memattn_layer_w *lw = &w->ma[l];
@@ -12229,6 +12230,21 @@ static int sam3__trk_select_cond(const sam3__trk_obj *o, int f, int max_cond, un
     return n;
 }
 
+/* A stored memory src (N, M) bf16 into the memory attention's inputs: mem (N, M) widened, mem_pos
+   (N, M) = the grid's position pos (N, M) + the frame slot's temporal embedding tp (M). */
+static void sam3__trk_put_mem(sam3_ctx *c, const uint16_t *src, const float *pos, const float *tp, int N, int M, float *mem, float *mem_pos) {
+    ptrdiff_t i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)N; i++) {
+        int j;
+        for (j = 0; j < M; j++) {
+            mem[(size_t)i * M + j] = sam3__from_bf16(src[(size_t)i * M + j]);
+            mem_pos[(size_t)i * M + j] = pos[(size_t)i * M + j] + tp[j];
+        }
+    }
+}
+
 /* The object's memory for frame f (_gather_memory_frame_outputs, _build_memory_attention_inputs,
    _get_object_pointers, _process_object_pointers): spatial memories of the chosen conditioning
    frames (temporal slot num_maskmem - 1), then of frames f - (num_maskmem - 1) .. f - 1 (slot r - 1,
@@ -12248,16 +12264,11 @@ static sam3_result sam3__trk_gather(sam3_tracker *t, const sam3__trk_obj *o, int
     float *pp = sam3__sallocf(c, (size_t)M);      /* (M) its projection */
     int n_sel, i, r, n = 0, np = 0;
     if (!sel || !order || !pe || !pp) return SAM3_ERR_OUT_OF_MEMORY;
-#define SAM3__PUT_MEM(src, slot)                                                                   \
-    do {                                                                                           \
-        const uint16_t *s_ = (src);                                                                \
-        const float *tp_ = w->tpos + (size_t)(slot) * M;                                            \
-        size_t j_;                                                                                 \
-        for (j_ = 0; j_ < (size_t)N * M; j_++) {                                                   \
-            mem[(size_t)n * N * M + j_] = sam3__from_bf16(s_[j_]);                                 \
-            mem_pos[(size_t)n * N * M + j_] = t->mem_pos[j_] + tp_[j_ % M];                        \
-        }                                                                                          \
-        n++;                                                                                       \
+#define SAM3__PUT_MEM(src, slot)                                                                                  \
+    do {                                                                                                          \
+        sam3__trk_put_mem(c, (src), t->mem_pos, w->tpos + (size_t)(slot) * M, N, M, mem + (size_t)n * N * M,      \
+                          mem_pos + (size_t)n * N * M);                                                           \
+        n++;                                                                                                      \
     } while (0)
     n_sel = sam3__trk_select_cond(o, f, v->max_cond, sel, order);
     for (i = 0; i < n_sel; i++)
