@@ -10027,9 +10027,10 @@ static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, i
    weights' products run in bf16 and the CPU has the bf16 attention tiles (sam3__att_bf16_mode), both
    attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16), by the
    chunked kernel of sam3__attention_cross_bf16 (queries apart from keys, ra.nq), RoPE applied in
-   f32 before. */
+   f32 before. x1 (N, D) or NULL: the stream after the first self-attention, which depends on the
+   frame alone: taken from x1 where *x1_ok, else kept there for the frame's other objects. */
 static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const float *pos, const float *mem, const float *mem_pos, int nk,
-                                          int n_ptr, const float *rope, float *out) {
+                                          int n_ptr, const float *rope, float *x1, int *x1_ok, float *out) {
     const sam3_model *m = c->m;
     const sam3__vid_cfg *v = &m->vid;
     const sam3__vid_w *w = &m->vid_w;
@@ -10037,6 +10038,7 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     const int nkv = SAM3__MAX(N, nk), nkb = (nkv + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
     const int abf = (c->bf16 || w->ma[0].self_attn.q.wh) && N >= c->att_min && hd % 2 == 0 && sam3__att_bf16_mode(c, hd) == SAM3__ATT_TILES
                         ? SAM3__ATT_TILES : 0;
+    const int reuse = x1 && *x1_ok;
     sam3__mark mk = sam3__mark_get(c);
     float *x = sam3__sallocf(c, (size_t)N * D);    /* (N, D) the queries' stream */
     float *h = sam3__sallocf(c, (size_t)N * D);    /* (N, D) normed */
@@ -10058,8 +10060,9 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     ra.q = q, ra.k = k, ra.v = vv, ra.ld = di, ra.nb = 1, ra.nh = nh, ra.hd = hd;
     memset(&at, 0, sizeof(at)); /* both attentions: the N queries of q (q becomes the output) on k, vv */
     at.nq = N, at.nh = nh, at.hd = hd, at.q = at.out = q, at.k = k, at.v = vv, at.ldq = at.ldk = at.ldv = at.ldo = di;
+    if (reuse) memcpy(x, x1, (size_t)N * D * sizeof(float));
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < (ptrdiff_t)N; i++) {
+    for (i = 0; i < (ptrdiff_t)(reuse ? 0 : N); i++) {
         int ch;
         for (ch = 0; ch < D; ch++) x[(size_t)i * D + ch] = feat[(size_t)ch * N + i] + 0.1f * pos[(size_t)i * D + ch];
     }
@@ -10067,16 +10070,18 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     for (i = 0; i < (ptrdiff_t)nk * M; i++) kin[i] = mem[i] + mem_pos[i];
     for (l = 0; l < v->ma_layers; l++) {
         const sam3__memattn_layer_w *lw = &w->ma[l];
-        /* self-attention, RoPE on queries and keys */
-        sam3__layernorm(c, x, h, N, D, &lw->ln1, 1e-5f);
-        sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
-        sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
-        sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
-        sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
-        sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
-        at.nk = ra.nk = N, ra.nq = N;
-        if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
-        sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
+        if (l > 0 || !reuse) { /* self-attention, RoPE on queries and keys (layer 0's: the frame's alone) */
+            sam3__layernorm(c, x, h, N, D, &lw->ln1, 1e-5f);
+            sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
+            sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
+            sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
+            sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
+            sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
+            at.nk = ra.nk = N, ra.nq = N;
+            if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+            sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
+            if (l == 0 && x1) memcpy(x1, x, (size_t)N * D * sizeof(float)), *x1_ok = 1;
+        }
         /* cross-attention to the memory: keys from memory + position, values from the memory */
         sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
         sam3__linear(c, h, N, D, &lw->cross_attn.q, di, q);
@@ -11942,6 +11947,9 @@ struct sam3_tracker {
     float *rope;             /* (N, hd/2, 2) memory attention RoPE */
     float *pos;              /* (N, D) sine position of the 1x map */
     float *mem_pos;          /* (N, mem_dim) sine position of a memory */
+    float *ma_x1;            /* during a push, or NULL: the memory attention's stream after its first
+                                self-attention (N, D), the same for every object (arena scratch) */
+    int ma_x1_ok;            /* ma_x1 holds this frame's */
     size_t bytes;            /* held, beyond the result buffers */
     sam3_tracker_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
     float *res_low;
@@ -12435,7 +12443,7 @@ static sam3_result sam3__trk_object_memory(sam3_tracker *t, const sam3__trk_obj 
     int nk = 0, n_ptr = 0, i, k;
     if (!mem || !mem_pos) return SAM3_ERR_OUT_OF_MEMORY;
     if ((rc = sam3__trk_gather(t, o, t->next, mem, mem_pos, &nk, &n_ptr)) != SAM3_OK) return rc;
-    if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, s->img)) != SAM3_OK) return rc;
+    if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, t->ma_x1, &t->ma_x1_ok, s->img)) != SAM3_OK) return rc;
     if (c->opt.tap) { /* token-major, as the reference dump's */
         float *tm = sam3__sallocf(c, (size_t)N * D); /* (N, D) */
         char nm_[64];
@@ -12633,12 +12641,15 @@ static sam3_result sam3__tracker_track_objects(sam3_tracker *t, sam3__trk_step *
     if ((rc = sam3__tracker_features(c)) != SAM3_OK) return rc;
     s->ro = (sam3__trk_out *)sam3__salloc(c, (size_t)n * sizeof(*s->ro));
     s->mask16 = sam3__sallocf(c, (size_t)256 * c->m->trk.grid * c->m->trk.grid); /* (16g, 16g) */
-    if (!s->ro || !s->mask16 || !sam3__trk_outs_alloc(c, s->ro, n)) return SAM3_ERR_OUT_OF_MEMORY;
-    for (i = 0; i < n; i++) {
-        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next);
-        if ((rc = sam3__trk_object(t, &t->obj[i], s->W, s->H, &s->ro[i])) != SAM3_OK) return rc;
+    t->ma_x1 = sam3__sallocf(c, (size_t)c->m->trk.grid * c->m->trk.grid * c->m->trk.D); /* (N, D) shared by the objects */
+    t->ma_x1_ok = 0;
+    if (!s->ro || !s->mask16 || !t->ma_x1 || !sam3__trk_outs_alloc(c, s->ro, n)) rc = SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < n && rc == SAM3_OK; i++) {
+        if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next);
+        else rc = sam3__trk_object(t, &t->obj[i], s->W, s->H, &s->ro[i]);
     }
-    return SAM3_OK;
+    t->ma_x1 = NULL; /* arena scratch of this push */
+    return rc;
 }
 
 /* _batch_encode_memories: one binarise-or-sigmoid choice for the whole frame (HF 5.17 passes
