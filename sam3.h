@@ -4359,12 +4359,15 @@ static double sam3__stage_end(sam3_ctx *c, double t0) {
 
 /* ==== sam3: portable helpers (the kernels and the model both use them) ==== */
 /* constants the model and the kernels share: bf16 kernels (SAM3__BK_*, see "bf16 kernels"), the
-   attention modes (sam3__att_bf16_mode), the bf16 B panel width, the split scores' factor, the
-   Winograd task size, the bf16 attention's least keys; and the widest f32 key panel of any pass */
+   attention modes (sam3__att_bf16_mode), the bf16 B panel width, the split scores' factor and the
+   cross-attention's chunks, the Winograd task size, the bf16 attention's least keys; and the
+   widest f32 key panel of any pass */
 enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2, SAM3__BK_NEON = 1 /* aarch64's BFDOT: AVX512-BF16's level */ };
 enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 #define SAM3__BNR 32   /* columns per B panel */
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
+#define SAM3__ATT_KC 256   /* keys a chunk of the bf16 cross-attention (sam3__attn_rows_bf16_long) */
+#define SAM3__ATT_G 8      /* tiles of query rows a task of it at most */
 #define SAM3__WINO_TILES 144
 /* keys from which a self-attention outside the ViT runs as the ViT's does in bf16: the DETR
    encoder's (the image's tokens) is most of a prompt's arithmetic; the attentions over a few
@@ -4561,6 +4564,9 @@ typedef struct sam3__rope_args {
     const float *bq, *bk, *bv; /* the projections' biases (nh hd) each, or NULL */
     int nb, nk, nh, hd;
     const float *tab; /* (nk, hd): (cos, sin) per pair of channels and position, or NULL: no rotation */
+    int nq;           /* queries a batch where they are not its keys (a cross-attention, bf16 tiles
+                         only; q (nb nq, nh hd) is then taken as it is: bq and tab touch the keys
+                         alone), or 0: the nk tokens are the queries */
 } sam3__rope_args;
 
 /* One attention module's inputs, as sam3__mha_core takes them: nq queries qin (nq, D) attend to nk
@@ -4621,6 +4627,7 @@ typedef struct sam3__ktab {
 #define sam3__amx_end SAM3__KN(sam3__amx_end)
 #define sam3__att_bf16_mode SAM3__KN(sam3__att_bf16_mode)
 #define sam3__att_kb SAM3__KN(sam3__att_kb)
+#define sam3__attention_cross_bf16 SAM3__KN(sam3__attention_cross_bf16)
 #define sam3__attention_fast SAM3__KN(sam3__attention_fast)
 #define sam3__attention_packed SAM3__KN(sam3__attention_packed)
 #define sam3__attention_packed_bf16 SAM3__KN(sam3__attention_packed_bf16)
@@ -4635,6 +4642,7 @@ typedef struct sam3__ktab {
 #define sam3__attn_block_fused SAM3__KN(sam3__attn_block_fused)
 #define sam3__attn_block SAM3__KN(sam3__attn_block)
 #define sam3__attn_rows_bf16 SAM3__KN(sam3__attn_rows_bf16)
+#define sam3__attn_rows_bf16_long SAM3__KN(sam3__attn_rows_bf16_long)
 #define sam3__bf16_detect SAM3__KN(sam3__bf16_detect)
 #define sam3__bf16_round_rows SAM3__KN(sam3__bf16_round_rows)
 #define sam3__bf16_round_run SAM3__KN(sam3__bf16_round_run)
@@ -4724,6 +4732,7 @@ typedef struct sam3__ktab {
 #define sam3__ref_sgemm SAM3__KN(sam3__ref_sgemm)
 #define sam3__ref_sigmoid_row SAM3__KN(sam3__ref_sigmoid_row)
 #define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
+#define sam3__q_split_bf16 SAM3__KN(sam3__q_split_bf16)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
 #define sam3__rope_key_bf16 SAM3__KN(sam3__rope_key_bf16)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
@@ -7532,17 +7541,27 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
    (sam3__rope_pack_bf16), vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16),
    nkp = n rounded up to BNR, hdp = hd rounded up to the tiles' 32 k, zero past n and hd.
    Scratch: qb (BMR, 3 hdp) bf16, s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
-/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), with kernel kern (AVX512-BF16 or AMX, the
-   tile state already configured): for the bf16 attention. */
-static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc) {
+/* Query row qr (hd) times scale into its split bf16 row qr3 (3 hdp: [hi, hi, lo], zero past hd), as
+   sam3__attn_rows_bf16 takes it; t (hdp) scratch. */
+static void sam3__q_split_bf16(const float *qr, float scale, int hd, int hdp, float *t, uint16_t *qr3) {
+    int d;
+    for (d = 0; d < hdp; d++) t[d] = d < hd ? qr[d] * scale : 0.0f;
+    SAM3__BF16_ROW(t, qr3, hdp);
+    memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
+    for (d = 0; d < hdp; d++) t[d] -= sam3__bf16_f32(qr3[d]); /* exact: the low half of each value */
+    SAM3__BF16_ROW(t, qr3 + 2 * hdp, hdp);
+}
+/* A whole BMR x BNR tile, C = op(A) op(B) (C not read), or C += op(A) op(B) with add, with kernel
+   kern (AVX512-BF16 or AMX, the tile state already configured): for the bf16 attention. */
+static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc, int add) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1, NULL);
+        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL);
         return;
     }
 #endif
     (void)kern;
-    SAM3__BTILE_VEC(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, 1);
+    SAM3__BTILE_VEC(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add);
 }
 static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
     const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
@@ -7564,20 +7583,14 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
 #endif
     for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
         if (r < nr) {
-            const float *qr = qh + (size_t)(r0 + r) * ldq;
-            uint16_t *qr3 = qb + (size_t)r * SAM3__ATT_KSPLIT * hdp;
-            for (d = 0; d < hdp; d++) acc[d] = d < hd ? qr[d] * scale : 0.0f;
-            SAM3__BF16_ROW(acc, qr3, hdp);
-            memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
-            for (d = 0; d < hdp; d++) acc[d] -= sam3__bf16_f32(qr3[d]); /* exact: the low half of each value */
-            SAM3__BF16_ROW(acc, qr3 + 2 * hdp, hdp);
+            sam3__q_split_bf16(qh + (size_t)(r0 + r) * ldq, scale, hd, hdp, acc, qb + (size_t)r * SAM3__ATT_KSPLIT * hdp);
         } else {
             memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
     }
     SAM3__PROF_LAP(pf[SAM3__PT_AQ], t0);
     for (j = 0; j < nkp / SAM3__BNR; j++) {
-        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp);
+        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp, 0);
     }
     SAM3__PROF_LAP(pf[SAM3__PT_AQK], t0);
     for (r = 0; r < SAM3__BMR; r++) {
@@ -7593,7 +7606,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     }
     SAM3__PROF_LAP(pf[SAM3__PT_ASM], t0);
     for (d = 0; d < hdp / SAM3__BNR; d++) {
-        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp);
+        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp, 0);
     }
     for (r = 0; r < nr; r++) {
         float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
@@ -7606,6 +7619,109 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
 #elif defined(SAM3__FPCR_FZ)
     sam3__fpcr_set(fpcr);
 #endif
+}
+/* sam3__attn_rows_bf16 for many keys (the memory attention's cross-attention: ~36k keys, 2 KB of
+   packed K and V each at hd 256, far past a core's L2, which sam3__attn_rows_bf16 would read again
+   for every 32 rows): rows r0..r1 (at most G BMR, G tiles of BMR) against chunks of ATT_KC keys,
+   each chunk's K and V read once for all G tiles, the softmax online (per row a running max, the
+   sums so far scaled down when it grows). Scratch: qb (G, BMR, 3 hdp) bf16, s (BMR, KC),
+   p (BMR, KC) bf16, acc (G, BMR, hdp), mx and sm (G BMR). */
+static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0, int r1, float *mx, float *sm) {
+    const int n = jb->nk, hd = jb->hd, hdp = (hd + 31) / 32 * 32, kq = SAM3__ATT_KSPLIT * hdp, nr = r1 - r0;
+    const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, ntl = (nr + SAM3__BMR - 1) / SAM3__BMR;
+    uint16_t *qb = jb->qb, *p = jb->pb;
+    float *s = jb->s, *acc = jb->acc;
+    int r, j, d, c0, tl;
+#if defined(__SSE__)
+    const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
+    _mm_setcsr(csr | 0x8040u);
+#elif defined(SAM3__FPCR_FZ)
+    const uint64_t fpcr = sam3__fpcr_get();
+    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
+#endif
+    for (r = 0; r < ntl * SAM3__BMR; r++) {
+        if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, jb->scale, hd, hdp, s, qb + (size_t)r * kq);
+        else memset(qb + (size_t)r * kq, 0, (size_t)kq * sizeof(uint16_t));
+        mx[r] = -FLT_MAX, sm[r] = 0;
+    }
+    memset(acc, 0, (size_t)ntl * SAM3__BMR * hdp * sizeof(float));
+    for (c0 = 0; c0 < nkp; c0 += SAM3__ATT_KC) {
+        const int kc = SAM3__MIN(SAM3__ATT_KC, nkp - c0), nv = SAM3__MIN(kc, n - c0); /* the chunk's keys, those not padding */
+        for (tl = 0; tl < ntl; tl++) {
+            float *at = acc + (size_t)tl * SAM3__BMR * hdp, *mt = mx + tl * SAM3__BMR, *st = sm + tl * SAM3__BMR;
+            for (j = 0; j < kc / SAM3__BNR; j++)
+                sam3__btile(kern, kq, qb + (size_t)tl * SAM3__BMR * kq, jb->kb + (size_t)(c0 / SAM3__BNR + j) * kq * SAM3__BNR,
+                            s + (size_t)j * SAM3__BNR, kc, 0);
+            for (r = 0; r < SAM3__BMR; r++) {
+                float *row = s + (size_t)r * kc;
+                const float m = sam3__row_max(row, nv);
+                if (m > mt[r]) { /* the sums so far, to the new max */
+                    const float a = sam3__fexp(mt[r] - m);
+                    st[r] *= a;
+                    for (d = 0; d < hdp; d++) at[(size_t)r * hdp + d] *= a;
+                    mt[r] = m;
+                }
+                st[r] += sam3__exp_sum(row, nv, mt[r]);
+                SAM3__BF16_ROW(row, p + (size_t)r * kc, nv);
+                if (kc > nv) memset(p + (size_t)r * kc + nv, 0, (size_t)(kc - nv) * sizeof(uint16_t)); /* padded keys: probability 0 */
+            }
+            for (d = 0; d < hdp / SAM3__BNR; d++)
+                sam3__btile(kern, kc, p, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hdp, 1);
+        }
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
+        const float inv = 1.0f / sm[r];
+        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
+    }
+#if defined(__SSE__)
+    _mm_setcsr(csr);
+#elif defined(SAM3__FPCR_FZ)
+    sam3__fpcr_set(fpcr);
+#endif
+}
+/* The cross-attention of nq = ra->nq queries on n = ra->nk keys of one batch (the memory
+   attention's), by sam3__attn_rows_bf16_long on tasks of G tiles of BMR rows: G as large as
+   keeps two tasks a thread (up to ATT_G; any G gives the same bits: every row is summed alone).
+   kt, vp and the output as sam3__attention_packed_bf16's. */
+static sam3_result sam3__attention_cross_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
+    const int n = ra->nk, nq = ra->nq, nh = ra->nh, hd = ra->hd, hdp = (hd + 31) / 32 * 32, nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+    const int ntl = (nq + SAM3__BMR - 1) / SAM3__BMR, G = SAM3__MAX(1, SAM3__MIN(SAM3__ATT_G, ntl * nh / (2 * c->nt)));
+    const int ntask = nh * ((ntl + G - 1) / G), kq = SAM3__ATT_KSPLIT * hdp, R = G * SAM3__BMR;
+    sam3__mark mk = sam3__mark_get(c);
+    /* per thread, in floats: qb, s, p, acc, mx, sm */
+    const size_t per_thr = (size_t)R * kq / 2 + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2 + (size_t)R * hdp + (size_t)2 * R;
+    float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
+    if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3_ASSERT(ra->nb == 1);
+    SAM3__OMP(parallel num_threads(c->nt))
+    {
+        float *base = sam3__thread_slice(sbuf, per_thr);
+        sam3__attn_job jb;
+        int task;
+        memset(&jb, 0, sizeof(jb));
+        jb.qb = (uint16_t *)(void *)base;
+        jb.s = base + (size_t)R * kq / 2;
+        jb.pb = (uint16_t *)(void *)(jb.s + (size_t)SAM3__BMR * SAM3__ATT_KC);
+        jb.acc = jb.s + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2;
+        jb.ldq = jb.ldo = ra->ld, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd);
+#if defined(SAM3__BF16_AMX)
+        if (kern == SAM3__BK_AMX) sam3__amx_begin();
+#endif
+        SAM3__OMP(for schedule(dynamic, 1))
+        for (task = 0; task < ntask; task++) {
+            const int hh = task % nh, r0 = task / nh * R, r1 = SAM3__MIN(nq, r0 + R);
+            float *mx = jb.acc + (size_t)R * hdp;
+            jb.qh = ra->q + (size_t)hh * hd, jb.oh = ra->q + (size_t)hh * hd;
+            jb.kb = kt + (size_t)hh * nkp * kq, jb.vb = vp + (size_t)hh * nkp * hdp;
+            sam3__attn_rows_bf16_long(kern, &jb, r0, r1, mx, mx + R);
+        }
+#if defined(SAM3__BF16_AMX)
+        if (kern == SAM3__BK_AMX) sam3__amx_end();
+#endif
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
 }
 /* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
    sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
@@ -8354,8 +8470,9 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
                     }
                 }
             }
-        for (q = 0; q < R && p * R + q < nk; q++)
-            sam3__rope_row(ra->q + ((size_t)b * nk + p * R + q) * ra->ld, ra->bq, tab ? tab + (size_t)(p * R + q) * hd : NULL, C, hd);
+        if (!ra->nq) /* a cross-attention's queries are taken as they are */
+            for (q = 0; q < R && p * R + q < nk; q++)
+                sam3__rope_row(ra->q + ((size_t)b * nk + p * R + q) * ra->ld, ra->bq, tab ? tab + (size_t)(p * R + q) * hd : NULL, C, hd);
     }
 }
 #if defined(SAM3__BF16_X86)
@@ -8615,7 +8732,8 @@ static sam3_result sam3__ffn(sam3_ctx *c, const sam3__ffn_w *f, const float *x, 
 
 /* A RoPE self-attention over packed keys (the ViT's): the biases added, q and k rotated, K packed
    into kbuf and V into vbuf, then the attention in mode abf (sam3__att_bf16_mode): the whole
-   attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. */
+   attention on the bf16 tiles, f32 scores with P.V in bf16, or f32. ra->q holds the output. A
+   cross-attention (ra->nq, the memory attention's) runs on the tiles alone. */
 static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_args *ra, float *kbuf, float *vbuf) {
 #if defined(SAM3__ATT_BF16)
     if (abf == SAM3__ATT_TILES) {
@@ -8624,10 +8742,12 @@ static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_a
         sam3__rope_pack_bf16(c, ra, (uint16_t *)(void *)kbuf);
         sam3__v_pack_bf16(c, ra, (uint16_t *)(void *)vbuf);
         SAM3__PROF_LAP(c->prof[SAM3__PS_PACK], t0);
-        rc = sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
+        rc = ra->nq ? sam3__attention_cross_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf)
+                    : sam3__attention_packed_bf16(c, c->bk, ra, (const uint16_t *)(void *)kbuf, (const uint16_t *)(void *)vbuf);
         SAM3__PROF_ADD(c->prof[SAM3__PS_ATT], t0);
         return rc;
     }
+    SAM3_ASSERT(!ra->nq);
 #if defined(SAM3__ATT_PV_BF16) && defined(SAM3__FAST_ATTENTION)
     if (abf == SAM3__ATT_PV) {
         sam3__rope_pack(c, ra, kbuf);
@@ -8637,6 +8757,7 @@ static sam3_result sam3__attention_rope(sam3_ctx *c, int abf, const sam3__rope_a
 #endif
 #endif
     (void)abf;
+    SAM3_ASSERT(!ra->nq);
     sam3__rope_pack(c, ra, kbuf);
     sam3__v_pack(c, ra, vbuf);
     return sam3__attention_packed(c, ra, kbuf, vbuf);
@@ -10342,14 +10463,22 @@ static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, i
    position attend to themselves and to the memory, pre-norm layers, a final LayerNorm.
    feat (D, g, g) channel-major; pos (N, D); mem, mem_pos (nk, mem_dim): nk - n_ptr spatial keys
    (frames of N tokens, RoPE'd with the table repeated per frame) then n_ptr pointer tokens (no
-   RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. */
+   RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. Where the
+   weights' products run in bf16 and the CPU has the bf16 attention tiles (sam3__att_bf16_mode), both
+   attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16), by the
+   chunked kernel of sam3__attention_cross_bf16 (queries apart from keys, ra.nq), RoPE applied in
+   f32 before. x1 (N, D) or NULL: the stream after the first self-attention, which depends on the
+   frame alone: taken from x1 where *x1_ok, else kept there for the frame's other objects. */
 static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const float *pos, const float *mem, const float *mem_pos, int nk,
-                                          int n_ptr, const float *rope, float *out) {
+                                          int n_ptr, const float *rope, float *x1, int *x1_ok, float *out) {
     const sam3_model *m = c->m;
     const sam3__vid_cfg *v = &m->vid;
     const sam3__vid_w *w = &m->vid_w;
     const int D = m->trk.D, g = m->trk.grid, N = g * g, di = v->ma_di, nh = v->ma_heads, hd = di / nh, M = v->mem_dim;
-    const int nkv = SAM3__MAX(N, nk);
+    const int nkv = SAM3__MAX(N, nk), nkb = (nkv + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
+    const int abf = (c->bf16 || w->ma[0].self_attn.q.wh) && N >= c->att_min && hd % 2 == 0 && sam3__att_bf16_mode(c, hd) == SAM3__ATT_TILES
+                        ? SAM3__ATT_TILES : 0;
+    const int reuse = x1 && *x1_ok;
     sam3__mark mk = sam3__mark_get(c);
     float *x = sam3__sallocf(c, (size_t)N * D);    /* (N, D) the queries' stream */
     float *h = sam3__sallocf(c, (size_t)N * D);    /* (N, D) normed */
@@ -10358,31 +10487,41 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     float *k = sam3__sallocf(c, (size_t)nkv * di); /* (max(N, nk), di) */
     float *vv = sam3__sallocf(c, (size_t)nkv * di);
     float *kin = sam3__sallocf(c, (size_t)nk * M); /* (nk, M) memory + its position */
+    /* the tiles' packed K (nh, nkb / BNR, 3 hdp / 2, BNR, 2) and V (nh, hdp / BNR, nkb / 2, BNR, 2), bf16 */
+    float *kb = abf ? sam3__sallocf(c, ((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp + 1) / 2) : NULL;
+    float *vb = abf ? sam3__sallocf(c, ((size_t)nh * nkb * hdp + 1) / 2) : NULL;
     sam3__attn_args at;
+    sam3__rope_args ra;
     ptrdiff_t i;
     int l;
     sam3_result rc;
-    if (!x || !h || !t || !q || !k || !vv || !kin) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!x || !h || !t || !q || !k || !vv || !kin || (abf && (!kb || !vb))) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(&ra, 0, sizeof(ra)); /* the same for the tiles: one batch, biases added by the products */
+    ra.q = q, ra.k = k, ra.v = vv, ra.ld = di, ra.nb = 1, ra.nh = nh, ra.hd = hd;
     memset(&at, 0, sizeof(at)); /* both attentions: the N queries of q (q becomes the output) on k, vv */
     at.nq = N, at.nh = nh, at.hd = hd, at.q = at.out = q, at.k = k, at.v = vv, at.ldq = at.ldk = at.ldv = at.ldo = di;
+    if (reuse) memcpy(x, x1, (size_t)N * D * sizeof(float));
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-    for (i = 0; i < (ptrdiff_t)N; i++) {
+    for (i = 0; i < (ptrdiff_t)(reuse ? 0 : N); i++) {
         int ch;
         for (ch = 0; ch < D; ch++) x[(size_t)i * D + ch] = feat[(size_t)ch * N + i] + 0.1f * pos[(size_t)i * D + ch];
     }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (i = 0; i < (ptrdiff_t)nk * M; i++) kin[i] = mem[i] + mem_pos[i];
     for (l = 0; l < v->ma_layers; l++) {
         const sam3__memattn_layer_w *lw = &w->ma[l];
-        /* self-attention, RoPE on queries and keys */
-        sam3__layernorm(c, x, h, N, D, &lw->ln1, 1e-5f);
-        sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
-        sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
-        sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
-        sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
-        sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
-        at.nk = N;
-        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
-        sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
+        if (l > 0 || !reuse) { /* self-attention, RoPE on queries and keys (layer 0's: the frame's alone) */
+            sam3__layernorm(c, x, h, N, D, &lw->ln1, 1e-5f);
+            sam3__linear(c, h, N, D, &lw->self_attn.q, di, q);
+            sam3__linear(c, h, N, D, &lw->self_attn.k, di, k);
+            sam3__linear(c, h, N, D, &lw->self_attn.v, di, vv);
+            sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
+            sam3__mem_rope_apply(c, k, N, di, nh, hd, rope, N);
+            at.nk = ra.nk = N, ra.nq = N;
+            if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+            sam3__linear_res(c, q, N, di, &lw->self_attn.o, D, t, x);
+            if (l == 0 && x1) memcpy(x1, x, (size_t)N * D * sizeof(float)), *x1_ok = 1;
+        }
         /* cross-attention to the memory: keys from memory + position, values from the memory */
         sam3__layernorm(c, x, h, N, D, &lw->ln2, 1e-5f);
         sam3__linear(c, h, N, D, &lw->cross_attn.q, di, q);
@@ -10390,8 +10529,8 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
         sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
         sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
-        at.nk = nk;
-        if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+        at.nk = ra.nk = nk, ra.nq = N;
+        if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
         sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
         /* MLP */
         sam3__layernorm(c, x, h, N, D, &lw->ln3, 1e-5f);
@@ -10452,31 +10591,36 @@ static sam3_result sam3__memory_fuser_block(sam3_ctx *c, const sam3__fuser_w *f,
     float *y = sam3__sallocf(c, (size_t)D * N);           /* (D, g, g) */
     float *tt = sam3__sallocf(c, (size_t)N * D);          /* (N, D) */
     float *hh = sam3__sallocf(c, (size_t)N * v->fu_inter); /* (N, inter) */
-    ptrdiff_t ch;
-    if (!y || !tt || !hh) return SAM3_ERR_OUT_OF_MEMORY;
+    float *wd = sam3__sallocf(c, (size_t)D * k * k);       /* (D, k, k) the depthwise taps, widened from a bf16 file */
+    ptrdiff_t ch, tk;
+    if (!y || !tt || !hh || !wd) return SAM3_ERR_OUT_OF_MEMORY;
+    for (ch = 0; ch < (ptrdiff_t)D * k * k; ch++) wd[ch] = sam3__lw(&f->dw, (size_t)ch);
+    /* a row of outputs at a time, each tap over the row's valid columns: every output sums its
+       taps in the order (dy, dx), the bias first, so the loops over xx vectorise */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
     for (ch = 0; ch < (ptrdiff_t)D; ch++) {
-        const float *xc = x + (size_t)ch * N;
-        const size_t wk = (size_t)ch * k * k;
+        const float *xc = x + (size_t)ch * N, *wc = wd + (size_t)ch * k * k;
         int yy, xx, dy, dx;
-        for (yy = 0; yy < g; yy++)
-            for (xx = 0; xx < g; xx++) {
-                float acc = f->dw.b[ch];
-                for (dy = 0; dy < k; dy++) {
-                    const int iy = yy + dy - pad;
-                    if (iy < 0 || iy >= g) continue;
-                    for (dx = 0; dx < k; dx++) {
-                        const int ix = xx + dx - pad;
-                        if (ix >= 0 && ix < g) acc += sam3__lw(&f->dw, wk + (size_t)(dy * k + dx)) * xc[iy * g + ix];
-                    }
+        for (yy = 0; yy < g; yy++) {
+            float *yr = y + (size_t)ch * N + (size_t)yy * g;
+            for (xx = 0; xx < g; xx++) yr[xx] = f->dw.b[ch];
+            for (dy = 0; dy < k; dy++) {
+                const int iy = yy + dy - pad;
+                if (iy < 0 || iy >= g) continue;
+                for (dx = 0; dx < k; dx++) {
+                    const int x0 = SAM3__MAX(0, pad - dx), x1 = SAM3__MIN(g, g + pad - dx); /* 0 <= xx + dx - pad < g */
+                    const float wt = wc[dy * k + dx], *xr = xc + (size_t)iy * g;
+                    const int sh = dx - pad;
+                    for (xx = x0; xx < x1; xx++) yr[xx] += wt * xr[xx + sh];
                 }
-                y[(size_t)ch * N + yy * g + xx] = acc;
             }
+        }
     }
     sam3__layernorm2d(c, y, D, (size_t)N, &f->ln, 1e-6f, 0);
-    for (ch = 0; ch < (ptrdiff_t)D; ch++) {
-        int n;
-        for (n = 0; n < N; n++) tt[(size_t)n * D + ch] = y[(size_t)ch * N + n];
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (tk = 0; tk < (ptrdiff_t)N; tk++) {
+        int d;
+        for (d = 0; d < D; d++) tt[(size_t)tk * D + d] = y[(size_t)d * N + tk];
     }
     sam3__gemm_xw(c, 0, 1, N, v->fu_inter, D, tt, D, &f->pw1, 0, D, 0.0f, hh, v->fu_inter);
     sam3__gelu_bias(c, hh, (size_t)N, v->fu_inter, f->pw1.b);
@@ -12268,6 +12412,9 @@ struct sam3_tracker {
     float *rope;             /* (N, hd/2, 2) memory attention RoPE */
     float *pos;              /* (N, D) sine position of the 1x map */
     float *mem_pos;          /* (N, mem_dim) sine position of a memory */
+    float *ma_x1;            /* during a push, or NULL: the memory attention's stream after its first
+                                self-attention (N, D), the same for every object (arena scratch) */
+    int ma_x1_ok;            /* ma_x1 holds this frame's */
     size_t bytes;            /* held, beyond the result buffers */
     sam3_tracker_object *res;  /* (SAM3_MAX_TRACKED_OBJECTS) */
     float *res_low;
@@ -12556,6 +12703,21 @@ static int sam3__trk_select_cond(const sam3__trk_obj *o, int f, int max_cond, un
     return n;
 }
 
+/* A stored memory src (N, M) bf16 into the memory attention's inputs: mem (N, M) widened, mem_pos
+   (N, M) = the grid's position pos (N, M) + the frame slot's temporal embedding tp (M). */
+static void sam3__trk_put_mem(sam3_ctx *c, const uint16_t *src, const float *pos, const float *tp, int N, int M, float *mem, float *mem_pos) {
+    ptrdiff_t i;
+    (void)c; /* only in OpenMP clauses */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (i = 0; i < (ptrdiff_t)N; i++) {
+        int j;
+        for (j = 0; j < M; j++) {
+            mem[(size_t)i * M + j] = sam3__from_bf16(src[(size_t)i * M + j]);
+            mem_pos[(size_t)i * M + j] = pos[(size_t)i * M + j] + tp[j];
+        }
+    }
+}
+
 /* The object's memory for frame f (_gather_memory_frame_outputs, _build_memory_attention_inputs,
    _get_object_pointers, _process_object_pointers): spatial memories of the chosen conditioning
    frames (temporal slot num_maskmem - 1), then of frames f - (num_maskmem - 1) .. f - 1 (slot r - 1,
@@ -12575,16 +12737,11 @@ static sam3_result sam3__trk_gather(sam3_tracker *t, const sam3__trk_obj *o, int
     float *pp = sam3__sallocf(c, (size_t)M);      /* (M) its projection */
     int n_sel, i, r, n = 0, np = 0;
     if (!sel || !order || !pe || !pp) return SAM3_ERR_OUT_OF_MEMORY;
-#define SAM3__PUT_MEM(src, slot)                                                                   \
-    do {                                                                                           \
-        const uint16_t *s_ = (src);                                                                \
-        const float *tp_ = w->tpos + (size_t)(slot) * M;                                            \
-        size_t j_;                                                                                 \
-        for (j_ = 0; j_ < (size_t)N * M; j_++) {                                                   \
-            mem[(size_t)n * N * M + j_] = sam3__from_bf16(s_[j_]);                                 \
-            mem_pos[(size_t)n * N * M + j_] = t->mem_pos[j_] + tp_[j_ % M];                        \
-        }                                                                                          \
-        n++;                                                                                       \
+#define SAM3__PUT_MEM(src, slot)                                                                                  \
+    do {                                                                                                          \
+        sam3__trk_put_mem(c, (src), t->mem_pos, w->tpos + (size_t)(slot) * M, N, M, mem + (size_t)n * N * M,      \
+                          mem_pos + (size_t)n * N * M);                                                           \
+        n++;                                                                                                      \
     } while (0)
     n_sel = sam3__trk_select_cond(o, f, v->max_cond, sel, order);
     for (i = 0; i < n_sel; i++)
@@ -12751,7 +12908,7 @@ static sam3_result sam3__trk_object_memory(sam3_tracker *t, const sam3__trk_obj 
     int nk = 0, n_ptr = 0, i, k;
     if (!mem || !mem_pos) return SAM3_ERR_OUT_OF_MEMORY;
     if ((rc = sam3__trk_gather(t, o, t->next, mem, mem_pos, &nk, &n_ptr)) != SAM3_OK) return rc;
-    if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, s->img)) != SAM3_OK) return rc;
+    if ((rc = sam3__memory_attention(c, c->trk_e, t->pos, mem, mem_pos, nk, n_ptr, t->rope, t->ma_x1, &t->ma_x1_ok, s->img)) != SAM3_OK) return rc;
     if (c->opt.tap) { /* token-major, as the reference dump's */
         float *tm = sam3__sallocf(c, (size_t)N * D); /* (N, D) */
         char nm_[64];
@@ -12841,9 +12998,10 @@ static sam3_result sam3__trk_encode_memory(sam3_ctx *c, const float *high, int b
     const sam3__vid_cfg *v = &c->m->vid;
     const int g = c->m->trk.grid, S = c->m->trk.image;
     sam3_result rc;
-    size_t j;
+    ptrdiff_t j;
     if ((rc = sam3__aa_resize_f32(c, high, S, S, mask16, 16 * g, 16 * g)) != SAM3_OK) return rc;
-    for (j = 0; j < (size_t)256 * g * g; j++) {
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (j = 0; j < (ptrdiff_t)256 * g * g; j++) {
         const float p = binarise ? (mask16[j] > 0 ? 1.0f : 0.0f) : 1.0f / (1.0f + expf(-mask16[j]));
         mask16[j] = p * v->sig_scale + v->sig_bias;
     }
@@ -12948,12 +13106,15 @@ static sam3_result sam3__tracker_track_objects(sam3_tracker *t, sam3__trk_step *
     if ((rc = sam3__tracker_features(c)) != SAM3_OK) return rc;
     s->ro = (sam3__trk_out *)sam3__salloc(c, (size_t)n * sizeof(*s->ro));
     s->mask16 = sam3__sallocf(c, (size_t)256 * c->m->trk.grid * c->m->trk.grid); /* (16g, 16g) */
-    if (!s->ro || !s->mask16 || !sam3__trk_outs_alloc(c, s->ro, n)) return SAM3_ERR_OUT_OF_MEMORY;
-    for (i = 0; i < n; i++) {
-        if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next);
-        if ((rc = sam3__trk_object(t, &t->obj[i], s->W, s->H, &s->ro[i])) != SAM3_OK) return rc;
+    t->ma_x1 = sam3__sallocf(c, (size_t)c->m->trk.grid * c->m->trk.grid * c->m->trk.D); /* (N, D) shared by the objects */
+    t->ma_x1_ok = 0;
+    if (!s->ro || !s->mask16 || !t->ma_x1 || !sam3__trk_outs_alloc(c, s->ro, n)) rc = SAM3_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < n && rc == SAM3_OK; i++) {
+        if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted before object %d of frame %d", t->obj[i].id, t->next);
+        else rc = sam3__trk_object(t, &t->obj[i], s->W, s->H, &s->ro[i]);
     }
-    return SAM3_OK;
+    t->ma_x1 = NULL; /* arena scratch of this push */
+    return rc;
 }
 
 /* _batch_encode_memories: one binarise-or-sigmoid choice for the whole frame (HF 5.17 passes

@@ -83,8 +83,10 @@ suite saved_concept ck "sam3_concept: bit-identical on its image, HF on another,
     'rm -rf $B/concept_seeds && mkdir -p $B/concept_seeds &&
     tail1 $B/test_saved_concept --model $B/tiny_a.sam3 --data tests/data/tiny_a --other $B/tiny_b.sam3 --same-config $B/tiny_a_alt.sam3 --video $B/video_a.sam3 \
         --seeds $B/concept_seeds && SAM3_FUZZ_CONCEPT_MODEL=$B/tiny_a.sam3 $B/fuzz_concept_replay $B/concept_seeds'
-suite video ck "the clicked-object tracker against HF, 10 frames" 'need_shared; $B/test_video --model $B/video_a.sam3 \
-    --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" --unsupported $B/tiny_a.sam3'
+suite video ck "the clicked-object tracker against HF, 10 frames (f32; bf16 on the attention tiles)" 'need_shared; $B/test_video --model $B/video_a.sam3 \
+    --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" --unsupported $B/tiny_a.sam3 &&
+    (unset SAM3_ISA; tail1 $B/test_video --model $B/video_a.sam3 --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" \
+        --parity-only --bf16 --bf16-attention)'
 suite concept ck "the concept tracker: mask ops, HF streams in both modes" 'need_shared; "$PY" tests/concept_ops.py $B/concept_ops.sam3 &&
     $B/test_concept --ops $B/concept_ops.sam3 --model $B/video_a.sam3 --ref tests/data/concept_a/ref_concept.sam3 --photo "$SH/images/test_image.jpg"'
 suite concept_refs c "the concept tracker on five more seeds, photos and prompts (native path)" 'need_shared; sh tests/test_concept_refs.sh $B "$SH"'

@@ -400,6 +400,54 @@ static void test_self_attention_bf16(sam3_ctx *c) {
 #endif
 
 #if defined(SAM3__ATT_BF16)
+/* The memory attention's cross-attention on the bf16 tiles (sam3__attention_rope with ra.nq: keys in
+   chunks, the softmax online, tasks of several 32-row tiles) against the f32 attention: nq queries
+   apart from nk keys, ragged counts, several chunks, one and two heads. The error must be bf16's
+   (above 1e-5, at most 4e-3), and the bits the same on 1 thread and on 2 (the rows a task takes
+   change with the threads). */
+static void test_cross_attention_bf16(sam3_ctx *c) {
+    static const int cfg[][4] = {{70, 600, 1, 64}, {33, 257, 2, 32}, {300, 1000, 1, 256}, {5, 31, 1, 16}}; /* nq, nk, nh, hd */
+    const int nt0 = c->nt;
+    int ci, fails = 0;
+    if (c->bk < SAM3__BK_AVX512) {
+        t_note("  cross-attention in bf16: no AVX512-BF16 kernel in this context, skipped");
+        return;
+    }
+    for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+        const int nq = cfg[ci][0], nk = cfg[ci][1], nh = cfg[ci][2], hd = cfg[ci][3], di = nh * hd, hdp = (hd + 31) / 32 * 32;
+        const size_t nkb = (size_t)(nk + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+        float *q = fbuf((size_t)nq * di), *q1 = fbuf((size_t)nq * di), *q2 = fbuf((size_t)nq * di), *k = fbuf((size_t)nk * di);
+        float *v = fbuf((size_t)nk * di), *kb = fbuf((size_t)nh * nkb * SAM3__ATT_KSPLIT * hdp), *vb = fbuf((size_t)nh * nkb * hdp);
+        sam3_result rc, r1, rr;
+        sam3__rope_args ra;
+        sam3__attn_args at;
+        size_t i;
+        double err;
+        for (i = 0; i < (size_t)nq * di; i++) q[i] = q1[i] = q2[i] = 2 * frand();
+        for (i = 0; i < (size_t)nk * di; i++) k[i] = 2 * frand(), v[i] = frand();
+        memset(&ra, 0, sizeof(ra));
+        ra.k = k, ra.v = v, ra.ld = di, ra.nb = 1, ra.nk = nk, ra.nq = nq, ra.nh = nh, ra.hd = hd;
+        ra.q = q;
+        rc = sam3__attention_rope(c, SAM3__ATT_TILES, &ra, kb, vb);
+        c->nt = 1, ra.q = q1;
+        r1 = sam3__attention_rope(c, SAM3__ATT_TILES, &ra, kb, vb);
+        c->nt = nt0;
+        memset(&at, 0, sizeof(at));
+        at.nq = nq, at.nk = nk, at.nh = nh, at.hd = hd, at.q = at.out = q2, at.k = k, at.v = v, at.ldq = at.ldk = at.ldv = at.ldo = di;
+        rr = sam3__attention_rel(c, &at);
+        err = rel_l2(q, q2, (size_t)nq * di);
+        if (rc != SAM3_OK || r1 != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5) || memcmp(q, q1, (size_t)nq * di * sizeof(float))) {
+            fails++;
+            t_note("  cross-attention in bf16, nq %d nk %d nh %d hd %d: relative error %.3g, 1 thread %s", nq, nk, nh, hd, err,
+                   memcmp(q, q1, (size_t)nq * di * sizeof(float)) ? "differs" : "the same");
+        }
+        free(q), free(q1), free(q2), free(k), free(v), free(kb), free(vb);
+    }
+    t_check(fails == 0, "cross-attention in bf16 (keys in chunks, online softmax): %d bad", fails);
+}
+#endif
+
+#if defined(SAM3__ATT_BF16)
 /* The ViT's bf16 attention (sam3__rope_pack_bf16, sam3__v_pack_bf16, sam3__attention_packed_bf16)
    with each bf16 kernel this CPU has, against its definition in double: q (scaled) and k rotated
    in f32, the scores exact (the kernel's split products leave ~2^-16 of them), probabilities and
@@ -712,6 +760,7 @@ int main(int argc, char **argv) {
 #if defined(SAM3__ATT_BF16)
     test_attention_bf16(c2);
     test_self_attention_bf16(c2);
+    test_cross_attention_bf16(c2);
 #endif
     test_conv3x3(c2);
     test_resize(c2);

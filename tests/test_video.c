@@ -1,7 +1,7 @@
 /* The video tracker against Hugging Face transformers 5.17 Sam3TrackerVideoModel in streaming mode.
 
      test_video --model build/video_a.sam3 --ref tests/data/video_a/ref_video.sam3 --photo PHOTO
-                [--unsupported build/tiny_a.sam3] [--parity-only]
+                [--unsupported build/tiny_a.sam3] [--parity-only] [--bf16 [--bf16-attention]]
 
    The reference dump (tools/make_reference_video.py) holds each frame's prompts and outputs and the
    CRC-32 of each frame's pixels; the frames are made here from PHOTO (tests/video_frames.h), which is
@@ -11,7 +11,11 @@
    against the reference's for debugging (checked loosely: they are bf16). Then the stream again with
    an abort in the middle of a frame (the frame is retried and must match), misuse of the API, and
    memory that stops growing once the memory bank is full (--parity-only: the first pass alone, for
-   the full-size model in tools/check_fullsize.sh). */
+   the full-size model in tools/check_fullsize.sh). --bf16: products in bf16 (a --dtype bf16 file's
+   are anyway) with test_parity --bf16's bars: logits within 5e-2 relative, object scores within 2e-2,
+   masks IoU >= 0.95 each and >= 0.98 on average over the stream; --bf16-attention: the memory
+   attention on the bf16 tiles from AVX512-BF16 on and at any size (by default with AMX only, from
+   1024 tokens on), so that a CPU without AMX and the tiny model check that path too. */
 #define SAM3_IMPLEMENTATION
 #include "../sam3.h"
 #include "test_util.h"
@@ -21,8 +25,11 @@
 #include "stb_image.h"
 #include "video_frames.h"
 
-#define TOL 1e-4
-#define MIN_IOU 0.99
+static int g_bf16, g_bf16_att; /* --bf16, --bf16-attention */
+#define TOL (g_bf16 ? 5e-2 : 1e-4)
+#define TOL_SCORE (g_bf16 ? 2e-2 : 1e-4)
+#define MIN_IOU (g_bf16 ? 0.95 : 0.99)
+#define MIN_MEAN_IOU 0.98 /* --bf16: over every object and frame of the stream */
 
 static const sam3__tensor *dget(const dump *d, uint32_t dtype, const char *fmt, ...) {
     char name[128];
@@ -111,7 +118,8 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
     const int n_frames = nf ? (int)nf->i : 0;
     sam3_tracker *tr = NULL;
     sam3_result rc = sam3_tracker_new(c, NULL, &tr);
-    int f;
+    double iou_sum = 0, e_max = 0, ds_max = 0;
+    int f, n_iou = 0;
     t_check(rc == SAM3_OK, "%s: sam3_tracker_new (%s)", tag, sam3_ctx_last_error(c));
     if (rc != SAM3_OK) return;
     for (f = 0; f < n_frames; f++) {
@@ -162,7 +170,11 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
             int j;
             t_check(ob->id == id, "%s: frame %d object %d: id %d (reference %d)", tag, f, k, ob->id, id);
             t_check(e <= TOL, "%s: frame %d object %d: low-res logits rel err %.2e", tag, f, id, e);
-            t_check(fabs(ob->object_score - rs) <= TOL, "%s: frame %d object %d: object score %.6f (reference %.6f)", tag, f, id, ob->object_score, rs);
+            t_check(fabs(ob->object_score - rs) <= TOL_SCORE, "%s: frame %d object %d: object score %.6f (reference %.6f)", tag, f, id,
+                    ob->object_score, rs);
+            iou_sum += iou, n_iou++;
+            e_max = e > e_max ? e : e_max;
+            ds_max = fabs(ob->object_score - rs) > ds_max ? fabs(ob->object_score - rs) : ds_max;
             t_check(iou >= MIN_IOU, "%s: frame %d object %d: mask IoU %.5f (area %ld)", tag, f, id, iou, (long)ob->area);
             if (tp && abort_frame < 0) {
                 static const char *what[3] = {"pix", "maskmem", "ptr"};
@@ -178,8 +190,9 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
                     if (!rt || q == tp->count) continue;
                     {
                         const double ej = (size_t)rt->nbytes / 4 == tp->n[q] ? t_relerr(tp->data[q], (const float *)rt->data, tp->n[q]) : 1e9;
-                        /* bf16 memories: a value on a rounding boundary may land one bf16 step away */
-                        t_check(ej <= (j == 1 ? 1e-2 : 1e-3), "%s: frame %d object %d: %s rel err %.2e", tag, f, id, what[j], ej);
+                        /* bf16 memories: a value on a rounding boundary may land one bf16 step away;
+                           with bf16 products the memory also follows the mask's boundary pixels */
+                        t_check(ej <= (j == 1 ? (g_bf16 ? 0.25 : 1e-2) : g_bf16 ? 5e-2 : 1e-3), "%s: frame %d object %d: %s rel err %.2e", tag, f, id, what[j], ej);
                         pos += snprintf(line + pos, sizeof(line) - (size_t)pos, ", %s %.1e", what[j], ej);
                     }
                 }
@@ -187,6 +200,8 @@ static void run_stream(sam3_ctx *c, taps *tp, const dump *d, const unsigned char
             }
         }
     }
+    if (n_iou) t_note("%s: %d masks, IoU mean %.5f, logits rel err <= %.2e, object scores within %.2e", tag, n_iou, iou_sum / n_iou, e_max, ds_max);
+    if (g_bf16) t_check(n_iou > 0 && iou_sum >= MIN_MEAN_IOU * n_iou, "%s: mask IoU mean %.5f over %d masks", tag, n_iou ? iou_sum / n_iou : 0, n_iou);
     sam3_tracker_free(tr);
 }
 
@@ -318,10 +333,13 @@ int main(int argc, char **argv) {
     dump d;
     int i, pw = 0, ph = 0, ch, parity_only = 0;
     unsigned char *photo;
-    for (i = 1; i < argc; i++)
+    for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--parity-only")) parity_only = 1;
+        if (!strcmp(argv[i], "--bf16")) g_bf16 = 1;
+        if (!strcmp(argv[i], "--bf16-attention")) g_bf16_att = 1;
+    }
     for (i = 1; i + 1 < argc; i += 2) {
-        while (i < argc && !strcmp(argv[i], "--parity-only")) i++;
+        while (i < argc && (!strcmp(argv[i], "--parity-only") || !strcmp(argv[i], "--bf16") || !strcmp(argv[i], "--bf16-attention"))) i++;
         if (i + 1 >= argc) break;
         if (!strcmp(argv[i], "--model")) model_path = argv[i + 1];
         else if (!strcmp(argv[i], "--ref")) ref = argv[i + 1];
@@ -329,7 +347,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--unsupported")) unsupported = argv[i + 1];
     }
     if (!model_path || !ref || !photo_path) {
-        fprintf(stderr, "usage: test_video --model FILE --ref DUMP --photo PHOTO [--unsupported FILE]\n");
+        fprintf(stderr, "usage: test_video --model FILE --ref DUMP --photo PHOTO [--unsupported FILE] [--parity-only] [--bf16 [--bf16-attention]]\n");
         return 2;
     }
     sam3__allocator_resolve(NULL, &g_alloc);
@@ -343,10 +361,12 @@ int main(int argc, char **argv) {
     co.tap = tap_fn;
     co.tap_user = &tp;
     co.abort_fn = abort_fn;
+    if (g_bf16) co.precision = SAM3_PRECISION_BF16;
     if (sam3_ctx_new(m, &co, &c) != SAM3_OK) {
         t_check(0, "sam3_ctx_new");
         return t_done("test_video");
     }
+    if (g_bf16_att) c->bka = SAM3__BK_AVX512, c->att_min = 0;
     if (!parity_only) test_misuse(c, unsupported);
     photo = stbi_load(photo_path, &pw, &ph, &ch, 3);
     if (!photo) {
@@ -359,7 +379,10 @@ int main(int argc, char **argv) {
         co.tap = NULL; /* the retried frame must match without taps too */
         sam3_ctx_free(c);
         c = NULL;
-        if (!parity_only && sam3_ctx_new(m, &co, &c) == SAM3_OK) run_stream(c, NULL, &d, photo, pw, ph, 4, "abort");
+        if (!parity_only && sam3_ctx_new(m, &co, &c) == SAM3_OK) {
+            if (g_bf16_att) c->bka = SAM3__BK_AVX512, c->att_min = 0;
+            run_stream(c, NULL, &d, photo, pw, ph, 4, "abort");
+        }
         dump_close(&d);
     }
     taps_clear(&tp);
