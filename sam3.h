@@ -190,7 +190,8 @@ DOCUMENTATION
    are Meta's, under the SAM License, and converted files carry that licence.
 
 7. Limits
-   * Batch size 1; one image per context at a time.
+   * Batch size 1; one image per context at a time. Several prompts on it: sam3_segment_many, at
+     most SAM3_MAX_SEGMENT_PROMPTS a call.
    * Text prompts are at most text.max_position_embeddings ids (32 for SAM 3) including BOS and
      EOS: longer prompts are truncated (EOS kept) and the call returns SAM3_TRUNCATED.
    * At most SAM3_MAX_BOXES boxes per prompt, SAM3_MAX_POINTS clicks per click prompt.
@@ -10244,6 +10245,7 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
     sam3__afree(&c->a, c->l2_tok);
     sam3__afree(&c->a, c->l2_pos);
     sam3__afree(&c->a, c->enc0);
+    sam3__afree(&c->a, c->dec0);
     sam3__afree(&c->a, c->rope_win);
     sam3__afree(&c->a, c->rope_glb);
     sam3__afree(&c->a, c->trk_e);
