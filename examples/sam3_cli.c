@@ -278,7 +278,7 @@ static const char *SEGMENT_DATASETS_HELP =
     "and licenses (empty: sam3 knows no image's licence).\n";
 
 #define SEG_MAX_PROMPTS 256 /* -t, --classes lines and --concept files together (COCO has 80 classes) */
-#define SEG_GROUP 16        /* prompts one sam3_segment_many call runs: their masks are held together */
+#define SEG_GROUP (SAM3_MAX_SEGMENT_PROMPTS < 16 ? SAM3_MAX_SEGMENT_PROMPTS : 16) /* prompts a sam3_segment_many call: their masks are held together */
 
 /* The options segment and points share: model, image, output directory, threads, quiet. */
 typedef struct common_args {
