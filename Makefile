@@ -56,7 +56,7 @@ SIZED_SAM3 := $(BUILD)/tiny_a_s70.sam3
 TESTS     := $(BUILD)/test_format $(BUILD)/test_parity $(BUILD)/test_tokenizer $(BUILD)/test_compile_c $(BUILD)/test_compile_cpp \
              $(BUILD)/test_video
 TESTS     += $(BUILD)/test_gemm $(BUILD)/test_parity_noblas
-TESTS     += $(BUILD)/test_concept $(BUILD)/test_rle $(BUILD)/test_saved_concept
+TESTS     += $(BUILD)/test_concept $(BUILD)/test_rle $(BUILD)/test_saved_concept $(BUILD)/test_vocab
 TESTS     += $(BUILD)/test_kernels $(BUILD)/test_parity_ref $(BUILD)/test_video_ref
 # REF_VIDEO=0 leaves out the video test on the reference kernels (`make asan`/`ubsan`: ~2 min of CPU
 # there; the reference kernels are under the sanitizers through test_parity_ref)
@@ -204,6 +204,8 @@ $(BUILD)/test_video: tests/test_video.c tests/video_frames.h tests/test_util.h t
 # stream against HF's (frames cut from $(SHARED)/images/test_image.jpg, as test_video's).
 $(BUILD)/test_saved_concept: tests/test_saved_concept.c tests/test_util.h tests/test_dump.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) -o $@ tests/test_saved_concept.c $(LIBS)
+$(BUILD)/test_vocab: tests/test_vocab.c tests/test_util.h sam3.h | $(BUILD)
+	$(CC) $(C_FLAGS) -o $@ tests/test_vocab.c $(LIBS)
 # tiny_a's config with one tensor's weights moved: a model a concept of tiny_a must not pass for
 $(BUILD)/tiny_a_alt.sam3: tests/data/tiny_a/model.safetensors tests/data/tiny_a/config.json tools/patch_tensor.py tools/convert.py | $(BUILD)
 	rm -rf $(BUILD)/tiny_a_alt && mkdir -p $(BUILD)/tiny_a_alt && cp tests/data/tiny_a/*.json tests/data/tiny_a/merges.txt tests/data/tiny_a/model.safetensors $(BUILD)/tiny_a_alt/

@@ -167,6 +167,7 @@ DOCUMENTATION
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_CONCEPTS       saved concepts (sam3_concept) per sam3_segment prompt (default 64)
+   SAM3_MAX_SEGMENT_PROMPTS prompts per sam3_segment_many call (default 256)
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
@@ -192,7 +193,8 @@ DOCUMENTATION
    are Meta's, under the SAM License, and converted files carry that licence.
 
 7. Limits
-   * Batch size 1; one image per context at a time.
+   * Batch size 1; one image per context at a time. Several prompts on it: sam3_segment_many, at
+     most SAM3_MAX_SEGMENT_PROMPTS a call.
    * Text prompts are at most text.max_position_embeddings ids (32 for SAM 3) including BOS and
      EOS: longer prompts are truncated (EOS kept) and the call returns SAM3_TRUNCATED.
    * At most SAM3_MAX_BOXES boxes per prompt, SAM3_MAX_POINTS clicks per click prompt.
@@ -299,6 +301,9 @@ RECENT REVISIONS
 #endif
 #ifndef SAM3_MAX_CONCEPTS
 #define SAM3_MAX_CONCEPTS 64
+#endif
+#ifndef SAM3_MAX_SEGMENT_PROMPTS
+#define SAM3_MAX_SEGMENT_PROMPTS 256
 #endif
 
 #ifdef __cplusplus
@@ -593,6 +598,20 @@ SAM3DEF sam3_segment_options sam3_segment_options_default(void);
    *out and everything it points to stay valid until the next sam3_set_image / sam3_segment on
    this context or sam3_ctx_free. */
 SAM3DEF sam3_result sam3_segment(sam3_ctx *ctx, const sam3_segment_prompt *prompt, const sam3_segment_options *opt, sam3_segment_result *out);
+/* A vocabulary in one call: n independent prompts (1..SAM3_MAX_SEGMENT_PROMPTS) on the cached
+   image, out[i] the result of prompts[i], each exactly (bit for bit) what sam3_segment gives for
+   that prompt alone with the same options. Every prompt is checked before any work: an error names
+   the prompt (its index) and leaves every out[i] zeroed. The work that does not depend on the prompt
+   is done once for all of them (the image's features, the DETR encoder's first self-attention, the
+   DETR decoder's first self-attention of its learned queries); what does (the DETR encoder fuses
+   the prompt into every image token, the decoder, the masks) is done per prompt. Saved concepts as
+   prompts need no text encoder at all. The n results all stay valid until the next call that returns
+   results or sets an image on this context, or sam3_ctx_free, so their masks are held together:
+   n x kept x width x height bytes; call it on fewer prompts at a time to bound that. Returns
+   SAM3_OK, SAM3_TRUNCATED (some prompt's text was cut: see out[i].text_truncated), or an error.
+   sam3_ctx_timings gives each stage's time summed over the prompts. */
+SAM3DEF sam3_result sam3_segment_many(sam3_ctx *ctx, const sam3_segment_prompt *prompts, int n, const sam3_segment_options *opt,
+                                      sam3_segment_result *out);
 
 /* A mask as COCO compressed RLE: the "counts" string pycocotools' mask.encode gives for it (as
    its Fortran-order array), e.g. for an instance's mask in a COCO results file. mask is width x
@@ -4127,6 +4146,14 @@ enum {
     SAM3__ST_NONE, SAM3__ST_PRE, SAM3__ST_TRUNK, SAM3__ST_NECK, SAM3__ST_TEXT, SAM3__ST_GEOMETRY, SAM3__ST_DETR_ENC, SAM3__ST_DETR_DEC,
     SAM3__ST_MASK, SAM3__ST_POST, SAM3__ST_INECK, SAM3__ST_POINTS, SAM3__ST_TRACKING, SAM3__ST_EVERYTHING, SAM3__ST_N
 };
+/* One sam3_segment result's buffers (sam3_segment: slot 0; sam3_segment_many: one a prompt),
+   reused from call to call. */
+typedef struct sam3__seg_bufs {
+    sam3_instance *inst;
+    uint8_t *mask, *sem_mask;
+    float *low, *sem;
+    size_t inst_cap, mask_cap, sem_mask_cap, low_cap, sem_cap;
+} sam3__seg_bufs;
 
 struct sam3_ctx {
     const sam3_model *m;
@@ -4168,6 +4195,8 @@ struct sam3_ctx {
     float *l2_pos;                       /* (Ng, D) its sine position map, token-major */
     int enc0_ready;                      /* enc0 holds this image's */
     float *enc0;                         /* (Ng, D) l2_tok after the DETR encoder's first self-attention */
+    int dec0_ready;                      /* dec0 holds the DETR decoder's first layer up to its text attention */
+    float *dec0;                         /* that layer's h and qpos (Q+1, D) each, relh and relw (nh, Q+1, S) each */
     float *rope_win;                     /* (window^2, hd/2, 2) cos, sin for windowed blocks */
     float *rope_glb;                     /* (N, hd/2, 2) cos, sin for global blocks */
     /* Interactive head's image state, computed on the first sam3_segment_points after an image */
@@ -4182,11 +4211,12 @@ struct sam3_ctx {
     sam3__text_entry tcache[SAM3__TEXT_CACHE];
     unsigned long tstamp;
     /* Result buffers, reused from call to call (valid until the next call). */
-    sam3_instance *res_inst;
     sam3_everything_mask *res_evr;
-    uint8_t *res_mask, *res_sem_mask;
-    float *res_low, *res_sem;
-    size_t res_inst_cap, res_evr_cap, res_mask_cap, res_sem_mask_cap, res_low_cap, res_sem_cap;
+    uint8_t *res_mask;
+    float *res_low;
+    size_t res_evr_cap, res_mask_cap, res_low_cap;
+    sam3__seg_bufs *segb; /* (segb_cap) sam3_segment's results: slot 0, and sam3_segment_many's one a prompt */
+    int segb_cap;
     sam3__flag busy; /* 1 while a public call runs on this context (SAM3_ERR_BUSY for a second one) */
 };
 
@@ -4199,6 +4229,32 @@ static int sam3__grow(sam3_ctx *c, void **p, size_t *cap, size_t need) {
     sam3__afree(&c->a, *p);
     *p = q;
     *cap = need;
+    return 1;
+}
+
+/* Makes c->segb hold n result slots (n <= SAM3_MAX_SEGMENT_PROMPTS) and frees the buffers of the
+   slots past n, so that a large earlier sam3_segment_many does not keep its masks; 0: out of memory. */
+static int sam3__seg_slots(sam3_ctx *c, int n) {
+    int j;
+    if (n > c->segb_cap) {
+        int cap = SAM3__MAX(n, SAM3__MIN(2 * c->segb_cap, SAM3_MAX_SEGMENT_PROMPTS));
+        sam3__seg_bufs *nb = (sam3__seg_bufs *)sam3__aalloc(&c->a, (size_t)cap * sizeof(*nb));
+        if (!nb) return 0;
+        memset(nb, 0, (size_t)cap * sizeof(*nb));
+        if (c->segb_cap) memcpy(nb, c->segb, (size_t)c->segb_cap * sizeof(*nb));
+        sam3__afree(&c->a, c->segb);
+        c->segb = nb;
+        c->segb_cap = cap;
+    }
+    for (j = n; j < c->segb_cap; j++) {
+        sam3__seg_bufs *b = &c->segb[j];
+        sam3__afree(&c->a, b->inst);
+        sam3__afree(&c->a, b->mask);
+        sam3__afree(&c->a, b->sem_mask);
+        sam3__afree(&c->a, b->low);
+        sam3__afree(&c->a, b->sem);
+        memset(b, 0, sizeof(*b));
+    }
     return 1;
 }
 
@@ -9831,6 +9887,24 @@ typedef struct sam3__dec_out {
     float presence;  /* last layer's presence logit, clamped to +-10 */
 } sam3__dec_out;
 
+/* The decoder's first layer up to its text attention reads only the learned queries and reference
+   boxes, so it is the same for every prompt and image: kept in the context (c->dec0) the first
+   time (keep = 1) and copied back for the next prompts (keep = 0). h, qpos (Q+1, D); relh, relw
+   (nh, Q+1, S). */
+static void sam3__dec0_keep(sam3_ctx *c, int keep, float *h, float *qpos, float *relh, float *relw) {
+    const sam3_model *m = c->m;
+    const size_t hd = (size_t)(m->dec.queries + 1) * m->neck.fpn, rel = (size_t)m->dec.heads * (m->dec.queries + 1) * m->neck.side[m->neck.n_kept - 1];
+    float *b[4];
+    int i;
+    b[0] = h, b[1] = qpos, b[2] = relh, b[3] = relw;
+    for (i = 0; i < 4; i++) {
+        float *kept = c->dec0 + (i < 2 ? (size_t)i * hd : 2 * hd + (size_t)(i - 2) * rel);
+        if (keep) memcpy(kept, b[i], (i < 2 ? hd : rel) * sizeof(float));
+        else memcpy(b[i], kept, (i < 2 ? hd : rel) * sizeof(float));
+    }
+    c->dec0_ready = 1;
+}
+
 /* Sam3DetrDecoderLayer + the per-layer heads of Sam3DetrDecoder: post-norm layers over
    [presence token; queries], iterative box refinement in sigmoid space. */
 static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float *prompt, int np, sam3__dec_out *out) {
@@ -9876,25 +9950,30 @@ static sam3_result sam3__detr_decoder(sam3_ctx *c, const float *mem, const float
         const sam3__dec_layer_w *lw = &w->layers[l];
         if (sam3__aborted(c)) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted in the DETR decoder");
         if (hist_ref) memcpy(hist_ref + (size_t)l * Q * 4, ref, (size_t)Q * 4 * sizeof(float));
-        /* query position from the current boxes: [S(cy), S(cx), S(w), S(h)] (scale 2 pi) -> MLP
-           (threaded: 200 queries' 100 k sines a layer are too slow for one thread) */
-        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
-        for (q = 0; q < Q; q++) {
-            const float *b = ref + 4 * q;
-            float *o = se + (size_t)q * 2 * D;
-            sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, dims, o);
-            sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, dims, o + nf);
-            sam3__sine(b[2] * (float)(2 * SAM3__PI), nf, dims, o + 2 * nf);
-            sam3__sine(b[3] * (float)(2 * SAM3__PI), nf, dims, o + 3 * nf);
+        if (l == 0 && c->dec0_ready) {
+            sam3__dec0_keep(c, 0, h, qpos, relh, relw);
+        } else {
+            /* query position from the current boxes: [S(cy), S(cx), S(w), S(h)] (scale 2 pi) -> MLP
+               (threaded: 200 queries' 100 k sines a layer are too slow for one thread) */
+            SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+            for (q = 0; q < Q; q++) {
+                const float *b = ref + 4 * q;
+                float *o = se + (size_t)q * 2 * D;
+                sam3__sine(b[1] * (float)(2 * SAM3__PI), nf, dims, o);
+                sam3__sine(b[0] * (float)(2 * SAM3__PI), nf, dims, o + nf);
+                sam3__sine(b[2] * (float)(2 * SAM3__PI), nf, dims, o + 2 * nf);
+                sam3__sine(b[3] * (float)(2 * SAM3__PI), nf, dims, o + 3 * nf);
+            }
+            if ((rc = sam3__mlp2(c, se, Q, 2 * D, &w->ref_head[0], D, &w->ref_head[1], D, 1, qpos + D)) != SAM3_OK) return rc;
+            if ((rc = sam3__box_rpb(c, ref, Q, S, relh, relw)) != SAM3_OK) return rc;
+            /* self-attention: q = k = h + qpos, v = h; post-norm */
+            memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
+            sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
+            if ((rc = sam3__mha(c, &lw->self_attn, t, t, h, Q + 1, Q + 1, D, nh, 0, y)) != SAM3_OK) return rc;
+            sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
+            sam3__layernorm(c, h, h, Q + 1, D, &lw->self_ln, 1e-5f);
+            if (l == 0) sam3__dec0_keep(c, 1, h, qpos, relh, relw);
         }
-        if ((rc = sam3__mlp2(c, se, Q, 2 * D, &w->ref_head[0], D, &w->ref_head[1], D, 1, qpos + D)) != SAM3_OK) return rc;
-        if ((rc = sam3__box_rpb(c, ref, Q, S, relh, relw)) != SAM3_OK) return rc;
-        /* self-attention: q = k = h + qpos, v = h; post-norm */
-        memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
-        sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
-        if ((rc = sam3__mha(c, &lw->self_attn, t, t, h, Q + 1, Q + 1, D, nh, 0, y)) != SAM3_OK) return rc;
-        sam3__vadd(c, h, y, (size_t)(Q + 1) * D);
-        sam3__layernorm(c, h, h, Q + 1, D, &lw->self_ln, 1e-5f);
         /* text cross-attention: q = h + qpos, k = v = prompt */
         memcpy(t, h, (size_t)(Q + 1) * D * sizeof(float));
         sam3__vadd(c, t, qpos, (size_t)(Q + 1) * D);
@@ -10744,6 +10823,7 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
     sam3__afree(&c->a, c->l2_tok);
     sam3__afree(&c->a, c->l2_pos);
     sam3__afree(&c->a, c->enc0);
+    sam3__afree(&c->a, c->dec0);
     sam3__afree(&c->a, c->rope_win);
     sam3__afree(&c->a, c->rope_glb);
     sam3__afree(&c->a, c->trk_e);
@@ -10754,12 +10834,11 @@ SAM3DEF void sam3_ctx_free(sam3_ctx *c) {
         sam3__afree(&c->a, c->tcache[j].text);
         sam3__afree(&c->a, c->tcache[j].feat);
     }
-    sam3__afree(&c->a, c->res_inst);
     sam3__afree(&c->a, c->res_evr);
     sam3__afree(&c->a, c->res_mask);
-    sam3__afree(&c->a, c->res_sem_mask);
     sam3__afree(&c->a, c->res_low);
-    sam3__afree(&c->a, c->res_sem);
+    sam3__seg_slots(c, 0);
+    sam3__afree(&c->a, c->segb);
     sam3__afree(&c->a, c);
 }
 
@@ -10916,6 +10995,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
         c->l2_tok = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
         c->l2_pos = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
         c->enc0 = (float *)sam3__ctx_persist(c, (size_t)side * side * m->neck.fpn, &ok);
+        c->dec0 = (float *)sam3__ctx_persist(c, (size_t)(m->dec.queries + 1) * 2 * (m->neck.fpn + (size_t)m->dec.heads * side), &ok);
         if (ok) sam3__sine_pos2d(side, side, m->neck.fpn, c->l2_pos);
     }
     if (m->trk.present) {
@@ -10953,7 +11033,11 @@ SAM3DEF size_t sam3_ctx_memory_used(const sam3_ctx *c) {
     int j;
     if (!c) return 0;
     n = sizeof(*c) + c->persistent_bytes + SAM3__MAX(c->arena_cap, c->high);
-    n += c->res_inst_cap + c->res_evr_cap + c->res_mask_cap + c->res_sem_mask_cap + c->res_low_cap + c->res_sem_cap;
+    n += c->res_evr_cap + c->res_mask_cap + c->res_low_cap + (size_t)c->segb_cap * sizeof(sam3__seg_bufs);
+    for (j = 0; j < c->segb_cap; j++) {
+        const sam3__seg_bufs *b = &c->segb[j];
+        n += b->inst_cap + b->mask_cap + b->sem_mask_cap + b->low_cap + b->sem_cap;
+    }
     for (j = 0; j < SAM3__TEXT_CACHE; j++) {
         if (c->tcache[j].text) n += strlen(c->tcache[j].text) + 1;
         if (c->tcache[j].feat) n += (size_t)SAM3__MIN(c->m->tok.max_length, c->m->text.max_pos) * c->m->neck.fpn * sizeof(float);
@@ -11423,6 +11507,8 @@ static sam3_result sam3__image_encode(sam3_ctx *c, const char *fn, const uint8_t
    a second call from another thread gets SAM3_ERR_BUSY (touching nothing in the context) instead
    of corrupting the first one's state. */
 static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out);
+static sam3_result sam3__segment_many_run(sam3_ctx *c, const sam3_segment_prompt *prs, int n, const sam3_segment_options *opt,
+                                          sam3_segment_result *out);
 static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt,
                                             sam3_points_result *out);
 static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out);
@@ -11447,6 +11533,12 @@ SAM3DEF sam3_result sam3_segment(sam3_ctx *c, const sam3_segment_prompt *pr, con
     if (!c) return SAM3_ERR_INVALID_ARG;
     if (sam3__hold(c, out, sizeof(*out))) return SAM3_ERR_BUSY;
     return sam3__let(c, sam3__segment_run(c, pr, opt, out));
+}
+SAM3DEF sam3_result sam3_segment_many(sam3_ctx *c, const sam3_segment_prompt *prs, int n, const sam3_segment_options *opt,
+                                      sam3_segment_result *out) {
+    if (!c) return SAM3_ERR_INVALID_ARG;
+    if (sam3__hold(c, out, out && n > 0 && n <= SAM3_MAX_SEGMENT_PROMPTS ? (size_t)n * sizeof(*out) : 0)) return SAM3_ERR_BUSY;
+    return sam3__let(c, sam3__segment_many_run(c, prs, n, opt, out));
 }
 SAM3DEF sam3_result sam3_segment_points(sam3_ctx *c, const sam3_points_prompt *pp, const sam3_points_options *opt, sam3_points_result *out) {
     if (!c) return SAM3_ERR_INVALID_ARG;
@@ -11549,9 +11641,16 @@ typedef struct sam3__seg_state {
     float *masks, *sem;            /* (nm, S0, S0) mask logits; (S0, S0) semantic logits */
 } sam3__seg_state;
 
+/* The stage timings and FLOPs a sam3_segment call sums into (sam3_ctx_timings, _flops), zeroed at
+   its start. */
+static void sam3__segment_timings_zero(sam3_ctx *c) {
+    int i;
+    c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
+    for (i = SAM3__ST_TEXT; i <= SAM3__ST_POST; i++) c->flops[i] = 0;
+}
+
 /* sam3_segment's arguments: a SAM 3 model with an image, finite thresholds, 0..SAM3_MAX_BOXES
-   finite boxes with labels 0 or 1, and a text or boxes. Fills st->o, st->nb, st->text; zeroes the
-   stage timings. */
+   finite boxes with labels 0 or 1, and a text or boxes. Fills st->o, st->nb, st->text. */
 static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_segment_prompt *pr, const sam3_segment_options *opt,
                                        sam3__seg_state *st) {
     sam3_result rc;
@@ -11581,8 +11680,6 @@ static sam3_result sam3__segment_check(sam3_ctx *c, const char *fn, const sam3_s
             return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: box %d has label %d, expected 1 (positive) or 0 (negative)", fn, i,
                               pr->box_labels[i]);
     }
-    c->t.text = c->t.geometry = c->t.detr_encoder = c->t.detr_decoder = c->t.mask_decoder = c->t.postprocess = 0;
-    for (i = SAM3__ST_TEXT; i <= SAM3__ST_POST; i++) c->flops[i] = 0;
     st->text = pr->text && pr->text[0] ? pr->text : st->nb ? "visual" : NULL;
     if ((rc = sam3__cpt_check_all(c, fn, pr)) != SAM3_OK) return rc;
     if (!st->text && !pr->n_concepts) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: empty prompt: give a text, boxes, concepts, or some of them", fn);
@@ -11601,7 +11698,7 @@ static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *
         if ((rc = sam3__text_features(c, st->text, &tfeat, &st->n_text, &st->truncated)) != SAM3_OK) return rc;
         sam3__tap(c, "text.features", tfeat, 2, st->n_text, D, 0);
     }
-    c->t.text = sam3__stage_end(c, t0);
+    c->t.text += sam3__stage_end(c, t0);
     t0 = sam3__stage_begin(c, SAM3__ST_GEOMETRY);
     own = st->np = st->n_text + (nb ? nb + 1 : 0);
     for (i = 0; i < pr->n_concepts; i++) st->np += pr->concepts[i]->n_tok; /* each <= SAM3__CPT_MAX_TOKENS: no overflow */
@@ -11633,7 +11730,7 @@ static sam3_result sam3__segment_prompt(sam3_ctx *c, const sam3_segment_prompt *
         st->truncated |= k->truncated;
     }
     sam3__tap(c, "prompt.features", st->prompt, 2, st->np, D, 0);
-    c->t.geometry = sam3__stage_end(c, t0);
+    c->t.geometry += sam3__stage_end(c, t0);
     return SAM3_OK;
 }
 
@@ -11648,7 +11745,7 @@ static sam3_result sam3__segment_detr(sam3_ctx *c, sam3__seg_state *st) {
     memcpy(st->mem, c->l2_tok, (size_t)st->Ng * D * sizeof(float));
     if ((rc = sam3__detr_encoder(c, st->mem, st->prompt, st->np)) != SAM3_OK) return rc;
     sam3__tap(c, "detr_enc.out", st->mem, 2, st->Ng, D, 0);
-    c->t.detr_encoder = sam3__stage_end(c, t0);
+    c->t.detr_encoder += sam3__stage_end(c, t0);
     t0 = sam3__stage_begin(c, SAM3__ST_DETR_DEC);
     st->dec.queries = sam3__sallocf(c, (size_t)Q * D); /* (Q, D) */
     st->dec.boxes = sam3__sallocf(c, (size_t)Q * 4);   /* (Q, 4) */
@@ -11656,7 +11753,7 @@ static sam3_result sam3__segment_detr(sam3_ctx *c, sam3__seg_state *st) {
     if (!st->dec.queries || !st->dec.boxes || !st->logits) return SAM3_ERR_OUT_OF_MEMORY;
     if ((rc = sam3__detr_decoder(c, st->mem, st->prompt, st->np, &st->dec)) != SAM3_OK) return rc;
     if ((rc = sam3__dot_product_scoring(c, st->dec.queries, st->prompt, st->np, st->logits)) != SAM3_OK) return rc;
-    c->t.detr_decoder = sam3__stage_end(c, t0);
+    c->t.detr_decoder += sam3__stage_end(c, t0);
     if (c->opt.tap) {
         float *xyxy = sam3__sallocf(c, (size_t)Q * 4);
         if (!xyxy) return SAM3_ERR_OUT_OF_MEMORY;
@@ -11703,27 +11800,28 @@ static sam3_result sam3__segment_masks(sam3_ctx *c, sam3__seg_state *st) {
     }
     sam3__tap(c, "out.pred_masks", st->masks, 3, Q, S0, S0);
     sam3__tap(c, "out.semantic_seg", st->sem, 2, S0, S0, 0);
-    c->t.mask_decoder = sam3__stage_end(c, t0);
+    c->t.mask_decoder += sam3__stage_end(c, t0);
     return SAM3_OK;
 }
 
 /* Sam3ImageProcessor.post_process_instance_segmentation: the kept queries' boxes in image pixels,
-   their masks (sigmoid, bilinear resize of the probabilities, threshold), the semantic map. */
-static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3_segment_result *out) {
+   their masks (sigmoid, bilinear resize of the probabilities, threshold), the semantic map; in the
+   result buffers rb. */
+static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3__seg_bufs *rb, sam3_segment_result *out) {
     const int W = c->img_w, H = c->img_h, S0 = st->S0, kept = st->kept, nm = st->nm;
     const size_t plane = (size_t)W * H, lp = (size_t)S0 * S0;
     const sam3_segment_options *o = &st->o;
-    double t0 = sam3__now_ms();
+    double t0 = sam3__stage_begin(c, SAM3__ST_POST);
     const float **src;
     sam3__lerp *ty, *tx;
     sam3_result rc;
     long *area;
     int i, k;
-    if (!sam3__grow(c, (void **)&c->res_inst, &c->res_inst_cap, (size_t)SAM3__MAX(kept, 1) * sizeof(sam3_instance)) ||
-        (!o->no_masks && !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, (size_t)SAM3__MAX(kept, 1) * plane)) ||
-        (o->low_res && !sam3__grow(c, (void **)&c->res_low, &c->res_low_cap, (size_t)SAM3__MAX(kept, 1) * lp * sizeof(float))) ||
-        (o->semantic && (!sam3__grow(c, (void **)&c->res_sem, &c->res_sem_cap, lp * sizeof(float)) ||
-                         !sam3__grow(c, (void **)&c->res_sem_mask, &c->res_sem_mask_cap, plane))))
+    if (!sam3__grow(c, (void **)&rb->inst, &rb->inst_cap, (size_t)SAM3__MAX(kept, 1) * sizeof(sam3_instance)) ||
+        (!o->no_masks && !sam3__grow(c, (void **)&rb->mask, &rb->mask_cap, (size_t)SAM3__MAX(kept, 1) * plane)) ||
+        (o->low_res && !sam3__grow(c, (void **)&rb->low, &rb->low_cap, (size_t)SAM3__MAX(kept, 1) * lp * sizeof(float))) ||
+        (o->semantic && (!sam3__grow(c, (void **)&rb->sem, &rb->sem_cap, lp * sizeof(float)) ||
+                         !sam3__grow(c, (void **)&rb->sem_mask, &rb->sem_mask_cap, plane))))
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d result masks of %dx%d", kept, W, H);
     ty = (sam3__lerp *)sam3__salloc(c, (size_t)H * sizeof(sam3__lerp));
     tx = (sam3__lerp *)sam3__salloc(c, (size_t)W * sizeof(sam3__lerp));
@@ -11736,7 +11834,7 @@ static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3_seg
         const float sc = st->score[i], *b = st->dec.boxes + 4 * i, *ml;
         sam3_instance *in;
         if (!(sc > o->score_threshold)) continue;
-        in = &c->res_inst[k];
+        in = &rb->inst[k];
         memset(in, 0, sizeof(*in));
         in->score = sc;
         in->query = i;
@@ -11746,27 +11844,27 @@ static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3_seg
         in->box.y1 = (b[1] + 0.5f * b[3]) * (float)H;
         src[k] = ml = nm ? st->masks + (size_t)(st->all ? i : k) * lp : NULL;
         if (o->low_res) {
-            memcpy(c->res_low + (size_t)k * lp, ml, lp * sizeof(float));
-            in->low_res_logits = c->res_low + (size_t)k * lp;
+            memcpy(rb->low + (size_t)k * lp, ml, lp * sizeof(float));
+            in->low_res_logits = rb->low + (size_t)k * lp;
         }
         k++;
     }
     if (!o->no_masks && kept) { /* sigmoid first, then the bilinear resize of probabilities, then the threshold */
-        if ((rc = sam3__resize_threshold_n(c, kept, src, 1, S0, S0, ty, tx, H, W, o->mask_threshold, c->res_mask, area)) != SAM3_OK) return rc;
+        if ((rc = sam3__resize_threshold_n(c, kept, src, 1, S0, S0, ty, tx, H, W, o->mask_threshold, rb->mask, area)) != SAM3_OK) return rc;
         for (k = 0; k < kept; k++) {
-            c->res_inst[k].mask = c->res_mask + (size_t)k * plane;
-            c->res_inst[k].area = area[k];
+            rb->inst[k].mask = rb->mask + (size_t)k * plane;
+            rb->inst[k].area = area[k];
         }
     }
     if (o->semantic) {
-        memcpy(c->res_sem, st->sem, lp * sizeof(float));
+        memcpy(rb->sem, st->sem, lp * sizeof(float));
         src[0] = st->sem;
-        if ((rc = sam3__resize_threshold_n(c, 1, src, 1, S0, S0, ty, tx, H, W, 0.5f, c->res_sem_mask, area)) != SAM3_OK) return rc;
-        out->semantic_logits = c->res_sem;
-        out->semantic_mask = c->res_sem_mask;
+        if ((rc = sam3__resize_threshold_n(c, 1, src, 1, S0, S0, ty, tx, H, W, 0.5f, rb->sem_mask, area)) != SAM3_OK) return rc;
+        out->semantic_logits = rb->sem;
+        out->semantic_mask = rb->sem_mask;
     }
     out->n_instances = kept;
-    out->instances = c->res_inst;
+    out->instances = rb->inst;
     out->width = W;
     out->height = H;
     out->presence = st->pres;
@@ -11774,31 +11872,86 @@ static sam3_result sam3__segment_post(sam3_ctx *c, sam3__seg_state *st, sam3_seg
     out->low_res_width = out->low_res_height = S0;
     out->n_text_tokens = st->n_text;
     out->text_truncated = st->truncated;
-    c->t.postprocess = sam3__stage_end(c, t0);
+    c->t.postprocess += sam3__stage_end(c, t0);
     return SAM3_OK;
 }
 
-/* Sam3Model's forward on the cached image: check, prompt tokens, DETR, masks, post-process. */
+/* Sam3Model's forward for one checked prompt (st from sam3__segment_check) on the cached image:
+   prompt tokens, DETR, masks, post-processing into the result buffers rb; its scratch released. */
+static sam3_result sam3__segment_one(sam3_ctx *c, const sam3_segment_prompt *pr, sam3__seg_state *st, sam3__seg_bufs *rb,
+                                     sam3_segment_result *out) {
+    const sam3_model *m = c->m;
+    sam3__mark mk = sam3__mark_get(c);
+    sam3_result rc;
+    st->D = m->neck.fpn;
+    st->Q = m->dec.queries;
+    st->Ng = m->neck.side[m->neck.n_kept - 1] * m->neck.side[m->neck.n_kept - 1];
+    st->S0 = m->neck.side[0];
+    if ((rc = sam3__segment_prompt(c, pr, st)) != SAM3_OK || (rc = sam3__segment_detr(c, st)) != SAM3_OK ||
+        (rc = sam3__segment_masks(c, st)) != SAM3_OK || (rc = sam3__segment_post(c, st, rb, out)) != SAM3_OK)
+        return rc;
+    sam3__release(c, mk);
+    return st->truncated ? SAM3_TRUNCATED : SAM3_OK;
+}
+
+/* sam3_segment: check, then the forward into result slot 0. */
 static sam3_result sam3__segment_run(sam3_ctx *c, const sam3_segment_prompt *pr, const sam3_segment_options *opt, sam3_segment_result *out) {
-    const sam3_model *m;
     sam3__seg_state st;
     sam3_result rc;
     if (!c) return SAM3_ERR_INVALID_ARG;
     if (!pr || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment: prompt and out must not be NULL");
     memset(out, 0, sizeof(*out));
     memset(&st, 0, sizeof(st));
-    m = c->m;
     c->err[0] = 0;
     if ((rc = sam3__segment_check(c, "sam3_segment", pr, opt, &st)) != SAM3_OK) return rc;
+    sam3__segment_timings_zero(c);
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
-    st.D = m->neck.fpn;
-    st.Q = m->dec.queries;
-    st.Ng = m->neck.side[m->neck.n_kept - 1] * m->neck.side[m->neck.n_kept - 1];
-    st.S0 = m->neck.side[0];
-    if ((rc = sam3__segment_prompt(c, pr, &st)) != SAM3_OK || (rc = sam3__segment_detr(c, &st)) != SAM3_OK ||
-        (rc = sam3__segment_masks(c, &st)) != SAM3_OK || (rc = sam3__segment_post(c, &st, out)) != SAM3_OK)
-        return sam3__end(c, rc);
-    return sam3__end(c, st.truncated ? SAM3_TRUNCATED : SAM3_OK);
+    if (!sam3__seg_slots(c, 1)) return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_segment: out of memory"));
+    return sam3__end(c, sam3__segment_one(c, pr, &st, &c->segb[0], out));
+}
+
+/* "sam3_segment_many: prompt I", the name errors of prompt i give (buf: cap bytes). */
+static void sam3__segment_many_fn(char *buf, size_t cap, int i) { snprintf(buf, cap, "sam3_segment_many: prompt %d", i); }
+
+/* sam3_segment_many: every prompt checked first (nothing done on a bad one), then each prompt's
+   forward into its own result slot; the prompt-independent steps are kept in the context by the
+   first prompt and reused by the others (sam3__detr_encoder, sam3__detr_decoder). */
+static sam3_result sam3__segment_many_run(sam3_ctx *c, const sam3_segment_prompt *prs, int n, const sam3_segment_options *opt,
+                                          sam3_segment_result *out) {
+    sam3__seg_state st;
+    sam3_result rc = SAM3_OK, r;
+    char fn[48];
+    int i;
+    c->err[0] = 0;
+    if (!prs || !out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_many: prompts and out must not be NULL");
+    if (n < 1 || n > SAM3_MAX_SEGMENT_PROMPTS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_many: %d prompts, expected 1..%d (SAM3_MAX_SEGMENT_PROMPTS)", n,
+                          SAM3_MAX_SEGMENT_PROMPTS);
+    memset(out, 0, (size_t)n * sizeof(*out));
+    for (i = 0; i < n; i++) {
+        memset(&st, 0, sizeof(st));
+        sam3__segment_many_fn(fn, sizeof(fn), i);
+        if ((rc = sam3__segment_check(c, fn, &prs[i], opt, &st)) != SAM3_OK) return rc;
+    }
+    sam3__segment_timings_zero(c);
+    if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
+    if (!sam3__seg_slots(c, n)) return sam3__end(c, sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "sam3_segment_many: out of memory"));
+    for (i = 0; i < n; i++) {
+        memset(&st, 0, sizeof(st));
+        sam3__segment_many_fn(fn, sizeof(fn), i);
+        if ((r = sam3__segment_check(c, fn, &prs[i], opt, &st)) == SAM3_OK) r = sam3__segment_one(c, &prs[i], &st, &c->segb[i], &out[i]);
+        if (r < 0) {
+            memset(out, 0, (size_t)n * sizeof(*out));
+            if (c->err[0]) {
+                char e[sizeof(c->err)];
+                memcpy(e, c->err, sizeof(e));
+                sam3__fail(c, r, "%s: %s", fn, e);
+            }
+            return sam3__end(c, r);
+        }
+        if (r == SAM3_TRUNCATED) rc = r;
+    }
+    return sam3__end(c, rc);
 }
 
 /* sam3_concept_new: sam3_segment's checks and prompt tokens on the context's image, kept. */
@@ -11811,6 +11964,7 @@ static sam3_result sam3__concept_new_run(sam3_ctx *c, const sam3_segment_prompt 
     memset(&st, 0, sizeof(st));
     c->err[0] = 0;
     if ((rc = sam3__segment_check(c, "sam3_concept_new", pr, NULL, &st)) != SAM3_OK) return rc;
+    sam3__segment_timings_zero(c);
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     st.D = c->m->neck.fpn;
     if ((rc = sam3__segment_prompt(c, pr, &st)) != SAM3_OK) return sam3__end(c, rc);

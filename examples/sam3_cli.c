@@ -278,6 +278,7 @@ static const char *SEGMENT_DATASETS_HELP =
     "and licenses (empty: sam3 knows no image's licence).\n";
 
 #define SEG_MAX_PROMPTS 256 /* -t, --classes lines and --concept files together (COCO has 80 classes) */
+#define SEG_GROUP (SAM3_MAX_SEGMENT_PROMPTS < 16 ? SAM3_MAX_SEGMENT_PROMPTS : 16) /* prompts a sam3_segment_many call: their masks are held together */
 
 /* The options segment and points share: model, image, output directory, threads, quiet. */
 typedef struct common_args {
@@ -1062,6 +1063,77 @@ static int everything_run(sam3_ctx *ctx, const seg_args *a, sam3_everything_resu
     return CLI_OK;
 }
 
+/* Prompt k of segment: the k-th -t or --concept (after the texts), with the --box exemplars. */
+static void seg_prompt_of(const seg_args *a, int k, sam3_segment_prompt *pr) {
+    memset(pr, 0, sizeof(*pr));
+    if (k >= a->n_texts && a->n_concepts) {
+        pr->concepts = (const sam3_concept *const *)&a->concepts[k - a->n_texts];
+        pr->n_concepts = 1;
+    }
+    pr->text = seg_text(a, k);
+    pr->boxes = a->n_boxes ? a->boxes : NULL;
+    pr->box_labels = a->n_boxes ? a->box_labels : NULL;
+    pr->n_boxes = a->n_boxes;
+}
+
+/* Prompts k0 .. k0+n-1 in one sam3_segment_many call (the image's work shared, each result as
+   that prompt alone gives it), then each one's outputs (NN_SLUG/ folders for several prompts). */
+static int segment_group(cli_session *ss, const seg_args *a, cli_outdir *od, seg_image_out *io, const sam3_segment_options *so, int k0,
+                         int n, double *t_write, int *n_last) {
+    sam3_segment_prompt pr[SEG_GROUP];
+    sam3_segment_result seg[SEG_GROUP];
+    sam3_ctx *ctx = ss->ctx;
+    int i, n_prompts = seg_n_prompts(a);
+    double t0 = sam3_time_ms(), t_all;
+    char sub[80], slug[64], name[256];
+    sam3_result r;
+    for (i = 0; i < n; i++) seg_prompt_of(a, k0 + i, &pr[i]);
+    r = sam3_segment_many(ctx, pr, n, so, seg);
+    t_all = sam3_time_ms() - t0;
+    if (r < 0) {
+        fprintf(stderr, "sam3 segment: %s\n", sam3_ctx_last_error(ctx));
+        return CLI_FAIL;
+    }
+    for (i = 0; i < n; i++) {
+        const int k = k0 + i;
+        const char *text = seg_text(a, k);
+        cli_outdir *dir = od;
+        seg_prompt_name(a, k, name, sizeof(name));
+        if (!ss->quiet) {
+            sam3_timings t = sam3_ctx_timings(ctx);
+            fprintf(stderr, "sam3: ");
+            print_prompt_name(stderr, text ? text : pr[i].n_concepts ? name : NULL, pr[i].n_concepts, a->n_boxes);
+            fprintf(stderr, ": %d instance%s (presence %.2f)", seg[i].n_instances, seg[i].n_instances == 1 ? "" : "s", seg[i].presence);
+            if (n == 1)
+                fprintf(stderr, " in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)", fmt_ms(t_all), fmt_ms(t.text),
+                        fmt_ms(t.geometry), fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
+            fprintf(stderr, "\n");
+            if (seg[i].text_truncated) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg[i].n_text_tokens);
+        }
+        if (n_prompts > 1) {
+            make_slug(name, slug, sizeof(slug));
+            snprintf(sub, sizeof(sub), "%02d_%s", k, slug);
+            if (!(dir = cli_outdir_open_sub(od, sub, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force))) {
+                cli_error("%s", od->err);
+                return CLI_FAIL;
+            }
+        }
+        t0 = sam3_time_ms();
+        if (write_outputs(dir, a, text, pr[i].n_concepts ? a->concept_paths[k - a->n_texts] : NULL, k + 1, io, &ss->img, ss->rgb, ss->overlay,
+                          &seg[i], NULL) != CLI_OK)
+            return CLI_FAIL;
+        *t_write += sam3_time_ms() - t0;
+        *n_last = seg[i].n_instances;
+    }
+    if (n > 1 && !ss->quiet) {
+        sam3_timings t = sam3_ctx_timings(ctx);
+        fprintf(stderr, "sam3: %d prompts in one pass: %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n", n,
+                fmt_ms(t_all), fmt_ms(t.text), fmt_ms(t.geometry), fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder),
+                fmt_ms(t.postprocess));
+    }
+    return CLI_OK;
+}
+
 /* Runs every prompt on the image encoded in ss and writes the outputs into od (committed by the
    caller): results.json, masks and overlay.png (in NN_SLUG/ folders for several -t), and with
    --format coco the image's coco.json. */
@@ -1070,7 +1142,6 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
     sam3_ctx *ctx = ss->ctx;
     int k, rc = CLI_FAIL, n_prompts = seg_n_prompts(a);
     double t0;
-    sam3_result r;
     text_buf coco, cj;
     memset(&coco, 0, sizeof(coco));
     memset(&cj, 0, sizeof(cj));
@@ -1080,66 +1151,21 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
     /* The library reads a threshold of 0 as "default"; every probability is above -1. */
     so.score_threshold = a->threshold > 0 ? a->threshold : -1.0f;
     so.mask_threshold = a->mask_threshold > 0 ? a->mask_threshold : -1.0f;
-    for (k = 0; k < n_prompts; k++) {
-        const char *text = seg_text(a, k);
-        sam3_segment_prompt pr;
+    if (a->everything) {
         sam3_segment_result seg;
         sam3_everything_result ev;
         sam3_instance *inst = NULL;
-        cli_outdir *dir = od;
-        char sub[80], slug[64], name[256];
-        int ok;
-        if (a->everything) {
-            ok = everything_run(ctx, a, &ev, &seg, &inst) == CLI_OK;
-            t0 = sam3_time_ms();
-            ok = ok && write_outputs(od, a, NULL, NULL, 1, io, &ss->img, ss->rgb, ss->overlay, &seg, &ev) == CLI_OK;
-            *t_write += sam3_time_ms() - t0;
-            *n_last = seg.n_instances;
-            free(inst);
-            if (!ok) goto done;
-            continue;
-        }
-        memset(&pr, 0, sizeof(pr));
-        seg_prompt_name(a, k, name, sizeof(name));
-        if (k >= a->n_texts && a->n_concepts) {
-            pr.concepts = (const sam3_concept *const *)&a->concepts[k - a->n_texts];
-            pr.n_concepts = 1;
-        }
-        pr.text = text;
-        pr.boxes = a->n_boxes ? a->boxes : NULL;
-        pr.box_labels = a->n_boxes ? a->box_labels : NULL;
-        pr.n_boxes = a->n_boxes;
+        int ok = everything_run(ctx, a, &ev, &seg, &inst) == CLI_OK;
         t0 = sam3_time_ms();
-        r = sam3_segment(ctx, &pr, &so, &seg);
-        if (r < 0) {
-            fprintf(stderr, "sam3 segment: prompt ");
-            print_prompt_name(stderr, text ? text : pr.n_concepts ? name : NULL, pr.n_concepts, a->n_boxes);
-            fprintf(stderr, " failed: %s\n", sam3_ctx_last_error(ctx));
-            goto done;
-        }
-        if (!ss->quiet) {
-            sam3_timings t = sam3_ctx_timings(ctx);
-            fprintf(stderr, "sam3: ");
-            print_prompt_name(stderr, text ? text : pr.n_concepts ? name : NULL, pr.n_concepts, a->n_boxes);
-            fprintf(stderr, ": %d instance%s (presence %.2f) in %s (text %s, boxes %s, DETR encoder %s, decoder %s, masks %s, post %s)\n",
-                    seg.n_instances, seg.n_instances == 1 ? "" : "s", seg.presence, fmt_ms(sam3_time_ms() - t0), fmt_ms(t.text), fmt_ms(t.geometry),
-                    fmt_ms(t.detr_encoder), fmt_ms(t.detr_decoder), fmt_ms(t.mask_decoder), fmt_ms(t.postprocess));
-            if (r == SAM3_TRUNCATED) fprintf(stderr, "sam3: note: the text was cut to the model's %d tokens\n", seg.n_text_tokens);
-        }
-        if (n_prompts > 1) {
-            make_slug(name, slug, sizeof(slug));
-            snprintf(sub, sizeof(sub), "%02d_%s", k, slug);
-            if (!(dir = cli_outdir_open_sub(od, sub, CLI_OUT_MANIFEST, CLI_OUT_MARKER, a->c.force))) {
-                cli_error("%s", od->err);
-                goto done;
-            }
-        }
-        t0 = sam3_time_ms();
-        if (write_outputs(dir, a, text, pr.n_concepts ? a->concept_paths[k - a->n_texts] : NULL, k + 1, io, &ss->img, ss->rgb, ss->overlay, &seg,
-                          NULL) != CLI_OK)
-            goto done;
+        ok = ok && write_outputs(od, a, NULL, NULL, 1, io, &ss->img, ss->rgb, ss->overlay, &seg, &ev) == CLI_OK;
         *t_write += sam3_time_ms() - t0;
         *n_last = seg.n_instances;
+        free(inst);
+        if (!ok) goto done;
+    } else {
+        /* SEG_GROUP prompts a call: their results (masks) are held together until written */
+        for (k = 0; k < n_prompts; k += SEG_GROUP)
+            if (segment_group(ss, a, od, io, &so, k, n_prompts - k < SEG_GROUP ? n_prompts - k : SEG_GROUP, t_write, n_last) != CLI_OK) goto done;
     }
     if (a->coco) { /* one line per item: cli_dataset.c's merge reads this layout */
         tb_printf(&cj, "{\n  \"generator\": \"sam3 %s %s\",\n  %s,\n  \"run\": {\"images\": %ld", cli_cmd, SAM3_VERSION_STRING, io->settings,

@@ -83,6 +83,8 @@ suite saved_concept ck "sam3_concept: bit-identical on its image, HF on another,
     'rm -rf $B/concept_seeds && mkdir -p $B/concept_seeds &&
     tail1 $B/test_saved_concept --model $B/tiny_a.sam3 --data tests/data/tiny_a --other $B/tiny_b.sam3 --same-config $B/tiny_a_alt.sam3 --video $B/video_a.sam3 \
         --seeds $B/concept_seeds && SAM3_FUZZ_CONCEPT_MODEL=$B/tiny_a.sam3 $B/fuzz_concept_replay $B/concept_seeds'
+suite vocab ck "sam3_segment_many: each prompt bit-identical to it alone (f32, bf16; 1 and 2 threads), its errors" \
+    '$B/test_vocab --model $B/tiny_a.sam3 --model $B/tiny_a_bf16.sam3'
 suite video ck "the clicked-object tracker against HF, 10 frames (f32; bf16 on the attention tiles)" 'need_shared; $B/test_video --model $B/video_a.sam3 \
     --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" --unsupported $B/tiny_a.sam3 &&
     (unset SAM3_ISA; tail1 $B/test_video --model $B/video_a.sam3 --ref tests/data/video_a/ref_video.sam3 --photo "$SH/images/test_image.jpg" \

@@ -947,19 +947,20 @@ static void test_points(const sam3_model *m) {
 
 /* ================================================================================================
    The reference sequence for the abort and allocation sweeps: set_image, three segment calls
-   (text; boxes with low-res and semantic outputs; text + box), two segment_points calls. */
+   (text; boxes with low-res and semantic outputs; text + box), two segment_points calls, and the
+   first two segment prompts again in one sam3_segment_many call. */
 typedef struct seq_out {
-    snap s[3];
+    snap s[5];
     psnap p[2];
 } seq_out;
 static void seq_free(seq_out *o) {
     int i;
-    for (i = 0; i < 3; i++) snap_free(&o->s[i]);
+    for (i = 0; i < 5; i++) snap_free(&o->s[i]);
     for (i = 0; i < 2; i++) psnap_free(&o->p[i]);
 }
 static int seq_eq(const seq_out *a, const seq_out *b) {
     int i;
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < 5; i++)
         if (!snap_eq(&a->s[i], &b->s[i])) return 0;
     for (i = 0; i < 2; i++)
         if (!psnap_eq(&a->p[i], &b->p[i])) return 0;
@@ -969,7 +970,7 @@ static int seq_eq(const seq_out *a, const seq_out *b) {
 static uint8_t *g_img;
 #define SEQ_W 37
 #define SEQ_H 29
-#define SEQ_STEPS 6
+#define SEQ_STEPS 7
 
 /* Runs step `i` of the sequence on c; stores its output in o. */
 static int seq_step(sam3_ctx *c, int i, seq_out *o) {
@@ -978,11 +979,11 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
     static const sam3_point pts[2] = {{5, 6, 1}, {25, 20, 0}};
     static const sam3_box box = {4, 4, 30, 25};
     sam3_segment_options so = sam3_segment_options_default();
-    sam3_segment_result seg;
-    sam3_segment_prompt p;
+    sam3_segment_result seg, many[2];
+    sam3_segment_prompt p, ps[2];
     sam3_points_prompt pp;
     sam3_points_result pr;
-    int rc;
+    int rc, j;
     memset(&p, 0, sizeof(p));
     memset(&pp, 0, sizeof(pp));
     so.score_threshold = -1;
@@ -1021,6 +1022,17 @@ static int seq_step(sam3_ctx *c, int i, seq_out *o) {
         rc = sam3_segment_points(c, &pp, NULL, &pr);
         psnap_free(&o->p[i - 4]);
         psnap_take(&o->p[i - 4], rc, &pr);
+        return rc;
+    case 6:
+        memset(ps, 0, sizeof(ps));
+        ps[0].text = "red cat";
+        ps[1].boxes = boxes, ps[1].box_labels = box_labels, ps[1].n_boxes = 2;
+        so.low_res = 1;
+        rc = sam3_segment_many(c, ps, 2, &so, many);
+        for (j = 0; j < 2; j++) {
+            snap_free(&o->s[3 + j]);
+            snap_take(&o->s[3 + j], rc, &many[j]);
+        }
         return rc;
     }
     return SAM3_ERR_INVALID_ARG;
