@@ -705,7 +705,9 @@ typedef struct sam3_everything_result {
    single positive clicks through the interactive head (see sam3_segment_points), each giving its
    multimask outputs; masks with a low predicted IoU or stability are dropped, then box NMS keeps the
    best of overlapping ones. The grid covers the whole image (no crop layers); every click costs one
-   mask decoder run. SAM3_ERR_UNSUPPORTED without an interactive head. *out stays valid until the
+   run of the decoder's two-way transformer (what no click changes made once per call), and its
+   upscaling only when one of its outputs passes pred_iou_thresh. SAM3_ERR_UNSUPPORTED without an
+   interactive head. *out stays valid until the
    next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *ctx, const sam3_everything_options *opt, sam3_everything_result *out);
 /* The defaults (points_per_side 32, pred_iou_thresh 0.88, stability_score_thresh 0.95,

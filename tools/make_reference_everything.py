@@ -4,6 +4,9 @@ transformers 5.17 on the tiny seeded models of tests/data (runs on the GPU machi
 
     python3 tools/make_reference_everything.py OUTDIR [--data tests/data] [--only sam1_a,tiny_a]
                                                [--points-per-side N]
+    python3 tools/make_reference_sam1.py DIR --fullsize vitb --image photo.jpg
+    python3 tools/make_reference_everything.py DIR --data DIR --sam1 vitb --only vitb --points-per-side 16
+        (SamConfig(), ViT-B, at a photo's size; then build/test_parity --model DIR/vitb/model.sam3 --data DIR/vitb)
 
 SAM 1 (sam1_a, sam1_b): transformers' own pipeline("mask-generation") on SamModel.from_pretrained(dir)
 and SamImageProcessor.from_pretrained(dir) with points_per_crop = N, crops_n_layers 0,
