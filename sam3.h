@@ -8108,7 +8108,8 @@ static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const sam3
     sam3__attn_args at;
     sam3_result rc;
     if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, ma, out, res);
-    if (ma->few_queries && !relh && !causal && nq > 0 && nk >= 8 * nq) return sam3__mha_few_queries(c, w, ma, out, res);
+    /* with bf16 weights the keys' and values' bf16 products are the faster way */
+    if (ma->few_queries && !w->k.wh && !relh && !causal && nq > 0 && nk >= 8 * nq) return sam3__mha_few_queries(c, w, ma, out, res);
     mk = sam3__mark_get(c);
     q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
