@@ -9874,9 +9874,8 @@ static sam3_result sam3__trk_twoway(sam3_ctx *c, const float *img, const float *
     memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
     memcpy(tk, t0, (size_t)n * D * sizeof(float));
-    if (img0) {
+    if (img0) { /* layer 0 reads its image tokens with position from img0, and ik is written at its end */
         memcpy(im, img0, (size_t)Ng * D * sizeof(float));
-        memcpy(ik, img0 + (size_t)Ng * D, (size_t)Ng * D * sizeof(float));
     } else {
         sam3__transpose(c, img, dense, D, Ng, im, c->trk_pe, ik); /* ik: the keys' (and queries') image tokens + position */
     }
@@ -9907,6 +9906,7 @@ static sam3_result sam3__trk_twoway(sam3_ctx *c, const float *img, const float *
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
+        i2t.qin = l == 0 && img0 ? img0 + (size_t)Ng * D : ik;
         if ((rc = sam3__mha_core(c, &lw->i2t, &i2t, iy, im)) != SAM3_OK) return rc;
         sam3__layernorm_pos(c, im, im, c->trk_pe, ik, Ng, D, &lw->ln4, t->tw_eps); /* and the next keys, ik */
     }
