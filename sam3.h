@@ -736,7 +736,9 @@ typedef struct sam3_everything_result {
    single positive clicks through the interactive head (see sam3_segment_points), each giving its
    multimask outputs; masks with a low predicted IoU or stability are dropped, then box NMS keeps the
    best of overlapping ones. The grid covers the whole image (no crop layers); every click costs one
-   mask decoder run. SAM3_ERR_UNSUPPORTED without an interactive head. *out stays valid until the
+   run of the decoder's two-way transformer (what no click changes made once per call), and its
+   upscaling only when one of its outputs passes pred_iou_thresh. SAM3_ERR_UNSUPPORTED without an
+   interactive head. *out stays valid until the
    next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *ctx, const sam3_everything_options *opt, sam3_everything_result *out);
 /* The defaults (points_per_side 32, pred_iou_thresh 0.88, stability_score_thresh 0.95,
@@ -4205,6 +4207,10 @@ struct sam3_ctx {
     float *trk_s0;   /* (D/8, 4g, 4g) high-resolution skip, after conv_s0 */
     float *trk_s1;   /* (D/4, 2g, 2g) after conv_s1 */
     float *trk_pe;   /* (g*g, D) dense random-Fourier position of the grid, token-major */
+    /* (2 Ng D + 2 Ng di) during sam3_segment_everything, NULL otherwise: the mask decoder's start
+       that no click changes (no mask prompt): image tokens (Ng, D), the same plus position (Ng,
+       D), layer 0's token->image keys and values (Ng, di) each */
+    const float *trk_img0;
     int s1_h1, s1_w1; /* SAM 1: the resized image inside the padded frame */
     float res_iou[SAM3__MAX_FFN];
     /* Text features of recent prompts: a prompt used again on any image costs nothing. */
@@ -4632,6 +4638,7 @@ typedef struct sam3__mha_args {
     int nq, nk, D, di, nh, causal;
     const float *relh, *relw; /* decomposed relative positions (nh, nq, rel_s) each, or NULL */
     int rel_s;
+    int few_queries; /* a few queries on many keys may run reassociated (sam3__mha_few_queries) */
 } sam3__mha_args;
 
 /* A kernel path's entry points: one table per pass of the kernel section (c->k). */
@@ -4770,6 +4777,7 @@ typedef struct sam3__ktab {
 #define sam3__mha SAM3__KN(sam3__mha)
 #define sam3__mha_core SAM3__KN(sam3__mha_core)
 #define sam3__mha_few_keys SAM3__KN(sam3__mha_few_keys)
+#define sam3__mha_few_queries SAM3__KN(sam3__mha_few_queries)
 #define sam3__mha_res SAM3__KN(sam3__mha_res)
 #define sam3__mlp2 SAM3__KN(sam3__mlp2)
 #define sam3__mlp2_res SAM3__KN(sam3__mlp2_res)
@@ -8359,6 +8367,38 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     sam3__release(c, mk);
     return SAM3_OK;
 }
+/* A few queries attending to many keys (the tracker's tokens to the image), reassociated the
+   other way: the scores q_h k_h^T = (q_h Wk_h) x^T + q_h . bk_h, whose last term, one number per
+   query row, the softmax cancels, and the output P_h v_h = (P_h x) Wv_h^T + bv_h (each row of P_h
+   sums to 1), so the keys are never projected to width di: two (nh nq, D) x (D, nk) products
+   instead of two (nk, D) x (D, di) ones. The same sums in another order, ~1e-7 relative. */
+static sam3_result sam3__mha_few_queries(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
+    const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh, hd = di / nh, m = nh * nq;
+    const float scale = 1.0f / sqrtf((float)hd);
+    sam3__mark mk = sam3__mark_get(c);
+    float *q = sam3__sallocf(c, (size_t)nq * di);  /* (nq, di), then the attention's output */
+    float *g = sam3__sallocf(c, (size_t)m * D);    /* (nh nq, D) rows q_h[i] Wk_h, then P_h x */
+    float *sc = sam3__sallocf(c, (size_t)m * nk);  /* (nh nq, nk) scores, then probabilities */
+    int h, i;
+    if (!q || !g || !sc) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, ma->qin, nq, D, &w->q, di, q);
+    for (h = 0; h < nh; h++)
+        sam3__gemm_xw(c, 0, 0, nq, D, hd, q + (size_t)h * hd, di, &w->k, (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nq * D, D);
+    sam3__gemm(c, 0, 1, m, nk, D, scale, g, D, ma->kin, D, 0.0f, sc, nk);
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)m * nk >= SAM3__PAR_MIN))
+    for (i = 0; i < m; i++) sam3__softmax_rows(sc + (size_t)i * nk, 1, nk);
+    sam3__gemm(c, 0, 0, m, D, nk, 1.0f, sc, nk, ma->vin, D, 0.0f, g, D);
+    for (h = 0; h < nh; h++)
+        sam3__gemm_xw(c, 0, 1, nq, hd, D, g + (size_t)h * nq * D, D, &w->v, (size_t)h * hd * D, D, 0.0f, q + (size_t)h * hd, di);
+    if (w->v.b)
+        for (i = 0; i < nq; i++) {
+            int j;
+            for (j = 0; j < di; j++) q[(size_t)i * di + j] += w->v.b[j];
+        }
+    sam3__linear_res(c, q, nq, di, &w->o, D, out, res);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
 /* One row of q or k (C, heads of hd): + bias b (C, or NULL), then adjacent pairs (2m, 2m+1) of
    every head rotated by the table row cs (hd/2 cos, sin pairs; NULL: not rotated). */
 static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int hd) {
@@ -8652,6 +8692,8 @@ static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const sam3
     sam3__attn_args at;
     sam3_result rc;
     if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, ma, out, res);
+    /* with bf16 weights the keys' and values' bf16 products are the faster way */
+    if (ma->few_queries && !w->k.wh && !relh && !causal && nq > 0 && nk >= 8 * nq) return sam3__mha_few_queries(c, w, ma, out, res);
     mk = sam3__mark_get(c);
     q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
@@ -10390,46 +10432,87 @@ static void sam3__transpose(sam3_ctx *c, const float *x, const float *a, int row
     }
 }
 
-/* Sam3TrackerMaskDecoder: two-way transformer over [object-score token, IoU token, mask tokens,
-   sparse prompt] and the image tokens, upscaling with the high-resolution skips, hypernetwork
-   masks. img (D, g, g) the image embedding (the cached 1x map, or the tracker's memory-conditioned
-   one); all_masks (n_mask_tokens, 4g, 4g) logits, iou (n_mask_tokens) after the sigmoid, obj (1);
-   tokens (n_mask_tokens, D) the mask tokens' outputs (the video tracker's object pointers), or NULL. */
-static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const float *sparse, int ns, const float *dense, float *all_masks,
-                                          float *iou, float *obj, float *tokens) {
+/* Token->image attention on keys and values already projected: k, v (nk, di); qin (nq, D) ->
+   out (nq, D). The same products as sam3__mha_core's, the keys' and values' made once. */
+static sam3_result sam3__mha_kv(sam3_ctx *c, const sam3__attn_w *w, const float *qin, int nq, const float *k, const float *v, int nk, int D,
+                                int di, int nh, float *out) {
+    sam3__mark mk = sam3__mark_get(c);
+    float *q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di), then the attention's output */
+    sam3__attn_args at;
+    sam3_result rc;
+    if (!q) return SAM3_ERR_OUT_OF_MEMORY;
+    sam3__linear(c, qin, nq, D, &w->q, di, q);
+    memset(&at, 0, sizeof(at));
+    at.nq = nq, at.nk = nk, at.nh = nh, at.hd = di / nh, at.q = at.out = q, at.k = k, at.v = v;
+    at.ldq = at.ldk = at.ldv = at.ldo = di;
+    if ((rc = sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+    sam3__linear_res(c, q, nq, di, &w->o, D, out, NULL);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* The mask decoder's start that every click without a mask prompt shares (c->trk_img0): the cached
+   1x map plus no_mask_embed as tokens, with position, and layer 0's token->image keys and values
+   of them. img0 (2 Ng D + 2 Ng di). */
+static sam3_result sam3__trk_img0(sam3_ctx *c, float *img0) {
+    const sam3__trk_cfg *t = &c->m->trk;
+    const sam3__twoway_layer_w *lw = &c->m->trk_w.layers[0];
+    const int D = t->D, di = D / t->down, Ng = t->grid * t->grid;
+    float *im = img0, *ik = im + (size_t)Ng * D, *k = ik + (size_t)Ng * D, *v = k + (size_t)Ng * di;
+    sam3__mark mk = sam3__mark_get(c);
+    float *dense = sam3__sallocf(c, (size_t)D * Ng); /* (D, g, g) */
+    int ch, i;
+    if (!dense) return SAM3_ERR_OUT_OF_MEMORY;
+    for (ch = 0; ch < D; ch++)
+        for (i = 0; i < Ng; i++) dense[(size_t)ch * Ng + i] = c->m->trk_w.no_mask[ch];
+    sam3__transpose(c, c->trk_e, dense, D, Ng, im, c->trk_pe, ik);
+    sam3__linear(c, ik, Ng, D, &lw->t2i.k, di, k);
+    sam3__linear(c, im, Ng, D, &lw->t2i.v, di, v);
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerMaskDecoder's two-way transformer over [object-score token, IoU token, mask tokens,
+   sparse prompt] and the image tokens, then its IoU and object-score heads. img (D, g, g) the
+   image embedding (the cached 1x map, or the tracker's memory-conditioned one); with c->trk_img0
+   (img the cached map, dense no_mask_embed) its start is read from there. im (Ng, D) ends as the
+   image tokens the upscaling reads, tk (n, D) the tokens; iou (n_mask_tokens) after the sigmoid,
+   obj (1). */
+static sam3_result sam3__trk_twoway(sam3_ctx *c, const float *img, const float *sparse, int ns, const float *dense, float *im, float *tk,
+                                    float *iou, float *obj) {
     const sam3_model *m = c->m;
     const sam3__trk_cfg *t = &m->trk;
     const sam3__trk_w *w = &m->trk_w;
-    const int D = t->D, di = D / t->down, nh = t->heads, g = t->grid, Ng = g * g, nm = t->n_mask_tokens;
+    const int D = t->D, di = D / t->down, nh = t->heads, Ng = t->grid * t->grid, nm = t->n_mask_tokens;
     const int it = t->obj_token, n = it + 1 + nm + ns; /* [object-score], IoU, mask tokens, prompt */
+    const float *img0 = c->trk_img0;
     sam3__mark mk = sam3__mark_get(c);
-    float *t0 = sam3__sallocf(c, (size_t)n * D);   /* (n, D) initial tokens = their position */
-    float *tk = sam3__sallocf(c, (size_t)n * D);   /* (n, D) tokens */
-    float *q = sam3__sallocf(c, (size_t)n * D);    /* (n, D) */
-    float *y = sam3__sallocf(c, (size_t)n * D);    /* (n, D) */
-    float *im = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) image tokens */
-    float *ik = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) image tokens + position */
-    float *iy = sam3__sallocf(c, (size_t)Ng * D);  /* (Ng, D) */
-    float *u1 = sam3__sallocf(c, (size_t)(D / 4) * 4 * Ng);  /* (D/4, 2g, 2g) */
-    float *u2 = sam3__sallocf(c, (size_t)(D / 8) * 16 * Ng); /* (D/8, 4g, 4g) */
-    float *hyp = sam3__sallocf(c, (size_t)nm * (D / 8));     /* (nm, D/8) */
-    float *cm = sam3__sallocf(c, (size_t)D * Ng);            /* (D, g, g) */
+    float *t0 = sam3__sallocf(c, (size_t)n * D);  /* (n, D) initial tokens = their position */
+    float *q = sam3__sallocf(c, (size_t)n * D);   /* (n, D) */
+    float *y = sam3__sallocf(c, (size_t)n * D);   /* (n, D) */
+    float *ik = sam3__sallocf(c, (size_t)Ng * D); /* (Ng, D) image tokens + position */
+    float *iy = sam3__sallocf(c, (size_t)Ng * D); /* (Ng, D) */
     sam3__mha_args t2i, i2t;
     int l, j;
     sam3_result rc;
-    if (!t0 || !tk || !q || !y || !im || !ik || !iy || !u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!t0 || !q || !y || !ik || !iy) return SAM3_ERR_OUT_OF_MEMORY;
     /* the cross-attentions through di channels: the tokens (q) to the image (keys ik, values im),
        and the image (ik) to the tokens (keys q, values tk) */
     memset(&t2i, 0, sizeof(t2i));
     t2i.qin = q, t2i.kin = ik, t2i.vin = im, t2i.nq = n, t2i.nk = Ng, t2i.D = D, t2i.di = di, t2i.nh = nh;
     i2t = t2i;
+    t2i.few_queries = 1;
     i2t.qin = ik, i2t.kin = q, i2t.vin = tk, i2t.nq = Ng, i2t.nk = n;
     if (it) memcpy(t0, w->obj_token, (size_t)D * sizeof(float));
     memcpy(t0 + (size_t)it * D, w->iou_token, (size_t)D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1) * D, w->mask_tokens, (size_t)nm * D * sizeof(float));
     memcpy(t0 + (size_t)(it + 1 + nm) * D, sparse, (size_t)ns * D * sizeof(float));
     memcpy(tk, t0, (size_t)n * D * sizeof(float));
-    sam3__transpose(c, img, dense, D, Ng, im, c->trk_pe, ik); /* ik: the keys' (and queries') image tokens + position */
+    if (img0) { /* layer 0 reads its image tokens with position from img0, and ik is written at its end */
+        memcpy(im, img0, (size_t)Ng * D * sizeof(float));
+    } else {
+        sam3__transpose(c, img, dense, D, Ng, im, c->trk_pe, ik); /* ik: the keys' (and queries') image tokens + position */
+    }
     for (l = 0; l < t->layers; l++) {
         const sam3__twoway_layer_w *lw = &w->layers[l];
         /* self-attention; the first block has no position and no residual */
@@ -10442,10 +10525,12 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
             sam3__vadd(c, tk, y, (size_t)n * D);
         }
         sam3__layernorm(c, tk, tk, n, D, &lw->ln1, t->tw_eps);
-        /* tokens -> image */
+        /* tokens -> image (layer 0's keys and values from c->trk_img0 where it is set) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
-        if ((rc = sam3__mha_core(c, &lw->t2i, &t2i, y, NULL)) != SAM3_OK) return rc;
+        rc = l == 0 && img0 ? sam3__mha_kv(c, &lw->t2i, q, n, img0 + (size_t)2 * Ng * D, img0 + (size_t)2 * Ng * D + (size_t)Ng * di, Ng, D, di, nh, y)
+                            : sam3__mha_core(c, &lw->t2i, &t2i, y, NULL);
+        if (rc != SAM3_OK) return rc;
         sam3__vadd(c, tk, y, (size_t)n * D);
         sam3__layernorm(c, tk, tk, n, D, &lw->ln2, t->tw_eps);
         /* MLP */
@@ -10455,6 +10540,7 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         /* image -> tokens: the image tokens (with position) query the tokens (with position) */
         memcpy(q, tk, (size_t)n * D * sizeof(float));
         sam3__vadd(c, q, t0, (size_t)n * D);
+        i2t.qin = l == 0 && img0 ? img0 + (size_t)Ng * D : ik;
         if ((rc = sam3__mha_core(c, &lw->i2t, &i2t, iy, im)) != SAM3_OK) return rc;
         sam3__layernorm_pos(c, im, im, c->trk_pe, ik, Ng, D, &lw->ln4, t->tw_eps); /* and the next keys, ik */
     }
@@ -10463,7 +10549,30 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
     if ((rc = sam3__mha_core(c, &w->final_attn, &t2i, y, NULL)) != SAM3_OK) return rc;
     sam3__vadd(c, tk, y, (size_t)n * D);
     sam3__layernorm(c, tk, tk, n, D, &w->final_ln, 1e-5f);
-    /* upscaling with the high-resolution skips */
+    if ((rc = sam3__ffn(c, &w->iou_head, tk + (size_t)it * D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;
+    if (t->iou_sigmoid)
+        for (j = 0; j < nm; j++) iou[j] = sam3__sigmoid(iou[j]);
+    *obj = 0;
+    if (t->obj_token && (rc = sam3__ffn(c, &w->obj_head, tk, 1, D, D, 1, obj)) != SAM3_OK) return rc;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerMaskDecoder's upscaling with the high-resolution skips and its hypernetwork masks:
+   im (Ng, D) and tk (n, D) from sam3__trk_twoway -> all_masks (n_mask_tokens, 4g, 4g) logits. */
+static sam3_result sam3__trk_upscale(sam3_ctx *c, const float *im, const float *tk, float *all_masks) {
+    const sam3_model *m = c->m;
+    const sam3__trk_cfg *t = &m->trk;
+    const sam3__trk_w *w = &m->trk_w;
+    const int D = t->D, g = t->grid, Ng = g * g, nm = t->n_mask_tokens, it = t->obj_token;
+    sam3__mark mk = sam3__mark_get(c);
+    float *u1 = sam3__sallocf(c, (size_t)(D / 4) * 4 * Ng);  /* (D/4, 2g, 2g) */
+    float *u2 = sam3__sallocf(c, (size_t)(D / 8) * 16 * Ng); /* (D/8, 4g, 4g) */
+    float *hyp = sam3__sallocf(c, (size_t)nm * (D / 8));     /* (nm, D/8) */
+    float *cm = sam3__sallocf(c, (size_t)D * Ng);            /* (D, g, g) */
+    int j;
+    sam3_result rc;
+    if (!u1 || !u2 || !hyp || !cm) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__transpose(c, im, NULL, Ng, D, cm, NULL, NULL);
     /* SAM 1 has no skips (trk_s1, trk_s0 NULL) */
     if ((rc = sam3__convt2x2(c, cm, 0, D, g, g, &w->up1, D / 4, c->trk_s1, 0, u1)) != SAM3_OK) return rc;
@@ -10474,11 +10583,24 @@ static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const f
         if ((rc = sam3__ffn(c, &w->hypernet[j], tk + (size_t)(it + 1 + j) * D, 1, D, D, D / 8, hyp + (size_t)j * (D / 8))) != SAM3_OK)
             return rc;
     sam3__gemm(c, 0, 0, nm, 16 * Ng, D / 8, 1.0f, hyp, D / 8, u2, 16 * Ng, 0.0f, all_masks, 16 * Ng);
-    if ((rc = sam3__ffn(c, &w->iou_head, tk + (size_t)it * D, 1, D, t->iou_hidden, nm, iou)) != SAM3_OK) return rc;
-    if (t->iou_sigmoid)
-        for (j = 0; j < nm; j++) iou[j] = sam3__sigmoid(iou[j]);
-    *obj = 0;
-    if (t->obj_token && (rc = sam3__ffn(c, &w->obj_head, tk, 1, D, D, 1, obj)) != SAM3_OK) return rc;
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+
+/* Sam3TrackerMaskDecoder: the two-way transformer and heads, then the masks. all_masks
+   (n_mask_tokens, 4g, 4g) logits, iou (n_mask_tokens), obj (1); tokens (n_mask_tokens, D) the mask
+   tokens' outputs (the video tracker's object pointers), or NULL. */
+static sam3_result sam3__trk_mask_decoder(sam3_ctx *c, const float *img, const float *sparse, int ns, const float *dense, float *all_masks,
+                                          float *iou, float *obj, float *tokens) {
+    const sam3__trk_cfg *t = &c->m->trk;
+    const int D = t->D, Ng = t->grid * t->grid, nm = t->n_mask_tokens, it = t->obj_token, n = it + 1 + nm + ns;
+    sam3__mark mk = sam3__mark_get(c);
+    float *im = sam3__sallocf(c, (size_t)Ng * D); /* (Ng, D) image tokens */
+    float *tk = sam3__sallocf(c, (size_t)n * D);  /* (n, D) tokens */
+    sam3_result rc;
+    if (!im || !tk) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__trk_twoway(c, img, sparse, ns, dense, im, tk, iou, obj)) != SAM3_OK) return rc;
+    if ((rc = sam3__trk_upscale(c, im, tk, all_masks)) != SAM3_OK) return rc;
     if (tokens) memcpy(tokens, tk + (size_t)(it + 1) * D, (size_t)nm * D * sizeof(float));
     sam3__release(c, mk);
     return SAM3_OK;
@@ -12321,6 +12443,18 @@ static sam3_result sam3__everything_setup(sam3_ctx *c, sam3__evr *e) {
     return SAM3_OK;
 }
 
+/* The decoder's start that no click changes (sam3__trk_img0), in the arena until the call ends. */
+static sam3_result sam3__everything_img0(sam3_ctx *c) {
+    const sam3__trk_cfg *t = &c->m->trk;
+    const size_t Ng = (size_t)t->grid * t->grid;
+    float *img0 = sam3__sallocf(c, 2 * Ng * t->D + 2 * Ng * (t->D / t->down)); /* (2 Ng D + 2 Ng di) */
+    sam3_result rc;
+    if (!img0) return SAM3_ERR_OUT_OF_MEMORY;
+    if ((rc = sam3__trk_img0(c, img0)) != SAM3_OK) return rc;
+    c->trk_img0 = img0;
+    return SAM3_OK;
+}
+
 /* Click i of the grid, in image pixels: SamImageProcessor's _build_point_grid (cell centres,
    row-major, x fastest) times the image size. */
 static sam3_point sam3__everything_point(const sam3_ctx *c, int n, int i) {
@@ -12332,14 +12466,36 @@ static sam3_point sam3__everything_point(const sam3_ctx *c, int n, int i) {
     return p;
 }
 
-/* The click's decoder run: every mask token's low-resolution logits in e->s.all, IoUs in c->res_iou. */
-static sam3_result sam3__everything_decode(sam3_ctx *c, sam3__evr *e, int i) {
+/* Click i through the prompt encoder and the decoder's two-way transformer (its start from
+   c->trk_img0): every mask token's IoU in c->res_iou; then, where all is set or a multimask output
+   passes the IoU filter (*masks = 1), the upscaling: every mask token's low-resolution logits in
+   e->s.all. A click none of whose outputs can pass skips the upscaling, the larger part of the
+   decoder. */
+static sam3_result sam3__everything_decode(sam3_ctx *c, sam3__evr *e, int i, int all, int *masks) {
+    const sam3__trk_cfg *t = &c->m->trk;
+    const int sam1 = c->m->arch == SAM3__ARCH_SAM1, D = t->D, g = e->s.g, Ng = g * g;
+    const float rx = sam1 ? (float)((double)c->s1_w1 / c->img_w) : (float)((double)t->image / c->img_w);
+    const float ry = sam1 ? (float)((double)c->s1_h1 / c->img_h) : (float)((double)t->image / c->img_h);
     sam3_point pt = sam3__everything_point(c, e->o.points_per_side, i);
     sam3_points_prompt pp;
+    float *sparse = sam3__sallocf(c, (size_t)(1 + 4) * D); /* (ns, D) */
+    float *dense = sam3__sallocf(c, (size_t)D * Ng);       /* (D, g, g) */
+    float *im = sam3__sallocf(c, (size_t)Ng * D);          /* (Ng, D) the image tokens */
+    float *tk = sam3__sallocf(c, (size_t)(t->obj_token + 1 + t->n_mask_tokens + 1 + 4) * D); /* (n, D) the tokens */
+    int ns, j;
+    sam3_result rc;
+    *masks = 0;
+    if (!sparse || !dense || !im || !tk) return SAM3_ERR_OUT_OF_MEMORY;
     memset(&pp, 0, sizeof(pp));
     pp.points = &pt;
     pp.n_points = 1;
-    return sam3__points_decode(c, &pp, &e->s);
+    if ((rc = sam3__trk_prompt_encoder(c, &pp, rx, ry, 0, sparse, &ns, dense)) != SAM3_OK) return rc;
+    if ((rc = sam3__trk_twoway(c, c->trk_e, sparse, ns, dense, im, tk, c->res_iou, &e->s.obj)) != SAM3_OK) return rc;
+    for (j = 0; j < e->n_tok; j++) all |= e->o.pred_iou_thresh <= 0 || c->res_iou[1 + j] > e->o.pred_iou_thresh;
+    if (!all) return SAM3_OK;
+    if (!(e->s.all = sam3__sallocf(c, (size_t)e->s.nm * e->s.lp))) return SAM3_ERR_OUT_OF_MEMORY; /* (nm, 4g, 4g) */
+    *masks = 1;
+    return sam3__trk_upscale(c, im, tk, e->s.all);
 }
 
 /* The sources of the full-size logits of the last click's multimask outputs tok[0..nt): the
@@ -12388,7 +12544,8 @@ static sam3_result sam3__everything_click(sam3_ctx *c, sam3__evr *e, int i) {
     long ai[SAM3__MAX_FFN], au[SAM3__MAX_FFN], area[SAM3__MAX_FFN];
     float stab[SAM3__MAX_FFN];
     sam3_result rc;
-    if ((rc = sam3__everything_decode(c, e, i)) != SAM3_OK) return rc;
+    if ((rc = sam3__everything_decode(c, e, i, 0, &nt)) != SAM3_OK) return rc;
+    nt = 0;
     for (j = 0; j < e->n_tok; j++) {
         e->n_all++;
         if (e->o.pred_iou_thresh <= 0 || c->res_iou[1 + j] > e->o.pred_iou_thresh) tok[nt++] = j;
@@ -12471,8 +12628,9 @@ static sam3_result sam3__everything_output(sam3_ctx *c, sam3__evr *e, int nk, sa
         const sam3__mark mk = sam3__mark_get(c);
         const float *src;
         long area;
+        int made;
         sam3_result rc;
-        if ((rc = sam3__everything_decode(c, e, k->point)) != SAM3_OK) return rc;
+        if ((rc = sam3__everything_decode(c, e, k->point, 1, &made)) != SAM3_OK) return rc;
         sam3__everything_sources(c, e, &k->token, 1, &src);
         rc = sam3__resize_threshold_n(c, 1, &src, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->thr, c->res_mask + (size_t)j * plane, &area);
         sam3__release(c, mk);
@@ -12508,6 +12666,7 @@ static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everythi
     rc = sam3__points_neck(c);
     e.t0 = sam3__stage_begin(c, SAM3__ST_EVERYTHING);
     if (rc == SAM3_OK) rc = sam3__everything_setup(c, &e);
+    if (rc == SAM3_OK) rc = sam3__everything_img0(c);
     for (i = 0; rc == SAM3_OK && i < e.n_points; i++) {
         const sam3__mark mk = sam3__mark_get(c);
         if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", i, e.n_points);
@@ -12518,6 +12677,7 @@ static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everythi
     if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
     if (rc == SAM3_OK) nk = sam3__everything_nms(&e, gone);
     if (rc == SAM3_OK) rc = sam3__everything_output(c, &e, nk, out);
+    c->trk_img0 = NULL;
     c->t.everything = sam3__stage_end(c, e.t0);
     return sam3__end(c, rc);
 }

@@ -4,6 +4,9 @@ transformers 5.17 on the tiny seeded models of tests/data (runs on the GPU machi
 
     python3 tools/make_reference_everything.py OUTDIR [--data tests/data] [--only sam1_a,tiny_a]
                                                [--points-per-side N]
+    python3 tools/make_reference_sam1.py DIR --fullsize vitb --image photo.jpg
+    python3 tools/make_reference_everything.py DIR --data DIR --sam1 vitb --only vitb --points-per-side 16
+        (SamConfig(), ViT-B, at a photo's size; then build/test_parity --model DIR/vitb/model.sam3 --data DIR/vitb)
 
 SAM 1 (sam1_a, sam1_b): transformers' own pipeline("mask-generation") on SamModel.from_pretrained(dir)
 and SamImageProcessor.from_pretrained(dir) with points_per_crop = N, crops_n_layers 0,
@@ -109,8 +112,10 @@ def stability_of(logits, thr, off):
 def choose_cut(logits):
     """Random weights leave most logits on one side of 0 and few past +-1: the mask threshold is
     the logits' median and the stability offset the largest of a list that leaves the median
-    candidate's stability >= 0.4, so that masks, stability and NMS all have something to decide."""
-    thr = float(round(float(logits.median()), 3))
+    candidate's stability >= 0.4, so that masks, stability and NMS all have something to decide.
+    (The median of at most ~5e7 of the logits, evenly strided, at the sizes of a real photo.)"""
+    flat = logits.flatten()
+    thr = float(round(float(flat[::max(1, flat.numel() // 50_000_000)].median()), 3))
     for off in (1.0, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01):
         st = stability_of(logits, thr, off).numpy()
         if np.nanmedian(st) >= 0.4:
@@ -155,15 +160,31 @@ def write(path, cfg, grid, all_iou, all_stab, runs, masks, boxes, W, H):
 
 
 def candidates_sam1(model, ip, image, n):
-    """Every candidate's IoU and stability through the pipeline's own preprocessing calls."""
+    """Every candidate's IoU and stability through the pipeline's own preprocessing calls: all clicks
+    in one batch on the tiny images; on a photo 64 at a time, the pipeline's points_per_batch (a
+    32x32 grid's full-size logits at 1800x1200 would be 26 GB), the mask threshold and stability
+    offset then chosen on the first batch's logits. Returns IoUs, stabilities, threshold, offset."""
     crop_boxes, grid, cropped, labels = ip.generate_crop_boxes(image, ip.size["longest_edge"], 0, 512 / 1500, n, 1)
     enc = ip(images=cropped, return_tensors="pt")
     emb = model.get_image_embeddings(enc["pixel_values"])
-    out = model(image_embeddings=emb, input_points=torch.as_tensor(grid, dtype=torch.float32),
-                input_labels=torch.as_tensor(labels), multimask_output=True)
-    logits = ip.post_process_masks(out.pred_masks, enc["original_sizes"], enc["reshaped_input_sizes"], 0.0,
-                                   binarize=False)[0]  # [n, 3, H, W]
-    return out.iou_scores[0].flatten().numpy(), logits.flatten(0, 1)
+    W, H = image.size
+    npt = grid.shape[1]
+    batch = npt if npt * 3 * W * H <= 200_000_000 else 64
+    ious, stabs, cut = [], [], None
+    for i in range(0, npt, batch):
+        out = model(image_embeddings=emb, input_points=torch.as_tensor(grid[:, i:i + batch], dtype=torch.float32),
+                    input_labels=torch.as_tensor(labels[:, i:i + batch]), multimask_output=True)
+        logits = ip.post_process_masks(out.pred_masks, enc["original_sizes"], enc["reshaped_input_sizes"], 0.0,
+                                       binarize=False)[0].flatten(0, 1)  # [b * 3, H, W]
+        if cut is None:
+            thr, off, st = choose_cut(logits)
+            cut = (thr, off)
+        else:
+            st = stability_of(logits, *cut).numpy()
+        ious.append(out.iou_scores[0].flatten().numpy())
+        stabs.append(np.asarray(st))
+        del logits
+    return np.concatenate(ious), np.concatenate(stabs), cut[0], cut[1]
 
 
 def run_sam1(name, src, outdir, n, tfv):
@@ -173,8 +194,7 @@ def run_sam1(name, src, outdir, n, tfv):
     ip = SamImageProcessor.from_pretrained(src)
     image = Image.open(os.path.join(src, "image.png")).convert("RGB")
     W, H = image.size
-    all_iou, logits = candidates_sam1(model, ip, image, n)
-    thr, off, all_stab = choose_cut(logits)
+    all_iou, all_stab, thr, off = candidates_sam1(model, ip, image, n)
     t_iou, t_stab = choose(all_iou, all_stab)
     gen = pipeline("mask-generation", model=model, image_processor=ip, device="cpu")
     runs = []
@@ -233,12 +253,15 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "tests", "data"))
     ap.add_argument("--only", default="")
     ap.add_argument("--points-per-side", type=int, default=12)
+    ap.add_argument("--sam1", default="", help="comma-separated SAM 1 checkpoints under --data besides sam1_a, sam1_b "
+                    "(make_reference_sam1.py --fullsize NAME's ViT-B)")
     a = ap.parse_args()
     import transformers
     tfv = transformers.__version__
     log(f"torch {torch.__version__}, transformers {tfv}")
     failures = []
-    for name in SAM1 + SAM3:
+    sam1 = SAM1 + tuple(x for x in a.sam1.split(",") if x)
+    for name in sam1 + SAM3:
         if a.only and name not in a.only.split(","):
             continue
         log(f"== {name}")
@@ -246,7 +269,7 @@ def main():
         try:
             outdir = os.path.join(a.outdir, name)
             os.makedirs(outdir, exist_ok=True)
-            (run_sam1 if name in SAM1 else run_sam3)(name, os.path.join(a.data, name), outdir, a.points_per_side, tfv)
+            (run_sam1 if name in sam1 else run_sam3)(name, os.path.join(a.data, name), outdir, a.points_per_side, tfv)
         except Exception:  # noqa: BLE001
             failures.append(name)
             traceback.print_exc()
