@@ -235,6 +235,10 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.4.0  sam3_segment_many (several prompts on the cached image, each as alone;
+          SAM3_MAX_SEGMENT_PROMPTS); sam3_ctx_flops (each stage's counted FLOPs, for a roofline;
+          sam3_bench_gemm's SAM3_GEMM_CTX_BF16); SAM3_ISA_NEONBF16 (BFDOT on aarch64 with
+          HWCAP2_BF16); the tracker's memory attention on the bf16 tiles; SAM3_PROFILE builds.
    1.3.0  sam3_load_options.image_size: SAM 3 at a smaller (or larger) square input, any multiple
           of the patch, as the reference with that config.image_size; concepts (sam3_concept_new,
           _save, _load, _n_tokens, _free; sam3_segment_prompt.concepts, SAM3_MAX_CONCEPTS): a
@@ -270,9 +274,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 3
+#define SAM3_VERSION_MINOR 4
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "1.3.0"
+#define SAM3_VERSION_STRING "1.4.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
