@@ -445,6 +445,50 @@ def test_concepts(img):
 
 
 
+def test_everything_many(ctx, img):
+    """Context.everything against sam3 everything's files; segment_many against segment one prompt
+    at a time (texts, a Concept, a dict with boxes), equal arrays; the arguments' errors."""
+    d = os.path.join(T, "everything")
+    if cli("everything", "-m", MODEL, "-i", IMAGE, "-o", d, "--points-per-side", "6", "--pred-iou-thresh", "0",
+           "--stability-thresh", "0", "--nms-thresh", "1"):
+        js = json.load(open(os.path.join(d, "results.json")))["instances"]
+        e = ctx.everything(points_per_side=6, pred_iou_thresh=0, stability_score_thresh=0, box_nms_thresh=1)
+        check(len(e) == len(js) > 1 and e.n_points == 36 and e.masks.shape == (len(e),) + img.shape[:2],
+              "everything: %d masks of %d clicks, CLI %d" % (len(e), e.n_points, len(js)))
+        for i, m in enumerate(js[:len(e)]):
+            ok = g6(e.iou[i]) == g6(m["score"]) and g6(e.stability[i]) == g6(m["stability"]) and int(e.areas[i]) == m["area"]
+            ok &= int(e.clicks[i]) == m["query"] and [float(v) for v in e.boxes[i]] == m["detector_box"]
+            ok &= bool(np.array_equal(e.masks[i], mask_png(d, m["mask"])))
+            check(ok, "everything: mask %d: iou %s stability %s area %d click %d vs CLI %s" % (i, g6(e.iou[i]), g6(e.stability[i]),
+                                                                                          e.areas[i], e.clicks[i], m))
+        nms = ctx.everything(points_per_side=6, pred_iou_thresh=0, stability_score_thresh=0)
+        check(0 < len(nms) <= len(e) and nms.n_candidates == e.n_candidates, "everything with NMS 0.7: %d of %d" % (len(nms), len(e)))
+    for kw, cls in (({"points_per_side": 0}, ValueError), ({"box_nms_thresh": 0}, ValueError), ({"points_per_side": 2.5}, TypeError),
+                    ({"pred_iou_thresh": float("nan")}, ValueError)):
+        try:
+            ctx.everything(**kw)
+            check(False, "everything(%s) refused" % kw)
+        except cls as ex:
+            check(isinstance(ex, sam3h.Error), "everything(%s): %s" % (kw, ex))
+    boxes = [(20, 15, 90, 70), (5, 5, 30, 40)]
+    with ctx.concept("a cat", boxes, [1, 0]) as k:
+        prompts = ["a cat", k, {"boxes": boxes[:1]}, "a dog"]
+        many = ctx.segment_many(prompts, score_threshold=0)
+        alone = [ctx.segment("a cat", score_threshold=0), ctx.segment(concepts=[k], score_threshold=0),
+                 ctx.segment(None, boxes[:1], score_threshold=0), ctx.segment("a dog", score_threshold=0)]
+    check(len(many) == 4, "segment_many: 4 results, got %d" % len(many))
+    for i, (a, b) in enumerate(zip(many, alone)):
+        check(len(a) == len(b) > 0 and np.array_equal(a.scores, b.scores) and np.array_equal(a.boxes, b.boxes)
+              and np.array_equal(a.masks, b.masks) and a.presence == b.presence,
+              "segment_many: prompt %d as alone: %d / %d instances" % (i, len(a), len(b)))
+    for bad, cls in (([], ValueError), ([3], TypeError), ([{"txt": "a cat"}], TypeError)):
+        try:
+            ctx.segment_many(bad)
+            check(False, "segment_many(%r) refused" % (bad,))
+        except cls as ex:
+            check(isinstance(ex, sam3h.Error), "segment_many(%r): %s" % (bad, ex))
+
+
 def install():
     """A fresh venv with sam3h installed offline; then this test again in it. Returns the exit code."""
     shutil.rmtree(T, ignore_errors=True)  # the CLI refuses output folders it did not write
@@ -527,8 +571,9 @@ def main():
             r2 = ctx.segment_points(points=[(40, 30), (60, 50)], point_labels=[1, 1], mask_logits=r.low_res_logits[r.best])
             check(len(r2) == 3 and r2.masks.shape[1:] == img.shape[:2], "segment_points with mask_logits")
         test_rle(ctx, img)
+        test_everything_many(ctx, img)
         t = ctx.timings()
-        check(t["vision_trunk"] > 0 and t["points"] > 0, "timings: %s" % t)
+        check(t["vision_trunk"] > 0 and t["points"] > 0 and t["everything"] > 0, "timings: %s" % t)
     with sam3h.Model(SAM1) as m1, sam3h.Context(m1, n_threads=THREADS, blas_threads=1) as ctx:
         check(m1.arch == "sam1" and not m1.has_text and m1.has_points, "SAM 1 model properties")
         ctx.set_image(img)

@@ -156,7 +156,7 @@ class _CtxOptions(ctypes.Structure):
 class _Timings(ctypes.Structure):
     _fields_ = [(n, ctypes.c_double) for n in ("preprocess", "vision_trunk", "vision_neck", "text", "geometry", "detr_encoder",
                                                 "detr_decoder", "mask_decoder", "postprocess", "interactive_neck", "points",
-                                                "tracking")]
+                                                "tracking", "everything")]
     # returned by value: room for fields a later sam3.h appends (the callee writes into our buffer)
     _fields_ += [("_reserved", ctypes.c_double * 32)]
 
@@ -229,13 +229,30 @@ class _TrackerResult(ctypes.Structure):
                 ("width", ctypes.c_int), ("height", ctypes.c_int), ("low_res_width", ctypes.c_int), ("low_res_height", ctypes.c_int)]
 
 
+class _EverythingOptions(ctypes.Structure):
+    _fields_ = [("points_per_side", ctypes.c_int), ("pred_iou_thresh", ctypes.c_float), ("stability_score_thresh", ctypes.c_float),
+                ("stability_score_offset", ctypes.c_float), ("box_nms_thresh", ctypes.c_float), ("mask_threshold", ctypes.c_float)]
+
+
+class _EverythingMask(ctypes.Structure):
+    _fields_ = [("mask", c_uint8_p), ("box", _Box), ("area", ctypes.c_int64), ("iou", ctypes.c_float), ("stability", ctypes.c_float),
+                ("point", _Point), ("click", ctypes.c_int), ("token", ctypes.c_int)]
+
+
+class _EverythingResult(ctypes.Structure):
+    _fields_ = [("n_masks", ctypes.c_int), ("masks", ctypes.POINTER(_EverythingMask)), ("n_points", ctypes.c_int),
+                ("n_candidates", ctypes.c_int), ("n_filtered", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int)]
+
+
 # C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
 C_STRUCTS = {"sam3_allocator": _Allocator, "sam3_load_options": _LoadOptions, "sam3_ctx_options": _CtxOptions,
              "sam3_timings": _Timings, "sam3_box": _Box, "sam3_segment_prompt": _SegmentPrompt, "sam3_segment_options": _SegmentOptions,
              "sam3_instance": _Instance, "sam3_segment_result": _SegmentResult, "sam3_point": _Point,
              "sam3_points_prompt": _PointsPrompt, "sam3_points_options": _PointsOptions,
              "sam3_points_result": _PointsResult, "sam3_tracker_prompt": _TrackerPrompt,
-             "sam3_tracker_options": _TrackerOptions, "sam3_tracker_object": _TrackerObject, "sam3_tracker_result": _TrackerResult}
+             "sam3_tracker_options": _TrackerOptions, "sam3_tracker_object": _TrackerObject, "sam3_tracker_result": _TrackerResult,
+             "sam3_everything_options": _EverythingOptions, "sam3_everything_mask": _EverythingMask,
+             "sam3_everything_result": _EverythingResult}
 
 
 def _zeroed(cls):
@@ -267,6 +284,8 @@ _PROTOTYPES = {
     "sam3_set_image": (ctypes.c_int, [_vp, _P(ctypes.c_uint8), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
     "sam3_segment": (ctypes.c_int, [_vp, _P(_SegmentPrompt), _P(_SegmentOptions), _P(_SegmentResult)]),
     "sam3_segment_points": (ctypes.c_int, [_vp, _P(_PointsPrompt), _P(_PointsOptions), _P(_PointsResult)]),
+    "sam3_segment_many": (ctypes.c_int, [_vp, _P(_SegmentPrompt), ctypes.c_int, _P(_SegmentOptions), _P(_SegmentResult)]),
+    "sam3_segment_everything": (ctypes.c_int, [_vp, _P(_EverythingOptions), _P(_EverythingResult)]),
     "sam3_concept_new": (ctypes.c_int, [_vp, _P(_SegmentPrompt), _P(_vp)]),
     "sam3_concept_save": (ctypes.c_int, [_vp, _vp, ctypes.c_size_t, _P(ctypes.c_size_t)]),
     "sam3_concept_load": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.c_size_t, _P(_vp), ctypes.c_char_p, ctypes.c_size_t]),
@@ -525,6 +544,33 @@ class PointsResult:
         return len(self.iou)
 
 
+class Everything:
+    """sam3 everything's result, highest predicted IoU first: masks (N, H, W) bool, boxes (N, 4) float32
+    (each mask's first and last pixel column and row), areas (N,) int64, iou (N,) and stability (N,)
+    float32, points (N, 2) float32 (the grid click that gave it), clicks (N,) and tokens (N,) int; and
+    n_points, n_candidates, n_filtered (the grid, its masks before any filter, those passing the IoU
+    and stability filters before NMS)."""
+
+    def __init__(self, r):
+        n, h, w = r.n_masks, r.height, r.width
+        ms = [r.masks[i] for i in range(n)]
+        self.height, self.width = h, w
+        self.boxes = np.array([m.box.as_array() for m in ms], dtype=np.float32).reshape(n, 4)
+        self.areas = np.array([m.area for m in ms], dtype=np.int64)
+        self.iou = np.array([m.iou for m in ms], dtype=np.float32)
+        self.stability = np.array([m.stability for m in ms], dtype=np.float32)
+        self.points = np.array([(m.point.x, m.point.y) for m in ms], dtype=np.float32).reshape(n, 2)
+        self.clicks = np.array([m.click for m in ms], dtype=np.int32)
+        self.tokens = np.array([m.token for m in ms], dtype=np.int32)
+        self.masks = np.zeros((n, h, w), dtype=bool)
+        for i, m in enumerate(ms):
+            self.masks[i] = np.ctypeslib.as_array(m.mask, shape=(h, w)) != 0
+        self.n_points, self.n_candidates, self.n_filtered = r.n_points, r.n_candidates, r.n_filtered
+
+    def __len__(self):
+        return len(self.iou)
+
+
 def _as_image(image):
     """(H, W, 3) RGB, (H, W, 4) RGBA or (H, W) grey uint8 -> contiguous array, format."""
     if not isinstance(image, np.ndarray):
@@ -696,6 +742,56 @@ class Context(_Handle):
         out = _zeroed(_SegmentResult)
         _check(load_library().sam3_segment(self._live(), pr, opt, out), self._ptr)
         return Segmentation(out, masks)
+
+    def segment_many(self, prompts, score_threshold=0.5, mask_threshold=0.5, masks=True):
+        """Several prompts on the image in one call (sam3_segment_many), each result as segment's with
+        that prompt alone. A prompt is a text, a Concept, or a dict of segment's text, boxes,
+        box_labels and concepts. Returns a list of Segmentation, in the prompts' order."""
+        prompts = list(prompts)
+        if not prompts:
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: segment_many wants at least one prompt")
+        built = []
+        for p in prompts:
+            if isinstance(p, Concept):
+                p = {"concepts": [p]}
+            elif p is None or isinstance(p, (str, bytes)):
+                p = {"text": p}
+            if not isinstance(p, dict) or set(p) - {"text", "boxes", "box_labels", "concepts"}:
+                raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: a prompt is a text, a Concept or a dict of text, boxes, box_labels, concepts")
+            built.append(_segment_prompt(p.get("text"), p.get("boxes"), p.get("box_labels"), p.get("concepts", ())))
+        prs = (_SegmentPrompt * len(built))()
+        for i, pr in enumerate(built):
+            ctypes.memmove(ctypes.byref(prs[i]), ctypes.byref(pr), ctypes.sizeof(_SegmentPrompt))
+        opt = _zeroed(_SegmentOptions)
+        score_threshold, mask_threshold = _real(score_threshold, "score_threshold"), _real(mask_threshold, "mask_threshold")
+        opt.score_threshold = score_threshold if score_threshold > 0 else -1.0
+        opt.mask_threshold = mask_threshold if mask_threshold > 0 else -1.0
+        opt.no_masks = 0 if masks else 1
+        out = (_SegmentResult * len(built))()
+        _check(load_library().sam3_segment_many(self._live(), prs, len(built), opt, out), self._ptr)
+        return [Segmentation(out[i], masks) for i in range(len(built))]
+
+    def everything(self, points_per_side=32, pred_iou_thresh=0.88, stability_score_thresh=0.95, stability_score_offset=1.0,
+                   box_nms_thresh=0.7, mask_threshold=0.5):
+        """Every object without a prompt (sam3_segment_everything: SAM's automatic mask generator, the
+        defaults of transformers' pipeline("mask-generation")). A threshold of 0 or less turns its
+        filter off; box_nms_thresh 1 keeps every mask; mask_threshold is a probability."""
+        opt = _zeroed(_EverythingOptions)
+        opt.points_per_side = _int32(points_per_side, "points_per_side")
+        if opt.points_per_side < 1:
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: points_per_side must be at least 1, not %d" % opt.points_per_side)
+        for name, v in (("pred_iou_thresh", pred_iou_thresh), ("stability_score_thresh", stability_score_thresh),
+                        ("mask_threshold", mask_threshold)):
+            v = _real(v, name)
+            setattr(opt, name, v if v > 0 else -1.0)  # the library reads 0 as "the default"
+        for name, v in (("stability_score_offset", stability_score_offset), ("box_nms_thresh", box_nms_thresh)):
+            v = _real(v, name)
+            if not v > 0:  # 0 would read as the default
+                raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: %s must be above 0, not %g" % (name, v))
+            setattr(opt, name, v)
+        out = _zeroed(_EverythingResult)
+        _check(load_library().sam3_segment_everything(self._live(), opt, out), self._ptr)
+        return Everything(out)
 
     def concept(self, text=None, boxes=None, box_labels=None):
         """The prompt's Concept on the current image (its boxes' tokens from this image), for
