@@ -323,12 +323,13 @@ test: deps
 
 # test-c built with AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow, which
 # gcc's -fsanitize=undefined leaves out), every report fatal, in $(BUILD)/asan; ubsan: UBSan alone.
+# The CLI suites run on the native and AVX2 paths there, not again on plain C (E2E_SKIP_ISAS).
 SAN_CFLAGS := -O1 -g $(ARCH) -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan: deps
-	@UBSAN_OPTIONS=print_stacktrace=1 LIMIT_KB=0 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan REF_VIDEO=0 \
+	@UBSAN_OPTIONS=print_stacktrace=1 LIMIT_KB=0 E2E_SKIP_ISAS=reference $(MAKE) --no-print-directory BUILD=$(BUILD)/asan REF_VIDEO=0 \
 	    CFLAGS="$(SAN_CFLAGS) -fsanitize=address,undefined,float-cast-overflow" -j$(JOBS) test-c
 ubsan: deps
-	@UBSAN_OPTIONS=print_stacktrace=1 LIMIT_KB=0 $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan REF_VIDEO=0 \
+	@UBSAN_OPTIONS=print_stacktrace=1 LIMIT_KB=0 E2E_SKIP_ISAS=reference $(MAKE) --no-print-directory BUILD=$(BUILD)/ubsan REF_VIDEO=0 \
 	    CFLAGS="$(SAN_CFLAGS) -fsanitize=undefined,float-cast-overflow" -j$(JOBS) test-c
 
 # ThreadSanitizer on tests/test_threads.c (contexts on one shared model from several pthreads),

@@ -8,7 +8,9 @@
 # ISAS="PATH..." (kernel paths, SAM3_ISA: the suites marked k run again on each; default: avx2
 # and reference, those of them this CPU runs besides the one it picks), MATRIX="DIR..." (builds
 # of the kernel tests for other paths, e.g. BUILD/avx2 made with ARCH=-march=x86-64-v3: the
-# suites marked b run again on each).
+# suites marked b run again on each), E2E_SKIP_ISAS="PATH..." (paths of ISAS the suites marked e,
+# the command line end to end, skip: make asan skips the plain-C path there, whose kernels the
+# parity, video and robust suites run under the sanitizers anyway).
 B=${1:-build}
 SET=${2:-all}
 PY=${PYTHON:-/usr/bin/python3}
@@ -25,12 +27,17 @@ if [ -z "${ISAS+x}" ]; then
 fi
 
 # suite NAME TAGS DESCRIPTION COMMAND: TAGS c (a C suite: test-c, asan, ubsan), a (make test only),
-# k (again on each path of ISAS), b (again on each MATRIX build). COMMAND runs in sh with $B the
+# k (again on each path of ISAS), e (k, less E2E_SKIP_ISAS), b (again on each MATRIX build). COMMAND runs in sh with $B the
 # build; exit 77 means skipped.
+e2e_isas() {
+    for p in $ISAS; do
+        case " ${E2E_SKIP_ISAS:-} " in *" $p "*) ;; *) echo "$p" ;; esac
+    done
+}
 suite() {
     name=$1 tags=$2 what=$3 cmd=$4
     case "$SET:$tags" in c:*c*|all:*) ;; *) return 0 ;; esac
-    for run in "-" $(case $tags in *k*) echo "$ISAS" ;; esac) $(case $tags in *b*) echo "$MATRIX" ;; esac); do
+    for run in "-" $(case $tags in *e*) e2e_isas ;; *k*) echo "$ISAS" ;; esac) $(case $tags in *b*) echo "$MATRIX" ;; esac); do
         d=$B isa=
         case $run in -) ;; */*) d=$run ;; *) isa=$run ;; esac
         tag=$name
@@ -107,8 +114,8 @@ suite threads ck "contexts on one model from threads; 1, 2, 3 threads give the s
     $B/test_threads $B/tiny_a.sam3 3 1 2'
 suite fuzz_replay c "the fuzz seeds and the kept corpus, replayed" '$B/fuzz_replay $B/fuzz_seeds $B/fuzz_kept'
 suite examples c "embed_min, camera_loop, track_loop" 'sh tests/test_examples.sh $B'
-suite cli ck "sam3 segment / points / everything / info / bench on the tiny models; --threads 1, 2, 4 the same bytes" 'sh tests/test_cli.sh $B'
-suite track ck "sam3 track: frames, Y4M, prompts, --threads 1 and 2 the same bytes" 'sh tests/test_track.sh $B'
+suite cli cke "sam3 segment / points / everything / info / bench on the tiny models; --threads 1, 2, 4 the same bytes" 'sh tests/test_cli.sh $B'
+suite track cke "sam3 track: frames, Y4M, prompts, --threads 1 and 2 the same bytes" 'sh tests/test_track.sh $B'
 suite cli_robust c "the CLI on hostile command lines and files" 'sh tests/test_cli_robust.sh $B'
 suite dataset c "folders, lists, shards, COCO, sam3 merge" 'sh tests/test_dataset.sh $B'
 suite y4m c "the Y4M reader on valid and hostile streams, the writer on their frames (fuzz seeds)" 'rm -rf $B/y4m_seeds &&
