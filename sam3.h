@@ -4582,6 +4582,35 @@ static SAM3__INLINE uint64_t sam3__fpcr_get(void) {
 static SAM3__INLINE void sam3__fpcr_set(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" : : "r"(v)); }
 #endif
 
+/* Flush to zero (and denormal inputs as zero) for an attention task, the caller's mode given back
+   by sam3__ftz_leave: probabilities of keys scoring more than ~87 below the row's maximum
+   underflow, and each such result takes a microcode assist. With one key far above the rest (the
+   DETR encoder's queries can score one key ~140 above the others) nearly every probability
+   underflows and the assists dominate. Values below 1.2e-38 against a row sum of at least 1
+   change nothing. */
+static SAM3__INLINE uint64_t sam3__ftz_enter(void) {
+#if defined(__SSE__)
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040u);
+    return csr;
+#elif defined(SAM3__FPCR_FZ)
+    const uint64_t fpcr = sam3__fpcr_get();
+    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
+    return fpcr;
+#else
+    return 0;
+#endif
+}
+static SAM3__INLINE void sam3__ftz_leave(uint64_t mode) {
+#if defined(__SSE__)
+    _mm_setcsr((unsigned)mode);
+#elif defined(SAM3__FPCR_FZ)
+    sam3__fpcr_set(mode);
+#else
+    (void)mode;
+#endif
+}
+
 /* One matrix product, as the GEMM kernels take it (row-major): C (m, n) = alpha op(A) op(B) +
    beta C, op(X) = X^T where tX. A and B are f32 (a, b) or, for the bf16 kernels, bf16 (ah, bh:
    then a, b are not read); the bf16 kernels take alpha as 1. beta 0: C is not read. With ch (the
@@ -7452,18 +7481,7 @@ static void sam3__attn_rows(const sam3__attn_job *j, int r0, int r1) {
     const int ntl = (r1 - r0 + SAM3__MR - 1) / SAM3__MR, nr = r1 - r0, hd = j->hd;
     float mx[SAM3__ATT_ROWS], sum[SAM3__ATT_ROWS];
     int t, j0, r, d;
-#if defined(__SSE__)
-    /* Flush to zero (and denormal inputs as zero) for the task, the caller's mode restored at the
-       end: probabilities of keys scoring more than ~87 below the row's maximum underflow, and each
-       such result takes a microcode assist. With one key far above the rest (the DETR encoder's
-       queries can score one key ~140 above the others) nearly every probability underflows and
-       the assists dominate. Values below 1.2e-38 against a row sum of at least 1 change nothing. */
-    const unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr | 0x8040u);
-#elif defined(SAM3__FPCR_FZ)
-    const uint64_t fpcr = sam3__fpcr_get();
-    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
-#endif
+    const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
     for (t = 0; t < ntl; t++)
         for (d = 0; d < hd; d++)
             for (r = 0; r < SAM3__MR; r++) {
@@ -7487,11 +7505,7 @@ static void sam3__attn_rows(const sam3__attn_job *j, int r0, int r1) {
         const float inv = 1.0f / sum[r];
         for (d = 0; d < hd; d++) o[d] = j->acc[(size_t)r * hd + d] * inv;
     }
-#if defined(__SSE__)
-    _mm_setcsr(csr);
-#elif defined(SAM3__FPCR_FZ)
-    sam3__fpcr_set(fpcr);
-#endif
+    sam3__ftz_leave(fpmode);
 }
 
 /* One attention (DETR, CLIP, SAM 1 and the heads), K and V packed here first: the ViT's go
@@ -7639,13 +7653,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
     float sum[SAM3__BMR];
     int r, j, d;
-#if defined(__SSE__)
-    const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
-    _mm_setcsr(csr | 0x8040u);
-#elif defined(SAM3__FPCR_FZ)
-    const uint64_t fpcr = sam3__fpcr_get();
-    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
-#endif
+    const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
 #if defined(SAM3_PROFILE)
     double t0 = sam3__prof_now(), dummy[SAM3__PT_N], *pf = jb->prof ? jb->prof : dummy;
 #endif
@@ -7682,11 +7690,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
     }
     SAM3__PROF_ADD(pf[SAM3__PT_APV], t0);
-#if defined(__SSE__)
-    _mm_setcsr(csr);
-#elif defined(SAM3__FPCR_FZ)
-    sam3__fpcr_set(fpcr);
-#endif
+    sam3__ftz_leave(fpmode);
 }
 /* sam3__attn_rows_bf16 for many keys (the memory attention's cross-attention: ~36k keys, 2 KB of
    packed K and V each at hd 256, far past a core's L2, which sam3__attn_rows_bf16 would read again
@@ -7700,13 +7704,7 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
     uint16_t *qb = jb->qb, *p = jb->pb;
     float *s = jb->s, *acc = jb->acc;
     int r, j, d, c0, tl;
-#if defined(__SSE__)
-    const unsigned csr = _mm_getcsr(); /* flush to zero: sam3__attn_rows says why */
-    _mm_setcsr(csr | 0x8040u);
-#elif defined(SAM3__FPCR_FZ)
-    const uint64_t fpcr = sam3__fpcr_get();
-    sam3__fpcr_set(fpcr | SAM3__FPCR_FZ);
-#endif
+    const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
     for (r = 0; r < ntl * SAM3__BMR; r++) {
         if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, jb->scale, hd, hdp, s, qb + (size_t)r * kq);
         else memset(qb + (size_t)r * kq, 0, (size_t)kq * sizeof(uint16_t));
@@ -7742,11 +7740,7 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
         const float inv = 1.0f / sm[r];
         for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
     }
-#if defined(__SSE__)
-    _mm_setcsr(csr);
-#elif defined(SAM3__FPCR_FZ)
-    sam3__fpcr_set(fpcr);
-#endif
+    sam3__ftz_leave(fpmode);
 }
 /* The cross-attention of nq = ra->nq queries on n = ra->nk keys of one batch (the memory
    attention's), by sam3__attn_rows_bf16_long on tasks of G tiles of BMR rows: G as large as
