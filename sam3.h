@@ -4672,6 +4672,10 @@ typedef struct sam3__mha_args {
     const float *relh, *relw; /* decomposed relative positions (nh, nq, rel_s) each, or NULL */
     int rel_s;
     int few_queries; /* a few queries on many keys may run reassociated (sam3__mha_few_queries) */
+    int act_bf16;    /* the reassociated forms' products between activations (scores, probabilities
+                        times values) run as bf16 products where the weights are bf16 or the
+                        context runs bf16 products (sam3__gemm_act): the tracker's two-way
+                        transformer, whose per-click products these are */
 } sam3__mha_args;
 
 /* A kernel path's entry points: one table per pass of the kernel section (c->k). */
@@ -4783,10 +4787,12 @@ typedef struct sam3__ktab {
 #define sam3__gelu_bias SAM3__KN(sam3__gelu_bias)
 #define sam3__gelu_bias_row SAM3__KN(sam3__gelu_bias_row)
 #define sam3__gemm SAM3__KN(sam3__gemm)
+#define sam3__gemm_act SAM3__KN(sam3__gemm_act)
 #define sam3__gemm_bf16 SAM3__KN(sam3__gemm_bf16)
 #define sam3__gemm_bf16_gelu SAM3__KN(sam3__gemm_bf16_gelu)
 #define sam3__gemm_blocks SAM3__KN(sam3__gemm_blocks)
 #define sam3__gemm_mixed SAM3__KN(sam3__gemm_mixed)
+#define sam3__gemm_mixed_bf SAM3__KN(sam3__gemm_mixed_bf)
 #define sam3__gemm_pack_a SAM3__KN(sam3__gemm_pack_a)
 #define sam3__gemm_pack_b SAM3__KN(sam3__gemm_pack_b)
 #define sam3__gemm_small SAM3__KN(sam3__gemm_small)
@@ -4840,6 +4846,7 @@ typedef struct sam3__ktab {
 #define sam3__sgemm SAM3__KN(sam3__sgemm)
 #define sam3__sgemm_builtin SAM3__KN(sam3__sgemm_builtin)
 #define sam3__sigmoid_row SAM3__KN(sam3__sigmoid_row)
+#define sam3__softmax_groups SAM3__KN(sam3__softmax_groups)
 #define sam3__softmax_rows SAM3__KN(sam3__softmax_rows)
 #define sam3__stream_fence SAM3__KN(sam3__stream_fence)
 #define sam3__v_pack SAM3__KN(sam3__v_pack)
@@ -6480,11 +6487,11 @@ static int sam3__gemm_wide(sam3_ctx *c, const sam3__gemm_args *g) {
    context runs bf16 products (SAM3_PRECISION_BF16) and the CPU has bf16 products; on the other
    fast paths a bf16 weight is widened (sam3__gemm_wide) and SAM3_PRECISION_BF16 is the f32 path;
    the reference path rounds both operands as bf16 hardware does (sam3__bgemm_ref). */
-static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
-                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+static void sam3__gemm_mixed_bf(sam3_ctx *c, int bf, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                                const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
     const int wide = c->bk == SAM3__BK_REF && c->isa != SAM3_ISA_REFERENCE;
     sam3__gemm_args g;
-    if (!(Ah || Bh || c->bf16) || (wide && !Ah && !Bh)) {
+    if (!(Ah || Bh || bf) || (wide && !Ah && !Bh)) {
         sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -6492,6 +6499,18 @@ static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, c
     g.ta = ta, g.tb = tb, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.beta = beta;
     g.a = A, g.ah = Ah, g.lda = lda, g.b = B, g.bh = Bh, g.ldb = ldb, g.c = C, g.ldc = ldc;
     if (!wide || !sam3__gemm_wide(c, &g)) sam3__gemm_bf16(c, c->bk, &g);
+}
+static void sam3__gemm_mixed(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda,
+                             const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+    sam3__gemm_mixed_bf(c, c->bf16, ta, tb, M, N, K, A, Ah, lda, B, Bh, ldb, beta, C, ldc);
+}
+/* A product of two f32 activations: as a bf16 product where bf is set (both operands rounded, as
+   sam3__gemm_mixed rounds the activation of a bf16 product; f32 where the CPU has no bf16
+   products), else sam3__gemm. */
+static void sam3__gemm_act(sam3_ctx *c, int bf, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                           float beta, float *C, int ldc) {
+    if (bf) sam3__gemm_mixed_bf(c, 1, ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
+    else sam3__gemm(c, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 /* C = op(X) op(W) + beta C, W = l's weight from element off on (leading dimension ldw). */
 static void sam3__gemm_xw(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off,
@@ -7099,6 +7118,46 @@ static void sam3__softmax_rows(float *r, int nh, int n) {
         inv = 1.0f / sum;
         for (j = 0; j < n; j++) x[j] *= inv;
     }
+#endif
+}
+
+/* A row of nh groups of n scores s (the few-keys attention's): x = (s + cb) scale, then each
+   group's softmax, in place. The whole row's exponentials and scalings as single passes over it,
+   with each group's maximum and 1 / sum spread over a row mb (nh n), where nh n <= SAM3__SMG_MAX
+   (else group by group). */
+#define SAM3__SMG_MAX 512
+static void sam3__softmax_groups(float *r, const float *cb, float scale, int nh, int n) {
+    const int m = nh * n;
+    int h, j;
+#if defined(SAM3__KREF)
+    for (j = 0; j < m; j++) r[j] = (r[j] + cb[j]) * scale;
+    for (h = 0; h < nh; h++) sam3__ref_softmax_row(r + (size_t)h * n, n);
+#else
+    float mb[SAM3__SMG_MAX]; /* (nh n) */
+    if (m > SAM3__SMG_MAX) {
+        for (j = 0; j < m; j++) r[j] = (r[j] + cb[j]) * scale;
+        sam3__softmax_rows(r, nh, n);
+        return;
+    }
+    SAM3__OMP(simd)
+    for (j = 0; j < m; j++) r[j] = (r[j] + cb[j]) * scale;
+    for (h = 0; h < nh; h++) {
+        const float *x = r + (size_t)h * n;
+        float mx = x[0];
+        for (j = 1; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+        for (j = 0; j < n; j++) mb[h * n + j] = mx;
+    }
+    SAM3__OMP(simd)
+    for (j = 0; j < m; j++) r[j] = sam3__fexp(r[j] - mb[j]);
+    for (h = 0; h < nh; h++) {
+        const float *x = r + (size_t)h * n;
+        float sum = 0, inv;
+        for (j = 0; j < n; j++) sum += x[j];
+        inv = 1.0f / sum;
+        for (j = 0; j < n; j++) mb[h * n + j] = inv;
+    }
+    SAM3__OMP(simd)
+    for (j = 0; j < m; j++) r[j] *= mb[j];
 #endif
 }
 
@@ -8320,7 +8379,7 @@ static sam3_result sam3__groupnorm(sam3_ctx *c, float *x, int C, size_t hw, int 
 static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
     const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh;
     sam3__mark mk = sam3__mark_get(c);
-    const int hd = di / nh, m = nh * nk;
+    const int hd = di / nh, m = nh * nk, bf = ma->act_bf16 && (w->q.wh || c->bf16);
     const float scale = 1.0f / sqrtf((float)hd);
     float *k = sam3__sallocf(c, (size_t)nk * di);  /* (nk, di) */
     float *v = sam3__sallocf(c, (size_t)nk * di);  /* (nk, di) */
@@ -8343,15 +8402,10 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
             cb[h * nk + j] = t;
         }
     }
-    sam3__gemm(c, 0, 1, nq, m, D, 1.0f, ma->qin, D, g, D, 0.0f, sc, m);
+    sam3__gemm_act(c, bf, 0, 1, nq, m, D, ma->qin, D, g, D, 0.0f, sc, m);
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)(nq * m) >= SAM3__PAR_MIN))
-    for (i = 0; i < nq; i++) {
-        float *row = sc + (size_t)i * m;
-        int j;
-        for (j = 0; j < m; j++) row[j] = (row[j] + cb[j]) * scale;
-        sam3__softmax_rows(row, nh, nk);
-    }
-    sam3__gemm(c, 0, 0, nq, D, m, 1.0f, sc, m, u, D, 0.0f, out, D);
+    for (i = 0; i < nq; i++) sam3__softmax_groups(sc + (size_t)i * m, cb, scale, nh, nk);
+    sam3__gemm_act(c, bf, 0, 0, nq, D, m, sc, m, u, D, 0.0f, out, D);
     if (res) {
         sam3__vadd_bias(c, res, out, w->o.b, nq, D);
     } else if (w->o.b) {
@@ -8372,6 +8426,7 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
    instead of two (nk, D) x (D, di) ones. The same sums in another order, ~1e-7 relative. */
 static sam3_result sam3__mha_few_queries(sam3_ctx *c, const sam3__attn_w *w, const sam3__mha_args *ma, float *out, float *res) {
     const int nq = ma->nq, nk = ma->nk, D = ma->D, di = ma->di, nh = ma->nh, hd = di / nh, m = nh * nq;
+    const int bf = ma->act_bf16 && (w->k.wh || c->bf16);
     const float scale = 1.0f / sqrtf((float)hd);
     sam3__mark mk = sam3__mark_get(c);
     float *q = sam3__sallocf(c, (size_t)nq * di);  /* (nq, di), then the attention's output */
@@ -8382,10 +8437,15 @@ static sam3_result sam3__mha_few_queries(sam3_ctx *c, const sam3__attn_w *w, con
     sam3__linear(c, ma->qin, nq, D, &w->q, di, q);
     for (h = 0; h < nh; h++)
         sam3__gemm_xw(c, 0, 0, nq, D, hd, q + (size_t)h * hd, di, &w->k, (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nq * D, D);
-    sam3__gemm(c, 0, 1, m, nk, D, scale, g, D, ma->kin, D, 0.0f, sc, nk);
+    if (bf) { /* the scale on g rather than on the product: the bf16 products take alpha 1 */
+        for (i = 0; i < m * D; i++) g[i] *= scale;
+        sam3__gemm_act(c, 1, 0, 1, m, nk, D, g, D, ma->kin, D, 0.0f, sc, nk);
+    } else {
+        sam3__gemm(c, 0, 1, m, nk, D, scale, g, D, ma->kin, D, 0.0f, sc, nk);
+    }
     SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)m * nk >= SAM3__PAR_MIN))
     for (i = 0; i < m; i++) sam3__softmax_rows(sc + (size_t)i * nk, 1, nk);
-    sam3__gemm(c, 0, 0, m, D, nk, 1.0f, sc, nk, ma->vin, D, 0.0f, g, D);
+    sam3__gemm_act(c, bf, 0, 0, m, D, nk, sc, nk, ma->vin, D, 0.0f, g, D);
     for (h = 0; h < nh; h++)
         sam3__gemm_xw(c, 0, 1, nq, hd, D, g + (size_t)h * nq * D, D, &w->v, (size_t)h * hd * D, D, 0.0f, q + (size_t)h * hd, di);
     if (w->v.b)
@@ -8690,8 +8750,9 @@ static sam3_result sam3__mha_core(sam3_ctx *c, const sam3__attn_w *w, const sam3
     sam3__attn_args at;
     sam3_result rc;
     if (!relh && !causal && nk > 0 && nh * nk < di && nq >= 8 * nk) return sam3__mha_few_keys(c, w, ma, out, res);
-    /* with bf16 weights the keys' and values' bf16 products are the faster way */
-    if (ma->few_queries && !w->k.wh && !relh && !causal && nq > 0 && nk >= 8 * nq) return sam3__mha_few_queries(c, w, ma, out, res);
+    /* with bf16 weights the keys' and values' bf16 products are the faster way, unless the
+       reassociated form's own products run in bf16 too */
+    if (ma->few_queries && (!w->k.wh || ma->act_bf16) && !relh && !causal && nq > 0 && nk >= 8 * nq) return sam3__mha_few_queries(c, w, ma, out, res);
     mk = sam3__mark_get(c);
     q = sam3__sallocf(c, (size_t)nq * di); /* (nq, di) */
     k = sam3__sallocf(c, (size_t)nk * di); /* (nk, di) */
@@ -10497,7 +10558,7 @@ static sam3_result sam3__trk_twoway(sam3_ctx *c, const float *img, const float *
     /* the cross-attentions through di channels: the tokens (q) to the image (keys ik, values im),
        and the image (ik) to the tokens (keys q, values tk) */
     memset(&t2i, 0, sizeof(t2i));
-    t2i.qin = q, t2i.kin = ik, t2i.vin = im, t2i.nq = n, t2i.nk = Ng, t2i.D = D, t2i.di = di, t2i.nh = nh;
+    t2i.qin = q, t2i.kin = ik, t2i.vin = im, t2i.nq = n, t2i.nk = Ng, t2i.D = D, t2i.di = di, t2i.nh = nh, t2i.act_bf16 = 1;
     i2t = t2i;
     t2i.few_queries = 1;
     i2t.qin = ik, i2t.kin = q, i2t.vin = tk, i2t.nq = Ng, i2t.nk = n;
