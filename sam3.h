@@ -4228,6 +4228,8 @@ struct sam3_ctx {
     sam3__seg_bufs *segb; /* (segb_cap) sam3_segment's results: slot 0, and sam3_segment_many's one a prompt */
     int segb_cap;
     sam3__flag busy; /* 1 while a public call runs on this context (SAM3_ERR_BUSY for a second one) */
+    int own_thread;  /* a worker's copy inside a parallel region (sam3__everything_par): its arena is
+                        its thread's alone, kernel scratch included */
 };
 
 /* Makes *p hold at least `need` bytes (contents not kept). */
@@ -4350,7 +4352,7 @@ static void *sam3__kbuf_get(sam3_ctx *c, size_t bytes, sam3__kbuf *b) {
     nested = omp_in_parallel();
 #endif
     memset(b, 0, sizeof(*b));
-    if (c && !nested) {
+    if (c && (!nested || c->own_thread)) {
         void *p;
         b->mk = sam3__mark_get(c);
         if ((p = sam3__salloc_ex(c, bytes, 1)) != NULL) {
@@ -12713,25 +12715,149 @@ static sam3_result sam3__everything_output(sam3_ctx *c, sam3__evr *e, int nk, sa
     return SAM3_OK;
 }
 
+/* A click worker of sam3__everything_par: a copy of the context with one thread and its own
+   arena, and its own mask planes and candidate slots (one click's). */
+typedef struct sam3__evr_worker {
+    sam3_ctx c;
+    sam3__evr e;
+    sam3_result rc;
+    int click; /* the click it stopped at (failed, or the abort seen), else -1 */
+} sam3__evr_worker;
+
+/* The workers' start: copies of c with one thread, whose arenas grow from SAM3_MALLOC (the
+   caller's allocator is not asked from several threads at once, as kernel scratch inside a
+   parallel region is not), and their scratch from c's arena. */
+static sam3_result sam3__everything_workers(sam3_ctx *c, const sam3__evr *e, sam3__evr_worker *w, int nw) {
+    const size_t plane = (size_t)c->img_w * c->img_h;
+    const size_t crop = c->m->arch == SAM3__ARCH_SAM1 ? (size_t)c->s1_h1 * c->s1_w1 : 0;
+    int t;
+    for (t = 0; t < nw; t++) {
+        sam3__evr_worker *k = &w[t];
+        k->c = *c;
+        k->c.nt = 1;
+        k->c.own_thread = 1;
+        k->c.a.alloc = sam3__default_alloc, k->c.a.free = sam3__default_free, k->c.a.user = NULL;
+        k->c.arena = NULL, k->c.chunks = NULL;
+        k->c.arena_cap = k->c.arena_top = k->c.live = k->c.high = 0;
+        memset(k->c.flops, 0, sizeof(k->c.flops));
+        k->c.err[0] = 0;
+        k->e = *e;
+        k->e.n_cand = k->e.n_all = 0;
+        k->e.planes = (uint8_t *)sam3__salloc(c, (size_t)e->n_tok * plane);                 /* (n_tok, H, W) */
+        k->e.crop = sam3__sallocf(c, SAM3__MAX((size_t)e->n_tok * crop, 1));                /* (n_tok, h1, w1) */
+        k->e.cand = (sam3__evr_cand *)sam3__salloc(c, (size_t)e->n_tok * sizeof(sam3__evr_cand)); /* (n_tok) */
+        k->rc = SAM3_OK;
+        k->click = -1;
+        if (!k->e.planes || !k->e.crop || !k->e.cand) return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    return SAM3_OK;
+}
+
+/* One worker's share: the next click not yet taken, until none is left or one worker stopped;
+   each click's candidates appended to e's. Only the first worker asks the caller's abort
+   function (it may not expect calls from several threads). */
+static void sam3__everything_work(sam3_ctx *c, sam3__evr *e, sam3__evr_worker *k, int first, int *next, int *stop) {
+    for (;;) {
+        int i, s;
+        SAM3__OMP(atomic capture)
+        i = (*next)++;
+        SAM3__OMP(atomic read)
+        s = *stop;
+        if (s || i >= e->n_points) return;
+        if (first && sam3__aborted(c)) {
+            k->rc = SAM3_ERR_ABORTED;
+        } else if ((k->rc = sam3__everything_click(&k->c, &k->e, i)) == SAM3_OK) {
+            SAM3__OMP(critical(sam3__evr_merge))
+            {
+                memcpy(e->cand + e->n_cand, k->e.cand, (size_t)k->e.n_cand * sizeof(sam3__evr_cand));
+                e->n_cand += k->e.n_cand;
+                e->n_all += k->e.n_all;
+            }
+            k->e.n_cand = k->e.n_all = 0;
+        }
+        sam3__release_all(&k->c);
+        if (k->rc == SAM3_OK) k->rc = sam3__arena_settle(&k->c);
+        if (k->rc != SAM3_OK) {
+            k->click = i;
+            SAM3__OMP(atomic write)
+            *stop = 1;
+            return;
+        }
+    }
+}
+
+/* Every click on nw workers, one click a thread at a time: a click's products are small, and
+   their threads' fork and join (each a wake-up of sleeping threads) cost more than the split
+   saves. A click's values do not depend on the thread count, and the candidates are sorted by a
+   total order afterwards, so which worker took which click changes nothing. The workers' arenas
+   are not counted in sam3_ctx_memory_used. */
+static sam3_result sam3__everything_par(sam3_ctx *c, sam3__evr *e, int nw) {
+    sam3__evr_worker *w = (sam3__evr_worker *)sam3__salloc(c, (size_t)nw * sizeof(sam3__evr_worker)); /* (nw) */
+    sam3__evr_worker *bad = NULL;
+    int next = 0, stop = 0, t, s;
+    sam3_result rc;
+    if (!w) return SAM3_ERR_OUT_OF_MEMORY;
+    memset(w, 0, (size_t)nw * sizeof(*w));
+    rc = sam3__everything_workers(c, e, w, nw);
+    if (rc == SAM3_OK && sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click 0 of %d", e->n_points);
+    if (rc == SAM3_OK) {
+        SAM3__OMP(parallel num_threads(nw))
+        {
+            int id = 0;
+#ifdef _OPENMP
+            id = omp_get_thread_num();
+#endif
+            sam3__everything_work(c, e, &w[id], id == 0, &next, &stop);
+        }
+    }
+    for (t = 0; t < nw; t++) {
+        sam3__evr_worker *k = &w[t];
+        for (s = 0; s < SAM3__ST_N; s++) c->flops[s] += k->c.flops[s];
+        sam3__release_all(&k->c);
+        sam3__afree(&k->c.a, k->c.arena);
+        if (k->click >= 0 && (!bad || k->click < bad->click)) bad = k;
+    }
+    if (rc != SAM3_OK || !bad) return rc;
+    if (bad->rc == SAM3_ERR_ABORTED) return sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", bad->click, e->n_points);
+    if (bad->c.err[0]) memcpy(c->err, bad->c.err, sizeof(c->err));
+    return bad->rc;
+}
+
+/* Every click through sam3__everything_click: on workers (sam3__everything_par) where the
+   context has several threads (and no tap, whose function may not expect calls from several
+   threads), else one after another with the threads inside each product. */
+static sam3_result sam3__everything_clicks(sam3_ctx *c, sam3__evr *e) {
+    sam3_result rc = SAM3_OK;
+    int i, nw = c->nt;
+#ifdef _OPENMP
+    if (omp_in_parallel()) nw = 1;
+#else
+    nw = 1;
+#endif
+    if (nw > 1 && !c->opt.tap && e->n_points >= 2 * nw) return sam3__everything_par(c, e, nw);
+    for (i = 0; rc == SAM3_OK && i < e->n_points; i++) {
+        const sam3__mark mk = sam3__mark_get(c);
+        if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", i, e->n_points);
+        if (rc == SAM3_OK) rc = sam3__everything_click(c, e, i);
+        sam3__release(c, mk);
+    }
+    return rc;
+}
+
 /* sam3_segment_everything: the head's neck, every click through the decoder and the filters,
    NMS, then the kept masks. */
 static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
     sam3__evr e;
     uint8_t *gone;
     sam3_result rc;
-    int i, nk = 0;
+    int nk = 0;
     if ((rc = sam3__everything_check(c, opt, out, &e)) != SAM3_OK) return rc;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     rc = sam3__points_neck(c);
     e.t0 = sam3__stage_begin(c, SAM3__ST_EVERYTHING);
     if (rc == SAM3_OK) rc = sam3__everything_setup(c, &e);
     if (rc == SAM3_OK) rc = sam3__everything_img0(c);
-    for (i = 0; rc == SAM3_OK && i < e.n_points; i++) {
-        const sam3__mark mk = sam3__mark_get(c);
-        if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", i, e.n_points);
-        if (rc == SAM3_OK) rc = sam3__everything_click(c, &e, i);
-        sam3__release(c, mk);
-    }
+    if (rc == SAM3_OK) rc = sam3__everything_clicks(c, &e);
     gone = rc == SAM3_OK ? (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(e.n_cand, 1)) : NULL;
     if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
     if (rc == SAM3_OK) nk = sam3__everything_nms(&e, gone);

@@ -1048,6 +1048,103 @@ static int abort_cb(void *user) {
     return s->fire_at && s->polls == s->fire_at;
 }
 
+/* sam3_segment_everything on a context of 3 threads, whose clicks run on workers: the same
+   masks, scores and order as on one thread; an abort at each of the call's polls returns ABORTED
+   and leaves the context usable; each allocation of the call failing in turn gives OUT_OF_MEMORY
+   (or is absorbed), and nothing leaks. */
+static int evr_same(const sam3_everything_result *a, const sam3_everything_mask *b, const uint8_t *bm, int n) {
+    int i;
+    if (a->n_masks != n) return 0;
+    for (i = 0; i < n; i++) {
+        const sam3_everything_mask *x = &a->masks[i], *y = &b[i];
+        if (x->iou != y->iou || x->stability != y->stability || x->area != y->area || x->click != y->click || x->token != y->token ||
+            memcmp(&x->box, &y->box, sizeof(x->box)) || memcmp(x->mask, bm + (size_t)i * 600, 600))
+            return 0;
+    }
+    return 1;
+}
+static void test_everything_workers(const sam3_model *m) {
+    sam3_everything_options o = sam3_everything_options_default();
+    sam3_everything_result r;
+    sam3_ctx_options co = sam3_ctx_options_default();
+    abort_state st = {0, 0};
+    counter k = {0, 0, 0, 0, 0};
+    uint8_t *img = picture(30, 20, 3, 90), *m1 = NULL;
+    sam3_everything_mask *e1 = NULL;
+    sam3_ctx *c1 = new_ctx(m, NULL), *c3 = NULL;
+    long total, n, calls, fired = 0, oom = 0;
+    int rc, i, n1 = 0;
+    o.points_per_side = 6;
+    o.pred_iou_thresh = o.stability_score_thresh = -1;
+    o.box_nms_thresh = 1;
+    co.n_threads = 3;
+    co.blas_threads = 1;
+    co.abort_fn = abort_cb;
+    co.abort_user = &st;
+    co.allocator = counted(&k);
+    if (!c1 || !img || sam3_ctx_new(m, &co, &c3) != SAM3_OK || sam3_set_image(c1, img, 30, 20, 90, SAM3_RGB8) != SAM3_OK ||
+        sam3_set_image(c3, img, 30, 20, 90, SAM3_RGB8) != SAM3_OK || sam3_segment_everything(c1, &o, &r) != SAM3_OK) {
+        t_check(0, "everything on 1 and 3 threads: setup");
+        goto done;
+    }
+    n1 = r.n_masks;
+    e1 = (sam3_everything_mask *)malloc((size_t)SAM3__MAX(n1, 1) * sizeof(*e1));
+    m1 = (uint8_t *)malloc((size_t)SAM3__MAX(n1, 1) * 600);
+    if (!e1 || !m1) goto done;
+    memcpy(e1, r.masks, (size_t)n1 * sizeof(*e1));
+    for (i = 0; i < n1; i++) memcpy(m1 + (size_t)i * 600, r.masks[i].mask, 600);
+    st.polls = 0;
+    rc = sam3_segment_everything(c3, &o, &r);
+    total = st.polls;
+    t_check(rc == SAM3_OK && n1 == 108 && evr_same(&r, e1, m1, n1), "everything on 3 threads: %d masks as on 1 thread's %d, in order", r.n_masks, n1);
+    t_check(total >= 1, "everything on 3 threads polls abort_fn (%ld times)", total);
+    /* which worker takes which click varies from run to run, and so does the number of polls
+       (only the first worker polls between its clicks): a poll past a run's last is never reached */
+    for (n = 1; n <= total; n++) {
+        st.polls = 0;
+        st.fire_at = n;
+        rc = sam3_segment_everything(c3, &o, &r);
+        if (rc == SAM3_ERR_ABORTED && strstr(sam3_ctx_last_error(c3), "abort") != NULL) fired++;
+        else t_check(rc == SAM3_OK && st.polls < n, "everything on 3 threads, abort at poll %ld of %ld: %s", n, st.polls,
+                     sam3_result_string((sam3_result)rc));
+        if (n == 1) t_check(rc == SAM3_ERR_ABORTED, "everything on 3 threads: an abort at the first poll -> ABORTED");
+    }
+    st.fire_at = 0;
+    t_check(fired >= 1, "everything on 3 threads: %ld of %ld aborts reported as ABORTED", fired, total);
+    rc = sam3_segment_everything(c3, &o, &r);
+    t_check(rc == SAM3_OK && evr_same(&r, e1, m1, n1), "everything on 3 threads after the aborts: the same masks");
+    sam3_ctx_free(c3);
+    c3 = NULL;
+    t_check(k.live == 0, "everything on 3 threads: every allocation freed (%ld live)", k.live);
+    calls = k.calls;
+    for (n = 1; n <= calls; n++) {
+        counter f = {0, 0, 0, 0, 0};
+        sam3_ctx *c = NULL;
+        f.fail_at = n;
+        co.allocator = counted(&f);
+        co.abort_fn = NULL;
+        if (sam3_ctx_new(m, &co, &c) == SAM3_OK) {
+            if (sam3_set_image(c, img, 30, 20, 90, SAM3_RGB8) == SAM3_OK) {
+                rc = sam3_segment_everything(c, &o, &r);
+                t_check(rc == SAM3_OK || rc == SAM3_ERR_OUT_OF_MEMORY, "everything on 3 threads, allocation %ld failing -> %s", n,
+                        sam3_result_string((sam3_result)rc));
+                if (rc == SAM3_OK) t_check(evr_same(&r, e1, m1, n1), "everything on 3 threads, allocation %ld failing and absorbed: the same masks", n);
+                oom += rc == SAM3_ERR_OUT_OF_MEMORY;
+            }
+            sam3_ctx_free(c);
+        }
+        t_check(f.live == 0, "everything on 3 threads, allocation %ld failing: %ld live", n, f.live);
+        if (f.calls < n) break; /* the run made fewer allocations: every one has failed once */
+    }
+    t_check(oom > 0, "everything on 3 threads: %ld injected failures reported as OUT_OF_MEMORY", oom);
+done:
+    sam3_ctx_free(c3);
+    sam3_ctx_free(c1);
+    free(e1);
+    free(m1);
+    free(img);
+}
+
 static void test_abort(const sam3_model *m, const seq_out *ref) {
     abort_state st = {0, 0};
     long total, n, fired = 0, bad = 0, badres = 0, tried = 0, expected = 0;
@@ -1557,6 +1654,7 @@ int main(int argc, char **argv) {
     if (g_has_points) TIMED(test_points(m));
     if (g_has_points) TIMED(test_everything(m));
     if (!quick) TIMED(test_big_prompts(m));
+    if (g_has_points) TIMED(test_everything_workers(m));
     TIMED(test_abort(m, &ref));
     TIMED(test_alloc_failures(m, &ref, 0));
     TIMED(test_alloc_failures(m, &ref, 1));
