@@ -741,7 +741,9 @@ typedef struct sam3_everything_result {
    multimask outputs; masks with a low predicted IoU or stability are dropped, then box NMS keeps the
    best of overlapping ones. The grid covers the whole image (no crop layers); every click costs one
    run of the decoder's two-way transformer (what no click changes made once per call), and its
-   upscaling only when one of its outputs passes pred_iou_thresh. SAM3_ERR_UNSUPPORTED without an
+   upscaling only when one of its outputs passes pred_iou_thresh. With several threads the clicks
+   run one a thread, each thread's scratch (tens of MB at full size) from the default allocator
+   (SAM3_MALLOC), not counted by sam3_ctx_memory_used. SAM3_ERR_UNSUPPORTED without an
    interactive head. *out stays valid until the
    next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *ctx, const sam3_everything_options *opt, sam3_everything_result *out);
@@ -12724,9 +12726,9 @@ typedef struct sam3__evr_worker {
     int click; /* the click it stopped at (failed, or the abort seen), else -1 */
 } sam3__evr_worker;
 
-/* The workers' start: copies of c with one thread, whose arenas grow from SAM3_MALLOC (the
-   caller's allocator is not asked from several threads at once, as kernel scratch inside a
-   parallel region is not), and their scratch from c's arena. */
+/* The workers' start: copies of c with one thread, whose arenas grow from the default allocator
+   (the caller's is not asked from several threads at once, as kernel scratch inside a parallel
+   region is not), and their scratch from c's arena. */
 static sam3_result sam3__everything_workers(sam3_ctx *c, const sam3__evr *e, sam3__evr_worker *w, int nw) {
     const size_t plane = (size_t)c->img_w * c->img_h;
     const size_t crop = c->m->arch == SAM3__ARCH_SAM1 ? (size_t)c->s1_h1 * c->s1_w1 : 0;
