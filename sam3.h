@@ -12675,38 +12675,45 @@ static int sam3__everything_nms(sam3__evr *e, uint8_t *gone) {
     return nk;
 }
 
-/* The kept masks at the image size: each one's click decoded again (the same bits as the first
-   time) and its output resized at the threshold into the context's result buffers. */
+/* Kept mask j (candidate k) at the image size: its click decoded again (the same bits as the
+   first time) and its output resized at the threshold into the context's result buffers (grown by
+   the caller). */
+static sam3_result sam3__everything_keep(sam3_ctx *c, sam3__evr *e, const sam3__evr_cand *k, int j) {
+    const int W = c->img_w, H = c->img_h;
+    const size_t plane = (size_t)W * H;
+    sam3_everything_mask *r = &c->res_evr[j];
+    const sam3__mark mk = sam3__mark_get(c);
+    const float *src;
+    long area;
+    int made;
+    sam3_result rc;
+    if ((rc = sam3__everything_decode(c, e, k->point, 1, &made)) != SAM3_OK) return rc;
+    sam3__everything_sources(c, e, &k->token, 1, &src);
+    rc = sam3__resize_threshold_n(c, 1, &src, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->thr, c->res_mask + (size_t)j * plane, &area);
+    sam3__release(c, mk);
+    if (rc != SAM3_OK) return rc;
+    r->mask = c->res_mask + (size_t)j * plane;
+    r->box = k->box;
+    r->area = area;
+    r->iou = k->iou;
+    r->stability = k->stab;
+    r->point = sam3__everything_point(c, e->o.points_per_side, k->point);
+    r->click = k->point;
+    r->token = k->token;
+    return SAM3_OK;
+}
+
+static sam3_result sam3__everything_jobs(sam3_ctx *c, sam3__evr *e, int n, int keep);
+/* The nk kept masks at the image size (sam3__everything_keep), and the result. */
 static sam3_result sam3__everything_output(sam3_ctx *c, sam3__evr *e, int nk, sam3_everything_result *out) {
     const int W = c->img_w, H = c->img_h;
     size_t plane = (size_t)W * H, bytes;
-    int j;
+    sam3_result rc;
     if (!sam3__mul((size_t)SAM3__MAX(nk, 1), plane, &bytes) ||
         !sam3__grow(c, (void **)&c->res_evr, &c->res_evr_cap, (size_t)SAM3__MAX(nk, 1) * sizeof(sam3_everything_mask)) ||
         !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, bytes))
         return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", nk, W, H);
-    for (j = 0; j < nk; j++) {
-        const sam3__evr_cand *k = &e->cand[j];
-        sam3_everything_mask *r = &c->res_evr[j];
-        const sam3__mark mk = sam3__mark_get(c);
-        const float *src;
-        long area;
-        int made;
-        sam3_result rc;
-        if ((rc = sam3__everything_decode(c, e, k->point, 1, &made)) != SAM3_OK) return rc;
-        sam3__everything_sources(c, e, &k->token, 1, &src);
-        rc = sam3__resize_threshold_n(c, 1, &src, 0, e->ih, e->iw, e->ty, e->tx, H, W, e->thr, c->res_mask + (size_t)j * plane, &area);
-        sam3__release(c, mk);
-        if (rc != SAM3_OK) return rc;
-        r->mask = c->res_mask + (size_t)j * plane;
-        r->box = k->box;
-        r->area = area;
-        r->iou = k->iou;
-        r->stability = k->stab;
-        r->point = sam3__everything_point(c, e->o.points_per_side, k->point);
-        r->click = k->point;
-        r->token = k->token;
-    }
+    if ((rc = sam3__everything_jobs(c, e, nk, 1)) != SAM3_OK) return rc;
     out->n_masks = nk;
     out->masks = c->res_evr;
     out->n_points = e->n_points;
@@ -12755,18 +12762,21 @@ static sam3_result sam3__everything_workers(sam3_ctx *c, const sam3__evr *e, sam
     return SAM3_OK;
 }
 
-/* One worker's share: the next click not yet taken, until none is left or one worker stopped;
-   each click's candidates appended to e's. Only the first worker asks the caller's abort
-   function (it may not expect calls from several threads). */
-static void sam3__everything_work(sam3_ctx *c, sam3__evr *e, sam3__evr_worker *k, int first, int *next, int *stop) {
+/* One worker's share of n jobs: the next one not yet taken, until none is left or one worker
+   stopped. A job is click i, its candidates appended to e's, or (keep) kept mask i. Only the first
+   worker asks the caller's abort function, between clicks (it may not expect calls from several
+   threads). */
+static void sam3__everything_work(sam3_ctx *c, sam3__evr *e, sam3__evr_worker *k, int first, int n, int keep, int *next, int *stop) {
     for (;;) {
         int i, s;
         SAM3__OMP(atomic capture)
         i = (*next)++;
         SAM3__OMP(atomic read)
         s = *stop;
-        if (s || i >= e->n_points) return;
-        if (first && sam3__aborted(c)) {
+        if (s || i >= n) return;
+        if (keep) {
+            k->rc = sam3__everything_keep(&k->c, &k->e, &e->cand[i], i);
+        } else if (first && sam3__aborted(c)) {
             k->rc = SAM3_ERR_ABORTED;
         } else if ((k->rc = sam3__everything_click(&k->c, &k->e, i)) == SAM3_OK) {
             SAM3__OMP(critical(sam3__evr_merge))
@@ -12788,12 +12798,12 @@ static void sam3__everything_work(sam3_ctx *c, sam3__evr *e, sam3__evr_worker *k
     }
 }
 
-/* Every click on nw workers, one click a thread at a time: a click's products are small, and
-   their threads' fork and join (each a wake-up of sleeping threads) cost more than the split
-   saves. A click's values do not depend on the thread count, and the candidates are sorted by a
-   total order afterwards, so which worker took which click changes nothing. The workers' arenas
-   are not counted in sam3_ctx_memory_used. */
-static sam3_result sam3__everything_par(sam3_ctx *c, sam3__evr *e, int nw) {
+/* n jobs (sam3__everything_work) on nw workers, one job a thread at a time: a click's products
+   are small, and their threads' fork and join (each a wake-up of sleeping threads) cost more than
+   the split saves. A click's values do not depend on the thread count, the candidates are sorted
+   by a total order afterwards, and kept mask i has its own result slot, so which worker took
+   which job changes nothing. The workers' arenas are not counted in sam3_ctx_memory_used. */
+static sam3_result sam3__everything_par(sam3_ctx *c, sam3__evr *e, int nw, int n, int keep) {
     sam3__evr_worker *w = (sam3__evr_worker *)sam3__salloc(c, (size_t)nw * sizeof(sam3__evr_worker)); /* (nw) */
     sam3__evr_worker *bad = NULL;
     int next = 0, stop = 0, t, s;
@@ -12801,7 +12811,7 @@ static sam3_result sam3__everything_par(sam3_ctx *c, sam3__evr *e, int nw) {
     if (!w) return SAM3_ERR_OUT_OF_MEMORY;
     memset(w, 0, (size_t)nw * sizeof(*w));
     rc = sam3__everything_workers(c, e, w, nw);
-    if (rc == SAM3_OK && sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click 0 of %d", e->n_points);
+    if (rc == SAM3_OK && !keep && sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click 0 of %d", e->n_points);
     if (rc == SAM3_OK) {
         SAM3__OMP(parallel num_threads(nw))
         {
@@ -12809,7 +12819,7 @@ static sam3_result sam3__everything_par(sam3_ctx *c, sam3__evr *e, int nw) {
 #ifdef _OPENMP
             id = omp_get_thread_num();
 #endif
-            sam3__everything_work(c, e, &w[id], id == 0, &next, &stop);
+            sam3__everything_work(c, e, &w[id], id == 0, n, keep, &next, &stop);
         }
     }
     for (t = 0; t < nw; t++) {
@@ -12825,10 +12835,11 @@ static sam3_result sam3__everything_par(sam3_ctx *c, sam3__evr *e, int nw) {
     return bad->rc;
 }
 
-/* Every click through sam3__everything_click: on workers (sam3__everything_par) where the
-   context has several threads (and no tap, whose function may not expect calls from several
-   threads), else one after another with the threads inside each product. */
-static sam3_result sam3__everything_clicks(sam3_ctx *c, sam3__evr *e) {
+/* The n clicks (sam3__everything_click) or, with keep, the n kept masks (sam3__everything_keep):
+   on workers (sam3__everything_par) where the context has several threads (and no tap, whose
+   function may not expect calls from several threads), else one after another with the threads
+   inside each product. */
+static sam3_result sam3__everything_jobs(sam3_ctx *c, sam3__evr *e, int n, int keep) {
     sam3_result rc = SAM3_OK;
     int i, nw = c->nt;
 #ifdef _OPENMP
@@ -12836,11 +12847,11 @@ static sam3_result sam3__everything_clicks(sam3_ctx *c, sam3__evr *e) {
 #else
     nw = 1;
 #endif
-    if (nw > 1 && !c->opt.tap && e->n_points >= 2 * nw) return sam3__everything_par(c, e, nw);
-    for (i = 0; rc == SAM3_OK && i < e->n_points; i++) {
+    if (nw > 1 && !c->opt.tap && n >= 2 * nw) return sam3__everything_par(c, e, nw, n, keep);
+    for (i = 0; rc == SAM3_OK && i < n; i++) {
         const sam3__mark mk = sam3__mark_get(c);
-        if (sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", i, e->n_points);
-        if (rc == SAM3_OK) rc = sam3__everything_click(c, e, i);
+        if (!keep && sam3__aborted(c)) rc = sam3__fail(c, SAM3_ERR_ABORTED, "aborted at click %d of %d", i, n);
+        if (rc == SAM3_OK) rc = keep ? sam3__everything_keep(c, e, &e->cand[i], i) : sam3__everything_click(c, e, i);
         sam3__release(c, mk);
     }
     return rc;
@@ -12859,7 +12870,7 @@ static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everythi
     e.t0 = sam3__stage_begin(c, SAM3__ST_EVERYTHING);
     if (rc == SAM3_OK) rc = sam3__everything_setup(c, &e);
     if (rc == SAM3_OK) rc = sam3__everything_img0(c);
-    if (rc == SAM3_OK) rc = sam3__everything_clicks(c, &e);
+    if (rc == SAM3_OK) rc = sam3__everything_jobs(c, &e, e.n_points, 0);
     gone = rc == SAM3_OK ? (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(e.n_cand, 1)) : NULL;
     if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
     if (rc == SAM3_OK) nk = sam3__everything_nms(&e, gone);
