@@ -12816,13 +12816,9 @@ static int sam3__everything_crop_boxes(int W, int H, int layers, double ratio, i
     return n;
 }
 
-/* The crop fields' checks and defaults, the crop boxes (in the context's allocator: freed by
-   sam3__everything_crops). */
-static sam3_result sam3__everything_crop_check(sam3_ctx *c, const sam3_everything_options *opt, sam3__evr_crops *k) {
+/* The crop fields' checks and defaults into *o (a copy of opt), run on every call. */
+static sam3_result sam3__everything_crop_opts(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_options *o) {
     const char *fn = "sam3_segment_everything";
-    sam3_everything_options *o = &k->o;
-    int n = 1, i, bad = 0, pps;
-    memset(k, 0, sizeof(*k));
     *o = *opt;
     if (o->crop_overlap_ratio == 0) o->crop_overlap_ratio = 512.0 / 1500.0;
     if (!o->crop_points_downscale) o->crop_points_downscale = 1;
@@ -12837,6 +12833,18 @@ static sam3_result sam3__everything_crop_check(sam3_ctx *c, const sam3_everythin
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop_nms_thresh must be finite and >= 0", fn);
     if (o->min_region_area < 0)
         return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: min_region_area %lld is negative", fn, (long long)o->min_region_area);
+    return SAM3_OK;
+}
+
+/* The crop fields' checks, the pixels and the crop boxes (in the context's allocator: freed by
+   sam3__everything_crops). */
+static sam3_result sam3__everything_crop_check(sam3_ctx *c, const sam3_everything_options *opt, sam3__evr_crops *k) {
+    const char *fn = "sam3_segment_everything";
+    sam3_everything_options *o = &k->o;
+    int n = 1, i, bad = 0, pps;
+    sam3_result rc;
+    memset(k, 0, sizeof(*k));
+    if ((rc = sam3__everything_crop_opts(c, opt, o)) != SAM3_OK) return rc;
     if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "%s: no image: call sam3_set_image first", fn);
     k->bpp = o->format == SAM3_RGB8 ? 3 : o->format == SAM3_RGBA8 ? 4 : o->format == SAM3_GRAY8 ? 1 : 0;
     if (o->crop_layers > 0 && (!o->pixels || !k->bpp || o->stride < c->img_w * k->bpp))
@@ -13122,7 +13130,14 @@ static sam3_result sam3__everything_crops(sam3_ctx *c, const sam3_everything_opt
 
 /* sam3_segment_everything: one grid pass on the cached image, or the crop loop around it. */
 static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
-    if (!opt || (!opt->crop_layers && !opt->min_region_area)) return sam3__everything_pass(c, opt, NULL, 0, 0, out);
+    sam3_everything_options o;
+    sam3_result rc;
+    if (!opt) return sam3__everything_pass(c, opt, NULL, 0, 0, out);
+    if ((rc = sam3__everything_crop_opts(c, opt, &o)) != SAM3_OK) {
+        if (out) memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    if (!opt->crop_layers && !opt->min_region_area) return sam3__everything_pass(c, opt, NULL, 0, 0, out);
     return sam3__everything_crops(c, opt, out);
 }
 
