@@ -953,6 +953,109 @@ done:
     dump_close(&im);
 }
 
+/* One HF crops case: the kept masks' crops and candidates (click * n_tok + token) in order, boxes
+   within a pixel, areas within 1% + 2 pixels, the first masks at IoU >= MIN_IOU. Returns the
+   differing masks. */
+static int evr_crops_compare(const char *what, const dump *d, const char *pre, const sam3_everything_result *r, int n_tok, double *worst) {
+    char name[64];
+    const sam3__tensor *cr, *ca, *bx, *ar, *mk;
+    int i, bad = 0, k;
+    snprintf(name, sizeof(name), "%s.crop", pre), cr = dump_get(d, name, SAM3__DT_I32);
+    snprintf(name, sizeof(name), "%s.candidate", pre), ca = dump_get(d, name, SAM3__DT_I32);
+    snprintf(name, sizeof(name), "%s.boxes", pre), bx = dump_get(d, name, SAM3__DT_F32);
+    snprintf(name, sizeof(name), "%s.area", pre), ar = dump_get(d, name, SAM3__DT_I32);
+    snprintf(name, sizeof(name), "%s.masks", pre), mk = dump_get(d, name, SAM3__DT_U8);
+    if (!cr || !ca) {
+        t_check(0, "%s: %s.crop / .candidate missing", what, pre);
+        return 1;
+    }
+    k = (int)cr->shape[0];
+    t_check(r->n_masks == k, "%s: %d masks kept, reference %d", what, r->n_masks, k);
+    for (i = 0; i < k && i < r->n_masks; i++) {
+        const sam3_everything_mask *e = &r->masks[i];
+        int diff = e->crop != ((const int32_t *)cr->data)[i] || e->click * n_tok + e->token != ((const int32_t *)ca->data)[i];
+        if (bx) {
+            const float *b = (const float *)bx->data + 4 * i;
+            diff |= fabs(e->box.x0 - b[0]) > 1 || fabs(e->box.y0 - b[1]) > 1 || fabs(e->box.x1 - b[2]) > 1 || fabs(e->box.y1 - b[3]) > 1;
+        }
+        if (ar) diff |= fabs((double)e->area - ((const int32_t *)ar->data)[i]) > 2 + 0.01 * (double)e->area;
+        if (mk && i < (int)mk->shape[0]) {
+            const uint8_t *p = (const uint8_t *)mk->data + (size_t)i * mk->shape[1];
+            size_t j, in = 0, un = 0;
+            for (j = 0; j < (size_t)r->width * r->height; j++) {
+                const int a = e->mask[j] != 0, b = (p[j >> 3] >> (7 - (j & 7))) & 1;
+                in += a && b, un += a || b;
+            }
+            *worst = SAM3__MIN(*worst, un ? (double)in / (double)un : 1.0);
+        }
+        if (diff) t_note("  %s mask %d: crop %d candidate %d box %g %g %g %g area %lld; reference crop %d candidate %d", what, i, e->crop,
+                         e->click * n_tok + e->token, e->box.x0, e->box.y0, e->box.x1, e->box.y1, (long long)e->area,
+                         ((const int32_t *)cr->data)[i], ((const int32_t *)ca->data)[i]);
+        bad += diff;
+    }
+    return bad + (r->n_masks != k);
+}
+
+/* sam3_segment_everything with crop layers against tools/make_reference_everything_crops.py
+   (<prefix>_everything_crops.sam3: transformers' crop boxes, filter_masks, per-crop and cross-crop
+   post_process_for_mask_generation, composed; small regions by a restatement of Meta's function):
+   without NMS, with NMS at the reference's threshold, then small-region removal on each. */
+static void test_everything_crops_hf(const char *cfg, const char *dir, sam3_model *m, const char *prefix) {
+    static const char *pre[4] = {"out", "nms", "small", "smallnms"};
+    char path[512], what[128];
+    dump im, d;
+    const sam3__tensor *img;
+    sam3_ctx *c = NULL;
+    sam3_everything_options o = sam3_everything_options_default();
+    sam3_everything_result r;
+    int W, H, v, bad = 0, n_tok = m->trk.n_mask_tokens - 1;
+    double worst = 1, nms;
+    snprintf(path, sizeof(path), "%s/%s_everything_crops.sam3", dir, prefix);
+    if (!dump_open(&d, path)) {
+        t_note("  %s: no %s, crop layers not compared with transformers", cfg, path);
+        t_skip++;
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%s_image.sam3", dir, prefix);
+    t_check(dump_open(&im, path), "%s: %s for everything crops", cfg, path);
+    img = dump_get(&im, "input.image", SAM3__DT_U8);
+    if (!img || sam3_ctx_new(m, NULL, &c) != SAM3_OK) {
+        t_check(0, "%s: everything crops: image / context", cfg);
+        dump_close(&d), dump_close(&im);
+        return;
+    }
+    W = (int)img->shape[1], H = (int)img->shape[0];
+    o.points_per_side = (int)dump_num(&d, "evr.points_per_side", 0);
+    o.pred_iou_thresh = (float)dump_num(&d, "evr.pred_iou_thresh", 0);
+    o.stability_score_thresh = (float)dump_num(&d, "evr.stability_thresh", 0);
+    if (o.pred_iou_thresh <= 0) o.pred_iou_thresh = -1;
+    if (o.stability_score_thresh <= 0) o.stability_score_thresh = -1;
+    o.stability_score_offset = (float)dump_num(&d, "evr.stability_offset", 1);
+    o.mask_threshold = (float)(1.0 / (1.0 + exp(-dump_num(&d, "evr.mask_threshold", 0))));
+    o.crop_layers = (int)dump_num(&d, "crop.layers", 1);
+    o.crop_overlap_ratio = dump_num(&d, "crop.overlap", 512.0 / 1500.0);
+    o.pixels = (const uint8_t *)img->data, o.stride = W * 3, o.format = SAM3_RGB8;
+    nms = dump_num(&d, "evr.nms_thresh", 0.7);
+    t_check(sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8) == SAM3_OK, "%s: set_image for everything crops", cfg);
+    for (v = 0; v < 4; v++) {
+        o.box_nms_thresh = o.crop_nms_thresh = (float)(v & 1 ? nms : 1.0);
+        o.min_region_area = v & 2 ? (int64_t)dump_num(&d, "small.min_area", 0) : 0;
+        snprintf(what, sizeof(what), "%s everything crops (%s)", cfg, pre[v]);
+        if (sam3_segment_everything(c, &o, &r) != SAM3_OK) {
+            t_check(0, "%s: %s", what, sam3_ctx_last_error(c));
+            bad++;
+            continue;
+        }
+        bad += evr_crops_compare(what, &d, pre[v], &r, n_tok, &worst);
+        if (v == 0) printf("  %s everything, %d crop layer(s): %d masks from %d crops\n", cfg, o.crop_layers, r.n_masks, r.n_crops);
+    }
+    t_check(bad == 0 && worst >= MIN_IOU, "%s everything crops vs transformers: %d masks differ, worst mask IoU %.4f", cfg, bad, worst);
+    printf("  %s everything crops vs transformers (small regions: %s): %d differ, worst mask IoU %.5f\n", cfg,
+           dump_str(&d, "small.how") ? dump_str(&d, "small.how") : "?", bad, worst);
+    sam3_ctx_free(c);
+    dump_close(&d), dump_close(&im);
+}
+
 /* The attention kernel against a double-precision softmax(q k^T / sqrt(hd) + bias) v, with more
    keys than one block of its online softmax, so that rows' maxima rise from block to block (a
    key scale growing with the key index) and fall (growing backwards): the rescaling of the
@@ -1191,6 +1294,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         test_points(cfg, dir, m, "ref_sam1");
         if (!g_bf16) test_everything(cfg, dir, m, "ref_sam1");
         if (!g_bf16) test_everything_crops(cfg, dir, m, "ref_sam1");
+        if (!g_bf16) test_everything_crops_hf(cfg, dir, m, "ref_sam1");
         if (!g_bf16 && !strcmp(cfg + strlen(cfg) - SAM3__MIN(strlen(cfg), 6), "sam1_a")) test_everything_tables(cfg, dir, m);
         sam3_free(m);
         return;
@@ -1235,6 +1339,7 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
     test_points(cfg, dir, m, "ref_points");
     if (!g_bf16) test_everything(cfg, dir, m, "ref_points");
     if (!g_bf16) test_everything_crops(cfg, dir, m, "ref_points");
+    if (!g_bf16) test_everything_crops_hf(cfg, dir, m, "ref_points");
     sam3_free(m);
 }
 

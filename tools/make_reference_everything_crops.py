@@ -6,10 +6,11 @@ the tiny seeded models of tests/data (the GPU machine's CPU, fp32):
     python3 tools/make_reference_everything_crops.py OUTDIR [--data tests/data] [--only sam1_a,tiny_a]
                                                      [--points-per-side N] [--layers L] [--min-area A]
 
-transformers' pipeline("mask-generation") cannot run crop layers: it sends each click with one point
-per crop against a batch of crop embeddings (SamModel rejects the mismatch). So the crops come from
-transformers' own functions, glued per crop as the pipeline would: SamImageProcessor.generate_crop_boxes
-(the crop boxes and the cropped images), the model on each crop as its own image (SamModel with
+transformers 5.17's pipeline("mask-generation") cannot run crop layers: SamImageProcessor.generate_crop_boxes
+stacks the cropped images into one tensor, which fails for crops of unequal sizes (any crop layer), and
+the pipeline would send each click with one point per crop against a batch of crop embeddings. So the
+crops come from transformers' own functions, glued per crop as the pipeline would: _generate_per_layer_crops
+(what generate_crop_boxes calls for the boxes; the crops are cut from the image here), the model on each crop as its own image (SamModel with
 SamProcessor, or Sam3TrackerModel with its processor, as tools/make_reference_everything.py), the
 grid of _build_point_grid(N) scaled to the crop's pixels and given to the processor with the crop's
 size (generate_crop_boxes' own points are normalised with the whole image's size, which puts them
@@ -29,18 +30,17 @@ Thresholds: the mask threshold, stability offset and the IoU/stability cuts are 
 image's candidates as tools/make_reference_everything.py does (random weights have no natural cut).
 
 Writes OUTDIR/NAME/ref_<sam1|points>_everything_crops.sam3 (arch "dump", dump.kind "everything_crops"):
-    crops.box     i32 [c,4]  generate_crop_boxes' boxes (x0, y0, x1, y1)
+    crops.box     i32 [c,4]  _generate_per_layer_crops' boxes (x0, y0, x1, y1)
     out.crop, out.candidate i32 [k]  kept masks with box_nms_thresh = crops_nms_thresh = 1 (none
                              suppressed): their crop and candidate (point * 3 + token in that crop)
-    out.iou f32 [k], out.boxes f32 [k,4] (in the image), out.area i32 [k], out.masks u8 [min(k,16), ceil(H*W/8)]
+    out.boxes f32 [k,4] (in the image), out.area i32 [k], out.masks u8 [min(k,16), ceil(H*W/8)]
     nms.crop, nms.candidate i32 [j]  the same at box_nms_thresh = crops_nms_thresh = evr.nms_thresh
     small.crop, small.candidate, small.changed i32 [k], small.boxes f32 [k,4], small.area i32 [k],
     small.masks u8 [min(k,16), ...]  postprocess_small_regions(out's masks, small.min_area, 1.0)
     smallnms.crop, smallnms.candidate i32 [j2]  postprocess_small_regions(nms's masks, min_area, nms thresh)
-    table.case i32 [t,4] (W, H, layers, ratio index), table.count i32 [t], table.box i32 [sum,4]:
-                             generate_crop_boxes on blank images of other sizes; ratios in table.ratios
-    config: evr.* as make_reference_everything.py, crop.layers, crop.overlap, small.min_area, small.how,
-            image.width, image.height, ref.transformers
+    config: evr.* as make_reference_everything.py (evr.mask_quantile: the mask threshold's quantile),
+            crop.layers, crop.overlap, small.min_area, small.how, image.width, image.height, ref.transformers
+Read by tests/test_parity.c (test_everything_crops_hf), which skips with a note where a dump is absent.
 """
 import argparse
 import os
@@ -58,7 +58,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import sam3file  # noqa: E402
 import make_reference_everything as mre  # noqa: E402
-from make_reference_everything_tables import label8, mask_box, nms, per_layer_crops, remove_small_regions  # noqa: E402,F401
+from make_reference_everything_tables import mask_box, nms, per_layer_crops, remove_small_regions  # noqa: E402
 
 torch.set_grad_enabled(False)
 OVERLAP, NMS, MAX_MASKS = 512 / 1500, 0.7, 16
@@ -69,7 +69,7 @@ def small_regions_fn():
     """postprocess_small_regions(mask_data, min_area, nms_thresh) and MaskData, Meta's where importable."""
     for pkg in ("segment_anything", "sam2"):
         try:
-            import cv2  # noqa: F401  (Meta's remove_small_regions imports it)
+            __import__("cv2")  # Meta's remove_small_regions imports it
             if pkg == "segment_anything":
                 from segment_anything.automatic_mask_generator import SamAutomaticMaskGenerator as G
                 from segment_anything.utils.amg import MaskData, mask_to_rle_pytorch, rle_to_mask
