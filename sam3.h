@@ -171,6 +171,7 @@ DOCUMENTATION
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
+   SAM3_EVERYTHING_MAX_CROP_LAYERS sam3_segment_everything's crop layers (default 6: 5461 crops)
    SAM3_NO_FAST_ATTENTION  the reference attention kernel instead of sam3's fused one (GCC/clang)
    SAM3_PROFILE            the context counts the image encoder's time by stage, and by thread in its
                            bf16 products and attention (tuning: tests/prof_encoder.c prints them;
@@ -433,7 +434,8 @@ typedef struct sam3_timings {
     double interactive_neck; /* sam3_segment_points: the interactive neck (first call after an image; SAM 3) */
     double points;           /* sam3_segment_points: prompt encoder, mask decoder and post-processing */
     double tracking;         /* sam3_tracker_push_frame: everything after the image encoder, all objects */
-    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS (last:
+    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS; with
+                                crop layers also the crops' image encoder runs (last:
                                 fields are appended, so that older bindings keep their layout) */
 } sam3_timings;
 
@@ -751,7 +753,8 @@ typedef struct sam3_everything_result {
     int n_masks;                        /* kept, highest predicted IoU first */
     const sam3_everything_mask *masks;  /* (n_masks) */
     int n_points, n_candidates;         /* the grid's clicks and the masks they gave before any filter */
-    int n_filtered;                     /* of those, passing the IoU and stability filters (before NMS) */
+    int n_filtered;                     /* of those, passing the IoU and stability filters (before the
+                                           crop-edge rule and NMS) */
     int width, height;                  /* the image's */
     int n_crops;                        /* crops run (1 without crop layers); the counts above sum over them */
 } sam3_everything_result;

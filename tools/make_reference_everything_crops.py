@@ -281,7 +281,7 @@ def main():
     ap.add_argument("--points-per-side", type=int, default=8)
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--min-area", type=int, default=25)
-    ap.add_argument("--mask-quantile", type=float, default=0.75)
+    ap.add_argument("--mask-quantile", type=float, default=0.95)
     ap.add_argument("--sources", default="", help="write the glued transformers modules' source here")
     a = ap.parse_args()
     if a.sources:
