@@ -479,7 +479,8 @@ static const char *EVERYTHING_HELP =
     "SAM 1 files), masks filtered by predicted IoU and stability, overlapping ones removed by box NMS.\n"
     "OUTDIR gets what 'sam3 segment' writes (results.json, mask_NNN.png, overlay.png; --format coco;\n"
     "-i FOLDER or @LIST), each instance with \"score\" (predicted IoU), \"stability\", \"point\" (its\n"
-    "click) and \"query\" (the click's index); \"box\" holds its first and last pixel column and row.\n"
+    "click) and \"query\" (the click's index; with --crop-layers, in its \"crop\": 0 the whole image);\n"
+    "\"box\" holds its first and last pixel column and row.\n"
     "\n"
     "  --points-per-side N     the grid: N x N clicks, 1..512 (default 32)\n"
     "  --pred-iou-thresh T     keep masks whose predicted IoU is above T (default 0.88; 0: no filter)\n"
@@ -489,7 +490,8 @@ static const char *EVERYTHING_HELP =
     "  --mask-threshold M      mask probability threshold, 0..1 exclusive (default 0.5)\n"
     "  --crop-layers L         also run the grid on 2^i x 2^i overlapping crops, i = 1..L, each encoded\n"
     "                          as its own image (0..6, default 0: the whole image only)\n"
-    "  --crop-overlap R        layer 1's crop overlap as a fraction of the short side, 0..1 (default 512/1500)\n"
+    "  --crop-overlap R        layer 1's crop overlap as a fraction of the short side, above 0, below 1\n"
+    "                          (default 512/1500)\n"
     "  --crop-points-downscale F  layer i's grid is N / F^i points a side (default 1)\n"
     "  --crop-nms-thresh T     box NMS across crops, 0..1 (default 0.7; 1 keeps all)\n"
     "  --min-region-area A     fill holes and drop islands under A pixels, then NMS again (SAM's\n"
@@ -847,6 +849,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
             tb_printf(&js, ", \"point\": [");
             tb_json_number(&js, e->point.x), tb_printf(&js, ", "), tb_json_number(&js, e->point.y);
             tb_printf(&js, "]");
+            if (ev->n_crops > 1) tb_printf(&js, ", \"crop\": %d", e->crop);
         }
         tb_printf(&js, ", \"box\": "), tb_box(&js, &mb), tb_printf(&js, ", \"detector_box\": "), tb_box(&js, &in->box);
         if (!io->coco) {
