@@ -721,7 +721,8 @@ typedef struct sam3_everything_options {
     float mask_threshold;         /* a probability (see 1. Concepts); 0 = 0.5 (logits > 0) */
     /* Crop layers (SamImageProcessor.generate_crop_boxes): layer i >= 1 cuts the image into 2^i x 2^i
        overlapping crops, each encoded as its own image (one image encoder run a crop) and given a
-       grid of points_per_side / crop_points_downscale^i (truncated) clicks a side. */
+       grid of points_per_side / crop_points_downscale^i (truncated) clicks a side that covers the
+       crop, as SAM places it (transformers scales a crop's grid by the whole image's size). */
     int crop_layers;              /* 0..SAM3_EVERYTHING_MAX_CROP_LAYERS; 0 = the whole image only */
     double crop_overlap_ratio;    /* layer 1's overlap as a fraction of the short side, in [0,1); 0 = 512/1500 */
     int crop_points_downscale;    /* >= 1; 0 = 1 */
@@ -769,7 +770,8 @@ typedef struct sam3_everything_result {
    lies within 20 pixels of a crop edge that is not an image edge, keeps its best by box NMS at
    box_nms_thresh; the crops' masks, moved into the image, then go through box NMS at
    crop_nms_thresh. min_region_area runs last, as SAM's postprocess_small_regions (a mask it changes
-   gets the NMS score 0 and goes after the unchanged ones; its box and area are recomputed).
+   gets the NMS score 0 and goes after the unchanged ones; its box and area are recomputed; the NMS
+   is at the larger of the two thresholds).
    SAM3_ERR_UNSUPPORTED without an interactive head. *out stays valid until the
    next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *ctx, const sam3_everything_options *opt, sam3_everything_result *out);
