@@ -171,6 +171,7 @@ DOCUMENTATION
    SAM3_MAX_PROMPT_BYTES   longest text prompt in bytes (default 4 MB; longer is SAM3_ERR_INVALID_ARG)
    SAM3_MAX_TRACKED_OBJECTS objects one tracker follows at once (default 64)
    SAM3_MAX_CONCEPT_PROMPTS text prompts one concept tracker follows (default 16)
+   SAM3_EVERYTHING_MAX_CROP_LAYERS sam3_segment_everything's crop layers (default 6: 5461 crops)
    SAM3_NO_FAST_ATTENTION  the reference attention kernel instead of sam3's fused one (GCC/clang)
    SAM3_PROFILE            the context counts the image encoder's time by stage, and by thread in its
                            bf16 products and attention (tuning: tests/prof_encoder.c prints them;
@@ -433,7 +434,8 @@ typedef struct sam3_timings {
     double interactive_neck; /* sam3_segment_points: the interactive neck (first call after an image; SAM 3) */
     double points;           /* sam3_segment_points: prompt encoder, mask decoder and post-processing */
     double tracking;         /* sam3_tracker_push_frame: everything after the image encoder, all objects */
-    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS (last:
+    double everything;       /* sam3_segment_everything: every click's decoder, the filters and NMS; with
+                                crop layers also the crops' image encoder runs (last:
                                 fields are appended, so that older bindings keep their layout) */
 } sam3_timings;
 
@@ -706,6 +708,9 @@ SAM3DEF sam3_points_options sam3_points_options_default(void);
 /* ================================================================================================
    Segment everything: SAM's automatic mask generator (a grid of clicks, no prompt)
    ============================================================================================= */
+#ifndef SAM3_EVERYTHING_MAX_CROP_LAYERS
+#define SAM3_EVERYTHING_MAX_CROP_LAYERS 6 /* 5461 crops */
+#endif
 typedef struct sam3_everything_options {
     /* Defaults are transformers' pipeline("mask-generation"); a field left 0 takes its default. */
     int points_per_side;          /* the grid: points_per_side^2 single clicks, 1..1024; 0 = 32 */
@@ -714,6 +719,21 @@ typedef struct sam3_everything_options {
     float stability_score_offset; /* the stability's logit shift (see below); 0 = 1 */
     float box_nms_thresh;         /* box IoU above which the lower-scored mask goes; 0 = 0.7, >= 1 keeps all */
     float mask_threshold;         /* a probability (see 1. Concepts); 0 = 0.5 (logits > 0) */
+    /* Crop layers (SamImageProcessor.generate_crop_boxes): layer i >= 1 cuts the image into 2^i x 2^i
+       overlapping crops, each encoded as its own image (one image encoder run a crop) and given a
+       grid of points_per_side / crop_points_downscale^i (truncated) clicks a side that covers the
+       crop, as SAM places it (transformers scales a crop's grid by the whole image's size). */
+    int crop_layers;              /* 0..SAM3_EVERYTHING_MAX_CROP_LAYERS; 0 = the whole image only */
+    double crop_overlap_ratio;    /* layer 1's overlap as a fraction of the short side, in [0,1); 0 = 512/1500 */
+    int crop_points_downscale;    /* >= 1; 0 = 1 */
+    float crop_nms_thresh;        /* box NMS across crops' masks (by predicted IoU); 0 = 0.7, >= 1 keeps all */
+    int64_t min_region_area;      /* > 0: SAM's small-region removal (holes, then islands, below this many
+                                     pixels, 8-connected), then box NMS again; 0 = off */
+    /* With crop_layers > 0: the pixels given to sam3_set_image (the same image: the context keeps
+       only its features), as sam3_set_image takes them; the call reads them, never keeps them. */
+    const uint8_t *pixels;
+    int stride;                   /* bytes between rows, >= width * bytes a pixel */
+    sam3_pixel_format format;
 } sam3_everything_options;
 
 typedef struct sam3_everything_mask {
@@ -726,29 +746,40 @@ typedef struct sam3_everything_mask {
     sam3_point point;    /* the grid click that gave it, in pixels */
     int click;           /* that click's index in the grid (row-major, x fastest) */
     int token;           /* which of its multimask outputs (0..2) */
+    int crop;            /* the crop it came from: 0 the whole image, then layer by layer in
+                            generate_crop_boxes' order (columns outer); click indexes that crop's grid */
 } sam3_everything_mask;
 
 typedef struct sam3_everything_result {
     int n_masks;                        /* kept, highest predicted IoU first */
     const sam3_everything_mask *masks;  /* (n_masks) */
     int n_points, n_candidates;         /* the grid's clicks and the masks they gave before any filter */
-    int n_filtered;                     /* of those, passing the IoU and stability filters (before NMS) */
+    int n_filtered;                     /* of those, passing the IoU and stability filters (before the
+                                           crop-edge rule and NMS) */
     int width, height;                  /* the image's */
+    int n_crops;                        /* crops run (1 without crop layers); the counts above sum over them */
 } sam3_everything_result;
 
 /* Every object in the cached image (sam3_set_image), as SAM's automatic mask generator: a grid of
    single positive clicks through the interactive head (see sam3_segment_points), each giving its
    multimask outputs; masks with a low predicted IoU or stability are dropped, then box NMS keeps the
-   best of overlapping ones. The grid covers the whole image (no crop layers); every click costs one
-   run of the decoder's two-way transformer (what no click changes made once per call), and its
-   upscaling only when one of its outputs passes pred_iou_thresh. With several threads the clicks
-   run one a thread, each thread's scratch (tens of MB at full size) from the default allocator
-   (SAM3_MALLOC), not counted by sam3_ctx_memory_used. SAM3_ERR_UNSUPPORTED without an
-   interactive head. *out stays valid until the
+   best of overlapping ones. Every click costs one run of the decoder's two-way transformer (what
+   no click changes made once per call), and its upscaling only when one of its outputs passes
+   pred_iou_thresh. With several threads the clicks run one a thread, each thread's scratch (tens
+   of MB at full size) from the default allocator (SAM3_MALLOC), not counted by
+   sam3_ctx_memory_used. With crop layers, each crop runs the same grid pass on its own encoding (in a
+   second context the call makes and frees, so this one keeps its image), drops the masks whose box
+   lies within 20 pixels of a crop edge that is not an image edge, keeps its best by box NMS at
+   box_nms_thresh; the crops' masks, moved into the image, then go through box NMS at
+   crop_nms_thresh. min_region_area runs last, as SAM's postprocess_small_regions (a mask it changes
+   gets the NMS score 0 and goes after the unchanged ones; its box and area are recomputed; the NMS
+   is at the larger of the two thresholds).
+   SAM3_ERR_UNSUPPORTED without an interactive head. *out stays valid until the
    next call on this context that returns results or sets an image. */
 SAM3DEF sam3_result sam3_segment_everything(sam3_ctx *ctx, const sam3_everything_options *opt, sam3_everything_result *out);
 /* The defaults (points_per_side 32, pred_iou_thresh 0.88, stability_score_thresh 0.95,
-   stability_score_offset 1, box_nms_thresh 0.7, mask_threshold 0.5). */
+   stability_score_offset 1, box_nms_thresh 0.7, mask_threshold 0.5, no crop layers (overlap 512/1500,
+   downscale 1, crop_nms_thresh 0.7), no small-region removal). */
 SAM3DEF sam3_everything_options sam3_everything_options_default(void);
 
 /* ================================================================================================
@@ -12406,6 +12437,7 @@ static sam3_result sam3__segment_points_run(sam3_ctx *c, const sam3_points_promp
 /* ---- segment everything: pipeline("mask-generation") on one crop (SamImageProcessor's
    generate_crop_boxes grid, filter_masks, post_process_for_mask_generation) ---- */
 #define SAM3__EVR_MAX_SIDE 512
+#define SAM3__EVR_EDGE 20.0f /* _is_box_near_crop_edge's atol, in pixels */
 
 /* One candidate mask: a click's multimask output that passed the filters. */
 typedef struct sam3__evr_cand {
@@ -12428,6 +12460,8 @@ typedef struct sam3__evr {
     uint8_t *planes;           /* (n_tok, H, W) masks at one cut */
     sam3__evr_cand *cand;      /* (n_points * n_tok) the candidates passing the filters */
     int n_cand, n_all;
+    int cx0, cy0, cx1, cy1;    /* this pass's crop in the whole image (the whole image: 0, 0, fw, fh) */
+    int fw, fh;                /* the whole image's size */
     double t0;
 } sam3__evr;
 
@@ -12440,6 +12474,9 @@ SAM3DEF sam3_everything_options sam3_everything_options_default(void) {
     o.stability_score_offset = 1.0f;
     o.box_nms_thresh = 0.7f;
     o.mask_threshold = 0.5f;
+    o.crop_overlap_ratio = 512.0 / 1500.0;
+    o.crop_points_downscale = 1;
+    o.crop_nms_thresh = 0.7f;
     return o;
 }
 
@@ -12700,6 +12737,7 @@ static sam3_result sam3__everything_keep(sam3_ctx *c, sam3__evr *e, const sam3__
     r->point = sam3__everything_point(c, e->o.points_per_side, k->point);
     r->click = k->point;
     r->token = k->token;
+    r->crop = 0;
     return SAM3_OK;
 }
 
@@ -12721,6 +12759,7 @@ static sam3_result sam3__everything_output(sam3_ctx *c, sam3__evr *e, int nk, sa
     out->n_filtered = e->n_cand;
     out->width = W;
     out->height = H;
+    out->n_crops = 1;
     return SAM3_OK;
 }
 
@@ -12857,27 +12896,454 @@ static sam3_result sam3__everything_jobs(sam3_ctx *c, sam3__evr *e, int n, int k
     return rc;
 }
 
-/* sam3_segment_everything: the head's neck, every click through the decoder and the filters,
-   NMS, then the kept masks. */
-static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
+/* filter_masks' _is_box_near_crop_edge: drops the candidates whose box, moved into the whole
+   image, lies within 20 pixels of a side of the crop that is not within 20 pixels of the image's
+   (an empty mask's box is the crop's corner). Nothing goes when the crop is the whole image. */
+static void sam3__everything_edge(sam3__evr *e) {
+    const float crop[4] = {(float)e->cx0, (float)e->cy0, (float)e->cx1, (float)e->cy1};
+    const float img[4] = {0.0f, 0.0f, (float)e->fw, (float)e->fh};
+    int i, k, n = 0;
+    for (i = 0; i < e->n_cand; i++) {
+        const sam3_box b = e->cand[i].box;
+        const float v[4] = {b.x0 + (float)e->cx0, b.y0 + (float)e->cy0, b.x1 + (float)e->cx0, b.y1 + (float)e->cy0};
+        int near = 0;
+        for (k = 0; k < 4; k++) near |= fabsf(v[k] - crop[k]) <= SAM3__EVR_EDGE && !(fabsf(v[k] - img[k]) <= SAM3__EVR_EDGE);
+        if (!near) e->cand[n++] = e->cand[i];
+    }
+    e->n_cand = n;
+}
+
+/* One grid pass on the image this context holds: the head's neck, every click through the
+   decoder and the filters, the crop-edge filter where the image is crop (x0, y0, x1, y1) of a
+   whole image fw x fh (NULL: the image is the whole), NMS, then the kept masks. */
+static sam3_result sam3__everything_pass(sam3_ctx *c, const sam3_everything_options *opt, const int *crop, int fw, int fh,
+                                         sam3_everything_result *out) {
     sam3__evr e;
     uint8_t *gone;
     sam3_result rc;
-    int nk = 0;
+    int nk = 0, n_filtered;
     if ((rc = sam3__everything_check(c, opt, out, &e)) != SAM3_OK) return rc;
+    e.cx0 = crop ? crop[0] : 0;
+    e.cy0 = crop ? crop[1] : 0;
+    e.cx1 = crop ? crop[2] : c->img_w;
+    e.cy1 = crop ? crop[3] : c->img_h;
+    e.fw = crop ? fw : c->img_w;
+    e.fh = crop ? fh : c->img_h;
     if ((rc = sam3__begin(c)) != SAM3_OK) return rc;
     rc = sam3__points_neck(c);
     e.t0 = sam3__stage_begin(c, SAM3__ST_EVERYTHING);
     if (rc == SAM3_OK) rc = sam3__everything_setup(c, &e);
     if (rc == SAM3_OK) rc = sam3__everything_img0(c);
     if (rc == SAM3_OK) rc = sam3__everything_jobs(c, &e, e.n_points, 0);
+    n_filtered = e.n_cand;
+    if (rc == SAM3_OK) sam3__everything_edge(&e);
     gone = rc == SAM3_OK ? (uint8_t *)sam3__salloc(c, (size_t)SAM3__MAX(e.n_cand, 1)) : NULL;
     if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
     if (rc == SAM3_OK) nk = sam3__everything_nms(&e, gone);
     if (rc == SAM3_OK) rc = sam3__everything_output(c, &e, nk, out);
+    if (rc == SAM3_OK) out->n_filtered = n_filtered;
     c->trk_img0 = NULL;
     c->t.everything = sam3__stage_end(c, e.t0);
     return sam3__end(c, rc);
+}
+
+/* ---- segment everything with crop layers and small-region removal (generate_crop_boxes' crops,
+   each through the grid pass above; SamAutomaticMaskGenerator.postprocess_small_regions) ---- */
+/* A kept mask of one crop: its bits packed at the crop's size (row-major, most significant bit
+   first) in the call's store. */
+typedef struct sam3__evr_keep {
+    sam3_everything_mask m; /* box and point in the whole image; mask NULL until the output */
+    int cx, cy, cw, ch;     /* where its bits lie in the image */
+    size_t bits;            /* their byte offset in the store */
+    int seq;                /* its place in the crops' order (a total order on ties) */
+    float score;            /* the last NMS's score */
+} sam3__evr_keep;
+
+/* One sam3_segment_everything call with crop layers or small-region removal. */
+typedef struct sam3__evr_crops {
+    sam3_everything_options o; /* the caller's, the crop fields' defaults where left 0 */
+    int bpp, n_crops;
+    int *box;                  /* (n_crops, 4) x0, y0, x1, y1 (exclusive) in the image */
+    int *side;                 /* (n_crops) the grid's points a side */
+    sam3__evr_keep *keep;      /* (n_keep) */
+    size_t n_keep, cap_keep;   /* cap in bytes */
+    uint8_t *store;            /* the kept masks' packed bits */
+    size_t n_store, cap_store; /* bytes */
+    int n_points, n_all, n_filtered;
+    double ms;
+} sam3__evr_crops;
+
+/* Makes *p hold at least `need` bytes, keeping its first `used` (at least doubling). */
+static int sam3__grow_keep(sam3_ctx *c, void **p, size_t *cap, size_t used, size_t need) {
+    void *q;
+    size_t n = need;
+    if (need <= *cap && *p) return 1;
+    if (*cap <= ((size_t)-1) / 2 && 2 * *cap > n) n = 2 * *cap;
+    if (!(q = sam3__aalloc(&c->a, n))) return 0;
+    if (used) memcpy(q, *p, used);
+    sam3__afree(&c->a, *p);
+    *p = q;
+    *cap = n;
+    return 1;
+}
+
+/* _generate_per_layer_crops: the whole image, then for layer i = 1..layers a k x k cut (k = 2^i)
+   whose crops overlap by int(ratio * short side * 2 / k) pixels, columns outer (itertools.product
+   of the left and top edges), into box (n, 4) and side (n): points_per_side / downscale^i,
+   truncated as int(). Returns the count, or -1 (an empty crop: the image is too small for the
+   layers) or -2 (a layer's grid under one point a side), with the layer in *bad. */
+static int sam3__everything_crop_boxes(int W, int H, int layers, double ratio, int pps, int down, int *box, int *side, int *bad) {
+    const int s = SAM3__MIN(W, H);
+    int n = 1, i, a, b;
+    double f = 1;
+    box[0] = box[1] = 0;
+    box[2] = W;
+    box[3] = H;
+    side[0] = pps;
+    for (i = 0; i < layers; i++) {
+        const int k = 1 << (i + 1);
+        const int ov = (int)(ratio * s * (2.0 / k));
+        const int cw = (int)ceil((double)(ov * (k - 1) + W) / k), ch = (int)ceil((double)(ov * (k - 1) + H) / k);
+        f *= down;
+        *bad = i + 1;
+        if ((int)(pps / f) < 1) return -2;
+        for (a = 0; a < k; a++)
+            for (b = 0; b < k; b++, n++) {
+                int *q = box + 4 * n;
+                q[0] = (cw - ov) * a;
+                q[1] = (ch - ov) * b;
+                q[2] = SAM3__MIN(q[0] + cw, W);
+                q[3] = SAM3__MIN(q[1] + ch, H);
+                side[n] = (int)(pps / f);
+                if (q[2] <= q[0] || q[3] <= q[1]) return -1;
+            }
+    }
+    return n;
+}
+
+/* The crop fields' checks and defaults into *o (a copy of opt), run on every call. */
+static sam3_result sam3__everything_crop_opts(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_options *o) {
+    const char *fn = "sam3_segment_everything";
+    *o = *opt;
+    if (o->crop_overlap_ratio == 0) o->crop_overlap_ratio = 512.0 / 1500.0;
+    if (!o->crop_points_downscale) o->crop_points_downscale = 1;
+    if (o->crop_nms_thresh == 0) o->crop_nms_thresh = 0.7f;
+    if (o->crop_layers < 0 || o->crop_layers > SAM3_EVERYTHING_MAX_CROP_LAYERS)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop_layers %d outside 0..%d", fn, o->crop_layers, SAM3_EVERYTHING_MAX_CROP_LAYERS);
+    if (!(o->crop_overlap_ratio >= 0 && o->crop_overlap_ratio < 1))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop_overlap_ratio %g outside [0, 1)", fn, o->crop_overlap_ratio);
+    if (o->crop_points_downscale < 1)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop_points_downscale %d is below 1", fn, o->crop_points_downscale);
+    if (!sam3__finite(o->crop_nms_thresh) || o->crop_nms_thresh < 0)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop_nms_thresh must be finite and >= 0", fn);
+    if (o->min_region_area < 0)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: min_region_area %lld is negative", fn, (long long)o->min_region_area);
+    return SAM3_OK;
+}
+
+/* The crop fields' checks, the pixels and the crop boxes (in the context's allocator: freed by
+   sam3__everything_crops). */
+static sam3_result sam3__everything_crop_check(sam3_ctx *c, const sam3_everything_options *opt, sam3__evr_crops *k) {
+    const char *fn = "sam3_segment_everything";
+    sam3_everything_options *o = &k->o;
+    int n = 1, i, bad = 0, pps;
+    sam3_result rc;
+    memset(k, 0, sizeof(*k));
+    if ((rc = sam3__everything_crop_opts(c, opt, o)) != SAM3_OK) return rc;
+    if (!c->has_image) return sam3__fail(c, SAM3_ERR_NO_IMAGE, "%s: no image: call sam3_set_image first", fn);
+    k->bpp = o->format == SAM3_RGB8 ? 3 : o->format == SAM3_RGBA8 ? 4 : o->format == SAM3_GRAY8 ? 1 : 0;
+    if (o->crop_layers > 0 && (!o->pixels || !k->bpp || o->stride < c->img_w * k->bpp))
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop layers need the image's pixels (%dx%d): pixels %s, format %d, stride %d", fn,
+                          c->img_w, c->img_h, o->pixels ? "set" : "NULL", (int)o->format, o->stride);
+    for (i = 1; i <= o->crop_layers; i++) n += 1 << (2 * i);
+    k->box = (int *)sam3__aalloc(&c->a, (size_t)n * 4 * sizeof(int));
+    k->side = (int *)sam3__aalloc(&c->a, (size_t)n * sizeof(int));
+    if (!k->box || !k->side) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "%s: out of memory for %d crops", fn, n);
+    pps = o->points_per_side ? o->points_per_side : 32;
+    k->n_crops = sam3__everything_crop_boxes(c->img_w, c->img_h, o->crop_layers, o->crop_overlap_ratio, pps, o->crop_points_downscale, k->box,
+                                             k->side, &bad);
+    if (k->n_crops == -1)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop layer %d leaves an empty crop of the %dx%d image: use fewer layers", fn, bad,
+                          c->img_w, c->img_h);
+    if (k->n_crops < 0)
+        return sam3__fail(c, SAM3_ERR_INVALID_ARG, "%s: crop layer %d's grid: %d / %d^%d is under one point a side", fn, bad, pps,
+                          o->crop_points_downscale, bad);
+    return SAM3_OK;
+}
+
+/* Appends pass result r of crop j (masks at the crop's size) to the store: bits packed, box and
+   point moved into the image. */
+static sam3_result sam3__everything_crop_keep(sam3_ctx *c, sam3__evr_crops *k, int j, const sam3_everything_result *r) {
+    const int *b = k->box + 4 * j, cw = b[2] - b[0], ch = b[3] - b[1];
+    const size_t per = ((size_t)cw * ch + 7) / 8;
+    int i;
+    if (!sam3__grow_keep(c, (void **)&k->keep, &k->cap_keep, k->n_keep * sizeof(sam3__evr_keep), (k->n_keep + (size_t)r->n_masks) * sizeof(sam3__evr_keep)) ||
+        !sam3__grow_keep(c, (void **)&k->store, &k->cap_store, k->n_store, k->n_store + per * (size_t)r->n_masks))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for crop %d's %d masks", j, r->n_masks);
+    for (i = 0; i < r->n_masks; i++) {
+        sam3__evr_keep *q = &k->keep[k->n_keep];
+        uint8_t *dst = k->store + k->n_store;
+        size_t p;
+        memset(dst, 0, per);
+        for (p = 0; p < (size_t)cw * ch; p++)
+            if (r->masks[i].mask[p]) dst[p >> 3] |= (uint8_t)(0x80u >> (p & 7));
+        q->m = r->masks[i];
+        q->m.mask = NULL;
+        q->m.box.x0 += (float)b[0], q->m.box.x1 += (float)b[0];
+        q->m.box.y0 += (float)b[1], q->m.box.y1 += (float)b[1];
+        q->m.point.x += (float)b[0], q->m.point.y += (float)b[1];
+        q->m.crop = j;
+        q->cx = b[0], q->cy = b[1], q->cw = cw, q->ch = ch;
+        q->bits = k->n_store;
+        q->seq = (int)k->n_keep++;
+        q->score = r->masks[i].iou;
+        k->n_store += per;
+    }
+    k->n_points += r->n_points;
+    k->n_all += r->n_candidates;
+    k->n_filtered += r->n_filtered;
+    return SAM3_OK;
+}
+
+/* Crop j through the grid pass: the whole image (j = 0) on this context's cached encoding, any
+   other crop encoded first on ic from the caller's pixels; its kept masks to the store. */
+static sam3_result sam3__everything_crop_run(sam3_ctx *c, sam3__evr_crops *k, sam3_ctx *ic, int j) {
+    const int *b = k->box + 4 * j;
+    sam3_everything_options o = k->o;
+    sam3_everything_result r;
+    sam3_ctx *x = j ? ic : c;
+    sam3_result rc = SAM3_OK;
+    o.points_per_side = k->side[j];
+    if (j) {
+        const uint8_t *px = k->o.pixels + (size_t)b[1] * (size_t)k->o.stride + (size_t)b[0] * k->bpp;
+        rc = sam3__image_encode(ic, "sam3_segment_everything", px, b[2] - b[0], b[3] - b[1], k->o.stride, k->o.format, 1);
+        k->ms += ic->t.preprocess + ic->t.vision_trunk + ic->t.vision_neck;
+    }
+    if (rc == SAM3_OK) rc = sam3__everything_pass(x, &o, b, c->img_w, c->img_h, &r);
+    k->ms += x->t.interactive_neck + x->t.everything;
+    if (rc != SAM3_OK && j) return sam3__fail(c, rc, "crop %d (%d,%d)-(%d,%d): %.400s", j, b[0], b[1], b[2], b[3], ic->err);
+    return rc != SAM3_OK ? rc : sam3__everything_crop_keep(c, k, j, &r);
+}
+
+/* Kept masks by descending score (a NaN last; ties: the crops' order), a total order for qsort. */
+static int sam3__evr_keep_cmp(const void *a, const void *b) {
+    const sam3__evr_keep *p = (const sam3__evr_keep *)a, *q = (const sam3__evr_keep *)b;
+    const int pn = p->score != p->score, qn = q->score != q->score;
+    if (pn != qn) return pn ? 1 : -1;
+    if (!pn && p->score != q->score) return p->score > q->score ? -1 : 1;
+    return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+/* torchvision's nms on the kept masks' boxes by their score (as sam3__everything_nms): sorted,
+   the survivors moved to the front; returns their count. gone: (n_keep) scratch. */
+static size_t sam3__everything_keep_nms(sam3__evr_crops *k, double thr, uint8_t *gone) {
+    size_t i, j, nk = 0;
+    qsort(k->keep, k->n_keep, sizeof(sam3__evr_keep), sam3__evr_keep_cmp);
+    memset(gone, 0, SAM3__MAX(k->n_keep, 1));
+    for (i = 0; i < k->n_keep; i++) {
+        const sam3_box a = k->keep[i].m.box;
+        const float aa = (a.x1 - a.x0) * (a.y1 - a.y0);
+        if (gone[i]) continue;
+        k->keep[nk++] = k->keep[i];
+        for (j = i + 1; j < k->n_keep; j++) {
+            const sam3_box b = k->keep[j].m.box;
+            const float w = SAM3__MAX(0.0f, SAM3__MIN(a.x1, b.x1) - SAM3__MAX(a.x0, b.x0));
+            const float h = SAM3__MAX(0.0f, SAM3__MIN(a.y1, b.y1) - SAM3__MAX(a.y0, b.y0));
+            const float inter = w * h, den = aa + (b.x1 - b.x0) * (b.y1 - b.y0) - inter;
+            if (!gone[j] && den > 0 && (double)(inter / den) > thr) gone[j] = 1;
+        }
+    }
+    k->n_keep = nk;
+    return nk;
+}
+
+/* Kept mask q's bits into plane (H, W) of the image (0 outside its crop). */
+static void sam3__everything_unpack(const sam3__evr_crops *k, const sam3__evr_keep *q, int W, int H, uint8_t *plane) {
+    const uint8_t *bits = k->store + q->bits;
+    int y, x;
+    memset(plane, 0, (size_t)W * H);
+    for (y = 0; y < q->ch; y++)
+        for (x = 0; x < q->cw; x++) {
+            const size_t p = (size_t)y * q->cw + x;
+            plane[(size_t)(q->cy + y) * W + q->cx + x] = (uint8_t)((bits[p >> 3] >> (7 - (p & 7))) & 1);
+        }
+}
+
+/* cv2.connectedComponentsWithStats(m == v, 8) less its background: the 8-connected components of
+   the pixels of plane m (H, W) that are v (0 or 1), labelled 1..n in the raster order of their
+   first pixel in lab (H W) (0 elsewhere), their pixel counts in size[1..n]; q (H W) scratch.
+   Returns n. */
+static int sam3__evr_label(const uint8_t *m, int W, int H, int v, int32_t *lab, int32_t *q, int64_t *size) {
+    const size_t P = (size_t)W * H;
+    size_t i;
+    int n = 0;
+    memset(lab, 0, P * sizeof(int32_t));
+    for (i = 0; i < P; i++) {
+        size_t head = 0, tail = 0;
+        if ((m[i] != 0) != v || lab[i]) continue;
+        lab[i] = ++n;
+        size[n] = 0;
+        q[tail++] = (int32_t)i;
+        while (head < tail) {
+            const size_t p = (size_t)q[head++];
+            const int y = (int)(p / (size_t)W), x = (int)(p % (size_t)W);
+            int dy, dx;
+            size[n]++;
+            for (dy = -1; dy <= 1; dy++)
+                for (dx = -1; dx <= 1; dx++) {
+                    const int yy = y + dy, xx = x + dx;
+                    size_t t;
+                    if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+                    t = (size_t)yy * W + xx;
+                    if ((m[t] != 0) == v && !lab[t]) {
+                        lab[t] = n;
+                        q[tail++] = (int32_t)t;
+                    }
+                }
+        }
+    }
+    return n;
+}
+
+/* segment_anything's remove_small_regions on plane m (H, W): v = 0 ("holes") fills the
+   background's components under `area` pixels; v = 1 ("islands") keeps the mask's components of at
+   least `area` pixels, or the largest (the first in label order among equals) when none is.
+   Returns whether any component was under `area` (the reference's `changed`). */
+static int sam3__evr_small(uint8_t *m, int W, int H, int v, int64_t area, int32_t *lab, int32_t *q, int64_t *size) {
+    const size_t P = (size_t)W * H;
+    const int n = sam3__evr_label(m, W, H, v, lab, q, size);
+    int i, small = 0, best = 1;
+    size_t p;
+    for (i = 1; i <= n; i++) {
+        small += size[i] < area;
+        if (size[i] > size[best]) best = i;
+    }
+    if (!small) return 0;
+    for (p = 0; p < P; p++) {
+        const int l = lab[p];
+        if (!v) {
+            if (l && size[l] < area) m[p] = 1;
+        } else if (l) {
+            m[p] = (uint8_t)(small < n ? size[l] >= area : l == best);
+        }
+    }
+    return 1;
+}
+
+/* SamAutomaticMaskGenerator.postprocess_small_regions on the kept masks: holes then islands; a
+   changed mask is stored again at the image's size with its box and area recomputed and score 0,
+   the others score 1; then box NMS at max(box_nms_thresh, crop_nms_thresh), which keeps the
+   unchanged ones first (each group in its order). W x H: the image. In the arena: the caller
+   brackets it. */
+static sam3_result sam3__everything_small(sam3_ctx *c, sam3__evr_crops *k, int W, int H) {
+    const size_t P = (size_t)W * H, per = (P + 7) / 8;
+    const double thr = SAM3__MAX(k->o.box_nms_thresh == 0 ? 0.7 : (double)k->o.box_nms_thresh, (double)k->o.crop_nms_thresh);
+    uint8_t *m = (uint8_t *)sam3__salloc(c, P), *gone = (uint8_t *)sam3__salloc(c, SAM3__MAX(k->n_keep, 1)); /* (H, W), (n_keep) */
+    int32_t *lab = (int32_t *)sam3__salloc(c, P * sizeof(int32_t)), *q = (int32_t *)sam3__salloc(c, P * sizeof(int32_t)); /* (H W) each */
+    int64_t *size = (int64_t *)sam3__salloc(c, (P + 1) * sizeof(int64_t)); /* (H W + 1) */
+    size_t i, p;
+    if (!m || !gone || !lab || !q || !size) return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for small-region removal at %dx%d", W, H);
+    for (i = 0; i < k->n_keep; i++) {
+        sam3__evr_keep *e = &k->keep[i];
+        int changed;
+        sam3__everything_unpack(k, e, W, H, m);
+        changed = sam3__evr_small(m, W, H, 0, k->o.min_region_area, lab, q, size);
+        changed |= sam3__evr_small(m, W, H, 1, k->o.min_region_area, lab, q, size);
+        e->score = changed ? 0.0f : 1.0f;
+        e->seq = (int)i;
+        if (!changed) continue;
+        if (!sam3__grow_keep(c, (void **)&k->store, &k->cap_store, k->n_store, k->n_store + per))
+            return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for small-region removal's masks");
+        memset(k->store + k->n_store, 0, per);
+        e->m.area = 0;
+        for (p = 0; p < P; p++)
+            if (m[p]) k->store[k->n_store + (p >> 3)] |= (uint8_t)(0x80u >> (p & 7)), e->m.area++;
+        e->m.box = sam3__mask_box(m, W, H);
+        e->cx = e->cy = 0, e->cw = W, e->ch = H;
+        e->bits = k->n_store;
+        k->n_store += per;
+    }
+    sam3__everything_keep_nms(k, thr, gone);
+    return SAM3_OK;
+}
+
+/* The kept masks at the image's size into the context's result buffers. */
+static sam3_result sam3__everything_crops_output(sam3_ctx *c, sam3__evr_crops *k, sam3_everything_result *out) {
+    const int W = c->img_w, H = c->img_h, n = (int)k->n_keep;
+    const size_t plane = (size_t)W * H;
+    size_t bytes;
+    int j;
+    if (!sam3__mul((size_t)SAM3__MAX(n, 1), plane, &bytes) ||
+        !sam3__grow(c, (void **)&c->res_evr, &c->res_evr_cap, (size_t)SAM3__MAX(n, 1) * sizeof(sam3_everything_mask)) ||
+        !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, bytes))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, W, H);
+    for (j = 0; j < n; j++) {
+        uint8_t *dst = c->res_mask + (size_t)j * plane;
+        sam3__everything_unpack(k, &k->keep[j], W, H, dst);
+        c->res_evr[j] = k->keep[j].m;
+        c->res_evr[j].mask = dst;
+    }
+    out->n_masks = n;
+    out->masks = c->res_evr;
+    out->n_points = k->n_points;
+    out->n_candidates = k->n_all;
+    out->n_filtered = k->n_filtered;
+    out->width = W;
+    out->height = H;
+    out->n_crops = k->n_crops;
+    return SAM3_OK;
+}
+
+/* sam3_segment_everything with crop layers or small-region removal: every crop's grid pass (the
+   crops past the whole image on a second context, so that this one keeps its image), box NMS
+   across crops, small-region removal, the kept masks. */
+static sam3_result sam3__everything_crops(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
+    sam3__evr_crops k;
+    sam3_ctx *ic = NULL;
+    uint8_t *gone;
+    sam3_result rc;
+    double t0;
+    int j;
+    if (!out) return sam3__fail(c, SAM3_ERR_INVALID_ARG, "sam3_segment_everything: out must not be NULL");
+    memset(out, 0, sizeof(*out));
+    c->err[0] = 0;
+    rc = sam3__everything_crop_check(c, opt, &k);
+    for (j = 0; rc == SAM3_OK && j < k.n_crops; j++) {
+        if (j == 1 && (rc = sam3_ctx_new(c->m, &c->opt, &ic)) != SAM3_OK) {
+            sam3__fail(c, rc, "sam3_segment_everything: no second context for the crops (%s)", sam3_result_string(rc));
+            break;
+        }
+        if (j == 1) ic->bka = c->bka, ic->att_min = c->att_min, ic->wino_tiles = c->wino_tiles;
+        rc = sam3__everything_crop_run(c, &k, ic, j);
+    }
+    sam3_ctx_free(ic);
+    if (rc == SAM3_OK) rc = sam3__begin(c);
+    t0 = sam3__stage_begin(c, SAM3__ST_EVERYTHING);
+    gone = rc == SAM3_OK ? (uint8_t *)sam3__salloc(c, SAM3__MAX(k.n_keep, 1)) : NULL;
+    if (rc == SAM3_OK && !gone) rc = SAM3_ERR_OUT_OF_MEMORY;
+    if (rc == SAM3_OK && k.n_crops > 1) sam3__everything_keep_nms(&k, k.o.crop_nms_thresh, gone);
+    if (rc == SAM3_OK && k.o.min_region_area > 0) rc = sam3__everything_small(c, &k, c->img_w, c->img_h);
+    if (rc == SAM3_OK) rc = sam3__everything_crops_output(c, &k, out);
+    c->t.everything = k.ms + sam3__stage_end(c, t0);
+    sam3__afree(&c->a, k.box);
+    sam3__afree(&c->a, k.side);
+    sam3__afree(&c->a, k.keep);
+    sam3__afree(&c->a, k.store);
+    if (rc != SAM3_OK) memset(out, 0, sizeof(*out));
+    return sam3__end(c, rc);
+}
+
+/* sam3_segment_everything: one grid pass on the cached image, or the crop loop around it. */
+static sam3_result sam3__segment_everything_run(sam3_ctx *c, const sam3_everything_options *opt, sam3_everything_result *out) {
+    sam3_everything_options o;
+    sam3_result rc;
+    if (!opt) return sam3__everything_pass(c, opt, NULL, 0, 0, out);
+    if ((rc = sam3__everything_crop_opts(c, opt, &o)) != SAM3_OK) {
+        if (out) memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    if (!opt->crop_layers && !opt->min_region_area) return sam3__everything_pass(c, opt, NULL, 0, 0, out);
+    return sam3__everything_crops(c, opt, out);
 }
 
 

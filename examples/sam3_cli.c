@@ -479,7 +479,8 @@ static const char *EVERYTHING_HELP =
     "SAM 1 files), masks filtered by predicted IoU and stability, overlapping ones removed by box NMS.\n"
     "OUTDIR gets what 'sam3 segment' writes (results.json, mask_NNN.png, overlay.png; --format coco;\n"
     "-i FOLDER or @LIST), each instance with \"score\" (predicted IoU), \"stability\", \"point\" (its\n"
-    "click) and \"query\" (the click's index); \"box\" holds its first and last pixel column and row.\n"
+    "click) and \"query\" (the click's index; with --crop-layers, in its \"crop\": 0 the whole image);\n"
+    "\"box\" holds its first and last pixel column and row.\n"
     "\n"
     "  --points-per-side N     the grid: N x N clicks, 1..512 (default 32)\n"
     "  --pred-iou-thresh T     keep masks whose predicted IoU is above T (default 0.88; 0: no filter)\n"
@@ -487,6 +488,14 @@ static const char *EVERYTHING_HELP =
     "  --stability-offset O    the stability's logit shift, > 0 (default 1)\n"
     "  --nms-thresh T          box IoU above which the lower-scored mask goes, 0..1 (default 0.7; 1 keeps all)\n"
     "  --mask-threshold M      mask probability threshold, 0..1 exclusive (default 0.5)\n"
+    "  --crop-layers L         also run the grid on 2^i x 2^i overlapping crops, i = 1..L, each encoded\n"
+    "                          as its own image (0..6, default 0: the whole image only)\n"
+    "  --crop-overlap R        layer 1's crop overlap as a fraction of the short side, above 0, below 1\n"
+    "                          (default 512/1500)\n"
+    "  --crop-points-downscale F  layer i's grid is N / F^i points a side (default 1)\n"
+    "  --crop-nms-thresh T     box NMS across crops, 0..1 (default 0.7; 1 keeps all)\n"
+    "  --min-region-area A     fill holes and drop islands under A pixels, then NMS again (SAM's\n"
+    "                          postprocess_small_regions; default 0: off)\n"
     "  -m, -i, -o, --format, --shard, --force, --max-pixels, --keep-orientation, --threads,\n"
     "  --blas-threads, --precision, -q   as 'sam3 segment' (see sam3 segment --help)\n"
     "\n"
@@ -532,6 +541,23 @@ static int parse_everything_args(int argc, char **argv, seg_args *a, int *help) 
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--mask-threshold", &v)) > 0) {
             if (!parse_float(v, &a->mask_threshold) || !(a->mask_threshold > 0) || !(a->mask_threshold < 1))
                 bad = usage_error("everything", "--mask-threshold wants a number between 0 and 1 (exclusive), got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--crop-layers", &v)) > 0) {
+            if (!parse_int(v, 0, SAM3_EVERYTHING_MAX_CROP_LAYERS, &a->evr.crop_layers))
+                bad = usage_error("everything", "--crop-layers wants a number from 0 to 6, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--crop-overlap", &v)) > 0) {
+            float f;
+            if (!parse_float(v, &f) || !(f > 0) || !(f < 1)) bad = usage_error("everything", "--crop-overlap wants a number above 0, below 1, got '%s'", v);
+            a->evr.crop_overlap_ratio = f;
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--crop-points-downscale", &v)) > 0) {
+            if (!parse_int(v, 1, 1 << 20, &a->evr.crop_points_downscale))
+                bad = usage_error("everything", "--crop-points-downscale wants a number >= 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--crop-nms-thresh", &v)) > 0) {
+            if (!parse_float(v, &a->evr.crop_nms_thresh) || !(a->evr.crop_nms_thresh > 0) || a->evr.crop_nms_thresh > 1)
+                bad = usage_error("everything", "--crop-nms-thresh wants a number above 0, at most 1, got '%s'", v);
+        } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--min-region-area", &v)) > 0) {
+            int n;
+            if (!parse_int(v, 0, 1 << 30, &n)) bad = usage_error("everything", "--min-region-area wants a number of pixels >= 0, got '%s'", v);
+            a->evr.min_region_area = n;
         } else if (r == 0 && (r = opt_value(argc, argv, &i, NULL, "--format", &v)) > 0) {
             if (strcmp(v, "png") && strcmp(v, "coco")) bad = usage_error("everything", "--format wants png or coco, got '%s'", v);
             a->coco = !strcmp(v, "coco");
@@ -733,6 +759,13 @@ static void write_json_settings(text_buf *js, const seg_args *a, const char *tex
         tb_json_number(js, a->evr.box_nms_thresh);
         tb_printf(js, ",\n  \"mask_threshold\": ");
         tb_json_number(js, a->mask_threshold);
+        if (a->evr.crop_layers) {
+            tb_printf(js, ",\n  \"crop_layers\": %d,\n  \"crop_overlap\": ", a->evr.crop_layers);
+            tb_json_number(js, a->evr.crop_overlap_ratio);
+            tb_printf(js, ",\n  \"crop_points_downscale\": %d,\n  \"crop_nms_thresh\": ", a->evr.crop_points_downscale);
+            tb_json_number(js, a->evr.crop_nms_thresh);
+        }
+        if (a->evr.min_region_area) tb_printf(js, ",\n  \"min_region_area\": %lld", (long long)a->evr.min_region_area);
         return;
     }
     tb_printf(js, ",\n  \"prompt\": ");
@@ -816,6 +849,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
             tb_printf(&js, ", \"point\": [");
             tb_json_number(&js, e->point.x), tb_printf(&js, ", "), tb_json_number(&js, e->point.y);
             tb_printf(&js, "]");
+            if (ev->n_crops > 1) tb_printf(&js, ", \"crop\": %d", e->crop);
         }
         tb_printf(&js, ", \"box\": "), tb_box(&js, &mb), tb_printf(&js, ", \"detector_box\": "), tb_box(&js, &in->box);
         if (!io->coco) {
@@ -1009,6 +1043,11 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
     snprintf(num, sizeof(num), "%d %.9g %.9g %.9g %.9g", a->evr.points_per_side, a->evr.pred_iou_thresh, a->evr.stability_score_thresh,
              a->evr.stability_score_offset, a->evr.box_nms_thresh);
     if (a->everything) cli_ds_hash_str(&h, num);
+    if (a->everything && (a->evr.crop_layers || a->evr.min_region_area)) { /* older folders keep their settings */
+        snprintf(num, sizeof(num), "crops %d %.17g %d %.9g %lld", a->evr.crop_layers, a->evr.crop_overlap_ratio, a->evr.crop_points_downscale,
+                 a->evr.crop_nms_thresh, (long long)a->evr.min_region_area);
+        cli_ds_hash_str(&h, num);
+    }
     for (k = 0; k < a->n_texts; k++) cli_ds_hash_str(&h, a->texts[k]);
     if (a->classes) cli_ds_hash_str(&h, "--classes"); /* results.json carries category_id */
     for (k = 0; k < a->n_concepts; k++) { /* a concept by its bytes: a new file under an old name is a new setting */
@@ -1032,10 +1071,16 @@ static void seg_settings(const seg_args *a, const sam3_model *m, char *out, size
 
 /* sam3 everything on the encoded image, its masks as segment's instances (score = predicted
    IoU, query = the click) so that one writer serves both; *inst (malloc'd) is the caller's. */
-static int everything_run(sam3_ctx *ctx, const seg_args *a, sam3_everything_result *ev, sam3_segment_result *seg, sam3_instance **inst) {
+static int everything_run(sam3_ctx *ctx, const seg_args *a, const cli_image *img, sam3_everything_result *ev, sam3_segment_result *seg,
+                          sam3_instance **inst) {
     const double t0 = sam3_time_ms();
-    sam3_result r = sam3_segment_everything(ctx, &a->evr, ev);
+    sam3_everything_options o = a->evr;
+    sam3_result r;
     int k;
+    o.pixels = img->pixels; /* the crop layers encode crops of the image sam3_set_image had */
+    o.stride = img->w * img->channels;
+    o.format = img->format;
+    r = sam3_segment_everything(ctx, &o, ev);
     memset(seg, 0, sizeof(*seg));
     if (r < 0) {
         cli_error("%s", sam3_ctx_last_error(ctx));
@@ -1155,7 +1200,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
         sam3_segment_result seg;
         sam3_everything_result ev;
         sam3_instance *inst = NULL;
-        int ok = everything_run(ctx, a, &ev, &seg, &inst) == CLI_OK;
+        int ok = everything_run(ctx, a, &ss->img, &ev, &seg, &inst) == CLI_OK;
         t0 = sam3_time_ms();
         ok = ok && write_outputs(od, a, NULL, NULL, 1, io, &ss->img, ss->rgb, ss->overlay, &seg, &ev) == CLI_OK;
         *t_write += sam3_time_ms() - t0;

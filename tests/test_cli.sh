@@ -262,6 +262,14 @@ fails 2 "points-per-side" "everything: --points-per-side 0" everything -m "$MODE
 fails 2 "nms-thresh" "everything: --nms-thresh 1.5" everything -m "$MODEL" -i "$IMAGE" --nms-thresh 1.5 -o "$T/x3"
 fails 2 "mask-threshold" "everything: --mask-threshold 1" everything -m "$MODEL" -i "$IMAGE" --mask-threshold 1 -o "$T/x3"
 fails 2 "-i" "everything: missing -i" everything -m "$MODEL" -o "$T/x3"
+# crop layers and small-region removal: the crops' masks in the output, the settings recorded; hostile values refused
+run 0 "everything SAM 1: one crop layer, small regions" $EVR --mask-threshold 0.7 --nms-thresh 1 --crop-layers 1 --crop-nms-thresh 1 --min-region-area 20 -m "$S1" -i "$S1IMAGE" -q -o "$T/evr1c"
+field "everything crops: settings, masks of the image and of crops" "$T/evr1c/results.json" '{0} < set(i["crop"] for i in r["instances"]) <= {0, 1, 2, 3, 4} and r["crop_layers"] == 1 and r["crop_nms_thresh"] == 1 and r["min_region_area"] == 20 and abs(r["crop_overlap"] - 512 / 1500) < 1e-6 and all(0 <= i["query"] < 144 for i in r["instances"])'
+for a in "--crop-layers -1" "--crop-layers 7" "--crop-overlap 1" "--crop-overlap 0" "--crop-overlap nan" "--crop-points-downscale 0" "--crop-nms-thresh 0" "--min-region-area -5"; do
+    fails 2 "${a%% *}" "everything: $a" everything -m "$MODEL" -i "$IMAGE" $a -o "$T/x3"
+done
+fails 1 "crop layer" "everything: crop layers past the image's size" everything -m "$MODEL" -i "$IMAGE" --crop-layers 6 -q -o "$T/x3"
+fails 1 "under one point" "everything: a layer's grid under a point" everything -m "$MODEL" -i "$IMAGE" --points-per-side 2 --crop-layers 1 --crop-points-downscale 4 -q -o "$T/x3"
 fails 2 "unknown option" "everything: a text prompt" everything -m "$MODEL" -i "$IMAGE" -t cat -o "$T/x3"
 
 fails 1 "no such file" "points: missing image" $PTS -i "$T/in/missing.png" -p 1,1 -q -o "$T/x2"

@@ -736,6 +736,326 @@ static void test_everything(const char *cfg, const char *dir, sam3_model *m, con
     dump_close(&im);
 }
 
+/* The crop boxes and small-region removal against tests/data/everything_tables.sam3
+   (tools/make_reference_everything_tables.py): sam3__everything_crop_boxes against transformers'
+   _generate_per_layer_crops on ten image sizes, layer counts and overlaps; sam3__everything_small
+   on seeded blob masks against a numpy restatement of segment_anything's postprocess_small_regions
+   (Meta's code is not installed where the references are made): the kept masks, their order, which
+   changed, their boxes, areas and bits, at NMS 1 and 0.7. Model-free: it needs a context only for
+   its allocator and arena. */
+static void test_everything_tables(const char *cfg, const char *dir, sam3_model *m) {
+    char path[512];
+    dump d;
+    const sam3__tensor *tc, *tn, *tb, *in, *iou;
+    int i, j, off = 0, bad_boxes = 0, t;
+    sam3_ctx *c = NULL;
+    snprintf(path, sizeof(path), "%s/../everything_tables.sam3", dir);
+    if (!dump_open(&d, path)) {
+        t_note("  %s: no %s, crop boxes and small regions not compared", cfg, path);
+        t_skip++;
+        return;
+    }
+    tc = dump_get(&d, "table.case", SAM3__DT_I32);
+    tn = dump_get(&d, "table.count", SAM3__DT_I32);
+    tb = dump_get(&d, "table.box", SAM3__DT_I32);
+    in = dump_get(&d, "small.in", SAM3__DT_U8);
+    iou = dump_get(&d, "small.in_iou", SAM3__DT_F32);
+    if (!tc || !tn || !tb || !in || !iou || sam3_ctx_new(m, NULL, &c) != SAM3_OK) {
+        t_check(0, "%s: everything tables: tensors / context", cfg);
+        dump_close(&d);
+        return;
+    }
+    for (i = 0; i < (int)tc->shape[0]; i++) {
+        const int32_t *cs = (const int32_t *)tc->data + 4 * i, n = ((const int32_t *)tn->data)[i];
+        char key[32];
+        int box[4 * 400], side[400], bad = 0, got;
+        snprintf(key, sizeof(key), "table.ratio%d", cs[3]);
+        got = sam3__everything_crop_boxes(cs[0], cs[1], cs[2], dump_num(&d, key, -1), 32, 1, box, side, &bad);
+        t_check(got == n, "%s crop boxes %dx%d, %d layers: %d crops, reference %d", cfg, cs[0], cs[1], cs[2], got, n);
+        for (j = 0; j < 4 * n && got == n; j++) bad_boxes += box[j] != ((const int32_t *)tb->data)[4 * off + j];
+        off += n;
+    }
+    t_check(bad_boxes == 0, "%s crop boxes: %d coordinates differ from transformers'", cfg, bad_boxes);
+    { /* _is_box_near_crop_edge at its 20-pixel boundary, boxes in the crop's frame: an inner crop of a
+         200x160 image (0..4), then one sharing the image's right and bottom edges (5, 6) */
+        static const float bx[7][4] = {{30, 30, 80, 50}, {30, 30, 79, 50}, {20, 30, 60, 50}, {21, 21, 60, 59}, {0, 0, 0, 0},
+                                       {30, 30, 99, 79}, {0, 30, 99, 79}};
+        sam3__evr_cand cand[7];
+        sam3__evr e;
+        int got = 0;
+        memset(&e, 0, sizeof(e));
+        for (i = 0; i < 7; i++) {
+            memset(&cand[i], 0, sizeof(cand[i]));
+            cand[i].box.x0 = bx[i][0], cand[i].box.y0 = bx[i][1], cand[i].box.x1 = bx[i][2], cand[i].box.y1 = bx[i][3], cand[i].point = i;
+        }
+        e.fw = 200, e.fh = 160;
+        e.cand = cand, e.n_cand = 5, e.cx0 = 50, e.cy0 = 40, e.cx1 = 150, e.cy1 = 120;
+        sam3__everything_edge(&e);
+        for (i = 0; i < e.n_cand; i++) got |= 1 << cand[i].point;
+        e.cand = cand + 5, e.n_cand = 2, e.cx0 = 100, e.cy0 = 80, e.cx1 = 200, e.cy1 = 160;
+        sam3__everything_edge(&e);
+        for (i = 0; i < e.n_cand; i++) got |= 1 << cand[5 + i].point;
+        t_check(got == (1 << 1 | 1 << 3 | 1 << 5), "%s crop edge rule: kept set %#x, want %#x", cfg, got, 1 << 1 | 1 << 3 | 1 << 5);
+    }
+    printf("  %s everything crop boxes: %d sizes, %d boxes, %d differ\n", cfg, (int)tc->shape[0], off, bad_boxes);
+    for (t = 100; t >= 70; t -= 30) {
+        char name[64];
+        const sam3__tensor *kp, *ch, *bx, *ar, *mk;
+        const int W = (int)dump_num(&d, "small.width", 0), H = (int)dump_num(&d, "small.height", 0), K = (int)in->shape[0];
+        const size_t per = ((size_t)W * H + 7) / 8;
+        sam3__evr_crops k;
+        uint8_t *plane = (uint8_t *)malloc((size_t)W * H);
+        int bad = 0, bits = 0;
+        sam3_result rc;
+        snprintf(name, sizeof(name), "small%d.keep", t), kp = dump_get(&d, name, SAM3__DT_I32);
+        snprintf(name, sizeof(name), "small%d.changed", t), ch = dump_get(&d, name, SAM3__DT_I32);
+        snprintf(name, sizeof(name), "small%d.boxes", t), bx = dump_get(&d, name, SAM3__DT_F32);
+        snprintf(name, sizeof(name), "small%d.area", t), ar = dump_get(&d, name, SAM3__DT_I32);
+        snprintf(name, sizeof(name), "small%d.masks", t), mk = dump_get(&d, name, SAM3__DT_U8);
+        memset(&k, 0, sizeof(k));
+        k.o.min_region_area = (int64_t)dump_num(&d, "small.min_area", 0);
+        k.o.box_nms_thresh = k.o.crop_nms_thresh = (float)(t / 100.0);
+        k.keep = (sam3__evr_keep *)sam3__aalloc(&c->a, (size_t)K * sizeof(sam3__evr_keep));
+        k.store = (uint8_t *)sam3__aalloc(&c->a, (size_t)K * per);
+        if (!kp || !ch || !bx || !ar || !mk || !plane || !k.keep || !k.store || in->shape[1] != (int64_t)per) {
+            t_check(0, "%s small regions %d: tensors / memory", cfg, t);
+            free(plane);
+            break;
+        }
+        k.n_keep = (size_t)K, k.cap_keep = (size_t)K * sizeof(sam3__evr_keep);
+        k.n_store = k.cap_store = (size_t)K * per;
+        memcpy(k.store, in->data, (size_t)K * per);
+        for (i = 0; i < K; i++) {
+            sam3__evr_keep *q = &k.keep[i];
+            memset(q, 0, sizeof(*q));
+            q->cw = W, q->ch = H, q->bits = (size_t)i * per, q->seq = i;
+            q->m.click = i;
+            q->m.iou = ((const float *)iou->data)[i];
+            sam3__everything_unpack(&k, q, W, H, plane);
+            q->m.box = sam3__mask_box(plane, W, H);
+        }
+        rc = sam3__begin(c);
+        if (rc == SAM3_OK) rc = sam3__everything_small(c, &k, W, H);
+        sam3__end(c, rc);
+        t_check(rc == SAM3_OK && k.n_keep == (size_t)kp->shape[0], "%s small regions, NMS %d%%: %d kept, reference %d (%s)", cfg, t, (int)k.n_keep,
+                (int)kp->shape[0], sam3_ctx_last_error(c));
+        for (i = 0; rc == SAM3_OK && i < (int)k.n_keep && i < (int)kp->shape[0]; i++) {
+            const sam3__evr_keep *q = &k.keep[i];
+            const float *b = (const float *)bx->data + 4 * i;
+            const uint8_t *rb = (const uint8_t *)mk->data + (size_t)i * per;
+            size_t p;
+            bad += q->m.click != ((const int32_t *)kp->data)[i] || (q->score == 0) != (((const int32_t *)ch->data)[i] != 0);
+            bad += q->m.box.x0 != b[0] || q->m.box.y0 != b[1] || q->m.box.x1 != b[2] || q->m.box.y1 != b[3];
+            sam3__everything_unpack(&k, q, W, H, plane);
+            for (p = 0; p < (size_t)W * H; p++) bits += plane[p] != ((rb[p >> 3] >> (7 - (p & 7))) & 1);
+            if (q->score == 0) bad += q->m.area != ((const int32_t *)ar->data)[i];
+        }
+        t_check(bad == 0 && bits == 0, "%s small regions, NMS %d%%: %d masks' order / changed / box / area differ, %d pixels", cfg, t, bad, bits);
+        printf("  %s everything small regions (min area %lld, NMS %d%%, %s): %d of %d kept, %d differ, %d pixels\n", cfg,
+               (long long)k.o.min_region_area, t, dump_str(&d, "small.how") ? dump_str(&d, "small.how") : "?", (int)k.n_keep, K, bad, bits);
+        sam3__afree(&c->a, k.keep);
+        sam3__afree(&c->a, k.store);
+        free(plane);
+    }
+    sam3_ctx_free(c);
+    dump_close(&d);
+}
+
+/* The edge rule of filter_masks' _is_box_near_crop_edge, restated: box b of crop (x0, y0, x1, y1)
+   of a W x H image, in the crop's frame. */
+static int evr_near_edge(sam3_box b, const int *cr, int W, int H) {
+    const float v[4] = {b.x0 + cr[0], b.y0 + cr[1], b.x1 + cr[0], b.y1 + cr[1]}, im[4] = {0, 0, (float)W, (float)H};
+    int k, near = 0;
+    for (k = 0; k < 4; k++) near |= fabsf(v[k] - (float)cr[k]) <= 20 && fabsf(v[k] - im[k]) > 20;
+    return near;
+}
+
+/* Crop layers against the whole-image pass run by hand on each crop (a context of its own, the
+   crop's pixels): every mask a crop keeps is that pass's mask (same click, output, IoU, stability,
+   bits) moved by the crop's corner, and a crop keeps exactly that pass's masks that no crop-edge
+   rule drops; the output is in descending IoU; the context still holds its image afterwards (the
+   same whole-image result before and after). Thresholds picked for random weights: blobs, not
+   whole-crop masks, so that the edge rule both keeps and drops. */
+static void test_everything_crops(const char *cfg, const char *dir, sam3_model *m, const char *prefix) {
+    char path[512];
+    dump im;
+    const sam3__tensor *img;
+    sam3_ctx *c = NULL, *c2 = NULL;
+    sam3_everything_options o = sam3_everything_options_default(), o1;
+    sam3_everything_result r, r0;
+    int W, H, j, i, bad = 0, n_before, kept = 0, dropped = 0, crops[5 * 4], side[5], b2;
+    uint8_t *first = NULL;
+    snprintf(path, sizeof(path), "%s/%s_image.sam3", dir, prefix);
+    if (!dump_open(&im, path)) return;
+    img = dump_get(&im, "input.image", SAM3__DT_U8);
+    if (!img || sam3_ctx_new(m, NULL, &c) != SAM3_OK || sam3_ctx_new(m, NULL, &c2) != SAM3_OK) {
+        t_check(0, "%s: everything crops: image / contexts", cfg);
+        goto done;
+    }
+    W = (int)img->shape[1], H = (int)img->shape[0];
+    o.points_per_side = 6;
+    o.pred_iou_thresh = o.stability_score_thresh = -1;
+    o.box_nms_thresh = 1;
+    o.mask_threshold = 0.7f;
+    t_check(sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8) == SAM3_OK, "%s: set_image for crops", cfg);
+    t_check(sam3_segment_everything(c, &o, &r0) == SAM3_OK && r0.n_masks > 0, "%s: everything before the crops", cfg);
+    n_before = r0.n_masks;
+    first = (uint8_t *)malloc((size_t)W * H);
+    if (first && n_before) memcpy(first, r0.masks[0].mask, (size_t)W * H);
+    o1 = o;
+    o.crop_layers = 1;
+    o.crop_nms_thresh = 1;
+    o.pixels = (const uint8_t *)img->data, o.stride = W * 3, o.format = SAM3_RGB8;
+    t_check(sam3_segment_everything(c, &o, &r) == SAM3_OK && r.n_crops == 5 && r.n_points == 5 * 36,
+            "%s everything, one crop layer: %s (%d crops, %d points)", cfg, sam3_ctx_last_error(c), r.n_crops, r.n_points);
+    t_check(sam3__everything_crop_boxes(W, H, 1, 512.0 / 1500.0, 6, 1, crops, side, &b2) == 5, "%s: crop boxes", cfg);
+    for (i = 1; i < r.n_masks; i++) bad += !(r.masks[i - 1].iou >= r.masks[i].iou);
+    t_check(bad == 0, "%s everything crops: output not in descending IoU (%d)", cfg, bad);
+    for (j = 0; j < 5; j++) { /* each crop by hand */
+        const int *cr = crops + 4 * j, cw = cr[2] - cr[0], ch = cr[3] - cr[1];
+        sam3_everything_result rj;
+        int n_in = 0, n_pass = 0, x, y;
+        t_check(sam3_set_image(c2, (const uint8_t *)img->data + ((size_t)cr[1] * W + cr[0]) * 3, cw, ch, W * 3, SAM3_RGB8) == SAM3_OK &&
+                    sam3_segment_everything(c2, &o1, &rj) == SAM3_OK, "%s crop %d by hand", cfg, j);
+        for (i = 0; i < rj.n_masks; i++) n_pass += !evr_near_edge(rj.masks[i].box, cr, W, H);
+        for (i = 0; i < r.n_masks; i++) {
+            const sam3_everything_mask *e = &r.masks[i], *f = NULL;
+            int k2, diff = 0;
+            if (e->crop != j) continue;
+            n_in++;
+            for (k2 = 0; k2 < rj.n_masks && !f; k2++)
+                if (rj.masks[k2].click == e->click && rj.masks[k2].token == e->token) f = &rj.masks[k2];
+            if (!f || evr_near_edge(f->box, cr, W, H) || f->iou != e->iou || f->stability != e->stability || f->box.x0 + cr[0] != e->box.x0 ||
+                f->box.x1 + cr[0] != e->box.x1 || f->box.y0 + cr[1] != e->box.y0 || f->box.y1 + cr[1] != e->box.y1 || f->area != e->area ||
+                f->point.x + cr[0] != e->point.x || f->point.y + cr[1] != e->point.y) {
+                bad++;
+                continue;
+            }
+            for (y = 0; y < H; y++)
+                for (x = 0; x < W; x++) {
+                    const int in = x >= cr[0] && x < cr[2] && y >= cr[1] && y < cr[3];
+                    diff += e->mask[(size_t)y * W + x] != (in ? f->mask[(size_t)(y - cr[1]) * cw + x - cr[0]] : 0);
+                }
+            bad += diff != 0;
+        }
+        bad += n_in != n_pass;
+        kept += n_pass, dropped += rj.n_masks - n_pass;
+    }
+    t_check(bad == 0 && kept == r.n_masks, "%s everything crops: %d masks differ from the crops run by hand (%d kept of %d)", cfg, bad, kept, r.n_masks);
+    t_check(dropped > 0 && kept > n_before, "%s everything crops: the edge rule dropped %d, kept %d (want both)", cfg, dropped, kept);
+    t_check(sam3_segment_everything(c, &o1, &r0) == SAM3_OK && r0.n_masks == n_before && first && !memcmp(first, r0.masks[0].mask, (size_t)W * H),
+            "%s everything after the crops: the context's image changed", cfg);
+    printf("  %s everything, one crop layer: %d masks from 5 crops (the edge rule dropped %d), equal to the crops by hand\n", cfg, r.n_masks, dropped);
+done:
+    free(first);
+    sam3_ctx_free(c);
+    sam3_ctx_free(c2);
+    dump_close(&im);
+}
+
+/* One HF crops case: the kept masks' crops and candidates (click * n_tok + token) in order, boxes
+   within a pixel, areas within 1% + 2 pixels, the first masks at IoU >= MIN_IOU. Returns the
+   differing masks. */
+static int evr_crops_compare(const char *what, const dump *d, const char *pre, const sam3_everything_result *r, int n_tok, double *worst) {
+    char name[64];
+    const sam3__tensor *cr, *ca, *bx, *ar, *mk;
+    int i, bad = 0, k;
+    snprintf(name, sizeof(name), "%s.crop", pre), cr = dump_get(d, name, SAM3__DT_I32);
+    snprintf(name, sizeof(name), "%s.candidate", pre), ca = dump_get(d, name, SAM3__DT_I32);
+    snprintf(name, sizeof(name), "%s.boxes", pre), bx = dump_get(d, name, SAM3__DT_F32);
+    snprintf(name, sizeof(name), "%s.area", pre), ar = dump_get(d, name, SAM3__DT_I32);
+    snprintf(name, sizeof(name), "%s.masks", pre), mk = dump_get(d, name, SAM3__DT_U8);
+    if (!cr || !ca) {
+        t_check(0, "%s: %s.crop / .candidate missing", what, pre);
+        return 1;
+    }
+    k = (int)cr->shape[0];
+    t_check(r->n_masks == k, "%s: %d masks kept, reference %d", what, r->n_masks, k);
+    for (i = 0; i < k && i < r->n_masks; i++) {
+        const sam3_everything_mask *e = &r->masks[i];
+        int diff = e->crop != ((const int32_t *)cr->data)[i] || e->click * n_tok + e->token != ((const int32_t *)ca->data)[i];
+        if (bx) {
+            const float *b = (const float *)bx->data + 4 * i;
+            diff |= fabs(e->box.x0 - b[0]) > 1 || fabs(e->box.y0 - b[1]) > 1 || fabs(e->box.x1 - b[2]) > 1 || fabs(e->box.y1 - b[3]) > 1;
+        }
+        if (ar) diff |= fabs((double)e->area - ((const int32_t *)ar->data)[i]) > 2 + 0.01 * (double)e->area;
+        if (mk && i < (int)mk->shape[0]) {
+            const uint8_t *p = (const uint8_t *)mk->data + (size_t)i * mk->shape[1];
+            size_t j, in = 0, un = 0;
+            for (j = 0; j < (size_t)r->width * r->height; j++) {
+                const int a = e->mask[j] != 0, b = (p[j >> 3] >> (7 - (j & 7))) & 1;
+                in += a && b, un += a || b;
+            }
+            *worst = SAM3__MIN(*worst, un ? (double)in / (double)un : 1.0);
+        }
+        if (diff) t_note("  %s mask %d: crop %d candidate %d box %g %g %g %g area %lld; reference crop %d candidate %d", what, i, e->crop,
+                         e->click * n_tok + e->token, e->box.x0, e->box.y0, e->box.x1, e->box.y1, (long long)e->area,
+                         ((const int32_t *)cr->data)[i], ((const int32_t *)ca->data)[i]);
+        bad += diff;
+    }
+    return bad + (r->n_masks != k);
+}
+
+/* sam3_segment_everything with crop layers against tools/make_reference_everything_crops.py
+   (<prefix>_everything_crops.sam3: transformers' crop boxes, filter_masks, per-crop and cross-crop
+   post_process_for_mask_generation, composed; small regions by a restatement of Meta's function):
+   without NMS, with NMS at the reference's threshold, then small-region removal on each. */
+static void test_everything_crops_hf(const char *cfg, const char *dir, sam3_model *m, const char *prefix) {
+    static const char *pre[4] = {"out", "nms", "small", "smallnms"};
+    char path[512], what[128];
+    dump im, d;
+    const sam3__tensor *img;
+    sam3_ctx *c = NULL;
+    sam3_everything_options o = sam3_everything_options_default();
+    sam3_everything_result r;
+    int W, H, v, bad = 0, n_tok = m->trk.n_mask_tokens - 1;
+    double worst = 1, nms;
+    snprintf(path, sizeof(path), "%s/%s_everything_crops.sam3", dir, prefix);
+    if (!dump_open(&d, path)) {
+        t_note("  %s: no %s, crop layers not compared with transformers", cfg, path);
+        t_skip++;
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%s_image.sam3", dir, prefix);
+    t_check(dump_open(&im, path), "%s: %s for everything crops", cfg, path);
+    img = dump_get(&im, "input.image", SAM3__DT_U8);
+    if (!img || sam3_ctx_new(m, NULL, &c) != SAM3_OK) {
+        t_check(0, "%s: everything crops: image / context", cfg);
+        dump_close(&d), dump_close(&im);
+        return;
+    }
+    W = (int)img->shape[1], H = (int)img->shape[0];
+    o.points_per_side = (int)dump_num(&d, "evr.points_per_side", 0);
+    o.pred_iou_thresh = (float)dump_num(&d, "evr.pred_iou_thresh", 0);
+    o.stability_score_thresh = (float)dump_num(&d, "evr.stability_thresh", 0);
+    if (o.pred_iou_thresh <= 0) o.pred_iou_thresh = -1;
+    if (o.stability_score_thresh <= 0) o.stability_score_thresh = -1;
+    o.stability_score_offset = (float)dump_num(&d, "evr.stability_offset", 1);
+    o.mask_threshold = (float)(1.0 / (1.0 + exp(-dump_num(&d, "evr.mask_threshold", 0))));
+    o.crop_layers = (int)dump_num(&d, "crop.layers", 1);
+    o.crop_overlap_ratio = dump_num(&d, "crop.overlap", 512.0 / 1500.0);
+    o.pixels = (const uint8_t *)img->data, o.stride = W * 3, o.format = SAM3_RGB8;
+    nms = dump_num(&d, "evr.nms_thresh", 0.7);
+    t_check(sam3_set_image(c, (const uint8_t *)img->data, W, H, W * 3, SAM3_RGB8) == SAM3_OK, "%s: set_image for everything crops", cfg);
+    for (v = 0; v < 4; v++) {
+        o.box_nms_thresh = o.crop_nms_thresh = (float)(v & 1 ? nms : 1.0);
+        o.min_region_area = v & 2 ? (int64_t)dump_num(&d, "small.min_area", 0) : 0;
+        snprintf(what, sizeof(what), "%s everything crops (%s)", cfg, pre[v]);
+        if (sam3_segment_everything(c, &o, &r) != SAM3_OK) {
+            t_check(0, "%s: %s", what, sam3_ctx_last_error(c));
+            bad++;
+            continue;
+        }
+        bad += evr_crops_compare(what, &d, pre[v], &r, n_tok, &worst);
+        if (v == 0) printf("  %s everything, %d crop layer(s): %d masks from %d crops\n", cfg, o.crop_layers, r.n_masks, r.n_crops);
+    }
+    t_check(bad == 0 && worst >= MIN_IOU, "%s everything crops vs transformers: %d masks differ, worst mask IoU %.4f", cfg, bad, worst);
+    printf("  %s everything crops vs transformers (small regions: %s): %d differ, worst mask IoU %.5f\n", cfg,
+           dump_str(&d, "small.how") ? dump_str(&d, "small.how") : "?", bad, worst);
+    sam3_ctx_free(c);
+    dump_close(&d), dump_close(&im);
+}
+
 /* The attention kernel against a double-precision softmax(q k^T / sqrt(hd) + bias) v, with more
    keys than one block of its online softmax, so that rows' maxima rise from block to block (a
    key scale growing with the key index) and fall (growing backwards): the rescaling of the
@@ -973,6 +1293,9 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
         printf("%s: SAM 1 (vision encoder and interactive head)\n", cfg);
         test_points(cfg, dir, m, "ref_sam1");
         if (!g_bf16) test_everything(cfg, dir, m, "ref_sam1");
+        if (!g_bf16) test_everything_crops(cfg, dir, m, "ref_sam1");
+        if (!g_bf16) test_everything_crops_hf(cfg, dir, m, "ref_sam1");
+        if (!g_bf16 && !strcmp(cfg + strlen(cfg) - SAM3__MIN(strlen(cfg), 6), "sam1_a")) test_everything_tables(cfg, dir, m);
         sam3_free(m);
         return;
     }
@@ -1015,6 +1338,8 @@ static void run_config(const char *cfg, const char *model_path, const char *dir)
     printf("%s: interactive head\n", cfg);
     test_points(cfg, dir, m, "ref_points");
     if (!g_bf16) test_everything(cfg, dir, m, "ref_points");
+    if (!g_bf16) test_everything_crops(cfg, dir, m, "ref_points");
+    if (!g_bf16) test_everything_crops_hf(cfg, dir, m, "ref_points");
     sam3_free(m);
 }
 

@@ -463,8 +463,20 @@ def test_everything_many(ctx, img):
                                                                                           e.areas[i], e.clicks[i], m))
         nms = ctx.everything(points_per_side=6, pred_iou_thresh=0, stability_score_thresh=0)
         check(0 < len(nms) <= len(e) and nms.n_candidates == e.n_candidates, "everything with NMS 0.7: %d of %d" % (len(nms), len(e)))
+    d = os.path.join(T, "everything_crops")
+    if cli("everything", "-m", MODEL, "-i", IMAGE, "-o", d, "--points-per-side", "4", "--pred-iou-thresh", "0",
+           "--stability-thresh", "0", "--nms-thresh", "1", "--crop-layers", "1", "--crop-nms-thresh", "1", "--min-region-area", "6"):
+        js = json.load(open(os.path.join(d, "results.json")))["instances"]
+        e = ctx.everything(points_per_side=4, pred_iou_thresh=0, stability_score_thresh=0, box_nms_thresh=1, crop_layers=1,
+                           crop_nms_thresh=1, min_region_area=6)
+        check(len(e) == len(js) > 1 and e.n_crops == 5 and e.n_points == 80 and set(e.crops.tolist()) <= set(range(5)),
+              "everything with crops: %d masks of %d crops, CLI %d" % (len(e), e.n_crops, len(js)))
+        for i, m in enumerate(js[:len(e)]):
+            ok = g6(e.iou[i]) == g6(m["score"]) and int(e.areas[i]) == m["area"] and bool(np.array_equal(e.masks[i], mask_png(d, m["mask"])))
+            check(ok, "everything with crops: mask %d vs CLI %s" % (i, m))
     for kw, cls in (({"points_per_side": 0}, ValueError), ({"box_nms_thresh": 0}, ValueError), ({"points_per_side": 2.5}, TypeError),
-                    ({"pred_iou_thresh": float("nan")}, ValueError)):
+                    ({"pred_iou_thresh": float("nan")}, ValueError), ({"crop_layers": -1}, ValueError), ({"crop_layers": 99}, ValueError),
+                    ({"crop_overlap_ratio": 1.0}, ValueError), ({"min_region_area": -3}, ValueError), ({"crop_nms_thresh": 0}, ValueError)):
         try:
             ctx.everything(**kw)
             check(False, "everything(%s) refused" % kw)

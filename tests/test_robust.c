@@ -767,6 +767,89 @@ static void test_everything(const sam3_model *m) {
     free(img);
 }
 
+/* sam3_segment_everything's crop layers and small-region removal: hostile values refused with a
+   message before anything runs (negative or huge layer counts, overlaps outside [0, 1), a layer
+   whose grid or crops would be empty, missing or short pixels); a run with one crop layer and
+   small-region removal keeps the context's image and its invariants; every allocation of it
+   failing in turn is reported or absorbed, and nothing leaks (the crops' second context included). */
+static void test_everything_crops(const sam3_model *m) {
+    counter k = {0, 0, 0, 0, 0};
+    sam3_ctx *c = new_ctx(m, &k);
+    sam3_everything_options o = sam3_everything_options_default(), b;
+    sam3_everything_result r, r0;
+    uint8_t *img = picture(30, 20, 3, 90);
+    int rc, i, j, n_oom = 0;
+    if (!c) return;
+    o.points_per_side = 3;
+    o.pred_iou_thresh = o.stability_score_thresh = -1;
+    o.box_nms_thresh = 1;
+    o.crop_layers = 1;
+    o.min_region_area = 4;
+    o.pixels = img, o.stride = 90, o.format = SAM3_RGB8;
+    rc = sam3_segment_everything(c, &o, &r);
+    t_check(rc == SAM3_ERR_NO_IMAGE, "everything crops before set_image -> NO_IMAGE (%s)", sam3_result_string((sam3_result)rc));
+    t_check(sam3_set_image(c, img, 30, 20, 90, SAM3_RGB8) == SAM3_OK, "set_image 30x20");
+    for (i = 0; i < 16; i++) {
+        b = o;
+        switch (i) {
+        case 0: b.crop_layers = -1; break;
+        case 1: b.crop_layers = SAM3_EVERYTHING_MAX_CROP_LAYERS + 1; break;
+        case 2: b.crop_layers = INT_MAX; break;
+        case 3: b.crop_overlap_ratio = -0.1; break;
+        case 4: b.crop_overlap_ratio = 1.0; break;
+        case 5: b.crop_overlap_ratio = NAN; break;
+        case 6: b.crop_points_downscale = -2; break;
+        case 7: b.crop_points_downscale = 4; break;   /* layer 1's grid: int(3 / 4) = 0 points */
+        case 8: b.crop_nms_thresh = -1; break;
+        case 9: b.crop_nms_thresh = NAN; break;
+        case 10: b.min_region_area = -1; break;
+        case 11: b.pixels = NULL; break;
+        case 12: b.stride = 89; break;
+        case 13: b.format = (sam3_pixel_format)7; break;
+        case 14: b.crop_layers = SAM3_EVERYTHING_MAX_CROP_LAYERS; break; /* 64 x 64 crops of a 30 x 20 image: empty ones */
+        default: b.crop_layers = INT_MIN; break;
+        }
+        rc = sam3_segment_everything(c, &b, &r);
+        t_check(rc == SAM3_ERR_INVALID_ARG && r.n_masks == 0 && sam3_ctx_last_error(c)[0], "everything crops, hostile case %d -> INVALID_ARG (%s: %s)", i,
+                sam3_result_string((sam3_result)rc), sam3_ctx_last_error(c));
+    }
+    b = o;
+    b.crop_layers = 0;
+    b.min_region_area = 0;
+    t_check(sam3_segment_everything(c, &b, &r0) == SAM3_OK && r0.n_crops == 1, "everything, no crops: %s", sam3_ctx_last_error(c));
+    j = r0.n_masks;
+    rc = sam3_segment_everything(c, &o, &r);
+    t_check(rc == SAM3_OK && r.n_crops == 5 && r.n_points == 45 && r.n_candidates == 135 && r.n_masks > 0 && r.width == 30 && r.height == 20,
+            "everything, one crop layer and small regions: %d masks, %d crops (%s)", r.n_masks, r.n_crops, sam3_ctx_last_error(c));
+    for (i = 0; rc == SAM3_OK && i < r.n_masks; i++) {
+        const sam3_everything_mask *e = &r.masks[i];
+        int64_t area = 0;
+        int x, y;
+        for (y = 0; y < 20; y++)
+            for (x = 0; x < 30; x++) area += e->mask[y * 30 + x] != 0;
+        t_check(area == e->area && e->crop >= 0 && e->crop < 5 && e->click >= 0 && e->click < 9 && e->point.x >= 0 && e->point.x < 30,
+                "everything crops mask %d: area %lld (pixels %lld), crop %d, click %d", i, (long long)e->area, (long long)area, e->crop, e->click);
+    }
+    t_check(sam3_segment_everything(c, &b, &r0) == SAM3_OK && r0.n_masks == j, "everything after crops: the same image (%d masks, %d)", r0.n_masks, j);
+    sam3_ctx_free(c);
+    t_check(k.live == 0, "everything crops: every allocation freed (%ld live)", k.live);
+    for (i = 1; i <= k.calls; i++) {
+        counter f = {0, 0, 0, 0, 0};
+        f.fail_at = i;
+        if (!(c = new_ctx(m, &f))) continue;
+        if (sam3_set_image(c, img, 30, 20, 90, SAM3_RGB8) == SAM3_OK) {
+            rc = sam3_segment_everything(c, &o, &r);
+            t_check(rc == SAM3_OK || rc == SAM3_ERR_OUT_OF_MEMORY, "everything crops with allocation %d failing -> %s", i,
+                    sam3_result_string((sam3_result)rc));
+            n_oom += rc == SAM3_ERR_OUT_OF_MEMORY;
+        }
+        sam3_ctx_free(c);
+        t_check(f.live == 0, "everything crops with allocation %d failing: %ld live", i, f.live);
+    }
+    t_check(n_oom > 0, "everything crops: %d injected failures reported as OUT_OF_MEMORY", n_oom);
+    free(img);
+}
+
 /* ================================================================================================ */
 static void test_points(const sam3_model *m) {
     counter k = {0, 0, 0, 0, 0};
@@ -1654,6 +1737,7 @@ int main(int argc, char **argv) {
     TIMED(test_prompts(m));
     if (g_has_points) TIMED(test_points(m));
     if (g_has_points) TIMED(test_everything(m));
+    if (g_has_points) TIMED(test_everything_crops(m));
     if (!quick) TIMED(test_big_prompts(m));
     if (g_has_points) TIMED(test_everything_workers(m));
     TIMED(test_abort(m, &ref));

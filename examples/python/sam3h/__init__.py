@@ -231,17 +231,21 @@ class _TrackerResult(ctypes.Structure):
 
 class _EverythingOptions(ctypes.Structure):
     _fields_ = [("points_per_side", ctypes.c_int), ("pred_iou_thresh", ctypes.c_float), ("stability_score_thresh", ctypes.c_float),
-                ("stability_score_offset", ctypes.c_float), ("box_nms_thresh", ctypes.c_float), ("mask_threshold", ctypes.c_float)]
+                ("stability_score_offset", ctypes.c_float), ("box_nms_thresh", ctypes.c_float), ("mask_threshold", ctypes.c_float),
+                ("crop_layers", ctypes.c_int), ("crop_overlap_ratio", ctypes.c_double), ("crop_points_downscale", ctypes.c_int),
+                ("crop_nms_thresh", ctypes.c_float), ("min_region_area", ctypes.c_int64), ("pixels", c_uint8_p),
+                ("stride", ctypes.c_int), ("format", ctypes.c_int)]
 
 
 class _EverythingMask(ctypes.Structure):
     _fields_ = [("mask", c_uint8_p), ("box", _Box), ("area", ctypes.c_int64), ("iou", ctypes.c_float), ("stability", ctypes.c_float),
-                ("point", _Point), ("click", ctypes.c_int), ("token", ctypes.c_int)]
+                ("point", _Point), ("click", ctypes.c_int), ("token", ctypes.c_int), ("crop", ctypes.c_int)]
 
 
 class _EverythingResult(ctypes.Structure):
     _fields_ = [("n_masks", ctypes.c_int), ("masks", ctypes.POINTER(_EverythingMask)), ("n_points", ctypes.c_int),
-                ("n_candidates", ctypes.c_int), ("n_filtered", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int)]
+                ("n_candidates", ctypes.c_int), ("n_filtered", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("n_crops", ctypes.c_int)]
 
 
 # C structs mirrored here, with their C names (tests/test_python.py checks the layouts)
@@ -547,9 +551,10 @@ class PointsResult:
 class Everything:
     """sam3 everything's result, highest predicted IoU first: masks (N, H, W) bool, boxes (N, 4) float32
     (each mask's first and last pixel column and row), areas (N,) int64, iou (N,) and stability (N,)
-    float32, points (N, 2) float32 (the grid click that gave it), clicks (N,) and tokens (N,) int; and
-    n_points, n_candidates, n_filtered (the grid, its masks before any filter, those passing the IoU
-    and stability filters before NMS)."""
+    float32, points (N, 2) float32 (the grid click that gave it), clicks (N,), tokens (N,) and crops (N,)
+    int (0: the whole image; clicks index that crop's grid); and n_points, n_candidates, n_filtered
+    (the grids, their masks before any filter, those passing the IoU and stability filters before
+    NMS), n_crops."""
 
     def __init__(self, r):
         n, h, w = r.n_masks, r.height, r.width
@@ -562,10 +567,11 @@ class Everything:
         self.points = np.array([(m.point.x, m.point.y) for m in ms], dtype=np.float32).reshape(n, 2)
         self.clicks = np.array([m.click for m in ms], dtype=np.int32)
         self.tokens = np.array([m.token for m in ms], dtype=np.int32)
+        self.crops = np.array([m.crop for m in ms], dtype=np.int32)
         self.masks = np.zeros((n, h, w), dtype=bool)
         for i, m in enumerate(ms):
             self.masks[i] = np.ctypeslib.as_array(m.mask, shape=(h, w)) != 0
-        self.n_points, self.n_candidates, self.n_filtered = r.n_points, r.n_candidates, r.n_filtered
+        self.n_points, self.n_candidates, self.n_filtered, self.n_crops = r.n_points, r.n_candidates, r.n_filtered, r.n_crops
 
     def __len__(self):
         return len(self.iou)
@@ -723,9 +729,11 @@ class Context(_Handle):
         """Runs the image encoder on image ((H, W, 3) RGB uint8; RGBA and grey also) and keeps its features."""
         a, fmt = _as_image(image)
         h, w = a.shape[:2]
+        self._image = None
         rc = load_library().sam3_set_image(self._live(), a.ctypes.data_as(c_uint8_p), w, h, a.strides[0], fmt)
         _check(rc, self._ptr)
         self.width, self.height = w, h
+        self._image = (a, fmt)  # everything's crop layers encode crops of it (the context keeps only features)
 
     def segment(self, text=None, boxes=None, box_labels=None, score_threshold=0.5, mask_threshold=0.5, masks=True, concepts=()):
         """Every instance of a concept: a text, exemplar boxes ((N, 4) x0 y0 x1 y1 in image pixels,
@@ -772,11 +780,32 @@ class Context(_Handle):
         return [Segmentation(out[i], masks) for i in range(len(built))]
 
     def everything(self, points_per_side=32, pred_iou_thresh=0.88, stability_score_thresh=0.95, stability_score_offset=1.0,
-                   box_nms_thresh=0.7, mask_threshold=0.5):
+                   box_nms_thresh=0.7, mask_threshold=0.5, crop_layers=0, crop_overlap_ratio=512 / 1500,
+                   crop_points_downscale=1, crop_nms_thresh=0.7, min_region_area=0):
         """Every object without a prompt (sam3_segment_everything: SAM's automatic mask generator, the
         defaults of transformers' pipeline("mask-generation")). A threshold of 0 or less turns its
-        filter off; box_nms_thresh 1 keeps every mask; mask_threshold is a probability."""
+        filter off; box_nms_thresh 1 keeps every mask; mask_threshold is a probability. crop_layers > 0
+        also runs the grid on 2^i x 2^i overlapping crops of the set_image image (each encoded: one
+        image encoder run a crop), points_per_side / crop_points_downscale^i a side, merged by box NMS
+        at crop_nms_thresh; min_region_area > 0 fills holes and drops islands under that many pixels
+        (SAM's postprocess_small_regions)."""
         opt = _zeroed(_EverythingOptions)
+        opt.crop_layers = _int32(crop_layers, "crop_layers")
+        opt.crop_points_downscale = _int32(crop_points_downscale, "crop_points_downscale")
+        opt.crop_overlap_ratio = _real(crop_overlap_ratio, "crop_overlap_ratio")
+        if opt.crop_overlap_ratio == 0:  # 0 would read as the default: any overlap under a pixel is none
+            opt.crop_overlap_ratio = 1e-9
+        opt.crop_nms_thresh = _real(crop_nms_thresh, "crop_nms_thresh")
+        if not opt.crop_nms_thresh > 0:
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: crop_nms_thresh must be above 0, not %g" % opt.crop_nms_thresh)
+        area = _int32(min_region_area, "min_region_area")
+        if area < 0:
+            raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: min_region_area must be >= 0, not %d" % area)
+        opt.min_region_area = area
+        img = getattr(self, "_image", None)
+        if opt.crop_layers and img is not None:
+            a, fmt = img
+            opt.pixels, opt.stride, opt.format = a.ctypes.data_as(c_uint8_p), a.strides[0], fmt
         opt.points_per_side = _int32(points_per_side, "points_per_side")
         if opt.points_per_side < 1:
             raise InvalidArgumentError(ERR_INVALID_ARG, "sam3: points_per_side must be at least 1, not %d" % opt.points_per_side)
