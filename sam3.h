@@ -4432,7 +4432,7 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2, SAM3__BK_NEON = 
 enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 #define SAM3__BNR 32   /* columns per B panel */
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
-#define SAM3__ATT_XSPLIT 3 /* the cross-attention's scores over the first XSPLIT hdp of those k (2: q_hi . k) */
+#define SAM3__ATT_XSPLIT 1 /* the cross-attention's scores over the first XSPLIT hdp of those k: q_hi . k_hi */
 #define SAM3__ATT_KC 256   /* keys a chunk of the bf16 cross-attention (sam3__attn_rows_bf16_long) */
 #define SAM3__ATT_G 8      /* tiles of query rows a task of it at most */
 #define SAM3__WINO_TILES 144
@@ -7700,8 +7700,9 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
    packed K and V each at hd 256, far past a core's L2, which sam3__attn_rows_bf16 would read again
    for every 32 rows): rows r0..r1 (at most G BMR, G tiles of BMR) against chunks of ATT_KC keys,
    each chunk's K and V read once for all G tiles, the softmax online (per row a running max, the
-   sums so far scaled down when it grows). Scratch: qb (G, BMR, 3 hdp) bf16, s (BMR, KC),
-   p (BMR, KC) bf16, acc (G, BMR, hdp), mx and sm (G BMR). */
+   sums so far scaled down when it grows). The scores over the first ATT_XSPLIT hdp of the split
+   pairs' 3 (1: q_hi . k_hi), the values jb->hv channels (hvp rounded up to 32). Scratch: qb
+   (G, BMR, 3 hdp) bf16, s (BMR, KC), p (BMR, KC) bf16, acc (G, BMR, hvp), mx and sm (G BMR). */
 static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0, int r1, float *mx, float *sm) {
     const int n = jb->nk, hd = jb->hd, hdp = (hd + 31) / 32 * 32, kq = SAM3__ATT_KSPLIT * hdp, nr = r1 - r0;
     const int hv = jb->hv, hvp = (hv + 31) / 32 * 32, kqs = SAM3__ATT_XSPLIT * hdp;
@@ -10672,9 +10673,10 @@ static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, i
    (frames of N tokens, RoPE'd with the table repeated per frame) then n_ptr pointer tokens (no
    RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. Where the
    weights' products run in bf16 and the CPU has the bf16 attention tiles (sam3__att_bf16_mode), both
-   attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16), by the
-   chunked kernel of sam3__attention_cross_bf16 (queries apart from keys, ra.nq), RoPE applied in
-   f32 before; the cross-attention's P.V (one head) on the memory itself, M channels, and its
+   attentions run on them, by the chunked kernel of sam3__attention_cross_bf16 (queries apart from
+   keys, ra.nq), RoPE applied in f32 before, with q and k rounded to bf16 for the scores (ATT_XSPLIT,
+   as PyTorch's bf16 attention: unlike the ViT's 32 layers, these 4 keep the masks within the bf16
+   bars without the split pairs); the cross-attention's P.V (one head) on the memory itself, M channels, and its
    value projection after it, as the softmax's rows sum to 1. x1 (N, D) or NULL: the stream
    after the first self-attention, which depends on the frame alone: taken from x1 where *x1_ok,
    else kept there for the frame's other objects. */
