@@ -4467,6 +4467,7 @@ enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2, SAM3__BK_NEON = 
 enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 #define SAM3__BNR 32   /* columns per B panel */
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
+#define SAM3__ATT_XSPLIT 1 /* the cross-attention's scores over the first XSPLIT hdp of those k: q_hi . k_hi */
 #define SAM3__ATT_KC 256   /* keys a chunk of the bf16 cross-attention (sam3__attn_rows_bf16_long) */
 #define SAM3__ATT_G 8      /* tiles of query rows a task of it at most */
 #define SAM3__WINO_TILES 144
@@ -4697,6 +4698,8 @@ typedef struct sam3__rope_args {
     int nq;           /* queries a batch where they are not its keys (a cross-attention, bf16 tiles
                          only; q (nb nq, nh hd) is then taken as it is: bq and tab touch the keys
                          alone), or 0: the nk tokens are the queries */
+    int vd, ldv;      /* a cross-attention's values where they are not projected to hd a head
+                         (nh 1: v (nk, vd) rows ldv apart, the output (nq, vd) over q), or 0 */
 } sam3__rope_args;
 
 /* One attention module's inputs, as sam3__mha_core takes them: nq queries qin (nq, D) attend to nk
@@ -7457,6 +7460,7 @@ typedef struct sam3__attn_job {
     const float *relh, *relw; /* decomposed relative positions (nq, rel_s) each, or NULL */
     float scale;
     int ldq, nk, hd, causal, rel_s, KB;
+    int hv; /* the bf16 cross-attention's value channels (hd, or the unprojected values') */
     float *s, *qp, *acc, *sv; /* the task's scratch: scores (ATT_ROWS, KB), query tiles (ntl, hd, MR),
                                  sums (ATT_ROWS, hd), the fused path's partial sums (ATT_ROWS, VW) */
     uint16_t *pb;            /* a tile's probabilities in bf16 (MR, KB + 2), where vb */
@@ -7790,27 +7794,30 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
    packed K and V each at hd 256, far past a core's L2, which sam3__attn_rows_bf16 would read again
    for every 32 rows): rows r0..r1 (at most G BMR, G tiles of BMR) against chunks of ATT_KC keys,
    each chunk's K and V read once for all G tiles, the softmax online (per row a running max, the
-   sums so far scaled down when it grows). Scratch: qb (G, BMR, 3 hdp) bf16, s (BMR, KC),
-   p (BMR, KC) bf16, acc (G, BMR, hdp), mx and sm (G BMR). */
+   sums so far scaled down when it grows). The scores over the first ATT_XSPLIT hdp of the split
+   pairs' 3 (1: q_hi . k_hi), the values jb->hv channels (hvp rounded up to 32). Scratch: qb
+   (G, BMR, 3 hdp) bf16, s (BMR, KC), p (BMR, KC) bf16, acc (G, BMR, hvp), mx and sm (G BMR). */
 static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0, int r1, float *mx, float *sm) {
     const int n = jb->nk, hd = jb->hd, hdp = (hd + 31) / 32 * 32, kq = SAM3__ATT_KSPLIT * hdp, nr = r1 - r0;
+    const int hv = jb->hv, hvp = (hv + 31) / 32 * 32, kqs = SAM3__ATT_XSPLIT * hdp;
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, ntl = (nr + SAM3__BMR - 1) / SAM3__BMR;
     uint16_t *qb = jb->qb, *p = jb->pb;
     float *s = jb->s, *acc = jb->acc;
     int r, j, d, c0, tl;
     const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
     for (r = 0; r < ntl * SAM3__BMR; r++) {
-        if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, jb->scale, hd, hdp, s, qb + (size_t)r * kq);
-        else memset(qb + (size_t)r * kq, 0, (size_t)kq * sizeof(uint16_t));
+        /* rows kqs apart, in order: a row's third (q_lo), where kqs < kq, is the next row's start */
+        if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, jb->scale, hd, hdp, s, qb + (size_t)r * kqs);
+        else memset(qb + (size_t)r * kqs, 0, (size_t)kqs * sizeof(uint16_t));
         mx[r] = -FLT_MAX, sm[r] = 0;
     }
-    memset(acc, 0, (size_t)ntl * SAM3__BMR * hdp * sizeof(float));
+    memset(acc, 0, (size_t)ntl * SAM3__BMR * hvp * sizeof(float));
     for (c0 = 0; c0 < nkp; c0 += SAM3__ATT_KC) {
         const int kc = SAM3__MIN(SAM3__ATT_KC, nkp - c0), nv = SAM3__MIN(kc, n - c0); /* the chunk's keys, those not padding */
         for (tl = 0; tl < ntl; tl++) {
-            float *at = acc + (size_t)tl * SAM3__BMR * hdp, *mt = mx + tl * SAM3__BMR, *st = sm + tl * SAM3__BMR;
+            float *at = acc + (size_t)tl * SAM3__BMR * hvp, *mt = mx + tl * SAM3__BMR, *st = sm + tl * SAM3__BMR;
             for (j = 0; j < kc / SAM3__BNR; j++)
-                sam3__btile(kern, kq, qb + (size_t)tl * SAM3__BMR * kq, jb->kb + (size_t)(c0 / SAM3__BNR + j) * kq * SAM3__BNR,
+                sam3__btile(kern, kqs, qb + (size_t)tl * SAM3__BMR * kqs, jb->kb + (size_t)(c0 / SAM3__BNR + j) * kq * SAM3__BNR,
                             s + (size_t)j * SAM3__BNR, kc, 0);
             for (r = 0; r < SAM3__BMR; r++) {
                 float *row = s + (size_t)r * kc;
@@ -7818,21 +7825,21 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
                 if (m > mt[r]) { /* the sums so far, to the new max */
                     const float a = sam3__fexp(mt[r] - m);
                     st[r] *= a;
-                    for (d = 0; d < hdp; d++) at[(size_t)r * hdp + d] *= a;
+                    for (d = 0; d < hvp; d++) at[(size_t)r * hvp + d] *= a;
                     mt[r] = m;
                 }
                 st[r] += sam3__exp_sum(row, nv, mt[r]);
                 SAM3__BF16_ROW(row, p + (size_t)r * kc, nv);
                 if (kc > nv) memset(p + (size_t)r * kc + nv, 0, (size_t)(kc - nv) * sizeof(uint16_t)); /* padded keys: probability 0 */
             }
-            for (d = 0; d < hdp / SAM3__BNR; d++)
-                sam3__btile(kern, kc, p, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hdp, 1);
+            for (d = 0; d < hvp / SAM3__BNR; d++)
+                sam3__btile(kern, kc, p, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hvp, 1);
         }
     }
     for (r = 0; r < nr; r++) {
         float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
         const float inv = 1.0f / sm[r];
-        for (d = 0; d < hd; d++) o[d] = acc[(size_t)r * hdp + d] * inv;
+        for (d = 0; d < hv; d++) o[d] = acc[(size_t)r * hvp + d] * inv;
     }
     sam3__ftz_leave(fpmode);
 }
@@ -7842,14 +7849,15 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
    kt, vp and the output as sam3__attention_packed_bf16's. */
 static sam3_result sam3__attention_cross_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
     const int n = ra->nk, nq = ra->nq, nh = ra->nh, hd = ra->hd, hdp = (hd + 31) / 32 * 32, nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR;
+    const int hv = ra->vd ? ra->vd : hd, hvp = (hv + 31) / 32 * 32;
     const int ntl = (nq + SAM3__BMR - 1) / SAM3__BMR, G = SAM3__MAX(1, SAM3__MIN(SAM3__ATT_G, ntl * nh / (2 * c->nt)));
     const int ntask = nh * ((ntl + G - 1) / G), kq = SAM3__ATT_KSPLIT * hdp, R = G * SAM3__BMR;
     sam3__mark mk = sam3__mark_get(c);
     /* per thread, in floats: qb, s, p, acc, mx, sm */
-    const size_t per_thr = (size_t)R * kq / 2 + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2 + (size_t)R * hdp + (size_t)2 * R;
+    const size_t per_thr = (size_t)R * kq / 2 + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2 + (size_t)R * hvp + (size_t)2 * R;
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!sbuf) return SAM3_ERR_OUT_OF_MEMORY;
-    SAM3_ASSERT(ra->nb == 1);
+    SAM3_ASSERT(ra->nb == 1 && (!ra->vd || nh == 1));
     SAM3__OMP(parallel num_threads(c->nt))
     {
         float *base = sam3__thread_slice(sbuf, per_thr);
@@ -7860,16 +7868,16 @@ static sam3_result sam3__attention_cross_bf16(sam3_ctx *c, int kern, const sam3_
         jb.s = base + (size_t)R * kq / 2;
         jb.pb = (uint16_t *)(void *)(jb.s + (size_t)SAM3__BMR * SAM3__ATT_KC);
         jb.acc = jb.s + (size_t)SAM3__BMR * SAM3__ATT_KC * 3 / 2;
-        jb.ldq = jb.ldo = ra->ld, jb.nk = n, jb.hd = hd, jb.scale = 1.0f / sqrtf((float)hd);
+        jb.ldq = jb.ldo = ra->ld, jb.nk = n, jb.hd = hd, jb.hv = hv, jb.scale = 1.0f / sqrtf((float)hd);
 #if defined(SAM3__BF16_AMX)
         if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
         SAM3__OMP(for schedule(dynamic, 1))
         for (task = 0; task < ntask; task++) {
             const int hh = task % nh, r0 = task / nh * R, r1 = SAM3__MIN(nq, r0 + R);
-            float *mx = jb.acc + (size_t)R * hdp;
-            jb.qh = ra->q + (size_t)hh * hd, jb.oh = ra->q + (size_t)hh * hd;
-            jb.kb = kt + (size_t)hh * nkp * kq, jb.vb = vp + (size_t)hh * nkp * hdp;
+            float *mx = jb.acc + (size_t)R * hvp;
+            jb.qh = ra->q + (size_t)hh * hd, jb.oh = ra->q + (size_t)hh * hv;
+            jb.kb = kt + (size_t)hh * nkp * kq, jb.vb = vp + (size_t)hh * nkp * hvp;
             sam3__attn_rows_bf16_long(kern, &jb, r0, r1, mx, mx + R);
         }
 #if defined(SAM3__BF16_AMX)
@@ -8685,10 +8693,11 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const
 #endif
 /* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
    keys in pairs, vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2): key j's channel d of head h at
-   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd. */
+   [b][h][d / BNR][j / 2][d % BNR][j % 2], zero past nk and hd (ra->vd where set, no bias). */
 static void sam3__v_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *vp) {
-    const int R = SAM3__BNR, nk = ra->nk, nh = ra->nh, hd = ra->hd, ldv = ra->ld, nkp = (nk + R - 1) / R * R, hdp = (hd + 31) / 32 * 32;
-    const float *v = ra->v, *bv = ra->bv;
+    const int R = SAM3__BNR, nk = ra->nk, nh = ra->nh, hd = ra->vd ? ra->vd : ra->hd, ldv = ra->vd ? ra->ldv : ra->ld;
+    const int nkp = (nk + R - 1) / R * R, hdp = (hd + 31) / 32 * 32;
+    const float *v = ra->v, *bv = ra->vd ? NULL : ra->bv;
 #if defined(SAM3__BF16_X86)
     const int pairs = hd % R == 0 && c->bk != SAM3__BK_REF; /* keys in pairs, through sam3__v_pair_bf16 */
 #else
@@ -10760,10 +10769,13 @@ static void sam3__mem_rope_apply(sam3_ctx *c, float *x, int n, int ld, int nh, i
    (frames of N tokens, RoPE'd with the table repeated per frame) then n_ptr pointer tokens (no
    RoPE); rope (N, hd/2, 2). out (D, g, g), the image embedding of the mask decoder. Where the
    weights' products run in bf16 and the CPU has the bf16 attention tiles (sam3__att_bf16_mode), both
-   attentions run on them as the ViT's does (scores from split bf16 pairs, P.V in bf16), by the
-   chunked kernel of sam3__attention_cross_bf16 (queries apart from keys, ra.nq), RoPE applied in
-   f32 before. x1 (N, D) or NULL: the stream after the first self-attention, which depends on the
-   frame alone: taken from x1 where *x1_ok, else kept there for the frame's other objects. */
+   attentions run on them, by the chunked kernel of sam3__attention_cross_bf16 (queries apart from
+   keys, ra.nq), RoPE applied in f32 before, with q and k rounded to bf16 for the scores (ATT_XSPLIT,
+   as PyTorch's bf16 attention: unlike the ViT's 32 layers, these 4 keep the masks within the bf16
+   bars without the split pairs); the cross-attention's P.V (one head) on the memory itself, M channels, and its
+   value projection after it, as the softmax's rows sum to 1. x1 (N, D) or NULL: the stream
+   after the first self-attention, which depends on the frame alone: taken from x1 where *x1_ok,
+   else kept there for the frame's other objects. */
 static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const float *pos, const float *mem, const float *mem_pos, int nk,
                                           int n_ptr, const float *rope, float *x1, int *x1_ok, float *out) {
     const sam3_model *m = c->m;
@@ -10773,7 +10785,7 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
     const int nkv = SAM3__MAX(N, nk), nkb = (nkv + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, hdp = (hd + 31) / 32 * 32;
     const int abf = (c->bf16 || w->ma[0].self_attn.q.wh) && N >= c->att_min && hd % 2 == 0 && sam3__att_bf16_mode(c, hd) == SAM3__ATT_TILES
                         ? SAM3__ATT_TILES : 0;
-    const int reuse = x1 && *x1_ok;
+    const int reuse = x1 && *x1_ok, rv = abf && nh == 1 && M <= hd; /* rv: P.V on the unprojected memory */
     sam3__mark mk = sam3__mark_get(c);
     float *x = sam3__sallocf(c, (size_t)N * D);    /* (N, D) the queries' stream */
     float *h = sam3__sallocf(c, (size_t)N * D);    /* (N, D) normed */
@@ -10822,10 +10834,16 @@ static sam3_result sam3__memory_attention(sam3_ctx *c, const float *feat, const 
         sam3__linear(c, h, N, D, &lw->cross_attn.q, di, q);
         sam3__mem_rope_apply(c, q, N, di, nh, hd, rope, N);
         sam3__linear(c, kin, nk, M, &lw->cross_attn.k, di, k);
-        sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
+        if (!rv) sam3__linear(c, mem, nk, M, &lw->cross_attn.v, di, vv);
         sam3__mem_rope_apply(c, k, nk - n_ptr, di, nh, hd, rope, N);
         at.nk = ra.nk = nk, ra.nq = N;
+        if (rv) ra.v = mem, ra.vd = ra.ldv = M; /* P (mem W_v^T + b_v) = (P mem) W_v^T + b_v: P.V over M, not di, channels */
         if ((rc = abf ? sam3__attention_rope(c, abf, &ra, kb, vb) : sam3__attention_rel(c, &at)) != SAM3_OK) return rc;
+        if (rv) {
+            ra.v = vv, ra.vd = ra.ldv = 0;
+            for (i = 0; i < (ptrdiff_t)N; i++) memcpy(h + (size_t)i * M, q + (size_t)i * di, (size_t)M * sizeof(float));
+            sam3__linear(c, h, N, M, &lw->cross_attn.v, di, q); /* (N, di) */
+        }
         sam3__linear_res(c, q, N, di, &lw->cross_attn.o, D, t, x);
         /* MLP */
         sam3__layernorm(c, x, h, N, D, &lw->ln3, 1e-5f);
