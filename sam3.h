@@ -236,6 +236,11 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.5.0  sam3_everything_options: crop layers (crop_layers, crop_overlap_ratio,
+          crop_points_downscale, crop_nms_thresh; the caller's pixels, stride and format, which
+          each crop is encoded from; SAM3_EVERYTHING_MAX_CROP_LAYERS) and min_region_area (SAM's
+          small-region removal); sam3_everything_mask.crop, sam3_everything_result.n_crops;
+          everything's clicks run one a thread on several threads.
    1.4.0  sam3_segment_many (several prompts on the cached image, each as alone;
           SAM3_MAX_SEGMENT_PROMPTS); sam3_ctx_flops (each stage's counted FLOPs, for a roofline;
           sam3_bench_gemm's SAM3_GEMM_CTX_BF16); SAM3_ISA_NEONBF16 (BFDOT on aarch64 with
@@ -275,9 +280,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 4
+#define SAM3_VERSION_MINOR 5
 #define SAM3_VERSION_PATCH 0
-#define SAM3_VERSION_STRING "1.4.0"
+#define SAM3_VERSION_STRING "1.5.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
