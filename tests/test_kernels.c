@@ -402,9 +402,10 @@ static void test_self_attention_bf16(sam3_ctx *c) {
 #if defined(SAM3__ATT_BF16)
 /* The memory attention's cross-attention on the bf16 tiles (sam3__attention_rope with ra.nq: keys in
    chunks, the softmax online, tasks of several 32-row tiles) against the f32 attention: nq queries
-   apart from nk keys, ragged counts, several chunks, one and two heads. The error must be bf16's
-   (above 1e-5, at most 4e-3), and the bits the same on 1 thread and on 2 (the rows a task takes
-   change with the threads). */
+   apart from nk keys, ragged counts, several chunks, one and two heads. The error must be bf16's:
+   scores from q and k rounded to bf16 (SAM3__ATT_XSPLIT 1, as PyTorch's bf16 attention) and the
+   probabilities rounded (above 1e-5, at most 8e-3), and the bits the same on 1 thread and on 2
+   (the rows a task takes change with the threads). */
 static void test_cross_attention_bf16(sam3_ctx *c) {
     static const int cfg[][4] = {{70, 600, 1, 64}, {33, 257, 2, 32}, {300, 1000, 1, 256}, {5, 31, 1, 16}}; /* nq, nk, nh, hd */
     const int nt0 = c->nt;
@@ -436,7 +437,7 @@ static void test_cross_attention_bf16(sam3_ctx *c) {
         at.nq = nq, at.nk = nk, at.nh = nh, at.hd = hd, at.q = at.out = q2, at.k = k, at.v = v, at.ldq = at.ldk = at.ldv = at.ldo = di;
         rr = sam3__attention_rel(c, &at);
         err = rel_l2(q, q2, (size_t)nq * di);
-        if (rc != SAM3_OK || r1 != SAM3_OK || rr != SAM3_OK || !(err <= 4e-3 && err > 1e-5) || memcmp(q, q1, (size_t)nq * di * sizeof(float))) {
+        if (rc != SAM3_OK || r1 != SAM3_OK || rr != SAM3_OK || !(err <= 8e-3 && err > 1e-5) || memcmp(q, q1, (size_t)nq * di * sizeof(float))) {
             fails++;
             t_note("  cross-attention in bf16, nq %d nk %d nh %d hd %d: relative error %.3g, 1 thread %s", nq, nk, nh, hd, err,
                    memcmp(q, q1, (size_t)nq * di * sizeof(float)) ? "differs" : "the same");
