@@ -12929,9 +12929,9 @@ static void sam3__everything_edge(sam3__evr *e) {
     for (i = 0; i < e->n_cand; i++) {
         const sam3_box b = e->cand[i].box;
         const float v[4] = {b.x0 + (float)e->cx0, b.y0 + (float)e->cy0, b.x1 + (float)e->cx0, b.y1 + (float)e->cy0};
-        int near = 0;
-        for (k = 0; k < 4; k++) near |= fabsf(v[k] - crop[k]) <= SAM3__EVR_EDGE && !(fabsf(v[k] - img[k]) <= SAM3__EVR_EDGE);
-        if (!near) e->cand[n++] = e->cand[i];
+        int at_edge = 0; /* (not "near": a macro of windows.h) */
+        for (k = 0; k < 4; k++) at_edge |= fabsf(v[k] - crop[k]) <= SAM3__EVR_EDGE && !(fabsf(v[k] - img[k]) <= SAM3__EVR_EDGE);
+        if (!at_edge) e->cand[n++] = e->cand[i];
     }
     e->n_cand = n;
 }
