@@ -865,9 +865,9 @@ static void test_everything_tables(const char *cfg, const char *dir, sam3_model 
    of a W x H image, in the crop's frame. */
 static int evr_near_edge(sam3_box b, const int *cr, int W, int H) {
     const float v[4] = {b.x0 + cr[0], b.y0 + cr[1], b.x1 + cr[0], b.y1 + cr[1]}, im[4] = {0, 0, (float)W, (float)H};
-    int k, near = 0;
-    for (k = 0; k < 4; k++) near |= fabsf(v[k] - (float)cr[k]) <= 20 && fabsf(v[k] - im[k]) > 20;
-    return near;
+    int k, at_edge = 0;
+    for (k = 0; k < 4; k++) at_edge |= fabsf(v[k] - (float)cr[k]) <= 20 && fabsf(v[k] - im[k]) > 20;
+    return at_edge;
 }
 
 /* Crop layers against the whole-image pass run by hand on each crop (a context of its own, the
