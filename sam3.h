@@ -12764,17 +12764,22 @@ static sam3_result sam3__everything_keep(sam3_ctx *c, sam3__evr *e, const sam3__
     return SAM3_OK;
 }
 
+/* The context's result buffers grown for n masks at the image's size. */
+static sam3_result sam3__everything_grow(sam3_ctx *c, int n) {
+    size_t bytes;
+    if (!sam3__mul((size_t)SAM3__MAX(n, 1), (size_t)c->img_w * c->img_h, &bytes) ||
+        !sam3__grow(c, (void **)&c->res_evr, &c->res_evr_cap, (size_t)SAM3__MAX(n, 1) * sizeof(sam3_everything_mask)) ||
+        !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, bytes))
+        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, c->img_w, c->img_h);
+    return SAM3_OK;
+}
+
 static sam3_result sam3__everything_jobs(sam3_ctx *c, sam3__evr *e, int n, int keep);
 /* The nk kept masks at the image size (sam3__everything_keep), and the result. */
 static sam3_result sam3__everything_output(sam3_ctx *c, sam3__evr *e, int nk, sam3_everything_result *out) {
     const int W = c->img_w, H = c->img_h;
-    size_t plane = (size_t)W * H, bytes;
     sam3_result rc;
-    if (!sam3__mul((size_t)SAM3__MAX(nk, 1), plane, &bytes) ||
-        !sam3__grow(c, (void **)&c->res_evr, &c->res_evr_cap, (size_t)SAM3__MAX(nk, 1) * sizeof(sam3_everything_mask)) ||
-        !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, bytes))
-        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", nk, W, H);
-    if ((rc = sam3__everything_jobs(c, e, nk, 1)) != SAM3_OK) return rc;
+    if ((rc = sam3__everything_grow(c, nk)) != SAM3_OK || (rc = sam3__everything_jobs(c, e, nk, 1)) != SAM3_OK) return rc;
     out->n_masks = nk;
     out->masks = c->res_evr;
     out->n_points = e->n_points;
@@ -13294,12 +13299,9 @@ static sam3_result sam3__everything_small(sam3_ctx *c, sam3__evr_crops *k, int W
 static sam3_result sam3__everything_crops_output(sam3_ctx *c, sam3__evr_crops *k, sam3_everything_result *out) {
     const int W = c->img_w, H = c->img_h, n = (int)k->n_keep;
     const size_t plane = (size_t)W * H;
-    size_t bytes;
+    sam3_result rc;
     int j;
-    if (!sam3__mul((size_t)SAM3__MAX(n, 1), plane, &bytes) ||
-        !sam3__grow(c, (void **)&c->res_evr, &c->res_evr_cap, (size_t)SAM3__MAX(n, 1) * sizeof(sam3_everything_mask)) ||
-        !sam3__grow(c, (void **)&c->res_mask, &c->res_mask_cap, bytes))
-        return sam3__fail(c, SAM3_ERR_OUT_OF_MEMORY, "out of memory for %d masks of %dx%d", n, W, H);
+    if ((rc = sam3__everything_grow(c, n)) != SAM3_OK) return rc;
     for (j = 0; j < n; j++) {
         uint8_t *dst = c->res_mask + (size_t)j * plane;
         sam3__everything_unpack(k, &k->keep[j], W, H, dst);
