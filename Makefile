@@ -255,6 +255,7 @@ $(BUILD)/test_compile_cpp: tests/test_compile.c tests/test_compile_impl.c tests/
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -c -DTU_FN=sam3_test_static_a -o $(BUILD)/tcs_a_cpp.o tests/test_compile_static.c
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -c -DTU_FN=sam3_test_static_b -o $(BUILD)/tcs_b_cpp.o tests/test_compile_static.c
 	$(CXX) $(CXX_FLAGS) -Werror -x c++ -o $@ tests/test_compile.c tests/test_compile_impl.c -x none $(BUILD)/tcs_a_cpp.o $(BUILD)/tcs_b_cpp.o $(LIBS)
+	$(CXX) -std=c++20 $(WARN) $(OMPFLAGS) -Wc++20-compat -Werror -x c++ -fsyntax-only -DTU_FN=sam3_test_static_c tests/test_compile_static.c # C++20's keywords (concept, requires) are no names here
 
 # ---- Robustness (README "Robustness"): the API under abuse, threads, fuzzing, sanitizers, valgrind.
 ROBUST     := $(BUILD)/test_robust $(BUILD)/test_threads $(BUILD)/fuzz_replay $(BUILD)/fuzz_image_replay $(BUILD)/test_outdir

@@ -648,14 +648,14 @@ SAM3DEF sam3_result sam3_concept_new(sam3_ctx *ctx, const sam3_segment_prompt *p
 /* The concept as bytes (a versioned format: magic, version, fingerprint, sizes, f32 data, FNV-1a
    checksum): *size = the bytes it takes; with buf NULL only that (SAM3_OK); cap < *size is
    SAM3_ERR_INVALID_ARG and writes nothing. */
-SAM3DEF sam3_result sam3_concept_save(const sam3_concept *concept, void *buf, size_t cap, size_t *size);
+SAM3DEF sam3_result sam3_concept_save(const sam3_concept *cpt, void *buf, size_t cap, size_t *size);
 /* A concept from sam3_concept_save's bytes, for `model`: every field checked (a truncated or damaged
    file is SAM3_ERR_CORRUPT_FILE or SAM3_ERR_BAD_MAGIC/_BAD_VERSION; another model's concept is
    SAM3_ERR_INVALID_ARG), the message in err (err_cap bytes, may be NULL). The data is copied. */
 SAM3DEF sam3_result sam3_concept_load(const sam3_model *model, const void *data, size_t size, sam3_concept **out, char *err, size_t err_cap);
 /* Tokens it holds, and of them text tokens (NULL-safe: 0). */
-SAM3DEF int sam3_concept_n_tokens(const sam3_concept *concept, int *n_text);
-SAM3DEF void sam3_concept_free(sam3_concept *concept);
+SAM3DEF int sam3_concept_n_tokens(const sam3_concept *cpt, int *n_text);
+SAM3DEF void sam3_concept_free(sam3_concept *cpt);
 
 /* ================================================================================================
    Interactive segmentation: clicks, a box and/or a previous mask -> one object (SAM 2-style head)
