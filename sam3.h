@@ -5509,19 +5509,43 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static SAM3__INLINE __m512bh sam3__
     }
 }
 /* Panel columns from rows of B (op(B) = B^T: a Linear weight, or activations token-major): 32 k of
-   a row rounded at a time, the pairs stored column by column; columns nr .. NR zero. */
+   16 rows rounded at a time (16 vectors of 16 k pairs), a 16 x 16 transpose of those pairs in
+   registers, then each k pair's 16 columns stored as one 64-byte run; columns nr .. NR zero.
+   (maskz forms with every lane set: g++ 12 warns inside the plain ones, as in pack_b_rows.) */
 SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_pack_b_cols(const float *B, const uint16_t *Bh, int ldb,
                                                                                              int p0, int row0, int nr, int kc, int kcp,
                                                                                              uint16_t *pb) {
-    int q, k, u;
-    for (q = 0; q < SAM3__BNR; q++)
+    int q0, k, i, j;
+    for (q0 = 0; q0 < SAM3__BNR; q0 += 16)
         for (k = 0; k < kcp; k += 32) {
-            uint32_t t[16];
-            const __m512bh v = q < nr && k < kc ? sam3__bf16_load32(B ? B + (size_t)(row0 + q) * ldb + p0 : NULL,
-                                                                    Bh ? Bh + (size_t)(row0 + q) * ldb + p0 : NULL, k, kc)
-                                                : (__m512bh)_mm512_setzero_si512();
-            _mm512_storeu_si512((void *)t, (__m512i)v);
-            for (u = 0; u < 16; u++) memcpy(pb + ((size_t)(k / 2 + u) * SAM3__BNR + q) * 2, t + u, sizeof(t[u]));
+            __m512i r[16], a[16]; /* r[i]: row q0 + i's 16 k pairs; then its transpose, a pair's 16 rows */
+            for (i = 0; i < 16; i++) {
+                const int q = q0 + i;
+                r[i] = q < nr && k < kc ? (__m512i)sam3__bf16_load32(B ? B + (size_t)(row0 + q) * ldb + p0 : NULL,
+                                                                     Bh ? Bh + (size_t)(row0 + q) * ldb + p0 : NULL, k, kc)
+                                        : _mm512_setzero_si512();
+            }
+            for (i = 0; i < 16; i += 2) { /* within 128-bit lanes: rows i, i + 1 interleaved */
+                a[i] = _mm512_maskz_unpacklo_epi32(0xffff, r[i], r[i + 1]);
+                a[i + 1] = _mm512_maskz_unpackhi_epi32(0xffff, r[i], r[i + 1]);
+            }
+            for (i = 0; i < 16; i += 4) { /* r[i + j]'s lane L: rows i .. i + 3 at pair 4 L + j */
+                r[i] = _mm512_maskz_unpacklo_epi64(0xff, a[i], a[i + 2]);
+                r[i + 1] = _mm512_maskz_unpackhi_epi64(0xff, a[i], a[i + 2]);
+                r[i + 2] = _mm512_maskz_unpacklo_epi64(0xff, a[i + 1], a[i + 3]);
+                r[i + 3] = _mm512_maskz_unpackhi_epi64(0xff, a[i + 1], a[i + 3]);
+            }
+            for (j = 0; j < 4; j++) { /* pair 4 L + j: lane L of r[j], r[4 + j], r[8 + j], r[12 + j] */
+                const __m512i lo1 = _mm512_maskz_shuffle_i32x4(0xffff, r[j], r[4 + j], 0x44);
+                const __m512i lo2 = _mm512_maskz_shuffle_i32x4(0xffff, r[8 + j], r[12 + j], 0x44);
+                const __m512i hi1 = _mm512_maskz_shuffle_i32x4(0xffff, r[j], r[4 + j], 0xee);
+                const __m512i hi2 = _mm512_maskz_shuffle_i32x4(0xffff, r[8 + j], r[12 + j], 0xee);
+                a[j] = _mm512_maskz_shuffle_i32x4(0xffff, lo1, lo2, 0x88);
+                a[4 + j] = _mm512_maskz_shuffle_i32x4(0xffff, lo1, lo2, 0xdd);
+                a[8 + j] = _mm512_maskz_shuffle_i32x4(0xffff, hi1, hi2, 0x88);
+                a[12 + j] = _mm512_maskz_shuffle_i32x4(0xffff, hi1, hi2, 0xdd);
+            }
+            for (i = 0; i < 16; i++) _mm512_storeu_si512((void *)(pb + ((size_t)(k / 2 + i) * SAM3__BNR + q0) * 2), a[i]);
         }
 }
 /* A whole panel of row-major f32 B (op(B) = B: activations, as in a 1x1 convolution): rows k and
