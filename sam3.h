@@ -4879,6 +4879,7 @@ typedef struct sam3__ktab {
 #define sam3__ref_sigmoid_row SAM3__KN(sam3__ref_sigmoid_row)
 #define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
 #define sam3__q_split_bf16 SAM3__KN(sam3__q_split_bf16)
+#define sam3__p_row_bf16 SAM3__KN(sam3__p_row_bf16)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
 #define sam3__rope_key_bf16 SAM3__KN(sam3__rope_key_bf16)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
@@ -7762,15 +7763,34 @@ static void sam3__q_split_bf16(const float *qr, float scale, int hd, int hdp, fl
 }
 /* A whole BMR x BNR tile, C = op(A) op(B) (C not read), or C += op(A) op(B) with add, with kernel
    kern (AVX512-BF16 or AMX, the tile state already configured): for the bf16 attention. */
-static void sam3__btile(int kern, int kcp, const uint16_t *pa, const uint16_t *pb, float *C, int ldc, int add) {
+static void sam3__btile(int kern, int kcp, const uint16_t *pa, int tiles, const uint16_t *pb, float *C, int ldc, int add) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL);
+        sam3__btile_amx(kcp, pa, tiles, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL);
         return;
     }
 #endif
-    (void)kern;
+    (void)kern, (void)tiles; /* only AMX takes A as tiles */
     SAM3__BTILE_VEC(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add);
+}
+/* Row r of the probabilities P (BMR, kc) bf16: the first nv of row (f32) rounded, zero past them
+   (padded keys, or rows past the task's: probability 0). As rows of kc (tiles 0) or, for AMX, as
+   sam3__bgemm_pack_a's A tiles: row r % 16 of tile (r / 16, k / 32), each tile 1 KB of its own, so
+   that a tile load takes 16 consecutive cache lines, not 16 lines a row of kc keys apart. */
+static void sam3__p_row_bf16(const float *row, int nv, int kc, int r, int tiles, uint16_t *p) {
+    int k0;
+    if (!tiles) {
+        uint16_t *pr = p + (size_t)r * kc;
+        if (nv) SAM3__BF16_ROW(row, pr, nv);
+        if (kc > nv) memset(pr + nv, 0, (size_t)(kc - nv) * sizeof(uint16_t));
+        return;
+    }
+    for (k0 = 0; k0 < kc; k0 += 32) { /* 32 at a time, rounded as one call over the row rounds them */
+        uint16_t *pr = p + (size_t)(r / 16) * 16 * kc + (size_t)k0 * 16 + (size_t)(r % 16) * 32;
+        const int nn = SAM3__MAX(0, SAM3__MIN(32, nv - k0));
+        if (nn) SAM3__BF16_ROW(row + k0, pr, nn);
+        if (nn < 32) memset(pr + nn, 0, (size_t)(32 - nn) * sizeof(uint16_t));
+    }
 }
 static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
     const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
@@ -7778,6 +7798,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     uint16_t *qb = jb->qb, *p = jb->pb;
     float *s = jb->s, *acc = jb->acc;
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
+    const int ptiles = kern == SAM3__BK_AMX; /* P as A tiles (sam3__p_row_bf16) */
     float sum[SAM3__BMR];
     int r, j, d;
     const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
@@ -7793,23 +7814,17 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     }
     SAM3__PROF_LAP(pf[SAM3__PT_AQ], t0);
     for (j = 0; j < nkp / SAM3__BNR; j++) {
-        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp, 0);
+        sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, 0, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp, 0);
     }
     SAM3__PROF_LAP(pf[SAM3__PT_AQK], t0);
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
-        uint16_t *pr = p + (size_t)r * nkp;
-        if (r < nr) {
-            sum[r] = sam3__exp_sum(row, n, sam3__row_max(row, n));
-            SAM3__BF16_ROW(row, pr, n);
-            if (nkp > n) memset(pr + n, 0, (size_t)(nkp - n) * sizeof(uint16_t)); /* padded keys: probability 0 */
-        } else {
-            memset(pr, 0, (size_t)nkp * sizeof(uint16_t));
-        }
+        if (r < nr) sum[r] = sam3__exp_sum(row, n, sam3__row_max(row, n));
+        sam3__p_row_bf16(row, r < nr ? n : 0, nkp, r, ptiles, p);
     }
     SAM3__PROF_LAP(pf[SAM3__PT_ASM], t0);
     for (d = 0; d < hdp / SAM3__BNR; d++) {
-        sam3__btile(kern, nkp, p, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp, 0);
+        sam3__btile(kern, nkp, p, ptiles, jb->vb + (size_t)d * nkp * SAM3__BNR, acc + (size_t)d * SAM3__BNR, hdp, 0);
     }
     for (r = 0; r < nr; r++) {
         float *o = jb->oh + (size_t)(r0 + r) * jb->ldo;
@@ -7832,6 +7847,7 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, ntl = (nr + SAM3__BMR - 1) / SAM3__BMR;
     uint16_t *qb = jb->qb, *p = jb->pb;
     float *s = jb->s, *acc = jb->acc;
+    const int ptiles = kern == SAM3__BK_AMX; /* P as A tiles (sam3__p_row_bf16) */
     int r, j, d, c0, tl;
     const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
     for (r = 0; r < ntl * SAM3__BMR; r++) {
@@ -7846,7 +7862,7 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
         for (tl = 0; tl < ntl; tl++) {
             float *at = acc + (size_t)tl * SAM3__BMR * hvp, *mt = mx + tl * SAM3__BMR, *st = sm + tl * SAM3__BMR;
             for (j = 0; j < kc / SAM3__BNR; j++)
-                sam3__btile(kern, kqs, qb + (size_t)tl * SAM3__BMR * kqs, jb->kb + (size_t)(c0 / SAM3__BNR + j) * kq * SAM3__BNR,
+                sam3__btile(kern, kqs, qb + (size_t)tl * SAM3__BMR * kqs, 0, jb->kb + (size_t)(c0 / SAM3__BNR + j) * kq * SAM3__BNR,
                             s + (size_t)j * SAM3__BNR, kc, 0);
             for (r = 0; r < SAM3__BMR; r++) {
                 float *row = s + (size_t)r * kc;
@@ -7858,11 +7874,10 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
                     mt[r] = m;
                 }
                 st[r] += sam3__exp_sum(row, nv, mt[r]);
-                SAM3__BF16_ROW(row, p + (size_t)r * kc, nv);
-                if (kc > nv) memset(p + (size_t)r * kc + nv, 0, (size_t)(kc - nv) * sizeof(uint16_t)); /* padded keys: probability 0 */
+                sam3__p_row_bf16(row, nv, kc, r, ptiles, p);
             }
             for (d = 0; d < hvp / SAM3__BNR; d++)
-                sam3__btile(kern, kc, p, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hvp, 1);
+                sam3__btile(kern, kc, p, ptiles, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hvp, 1);
         }
     }
     for (r = 0; r < nr; r++) {
