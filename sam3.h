@@ -4880,6 +4880,9 @@ typedef struct sam3__ktab {
 #define sam3__ref_softmax_row SAM3__KN(sam3__ref_softmax_row)
 #define sam3__q_split_bf16 SAM3__KN(sam3__q_split_bf16)
 #define sam3__p_row_bf16 SAM3__KN(sam3__p_row_bf16)
+#define sam3__bg_claim SAM3__KN(sam3__bg_claim)
+#define sam3__bg_wait SAM3__KN(sam3__bg_wait)
+#define sam3__bgemm_pack_item SAM3__KN(sam3__bgemm_pack_item)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
 #define sam3__rope_key_bf16 SAM3__KN(sam3__rope_key_bf16)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
@@ -5917,16 +5920,54 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
 #endif
 }
 
+/* Each k block's packing and its tiles in one loop, so one join a k block, not two: where the
+   compiler has atomics and the threads are OpenMP's, a task packs or waits for just the A block and
+   B panels it reads. Item x of the k block numbered gen (from 1) is free below 2 gen - 1, claimed
+   at 2 gen - 1 (being packed by a running thread, which waits for nothing), packed at 2 gen; a task
+   packs what is still free itself, so no order of handing out items can leave it waiting on one
+   that no thread holds. Values only grow, so nothing is reset between k blocks. */
+#if defined(_OPENMP) && defined(__GNUC__)
+#define SAM3__BG_FLAGS 1
+static int sam3__bg_claim(int *f, int gen) {
+    int v = __atomic_load_n(f, __ATOMIC_ACQUIRE);
+    while (v < 2 * gen - 1)
+        if (__atomic_compare_exchange_n(f, &v, 2 * gen - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 1;
+    return 0;
+}
+static void sam3__bg_wait(int *f, int gen) {
+    while (__atomic_load_n(f, __ATOMIC_ACQUIRE) != 2 * gen) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+#endif
+/* Item it of a k block's packing: A block it (it < nmb), else B panel it - nmb. */
+static void sam3__bgemm_pack_item(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int it, int nmb, int mcb, int pc,
+                                  int jc, int kc, int kcp, int nc, double *pf) {
+    SAM3__PROF_T(tp);
+    if (it < nmb)
+        sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, g->m - it * mcb), kc, kcp,
+                           pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
+    else
+        sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
+#if defined(SAM3_PROFILE)
+    if (pf) SAM3__PROF_ADD(pf[it < nmb ? SAM3__PT_PACKA : SAM3__PT_PACKB], tp);
+#else
+    (void)pf;
+#endif
+}
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks: pb holds a B block's
-   panels, pa_all all of op(A)'s blocks of a k block (ceil(M / MC), MC, kcp). With g->ch (one k
+   panels, pa_all all of op(A)'s blocks of a k block (ceil(M / MC), MC, kcp), flags (ceil(M / MC) +
+   B block's panels, zero at the first call) the items' states (SAM3__BG_FLAGS). With g->ch (one k
    block only): ch = bf16(GELU(C + bias)), each tile's sums kept on the stack and C not written. */
-static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int ngrp) {
+static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int *flags, int ngrp) {
     const int M = g->m, N = g->n, K = g->k;
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
-    int jc, pc;
-#if defined(SAM3_PROFILE)
+    int jc, pc, gen = 0;
     double *pf = NULL;
+#if defined(SAM3_PROFILE)
     const double tg0 = sam3__prof_now();
 #ifdef _OPENMP
     if (g->prof && omp_get_thread_num() < SAM3__PROF_THR) pf = g->prof[omp_get_thread_num()];
@@ -5934,44 +5975,66 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
     if (g->prof) pf = g->prof[0];
 #endif
 #endif
+    (void)flags; /* only with SAM3__BG_FLAGS */
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
     for (jc = 0; jc < N; jc += ncb) {
         const int nc = SAM3__MIN(ncb, N - jc), npan = (nc + SAM3__BNR - 1) / SAM3__BNR;
         for (pc = 0; pc < K || pc == 0; pc += kcb) {
-            const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb;
+            const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb, npk = nmb + npan;
             const int ntask = nmb * ngrp;
-            int task, it;
-            /* every A block and B panel of this k block packed once, in one loop (one join), in
-               dynamic chunks: a thread descheduled mid-pack holds back one block, not half; then
-               the tasks share them, so that a task can be a small part of an A block's columns */
+            int it;
+            gen++;
+            /* the packing first, in dynamic chunks (a thread descheduled mid-pack holds back one
+               block, not half); then the tasks share the packed blocks, so that a task can be a
+               small part of an A block's columns */
+#if defined(SAM3__BG_FLAGS)
             SAM3__OMP(for schedule(dynamic, 1))
-            for (it = 0; it < nmb + npan; it++) {
-                SAM3__PROF_T(tp);
-                if (it < nmb)
-                    sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, M - it * mcb), kc, kcp,
-                                       pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
-                else
-                    sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
+            for (it = 0; it < npk + ntask; it++) {
+                if (it < npk) {
+                    if (sam3__bg_claim(flags + it, gen)) {
+                        sam3__bgemm_pack_item(kern, g, pb, pa_all, it, nmb, mcb, pc, jc, kc, kcp, nc, pf);
+                        __atomic_store_n(flags + it, 2 * gen, __ATOMIC_RELEASE);
+                    }
+                } else {
+                    const int task = it - npk, ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
+                    const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
+                    int x;
+                    for (x = -1; x < j1 - j0; x++) { /* its A block, then its B panels */
+                        const int item = x < 0 ? ib : nmb + j0 + x;
+                        if (sam3__bg_claim(flags + item, gen)) {
+                            sam3__bgemm_pack_item(kern, g, pb, pa_all, item, nmb, mcb, pc, jc, kc, kcp, nc, pf);
+                            __atomic_store_n(flags + item, 2 * gen, __ATOMIC_RELEASE);
+                        } else {
+                            sam3__bg_wait(flags + item, gen);
+                        }
+                    }
+                    SAM3__PROF_T(tt);
+                    sam3__bgemm_task(kern, g, pa_all + (size_t)ib * mcb * kcp, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
 #if defined(SAM3_PROFILE)
-                if (pf) SAM3__PROF_ADD(pf[it < nmb ? SAM3__PT_PACKA : SAM3__PT_PACKB], tp);
+                    if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
 #endif
+                }
             }
+#else
             SAM3__OMP(for schedule(dynamic, 1))
-            for (task = 0; task < ntask; task++) {
-                const int ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
+            for (it = 0; it < npk; it++) sam3__bgemm_pack_item(kern, g, pb, pa_all, it, nmb, mcb, pc, jc, kc, kcp, nc, pf);
+            SAM3__OMP(for schedule(dynamic, 1))
+            for (it = 0; it < ntask; it++) {
+                const int ib = it / ngrp, gi = it % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
                 const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
-                const uint16_t *pa = pa_all + (size_t)ib * mcb * kcp;
                 SAM3__PROF_T(tt);
-                sam3__bgemm_task(kern, g, pa, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
+                sam3__bgemm_task(kern, g, pa_all + (size_t)ib * mcb * kcp, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
 #if defined(SAM3_PROFILE)
                 if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
 #endif
             }
+#endif
             if (K == 0) break;
         }
     }
+    (void)gen;
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_end();
 #endif
@@ -6131,6 +6194,7 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     int nt = c->nt, ngrp = 1, i0;
     sam3__kbuf kb;
     uint16_t *pb, *pa;
+    int *flags;
 #ifdef _OPENMP
     if (omp_in_parallel()) nt = 1;
 #else
@@ -6143,9 +6207,11 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
        the last round's tasks are short and a thread slowed by other work beside it leaves the
        rest to the others */
     while (nmb * ngrp < SAM3__MAX(8 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
-    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t), &kb);
+    /* the flags (ints) after the A blocks: kcp is a multiple of 32, so they are aligned */
+    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t) + (size_t)(nmb + ncp / SAM3__BNR) * sizeof(int), &kb);
     if (!pb) return 0;
     pa = pb + (size_t)kcp * ncp; /* (nmb, mcb, kcp): the pass's A blocks */
+    flags = (int *)(void *)(pa + (size_t)nmb * mcb * kcp); /* (nmb + ncp / BNR): the packing's states */
     for (i0 = 0; i0 < M; i0 += mrows) {
         sam3__gemm_args p = *g;
         const size_t ao = g->ta ? (size_t)i0 : (size_t)i0 * g->lda; /* row i0 of op(A) */
@@ -6157,8 +6223,9 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
 #if defined(SAM3_PROFILE)
         p.prof = c->prof_thr;
 #endif
+        memset(flags, 0, (size_t)(nmb + ncp / SAM3__BNR) * sizeof(int));
         SAM3__OMP(parallel num_threads(nt))
-        sam3__bgemm_blocks(kern, &p, pb, pa, ngrp);
+        sam3__bgemm_blocks(kern, &p, pb, pa, flags, ngrp);
     }
     sam3__kbuf_put(c, &kb);
     return 1;
@@ -9151,6 +9218,7 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
 #undef SAM3__BNC_MAX
 #undef SAM3__BF16_X86
 #undef SAM3__BF16_AMX
+#undef SAM3__BG_FLAGS
 #undef SAM3__BF16_ARM
 #undef SAM3__BF16_VEC
 #undef SAM3__BF16_ROW
