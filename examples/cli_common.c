@@ -292,6 +292,24 @@ void tb_printf(text_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+/* n bytes of s as they are */
+static void tb_append(text_buf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->cap - b->len <= n) {
+        size_t cap = (b->cap + n + 1) * 2;
+        char *p = (char *)realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
 /* A JSON string literal in pure ASCII: UTF-8 becomes \uXXXX (surrogate pairs above U+FFFF),
    invalid UTF-8 bytes become U+FFFD, control characters are escaped. */
 void tb_json_string(text_buf *b, const char *s) {
@@ -300,6 +318,13 @@ void tb_json_string(text_buf *b, const char *s) {
     while (*p) {
         unsigned long cp = *p;
         int extra = 0, k;
+        if (cp >= 0x20 && cp < 0x7f && cp != '"' && cp != '\\') { /* a run needing no escape, copied at once (an RLE is MBs of it) */
+            const unsigned char *q = p;
+            while (*q >= 0x20 && *q < 0x7f && *q != '"' && *q != '\\') q++;
+            tb_append(b, (const char *)p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
         if (cp < 0x80) {
             if (cp == '"' || cp == '\\') tb_printf(b, "\\%c", (int)cp);
             else if (cp == '\n') tb_printf(b, "\\n");
