@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #ifndef S_ISDIR
 #define S_ISDIR(mode) (((mode)&S_IFMT) == S_IFDIR)
 #endif
@@ -371,6 +374,27 @@ char *cli_rle_string(const uint8_t *mask, int w, int h) {
     return s;
 }
 
+/* The threads for the CLI's own parallel loops: threads, or OpenMP's default (1 without it). */
+static int cli_threads(int threads) {
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+    return 1;
+#endif
+}
+
+int cli_rle_strings(const uint8_t *const *masks, int n, int w, int h, int threads, char **out) {
+    int k, ok = 1;
+    (void)threads; /* only in the OpenMP clause */
+    /* a noisy mask's RLE is long: encoding many costs more than the model's masks did */
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(cli_threads(threads)) schedule(dynamic, 1) reduction(&& : ok)
+#endif
+    for (k = 0; k < n; k++) ok = (out[k] = cli_rle_string(masks[k], w, h)) != NULL && ok;
+    return ok;
+}
+
 /* ---- images in and out ---- */
 
 int read_image(const char *path, unsigned long long max_pixels, int keep_orientation, cli_image *img) {
@@ -413,6 +437,50 @@ int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int
     ok = cli_outdir_write(od, name, png, (size_t)len);
     STBIW_FREE(png);
     if (!ok) cli_error("%s", od->err);
+    return ok;
+}
+
+/* The masks' 8-bit images: threads' buffers up to this many bytes in all. */
+#define CLI_MASK_BUF_BYTES ((size_t)256 << 20)
+int write_mask_pngs(cli_outdir *od, const uint8_t *const *masks, int n, int w, int h, int threads) {
+    const size_t np = (size_t)w * h;
+    const size_t cap = CLI_MASK_BUF_BYTES / (np ? np : 1); /* masks a batch at most */
+    const int nt0 = cli_threads(threads) < n ? cli_threads(threads) : n;
+    const int nt = nt0 < 1 ? 1 : (size_t)nt0 > cap ? (cap ? (int)cap : 1) : nt0;
+    unsigned char *buf = (unsigned char *)malloc(np * (size_t)nt), **png = (unsigned char **)calloc((size_t)nt, sizeof(unsigned char *));
+    int *len = (int *)calloc((size_t)nt, sizeof(int));
+    int k0, ok = buf && png && len;
+    char name[32];
+    if (!ok) cli_error("out of memory encoding the masks of '%s'", od->path);
+    /* a batch of nt masks encoded at once (deflate costs more than the model's masks did), then
+       written in order */
+    for (k0 = 0; ok && k0 < n; k0 += nt) {
+        const int nb = n - k0 < nt ? n - k0 : nt;
+        int j;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nb) schedule(static, 1)
+#endif
+        for (j = 0; j < nb; j++) {
+            unsigned char *b = buf + (size_t)j * np;
+            const uint8_t *m = masks[k0 + j];
+            size_t i;
+            for (i = 0; i < np; i++) b[i] = m[i] ? 255 : 0;
+            png[j] = stbi_write_png_to_mem(b, w, w, h, 1, &len[j]);
+        }
+        for (j = 0; j < nb; j++) {
+            snprintf(name, sizeof(name), "mask_%03d.png", k0 + j);
+            if (ok && !png[j]) {
+                cli_error("out of memory encoding '%s/%s'", od->path, name);
+                ok = 0;
+            }
+            if (ok && !(ok = cli_outdir_write(od, name, png[j], (size_t)len[j]))) cli_error("%s", od->err);
+            STBIW_FREE(png[j]);
+            png[j] = NULL;
+        }
+    }
+    free(buf);
+    free(png);
+    free(len);
     return ok;
 }
 

@@ -86,6 +86,9 @@ void tb_json_string(text_buf *b, const char *s);
 void tb_json_number(text_buf *b, double v);
 /* A mask's COCO compressed RLE (sam3_mask_to_rle) as a malloc'ed string; NULL: out of memory. */
 char *cli_rle_string(const uint8_t *mask, int w, int h);
+/* out[k] = cli_rle_string(masks[k], w, h) for n masks, on up to threads threads (0: OpenMP's
+   default). 0 when any is out of memory (the others set or NULL: the caller frees them). */
+int cli_rle_strings(const uint8_t *const *masks, int n, int w, int h, int threads, char **out);
 
 /* ---- images in and out ---- */
 
@@ -107,6 +110,10 @@ int read_image(const char *path, unsigned long long max_pixels, int keep_orienta
 void tb_orientation(text_buf *b, const cli_image *img);
 /* Encodes a PNG and writes it as od/name (put in place at the commit). 0 after one line on stderr. */
 int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int w, int h, int channels);
+/* od/mask_000.png, mask_001.png, ... for n masks (w x h bytes, nonzero = object, written 255),
+   encoded on up to threads threads (0: OpenMP's default) a batch at a time and written in order:
+   the same bytes at any thread count. 0 after one line on stderr. */
+int write_mask_pngs(cli_outdir *od, const uint8_t *const *masks, int n, int w, int h, int threads);
 
 /* ---- drawing the overlays (RGB8 images, w*h*3 bytes) ---- */
 

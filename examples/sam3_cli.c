@@ -724,6 +724,7 @@ typedef struct seg_image_out {
     long n_images;     /* images in the input (all shards) */
     text_buf *coco;    /* annotation lines, ",\n"-separated; NULL with --format png */
     long n_ann;
+    int threads; /* the context's (sam3_ctx_n_threads): for encoding the masks */
 } seg_image_out;
 
 /* One COCO annotation line into io->coco: bbox [x, y, width, height] of the mask's bounds (mb),
@@ -796,16 +797,15 @@ static void write_json_settings(text_buf *js, const seg_args *a, const char *tex
 static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, const char *concept, int category, seg_image_out *io,
                          const cli_image *img, const unsigned char *rgb, unsigned char *overlay, const sam3_segment_result *seg,
                          const sam3_everything_result *ev) {
-    char name[64];
     int k, rc = CLI_FAIL;
-    size_t i, np = (size_t)img->w * img->h;
-    unsigned char *png = (unsigned char *)malloc(np);
+    const size_t np = (size_t)img->w * img->h;
     by_score *order = (by_score *)malloc(sizeof(by_score) * (size_t)(seg->n_instances + 1));
     int *idx = (int *)malloc(sizeof(int) * (size_t)(seg->n_instances + 1));
+    const uint8_t **masks = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(seg->n_instances + 1)); /* (n) best first */
     char **rle = (char **)calloc((size_t)(seg->n_instances + 1), sizeof(char *)); /* (n) with --format coco */
     text_buf js;
     memset(&js, 0, sizeof(js));
-    if (!png || !order || !idx || !rle) {
+    if (!order || !idx || !masks || !rle) {
         cli_error("out of memory");
         goto done;
     }
@@ -813,19 +813,12 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
     qsort(order, (size_t)seg->n_instances, sizeof(by_score), cmp_by_score);
     for (k = 0; k < seg->n_instances; k++) idx[k] = order[k].index;
 
-    for (k = 0; k < seg->n_instances; k++) {
-        const uint8_t *m = seg->instances[idx[k]].mask;
-        if (io->coco) {
-            if (!(rle[k] = cli_rle_string(m, img->w, img->h))) {
-                cli_error("out of memory");
-                goto done;
-            }
-            continue;
-        }
-        for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0;
-        snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!write_png(od, name, png, img->w, img->h, 1)) goto done;
+    for (k = 0; k < seg->n_instances; k++) masks[k] = seg->instances[idx[k]].mask;
+    if (io->coco && !cli_rle_strings(masks, seg->n_instances, img->w, img->h, io->threads, rle)) {
+        cli_error("out of memory");
+        goto done;
     }
+    if (!io->coco && !write_mask_pngs(od, masks, seg->n_instances, img->w, img->h, io->threads)) goto done;
 
     memcpy(overlay, rgb, np * 3);
     draw_overlay(overlay, img->w, img->h, seg, idx);
@@ -875,7 +868,7 @@ static int write_outputs(cli_outdir *od, const seg_args *a, const char *text, co
     rc = CLI_OK;
 done:
     free(js.p);
-    free(png);
+    free(masks);
     free(order);
     free(idx);
     for (k = 0; rle && k < seg->n_instances; k++) free(rle[k]);
@@ -1192,6 +1185,7 @@ static int segment_image(cli_session *ss, const seg_args *a, cli_outdir *od, seg
     memset(&cj, 0, sizeof(cj));
     io->coco = a->coco ? &coco : NULL;
     io->n_ann = 0;
+    io->threads = sam3_ctx_n_threads(ctx);
 
     /* The library reads a threshold of 0 as "default"; every probability is above -1. */
     so.score_threshold = a->threshold > 0 ? a->threshold : -1.0f;
@@ -1803,23 +1797,21 @@ static void draw_points_overlay(unsigned char *rgb, int w, int h, const uint8_t 
 
 /* Writes mask_NNN.png, overlay.png and results.json into od (put in place at the commit). */
 static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *ss, const sam3_points_result *res) {
-    char name[64];
     int k, rc = CLI_FAIL, w = ss->img.w, h = ss->img.h;
     size_t i, np = (size_t)w * h;
-    unsigned char *png = (unsigned char *)malloc(np);
+    const uint8_t **masks = (const uint8_t **)malloc(sizeof(uint8_t *) * ((size_t)res->n_masks + 1)); /* (n_masks) */
     int64_t *area = (int64_t *)calloc((size_t)res->n_masks + 1, sizeof(int64_t));
     text_buf js;
     memset(&js, 0, sizeof(js));
-    if (!png || !area) {
+    if (!masks || !area) {
         cli_error("out of memory");
         goto done;
     }
     for (k = 0; k < res->n_masks; k++) {
-        const uint8_t *m = res->masks + (size_t)k * np;
-        for (i = 0; i < np; i++) png[i] = m[i] ? 255 : 0, area[k] += m[i] != 0;
-        snprintf(name, sizeof(name), "mask_%03d.png", k);
-        if (!write_png(od, name, png, w, h, 1)) goto done;
+        masks[k] = res->masks + (size_t)k * np;
+        for (i = 0; i < np; i++) area[k] += masks[k][i] != 0;
     }
+    if (!write_mask_pngs(od, masks, res->n_masks, w, h, sam3_ctx_n_threads(ss->ctx))) goto done;
 
     memcpy(ss->overlay, ss->rgb, np * 3);
     draw_points_overlay(ss->overlay, w, h, res->n_masks ? res->masks + (size_t)res->best * np : NULL, a);
@@ -1866,7 +1858,7 @@ static int write_points_outputs(cli_outdir *od, const pts_args *a, cli_session *
     rc = CLI_OK;
 done:
     free(js.p);
-    free(png);
+    free(masks);
     free(area);
     return rc;
 }
