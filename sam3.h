@@ -4885,6 +4885,8 @@ typedef struct sam3__ktab {
 #define sam3__bg_claim SAM3__KN(sam3__bg_claim)
 #define sam3__bg_wait SAM3__KN(sam3__bg_wait)
 #define sam3__bgemm_pack_item SAM3__KN(sam3__bgemm_pack_item)
+#define sam3__bgemm_task_item SAM3__KN(sam3__bgemm_task_item)
+#define sam3__bkb SAM3__KN(sam3__bkb)
 #define sam3__rope_pack SAM3__KN(sam3__rope_pack)
 #define sam3__rope_key_bf16 SAM3__KN(sam3__rope_key_bf16)
 #define sam3__rope_pack_bf16 SAM3__KN(sam3__rope_pack_bf16)
@@ -5944,20 +5946,55 @@ static void sam3__bg_wait(int *f, int gen) {
     }
 }
 #endif
-/* Item it of a k block's packing: A block it (it < nmb), else B panel it - nmb. */
-static void sam3__bgemm_pack_item(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, int it, int nmb, int mcb, int pc,
-                                  int jc, int kc, int kcp, int nc, double *pf) {
+/* One k block of sam3__bgemm_blocks, as its items see it: columns jc .. jc + nc of B (npan
+   panels), k pc .. pc + kc (kcp rounded up), nmb A blocks of mcb rows, each in ngrp tasks; the
+   items' states and this block's generation (SAM3__BG_FLAGS); the thread's profile or NULL. */
+typedef struct sam3__bkb {
+    int jc, nc, npan, pc, kc, kcp, nmb, mcb, ngrp, gen;
+    int *flags;
+    double *pf;
+} sam3__bkb;
+/* Item it of a k block's packing (A block it where it < nmb, else B panel it - nmb), packed here
+   unless another thread has claimed it (SAM3__BG_FLAGS), then waited for where wait is set. */
+static void sam3__bgemm_pack_item(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, const sam3__bkb *kb, int it, int wait) {
+    const int nmb = kb->nmb, mcb = kb->mcb, pc = kb->pc, kc = kb->kc, kcp = kb->kcp;
     SAM3__PROF_T(tp);
+#if defined(SAM3__BG_FLAGS)
+    if (!sam3__bg_claim(kb->flags + it, kb->gen)) {
+        if (wait) sam3__bg_wait(kb->flags + it, kb->gen);
+        return;
+    }
+#else
+    (void)wait; /* the packing's own loop has packed every item before any task runs */
+#endif
     if (it < nmb)
         sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, g->m - it * mcb), kc, kcp,
                            pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
     else
-        sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, jc, kc, kcp, nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
-#if defined(SAM3_PROFILE)
-    if (pf) SAM3__PROF_ADD(pf[it < nmb ? SAM3__PT_PACKA : SAM3__PT_PACKB], tp);
-#else
-    (void)pf;
+        sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, kb->jc, kc, kcp, kb->nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
+#if defined(SAM3__BG_FLAGS)
+    __atomic_store_n(kb->flags + it, 2 * kb->gen, __ATOMIC_RELEASE);
 #endif
+#if defined(SAM3_PROFILE)
+    if (kb->pf) SAM3__PROF_ADD(kb->pf[it < nmb ? SAM3__PT_PACKA : SAM3__PT_PACKB], tp);
+#endif
+}
+/* Task task of a k block: its A block's rows times panels j0 .. j1 of its B block, once those are
+   packed (by this thread if no other has claimed them). */
+static void sam3__bgemm_task_item(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, const sam3__bkb *kb, int task) {
+    const int ib = task / kb->ngrp, gi = task % kb->ngrp, i0 = ib * kb->mcb, mc = SAM3__MIN(kb->mcb, g->m - i0);
+    const int j0 = (int)((long long)kb->npan * gi / kb->ngrp), j1 = (int)((long long)kb->npan * (gi + 1) / kb->ngrp);
+#if defined(SAM3__BG_FLAGS)
+    int x;
+    for (x = -1; x < j1 - j0; x++) sam3__bgemm_pack_item(kern, g, pb, pa_all, kb, x < 0 ? ib : kb->nmb + j0 + x, 1); /* A block, B panels */
+#endif
+    {
+        SAM3__PROF_T(tt);
+        sam3__bgemm_task(kern, g, pa_all + (size_t)ib * kb->mcb * kb->kcp, pb, i0, mc, j0, j1, kb->jc, kb->nc, kb->pc, kb->kcp);
+#if defined(SAM3_PROFILE)
+        if (kb->pf) SAM3__PROF_ADD(kb->pf[SAM3__PT_TILES], tt);
+#endif
+    }
 }
 /* Runs on every thread of the caller's team (or alone), as sam3__gemm_blocks: pb holds a B block's
    panels, pa_all all of op(A)'s blocks of a k block (ceil(M / MC), MC, kcp), flags (ceil(M / MC) +
@@ -5967,81 +6004,51 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
     const int M = g->m, N = g->n, K = g->k;
     const int kcb = sam3__bgemm_kstep(kern, K), mcb = sam3__bgemm_mcb(kern);
     const int ncb = sam3__bgemm_ncb(kern, (SAM3__MIN(kcb, K > 0 ? K : 1) + 31) / 32 * 32);
-    int jc, pc, gen = 0;
-    double *pf = NULL;
+    sam3__bkb kb;
 #if defined(SAM3_PROFILE)
     const double tg0 = sam3__prof_now();
+#endif
+    memset(&kb, 0, sizeof(kb));
+    kb.mcb = mcb, kb.ngrp = ngrp, kb.flags = flags, kb.nmb = (M + mcb - 1) / mcb;
+#if defined(SAM3_PROFILE)
 #ifdef _OPENMP
-    if (g->prof && omp_get_thread_num() < SAM3__PROF_THR) pf = g->prof[omp_get_thread_num()];
+    if (g->prof && omp_get_thread_num() < SAM3__PROF_THR) kb.pf = g->prof[omp_get_thread_num()];
 #else
-    if (g->prof) pf = g->prof[0];
+    if (g->prof) kb.pf = g->prof[0];
 #endif
 #endif
-    (void)flags; /* only with SAM3__BG_FLAGS */
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_begin();
 #endif
-    for (jc = 0; jc < N; jc += ncb) {
-        const int nc = SAM3__MIN(ncb, N - jc), npan = (nc + SAM3__BNR - 1) / SAM3__BNR;
-        for (pc = 0; pc < K || pc == 0; pc += kcb) {
-            const int kc = SAM3__MIN(kcb, K - pc), kcp = (kc + 31) / 32 * 32, nmb = (M + mcb - 1) / mcb, npk = nmb + npan;
-            const int ntask = nmb * ngrp;
+    for (kb.jc = 0; kb.jc < N; kb.jc += ncb) {
+        kb.nc = SAM3__MIN(ncb, N - kb.jc), kb.npan = (kb.nc + SAM3__BNR - 1) / SAM3__BNR;
+        for (kb.pc = 0; kb.pc < K || kb.pc == 0; kb.pc += kcb) {
+            const int npk = kb.nmb + kb.npan, ntask = kb.nmb * ngrp;
             int it;
-            gen++;
+            kb.kc = SAM3__MIN(kcb, K - kb.pc), kb.kcp = (kb.kc + 31) / 32 * 32, kb.gen++;
             /* the packing first, in dynamic chunks (a thread descheduled mid-pack holds back one
                block, not half); then the tasks share the packed blocks, so that a task can be a
                small part of an A block's columns */
 #if defined(SAM3__BG_FLAGS)
             SAM3__OMP(for schedule(dynamic, 1))
             for (it = 0; it < npk + ntask; it++) {
-                if (it < npk) {
-                    if (sam3__bg_claim(flags + it, gen)) {
-                        sam3__bgemm_pack_item(kern, g, pb, pa_all, it, nmb, mcb, pc, jc, kc, kcp, nc, pf);
-                        __atomic_store_n(flags + it, 2 * gen, __ATOMIC_RELEASE);
-                    }
-                } else {
-                    const int task = it - npk, ib = task / ngrp, gi = task % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
-                    const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
-                    int x;
-                    for (x = -1; x < j1 - j0; x++) { /* its A block, then its B panels */
-                        const int item = x < 0 ? ib : nmb + j0 + x;
-                        if (sam3__bg_claim(flags + item, gen)) {
-                            sam3__bgemm_pack_item(kern, g, pb, pa_all, item, nmb, mcb, pc, jc, kc, kcp, nc, pf);
-                            __atomic_store_n(flags + item, 2 * gen, __ATOMIC_RELEASE);
-                        } else {
-                            sam3__bg_wait(flags + item, gen);
-                        }
-                    }
-                    SAM3__PROF_T(tt);
-                    sam3__bgemm_task(kern, g, pa_all + (size_t)ib * mcb * kcp, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
-#if defined(SAM3_PROFILE)
-                    if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
-#endif
-                }
+                if (it < npk) sam3__bgemm_pack_item(kern, g, pb, pa_all, &kb, it, 0);
+                else sam3__bgemm_task_item(kern, g, pb, pa_all, &kb, it - npk);
             }
 #else
             SAM3__OMP(for schedule(dynamic, 1))
-            for (it = 0; it < npk; it++) sam3__bgemm_pack_item(kern, g, pb, pa_all, it, nmb, mcb, pc, jc, kc, kcp, nc, pf);
+            for (it = 0; it < npk; it++) sam3__bgemm_pack_item(kern, g, pb, pa_all, &kb, it, 0);
             SAM3__OMP(for schedule(dynamic, 1))
-            for (it = 0; it < ntask; it++) {
-                const int ib = it / ngrp, gi = it % ngrp, i0 = ib * mcb, mc = SAM3__MIN(mcb, M - i0);
-                const int j0 = (int)((long long)npan * gi / ngrp), j1 = (int)((long long)npan * (gi + 1) / ngrp);
-                SAM3__PROF_T(tt);
-                sam3__bgemm_task(kern, g, pa_all + (size_t)ib * mcb * kcp, pb, i0, mc, j0, j1, jc, nc, pc, kcp);
-#if defined(SAM3_PROFILE)
-                if (pf) SAM3__PROF_ADD(pf[SAM3__PT_TILES], tt);
-#endif
-            }
+            for (it = 0; it < ntask; it++) sam3__bgemm_task_item(kern, g, pb, pa_all, &kb, it);
 #endif
             if (K == 0) break;
         }
     }
-    (void)gen;
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) sam3__amx_end();
 #endif
 #if defined(SAM3_PROFILE)
-    if (pf) SAM3__PROF_ADD(pf[SAM3__PT_GTOTAL], tg0);
+    if (kb.pf) SAM3__PROF_ADD(kb.pf[SAM3__PT_GTOTAL], tg0);
 #endif
 }
 
