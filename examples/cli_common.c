@@ -267,6 +267,22 @@ void cli_items_line(cli_items *p, long k, const char *name, double ms, const cha
 
 /* ---- results.json and friends ---- */
 
+/* Room for n more bytes and the terminating NUL (the buffer doubled past them); 0 and b->oom set
+   when it cannot be had. */
+static int tb_room(text_buf *b, size_t n) {
+    if (b->cap - b->len <= n) {
+        size_t cap = (b->cap + n + 1) * 2;
+        char *p = (char *)realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return 0;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    return 1;
+}
+
 void tb_printf(text_buf *b, const char *fmt, ...) {
     va_list ap;
     int n;
@@ -281,33 +297,14 @@ void tb_printf(text_buf *b, const char *fmt, ...) {
             return;
         }
         if ((size_t)n < room) break;
-        {
-            size_t cap = (b->cap + (size_t)n + 1) * 2;
-            char *p = (char *)realloc(b->p, cap);
-            if (!p) {
-                b->oom = 1;
-                return;
-            }
-            b->p = p;
-            b->cap = cap;
-        }
+        if (!tb_room(b, (size_t)n)) return;
     }
     b->len += (size_t)n;
 }
 
 /* n bytes of s as they are */
 static void tb_append(text_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->cap - b->len <= n) {
-        size_t cap = (b->cap + n + 1) * 2;
-        char *p = (char *)realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
+    if (b->oom || !tb_room(b, n)) return;
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';
@@ -445,12 +442,17 @@ int write_png(cli_outdir *od, const char *name, const unsigned char *pixels, int
 int write_mask_pngs(cli_outdir *od, const uint8_t *const *masks, int n, int w, int h, int threads) {
     const size_t np = (size_t)w * h;
     const size_t cap = CLI_MASK_BUF_BYTES / (np ? np : 1); /* masks a batch at most */
-    const int nt0 = cli_threads(threads) < n ? cli_threads(threads) : n;
-    const int nt = nt0 < 1 ? 1 : (size_t)nt0 > cap ? (cap ? (int)cap : 1) : nt0;
-    unsigned char *buf = (unsigned char *)malloc(np * (size_t)nt), **png = (unsigned char **)calloc((size_t)nt, sizeof(unsigned char *));
-    int *len = (int *)calloc((size_t)nt, sizeof(int));
-    int k0, ok = buf && png && len;
+    int nt = cli_threads(threads), k0, ok;
+    unsigned char *buf, **png;
+    int *len;
     char name[32];
+    if (nt > n) nt = n;
+    if ((size_t)nt > cap) nt = (int)cap;
+    if (nt < 1) nt = 1;
+    buf = (unsigned char *)malloc(np * (size_t)nt);
+    png = (unsigned char **)calloc((size_t)nt, sizeof(unsigned char *));
+    len = (int *)calloc((size_t)nt, sizeof(int));
+    ok = buf && png && len;
     if (!ok) cli_error("out of memory encoding the masks of '%s'", od->path);
     /* a batch of nt masks encoded at once (deflate costs more than the model's masks did), then
        written in order */
