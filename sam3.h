@@ -5339,6 +5339,12 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
 #define SAM3__BMC_AMX 128 /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
 #endif
 #define SAM3__BNC_AMX (SAM3__BNR * 150)
+#ifndef SAM3__AMX_PFN
+#define SAM3__AMX_PFN 1 /* a B panel's tiles fetch the next panel into L2 (0: not) */
+#endif
+#ifndef SAM3__AMX_PFB
+#define SAM3__AMX_PFB 2 /* k steps ahead that a tile prefetches its B panel (0: none) */
+#endif
 #define SAM3__BKC_MAX (SAM3__BKC > SAM3__BKC_AMX ? SAM3__BKC : SAM3__BKC_AMX)
 #define SAM3__BMC_MAX (SAM3__BMC > SAM3__BMC_AMX ? SAM3__BMC : SAM3__BMC_AMX)
 static int sam3__bgemm_kcb(int kern) { return kern == SAM3__BK_AMX ? SAM3__BKC_AMX : SAM3__BKC; }
@@ -5797,10 +5803,11 @@ SAM3__KTARGET("amx-tile") static void sam3__amx_end(void) { _tile_release(); }
    rows x 32 k), B tiles 6, 7 (16 k pairs x 16 columns), 32 k a step. A whole tile sums in the
    tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
    and is stored once; a ragged one, or another beta, goes through t. epi (or NULL): another
-   tile's epilogue, run a part after each step. */
+   tile's epilogue, run a part after each step. pn (or NULL): pnl cache lines a step from there
+   fetched into L2. */
 SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
                                                                           float *C, int ldc, int mr, int nr, float beta, int first,
-                                                                          sam3__bepi *epi) {
+                                                                          sam3__bepi *epi, const char *pn, int pnl) {
     float t[SAM3__BMR * SAM3__BNR];
     const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
     const long ldb = (long)ldc * 4;                   /* bytes */
@@ -5822,6 +5829,20 @@ SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const ui
        operands, and the tiles are not renamed, so the next step's loads wait for the products
        reading the tiles they overwrite */
     for (k = 0; k < kcp; k += 32, pa += astep) {
+#if SAM3__AMX_PFB > 0
+        /* the B step SAM3__AMX_PFB ahead into L1: the attention reads a key panel once a tile
+           and a product's 1024-k panel (64 KB) outgrows L1, so B's tile loads, which the products
+           wait for, would come from L2 or L3 (prefetches never fault: past the end is harmless) */
+        {
+            const char *f = (const char *)(pb + (size_t)(k + 32 * SAM3__AMX_PFB) * SAM3__BNR);
+            int l;
+            for (l = 0; l < 32 * SAM3__BNR * 2; l += 64) _mm_prefetch(f + l, _MM_HINT_T0);
+        }
+#endif
+        if (pn) {
+            int l;
+            for (l = 0; l < pnl; l++) _mm_prefetch(pn + (size_t)((k / 32) * pnl + l) * 64, _MM_HINT_T1);
+        }
         _tile_loadd(4, pa, alda);
         _tile_loadd(6, pb + (size_t)k * SAM3__BNR, SAM3__BNR * 4);
         _tile_dpbf16ps(0, 4, 6);
@@ -5867,6 +5888,13 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
         const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
         for (ip = 0; ip < mc; ip += SAM3__BMR) {
             const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
+#if defined(SAM3__BF16_AMX)
+            /* the next panel (BNR kcp bf16) into L2 while this one's ntl tiles run: each tile its
+               share, pnl lines a k step */
+            const int ntl = (mc + SAM3__BMR - 1) / SAM3__BMR, steps = ntl * (kcp / 32);
+            const int pnl = SAM3__AMX_PFN && jp + 1 < j1 && steps > 0 ? (SAM3__BNR * kcp * 2 / 64 + steps - 1) / steps : 0;
+            const char *pn = pnl ? (const char *)(b + (size_t)SAM3__BNR * kcp) + (size_t)(ip / SAM3__BMR) * pnl * (kcp / 32) * 64 : NULL;
+#endif
             float *cc = C + (size_t)(i0 + ip) * ldc + jc + jp * SAM3__BNR;
             const int mr = SAM3__MIN(SAM3__BMR, mc - ip);
             if (g->ch) {
@@ -5878,7 +5906,7 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
 #if defined(SAM3__BF16_AMX)
                 if (kern == SAM3__BK_AMX) { /* this tile's epilogue runs inside the next tile's products */
                     float *tt = tb + (size_t)flip * SAM3__BMR * SAM3__BNR;
-                    sam3__btile_amx(kcp, a, 1, b, tt, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1, &epi);
+                    sam3__btile_amx(kcp, a, 1, b, tt, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1, &epi, pn, pnl);
                     epi.t = tt, epi.ch = g->ch + (size_t)(i0 + ip) * g->ldch + col, epi.bias = g->bias ? g->bias + col : NULL;
                     epi.ldch = g->ldch, epi.mr = mr, epi.nr = nr, epi.r = 0;
                     flip ^= 1;
@@ -5908,7 +5936,7 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
                     _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
                     _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
                 }
-                sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0, NULL);
+                sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0, NULL, pn, pnl);
                 continue;
             }
 #endif
@@ -7842,7 +7870,7 @@ static void sam3__q_split_bf16(const float *qr, float scale, int hd, int hdp, fl
 static void sam3__btile(int kern, int kcp, const uint16_t *pa, int tiles, const uint16_t *pb, float *C, int ldc, int add) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, tiles, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL);
+        sam3__btile_amx(kcp, pa, tiles, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL, NULL, 0);
         return;
     }
 #endif
