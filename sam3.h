@@ -5339,6 +5339,9 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
 #define SAM3__BMC_AMX 128 /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
 #endif
 #define SAM3__BNC_AMX (SAM3__BNR * 150)
+#ifndef SAM3__BGRP_BYTES
+#define SAM3__BGRP_BYTES (2 << 20) /* AMX: a task's packed B panels at most, about a core's L2 (0: no limit) */
+#endif
 #ifndef SAM3__AMX_PFN
 #define SAM3__AMX_PFN 1 /* a B panel's tiles fetch the next panel into L2 (0: not) */
 #endif
@@ -5979,6 +5982,7 @@ static void sam3__bg_wait(int *f, int gen) {
    items' states and this block's generation (SAM3__BG_FLAGS); the thread's profile or NULL. */
 typedef struct sam3__bkb {
     int jc, nc, npan, pc, kc, kcp, nmb, mcb, ngrp, gen;
+    int gmaj; /* tasks numbered group by group (an A block's tasks ngrp apart), else A block by A block */
     int *flags;
     double *pf;
 } sam3__bkb;
@@ -6010,7 +6014,8 @@ static void sam3__bgemm_pack_item(int kern, const sam3__gemm_args *g, uint16_t *
 /* Task task of a k block: its A block's rows times panels j0 .. j1 of its B block, once those are
    packed (by this thread if no other has claimed them). */
 static void sam3__bgemm_task_item(int kern, const sam3__gemm_args *g, uint16_t *pb, uint16_t *pa_all, const sam3__bkb *kb, int task) {
-    const int ib = task / kb->ngrp, gi = task % kb->ngrp, i0 = ib * kb->mcb, mc = SAM3__MIN(kb->mcb, g->m - i0);
+    const int ib = kb->gmaj ? task % kb->nmb : task / kb->ngrp, gi = kb->gmaj ? task / kb->nmb : task % kb->ngrp;
+    const int i0 = ib * kb->mcb, mc = SAM3__MIN(kb->mcb, g->m - i0);
     const int j0 = (int)((long long)kb->npan * gi / kb->ngrp), j1 = (int)((long long)kb->npan * (gi + 1) / kb->ngrp);
 #if defined(SAM3__BG_FLAGS)
     int x;
@@ -6038,6 +6043,7 @@ static void sam3__bgemm_blocks(int kern, const sam3__gemm_args *g, uint16_t *pb,
 #endif
     memset(&kb, 0, sizeof(kb));
     kb.mcb = mcb, kb.ngrp = ngrp, kb.flags = flags, kb.nmb = (M + mcb - 1) / mcb;
+    kb.gmaj = SAM3__BGRP_BYTES > 0 && kern == SAM3__BK_AMX;
 #if defined(SAM3_PROFILE)
 #ifdef _OPENMP
     if (g->prof && omp_get_thread_num() < SAM3__PROF_THR) kb.pf = g->prof[omp_get_thread_num()];
@@ -6244,6 +6250,11 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
        the last round's tasks are short and a thread slowed by other work beside it leaves the
        rest to the others */
     while (nmb * ngrp < SAM3__MAX(8 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
+    /* AMX: a task's panels within SAM3__BGRP_BYTES, and the tasks taken group by group
+       (sam3__bgemm_blocks), so that a thread's next task finds them in its L2 and reads only an A
+       block anew; a task of a whole wide B block streamed all of it from L3 for one A block */
+    if (SAM3__BGRP_BYTES > 0 && kern == SAM3__BK_AMX)
+        while (ngrp < ncp / SAM3__BNR && (size_t)((ncp / SAM3__BNR + ngrp - 1) / ngrp) * SAM3__BNR * kcp * sizeof(uint16_t) > (size_t)SAM3__BGRP_BYTES) ngrp++;
     /* the flags (ints) after the A blocks: kcp is a multiple of 32, so they are aligned */
     pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t) + (size_t)(nmb + ncp / SAM3__BNR) * sizeof(int), &kb);
     if (!pb) return 0;
