@@ -236,6 +236,8 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.5.2  AMX: B prefetched into L1 a step ahead and the next panel into L2; a product's tasks
+          take at most 2 MB of B panels, group by group.
    1.5.1  C++20: no parameter named concept; bf16 products: weight panels transposed in
           registers, a k block's packing inside its tasks (one join), AMX's P.V from tiles.
    1.5.0  sam3_everything_options: crop layers (crop_layers, crop_overlap_ratio,
@@ -283,8 +285,8 @@ RECENT REVISIONS
 
 #define SAM3_VERSION_MAJOR 1
 #define SAM3_VERSION_MINOR 5
-#define SAM3_VERSION_PATCH 1
-#define SAM3_VERSION_STRING "1.5.1"
+#define SAM3_VERSION_PATCH 2
+#define SAM3_VERSION_STRING "1.5.2"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
