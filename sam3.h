@@ -6254,9 +6254,12 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     while (nmb * ngrp < SAM3__MAX(8 * nt, 16) && 8 * ngrp * SAM3__BNR <= ncp) ngrp *= 2;
     /* AMX: a task's panels within SAM3__BGRP_BYTES, and the tasks taken group by group
        (sam3__bgemm_blocks), so that a thread's next task finds them in its L2 and reads only an A
-       block anew; a task of a whole wide B block streamed all of it from L3 for one A block */
+       block anew, where a task of a whole wide B block would stream all of it from L3 for one A
+       block */
     if (SAM3__BGRP_BYTES > 0 && kern == SAM3__BK_AMX)
-        while (ngrp < ncp / SAM3__BNR && (size_t)((ncp / SAM3__BNR + ngrp - 1) / ngrp) * SAM3__BNR * kcp * sizeof(uint16_t) > (size_t)SAM3__BGRP_BYTES) ngrp++;
+        while (ngrp < ncp / SAM3__BNR &&
+               (size_t)((ncp / SAM3__BNR + ngrp - 1) / ngrp) * SAM3__BNR * kcp * sizeof(uint16_t) > (size_t)SAM3__BGRP_BYTES)
+            ngrp++;
     /* the flags (ints) after the A blocks: kcp is a multiple of 32, so they are aligned */
     pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t) + (size_t)(nmb + ncp / SAM3__BNR) * sizeof(int), &kb);
     if (!pb) return 0;
