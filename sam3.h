@@ -237,7 +237,7 @@ DOCUMENTATION
 
 RECENT REVISIONS
    1.5.2  AMX: B prefetched into L1 a step ahead and the next panel into L2; a product's tasks
-          take at most 2 MB of B panels, group by group.
+          take at most 2 MB of B panels, group by group, and A blocks of 64 rows.
    1.5.1  C++20: no parameter named concept; bf16 products: weight panels transposed in
           registers, a k block's packing inside its tasks (one join), AMX's P.V from tiles.
    1.5.0  sam3_everything_options: crop layers (crop_layers, crop_overlap_ratio,
@@ -5331,14 +5331,14 @@ static void sam3__sgemm_builtin(sam3_ctx *c, int nt, const sam3__gemm_args *g) {
 #define SAM3__BNC (SAM3__BNR * 64)
 /* AMX's blocks: a tile step (four tdpbf16ps) takes 32 k, and each k block after the first sends
    every 32 x 32 tile's sums through memory again, so a k block is long (1024: the B panel past
-   L1, the A block of 256 KB in L2). The columns of a ViT layer's widest product (4736) fit one B
+   L1, the A block of 128 KB in L2). The columns of a ViT layer's widest product (4736) fit one B
    block, so the activations are rounded and packed once per k block. (-D overrides: for tuning
    runs; test_gemm's shapes follow them.) */
 #ifndef SAM3__BKC_AMX
 #define SAM3__BKC_AMX 1024
 #endif
 #ifndef SAM3__BMC_AMX
-#define SAM3__BMC_AMX 128 /* rows per A block: 128 x 1024 bf16 = 256 KB, in L2 */
+#define SAM3__BMC_AMX 64 /* rows per A block: 64 x 1024 bf16 = 128 KB, in L2 beside a task's B panels */
 #endif
 #define SAM3__BNC_AMX (SAM3__BNR * 150)
 #ifndef SAM3__BGRP_BYTES
