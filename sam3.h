@@ -4828,6 +4828,8 @@ typedef struct sam3__ktab {
 #define sam3__conv3x3_wino SAM3__KN(sam3__conv3x3_wino)
 #define sam3__convt2x2 SAM3__KN(sam3__convt2x2)
 #define sam3__exp_sum SAM3__KN(sam3__exp_sum)
+#define sam3__exp_p_bf16 SAM3__KN(sam3__exp_p_bf16)
+#define sam3__tile_max SAM3__KN(sam3__tile_max)
 #define sam3__ferf SAM3__KN(sam3__ferf)
 #define sam3__fexp SAM3__KN(sam3__fexp)
 #define sam3__ffn SAM3__KN(sam3__ffn)
@@ -7912,6 +7914,67 @@ static void sam3__p_row_bf16(const float *row, int nv, int kc, int r, int tiles,
         if (nn < 32) memset(pr + nn, 0, (size_t)(32 - nn) * sizeof(uint16_t));
     }
 }
+/* sam3__exp_sum(row, nv, mx) then sam3__p_row_bf16(row, nv, kc, r, tiles, p) in one pass where
+   32 keys fit: each 32 exponentials rounded and stored into P from registers, not stored as f32
+   and read back. The same values in the same sums' order, so the same P and the same sum; the f32
+   row holds the exponentials only past the last whole 32. */
+#if defined(SAM3__BF16_X86) && defined(SAM3__EXP2_ROW)
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static SAM3__CONTRACT float sam3__exp_p_bf16(float *row, int nv, float mx, int kc, int r, int tiles, uint16_t *p) {
+    const __m512 vmx = SAM3__EXP_ROW_ARG(mx);
+    __m512 vs = _mm512_setzero_ps(), vs2 = vs;
+    uint16_t *pr = tiles ? p + (size_t)(r / 16) * 16 * kc + (size_t)(r % 16) * 32 : p + (size_t)r * kc;
+    const size_t step = tiles ? 16 * 32 : 32; /* P's next 32 keys of row r */
+    float sum;
+    int j = 0;
+    for (; j + 32 <= nv; j += 32, pr += step) { /* sam3__exp_sum's two sums: e0 in vs, e1 in vs2 */
+        const __m512 e0 = sam3__vx_exp_row(_mm512_loadu_ps(row + j), vmx);
+        const __m512 e1 = sam3__vx_exp_row(_mm512_loadu_ps(row + j + 16), vmx);
+        _mm512_storeu_si512((void *)pr, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+        vs = _mm512_add_ps(vs, e0);
+        vs2 = _mm512_add_ps(vs2, e1);
+    }
+    if (j + 16 <= nv) { /* sam3__exp_sum's one-vector step */
+        const __m512 e = sam3__vx_exp_row(_mm512_loadu_ps(row + j), vmx);
+        _mm512_storeu_ps(row + j, e);
+        vs = _mm512_add_ps(vs, e);
+    }
+    sum = sam3__vx_hsum(_mm512_add_ps(vs, vs2));
+    {
+        int i;
+        for (i = j + (j + 16 <= nv ? 16 : 0); i < nv; i++) {
+            row[i] = sam3__fexp(row[i] - mx);
+            sum += row[i];
+        }
+    }
+    for (; j < kc; j += 32, pr += step) { /* the rest as sam3__p_row_bf16 rounds it */
+        const int nn = SAM3__MAX(0, SAM3__MIN(32, nv - j)), w = tiles ? 32 : SAM3__MIN(32, kc - j);
+        if (nn) sam3__bf16_row_avx512(row + j, pr, nn);
+        if (nn < w) memset(pr + nn, 0, (size_t)(w - nn) * sizeof(uint16_t));
+    }
+    return sum;
+}
+/* The row maxima of a BMR x BNR tile of scores s (rows lds apart), its first nv columns, folded
+   lane by lane into vm (BMR, 16) while the tile is in L1: the softmax then needs no pass over its
+   rows for their maxima (the same maxima: a maximum does not depend on the order). */
+#define SAM3__ATT_TILE_MAX 1
+SAM3__KTARGET("avx512f") static void sam3__tile_max(const float *s, int lds, int nv, float *vm) {
+    const __mmask16 m0 = (__mmask16)(nv >= 16 ? 0xFFFFu : (1u << SAM3__MAX(nv, 0)) - 1);
+    const __mmask16 m1 = (__mmask16)(nv >= 32 ? 0xFFFFu : nv <= 16 ? 0u : (1u << (nv - 16)) - 1);
+    int r;
+    for (r = 0; r < SAM3__BMR; r++) {
+        __m512 v = _mm512_loadu_ps(vm + r * 16);
+        v = _mm512_mask_max_ps(v, m0, v, _mm512_loadu_ps(s + (size_t)r * lds));
+        v = _mm512_mask_max_ps(v, m1, v, _mm512_loadu_ps(s + (size_t)r * lds + 16));
+        _mm512_storeu_ps(vm + r * 16, v);
+    }
+}
+#else
+static SAM3__CONTRACT float sam3__exp_p_bf16(float *row, int nv, float mx, int kc, int r, int tiles, uint16_t *p) {
+    const float sum = sam3__exp_sum(row, nv, mx);
+    sam3__p_row_bf16(row, nv, kc, r, tiles, p);
+    return sum;
+}
+#endif
 static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int r1) {
     const int n = jb->nk, hd = jb->hd, ldq = jb->ldq;
     const float *qh = jb->qh, scale = jb->scale;
@@ -7920,6 +7983,9 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
     const int nkp = (n + SAM3__BNR - 1) / SAM3__BNR * SAM3__BNR, nr = r1 - r0, hdp = (hd + 31) / 32 * 32;
     const int ptiles = kern == SAM3__BK_AMX; /* P as A tiles (sam3__p_row_bf16) */
     float sum[SAM3__BMR];
+#if defined(SAM3__ATT_TILE_MAX)
+    float vm[SAM3__BMR * 16]; /* (BMR, 16): each row's maxima so far, lane by lane (sam3__tile_max) */
+#endif
     int r, j, d;
     const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
 #if defined(SAM3_PROFILE)
@@ -7933,14 +7999,26 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         }
     }
     SAM3__PROF_LAP(pf[SAM3__PT_AQ], t0);
+#if defined(SAM3__ATT_TILE_MAX)
+    for (j = 0; j < SAM3__BMR * 16; j++) vm[j] = -FLT_MAX;
+#endif
     for (j = 0; j < nkp / SAM3__BNR; j++) {
         sam3__btile(kern, SAM3__ATT_KSPLIT * hdp, qb, 0, jb->kb + (size_t)j * SAM3__ATT_KSPLIT * hdp * SAM3__BNR, s + (size_t)j * SAM3__BNR, nkp, 0);
+#if defined(SAM3__ATT_TILE_MAX)
+        sam3__tile_max(s + (size_t)j * SAM3__BNR, nkp, n - j * SAM3__BNR, vm);
+#endif
     }
     SAM3__PROF_LAP(pf[SAM3__PT_AQK], t0);
     for (r = 0; r < SAM3__BMR; r++) {
         float *row = s + (size_t)r * nkp;
-        if (r < nr) sum[r] = sam3__exp_sum(row, n, sam3__row_max(row, n));
-        sam3__p_row_bf16(row, r < nr ? n : 0, nkp, r, ptiles, p);
+#if defined(SAM3__ATT_TILE_MAX)
+        float mx = vm[r * 16];
+        for (j = 1; j < 16; j++) mx = vm[r * 16 + j] > mx ? vm[r * 16 + j] : mx;
+#else
+        const float mx = r < nr ? sam3__row_max(row, n) : 0;
+#endif
+        if (r < nr) sum[r] = sam3__exp_p_bf16(row, n, mx, nkp, r, ptiles, p);
+        else sam3__p_row_bf16(row, 0, nkp, r, ptiles, p);
     }
     SAM3__PROF_LAP(pf[SAM3__PT_ASM], t0);
     for (d = 0; d < hdp / SAM3__BNR; d++) {
@@ -7993,8 +8071,7 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
                     for (d = 0; d < hvp; d++) at[(size_t)r * hvp + d] *= a;
                     mt[r] = m;
                 }
-                st[r] += sam3__exp_sum(row, nv, mt[r]);
-                sam3__p_row_bf16(row, nv, kc, r, ptiles, p);
+                st[r] += sam3__exp_p_bf16(row, nv, mt[r], kc, r, ptiles, p);
             }
             for (d = 0; d < hvp / SAM3__BNR; d++)
                 sam3__btile(kern, kc, p, ptiles, jb->vb + (size_t)d * nkp * SAM3__BNR + (size_t)c0 * SAM3__BNR, at + (size_t)d * SAM3__BNR, hvp, 1);
@@ -9303,6 +9380,7 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
 #define sam3__vx_min SAM3__KN(sam3__vx_min)
 #undef sam3__vx_copysign
 #define sam3__vx_copysign SAM3__KN(sam3__vx_copysign)
+#undef SAM3__ATT_TILE_MAX
 #undef SAM3__EXP2_ROW
 #undef SAM3__EXP_ROW_ARG
 #undef sam3__vx_exp_row
