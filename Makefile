@@ -234,7 +234,7 @@ $(BUILD)/time_encoder: tests/prof_encoder.c sam3.h | $(BUILD)
 # so that its products crossing every block stay small enough for qemu: test-cross runs aarch64's
 # BFDOT kernel through it
 $(BUILD)/test_gemm_kb: tests/test_gemm.c tests/test_util.h sam3.h | $(BUILD)
-	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -DSAM3__BKC=512 -DSAM3__BKC_AMX=256 -DSAM3__BMC_AMX=64 -o $@ tests/test_gemm.c $(LIBS)
+	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -DSAM3__BKC=512 -DSAM3__BKC_AMX=256 -DSAM3__BMC_AMX=64 -DSAM3__BPA_BYTES=65536 -o $@ tests/test_gemm.c $(LIBS)
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_util.h sam3.h | $(BUILD)
 	$(CC) $(C_FLAGS) $(KARCH) -DSAM3_NO_DISPATCH -o $@ tests/test_kernels.c $(LIBS)
 # The parity tests on the reference kernels alone (-DSAM3_REFERENCE_KERNELS: plain C, no SIMD, no BLAS).

@@ -4475,6 +4475,9 @@ static double sam3__stage_end(sam3_ctx *c, double t0) {
 enum { SAM3__BK_REF = 0, SAM3__BK_AVX512 = 1, SAM3__BK_AMX = 2, SAM3__BK_NEON = 1 /* aarch64's BFDOT: AVX512-BF16's level */ };
 enum { SAM3__ATT_PV = 1, SAM3__ATT_TILES = 2 };
 #define SAM3__BNR 32   /* columns per B panel */
+/* Element (i, k) of a matrix of AMX A tiles with 16-row tile rows ld apart: row i % 16 of the 1 KB
+   tile (i / 16, k / 32), as sam3__bgemm_pack_a lays out an A block (there ld = 16 kcp) */
+#define SAM3__ATILE(i, k, ld) ((size_t)(i) / 16 * (ld) + (size_t)(k) / 32 * 512 + (size_t)(i) % 16 * 32 + (size_t)(k) % 32)
 #define SAM3__ATT_KSPLIT 3 /* the scores' product over 3 hdp k: [q_hi, q_hi, q_lo] . [k_hi, k_lo, k_hi] */
 #define SAM3__ATT_XSPLIT 1 /* the cross-attention's scores over the first XSPLIT hdp of those k: q_hi . k_hi */
 #define SAM3__ATT_KC 256   /* keys a chunk of the bf16 cross-attention (sam3__attn_rows_bf16_long) */
@@ -4660,7 +4663,9 @@ static SAM3__INLINE void sam3__ftz_leave(uint64_t mode) {
    beta C, op(X) = X^T where tX. A and B are f32 (a, b) or, for the bf16 kernels, bf16 (ah, bh:
    then a, b are not read); the bf16 kernels take alpha as 1. beta 0: C is not read. With ch (the
    blocked bf16 kernels' epilogue, k within one k block): ch (m, n; rows ldch apart) =
-   bf16(GELU(C + bias)), and C is not written. */
+   bf16(GELU(C + bias)), and C is not written. AMX alone: A may come as at, and ch go, as whole
+   matrices of A tiles (SAM3__ATILE: sam3__bgemm_pack_a's layout over all of k), which the next
+   product then reads as they are, with no packing. */
 typedef struct sam3__gemm_args {
     int ta, tb, m, n, k;
     float alpha, beta;
@@ -4675,6 +4680,9 @@ typedef struct sam3__gemm_args {
     const float *bias; /* (n) or NULL, added before ch's GELU */
     uint16_t *ch;      /* (m, n) in bf16, rows ldch apart, or NULL */
     int ldch;
+    int cht;           /* ch as A tiles (SAM3__ATILE), 16-row tile rows ldch apart */
+    const uint16_t *at; /* op(A) (m, k) as A tiles (SAM3__ATILE), 16-row tile rows ldat apart, or NULL (AMX only) */
+    size_t ldat;
 #if defined(SAM3_PROFILE)
     double (*prof)[SAM3__PT_N]; /* the blocked bf16 kernels' time by thread (sam3_ctx.prof_thr), or NULL */
 #endif
@@ -4739,7 +4747,8 @@ typedef struct sam3__ktab {
     sam3_result (*ffn)(sam3_ctx *c, const sam3__ffn_w *f, const float *x, int n, int in, int hidden, int out, float *y);
     void (*gelu_bias)(sam3_ctx *c, float *x, size_t rows, int d, const float *b);
     void (*gemm)(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
-    int (*gemm_bf16_gelu)(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw, const float *b, uint16_t *Ch, int ldch);
+    int (*gemm_bf16_gelu)(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw, const float *b, uint16_t *Ch, int ldch, size_t ldt);
+    void (*gemm_bf16_at)(sam3_ctx *c, int M, int N, int K, const uint16_t *At, size_t ldt, const float *W, const uint16_t *Wh, int ldw, float *C, int ldc);
     void (*gemm_mixed)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc);
     void (*gemm_wx)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const sam3__lin *l, size_t off, int ldw, const float *x, int ldx, float beta, float *C, int ldc);
     void (*gemm_xw)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *x, int ldx, const sam3__lin *l, size_t off, int ldw, float beta, float *C, int ldc);
@@ -4839,6 +4848,7 @@ typedef struct sam3__ktab {
 #define sam3__gemm_act SAM3__KN(sam3__gemm_act)
 #define sam3__gemm_bf16 SAM3__KN(sam3__gemm_bf16)
 #define sam3__gemm_bf16_gelu SAM3__KN(sam3__gemm_bf16_gelu)
+#define sam3__gemm_bf16_at SAM3__KN(sam3__gemm_bf16_at)
 #define sam3__gemm_blocks SAM3__KN(sam3__gemm_blocks)
 #define sam3__gemm_mixed SAM3__KN(sam3__gemm_mixed)
 #define sam3__gemm_mixed_bf SAM3__KN(sam3__gemm_mixed_bf)
@@ -5018,6 +5028,8 @@ SAM3__KPOP
 #define sam3__gemm(c, ...) ((c)->k->gemm((c), __VA_ARGS__))
 #undef sam3__gemm_bf16_gelu
 #define sam3__gemm_bf16_gelu(c, ...) ((c)->k->gemm_bf16_gelu((c), __VA_ARGS__))
+#undef sam3__gemm_bf16_at
+#define sam3__gemm_bf16_at(c, ...) ((c)->k->gemm_bf16_at((c), __VA_ARGS__))
 #undef sam3__gemm_mixed
 #define sam3__gemm_mixed(c, ...) ((c)->k->gemm_mixed((c), __VA_ARGS__))
 #undef sam3__gemm_wx
@@ -5771,21 +5783,28 @@ SAM3__KTARGET("arch=armv8.2-a+bf16") static void sam3__btile_neon(int kcp, const
 
 #if defined(SAM3__BF16_AMX)
 /* A tile's pending epilogue in the GELU product (sam3__gemm_bf16_gelu): rows r .. mr of its sums t
-   (BMR, BNR) plus bias (nr, or NULL) through the GELU, rounded into ch (rows ldch apart). AMX runs
+   (BMR, BNR) plus bias (nr, or NULL) through the GELU, rounded into ch (rows ldch apart; where cht,
+   ch the tile's first A tile, SAM3__ATILE with ld ldch, zeros past nr). AMX runs
    it a row or so at a time between the next tile's products: the vector units' work then
    overlaps the tiles', where after the tile it would leave them idle. */
 typedef struct sam3__bepi {
     float *t; /* NULL: none pending */
     uint16_t *ch;
     const float *bias;
-    int ldch, mr, nr, r;
+    int ldch, cht, mr, nr, r;
 } sam3__bepi;
 static void sam3__bepi_rows(sam3__bepi *e, int upto) {
     if (!e || !e->t) return;
     for (; e->r < SAM3__MIN(upto, e->mr); e->r++) {
         float *row = e->t + (size_t)e->r * SAM3__BNR;
         sam3__gelu_bias_row(row, e->nr, e->bias);
-        sam3__bf16_row_avx512(row, e->ch + (size_t)e->r * e->ldch, e->nr);
+        if (e->cht) {
+            uint16_t *d = e->ch + SAM3__ATILE(e->r, 0, e->ldch);
+            sam3__bf16_row_avx512(row, d, e->nr);
+            if (e->nr < 32) memset(d + e->nr, 0, (size_t)(32 - e->nr) * sizeof(uint16_t));
+        } else {
+            sam3__bf16_row_avx512(row, e->ch + (size_t)e->r * e->ldch, e->nr);
+        }
     }
 }
 /* The tile configuration: palette 1, eight tiles of 16 rows x 64 bytes. */
@@ -5811,15 +5830,16 @@ SAM3__KTARGET("amx-tile") static void sam3__amx_end(void) { _tile_release(); }
    tile registers straight onto C (loaded on a later k block or with beta 1, zeroed with beta 0)
    and is stored once; a ragged one, or another beta, goes through t. epi (or NULL): another
    tile's epilogue, run a part after each step. pn (or NULL): pnl cache lines a step from there
-   fetched into L2. */
-SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const uint16_t *pa, int tiles, const uint16_t *pb,
+   fetched into L2. ats: 0, A's rows kcp apart; else A as tiles (SAM3__ATILE), their 16-row tile
+   rows ats apart. */
+SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__btile_amx(int kcp, const uint16_t *pa, size_t ats, const uint16_t *pb,
                                                                           float *C, int ldc, int mr, int nr, float beta, int first,
                                                                           sam3__bepi *epi, const char *pn, int pnl) {
     float t[SAM3__BMR * SAM3__BNR];
     const int direct = mr == SAM3__BMR && nr == SAM3__BNR && (!first || beta == 0 || beta == 1);
     const long ldb = (long)ldc * 4;                   /* bytes */
-    const long alda = tiles ? 64 : (long)kcp * 2;     /* bytes from an A tile's row to the next */
-    const size_t astep = tiles ? 512 : 32, ah = (size_t)16 * kcp; /* to the next k step's A tile; to rows 16-31 */
+    const long alda = ats ? 64 : (long)kcp * 2;     /* bytes from an A tile's row to the next */
+    const size_t astep = ats ? 512 : 32, ah = ats ? ats : (size_t)16 * kcp; /* to the next k step's A tile; to rows 16-31 */
     int k;
     if (direct && (!first || beta == 1)) {
         _tile_loadd(0, C, ldb);
@@ -5883,6 +5903,7 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
     const int ldc = g->ldc;
     const float beta = g->beta;
     float *C = g->c;
+    const size_t ats = g->at ? g->ldat : (size_t)16 * kcp; /* from A's rows ip to ip + 16 (AMX: a tile row) */
     int jp, ip;
     (void)kern; /* only AMX tells kernels apart here */
 #if defined(SAM3__BF16_AMX)
@@ -5894,7 +5915,7 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
     for (jp = j0; jp < j1; jp++) {
         const int nr = SAM3__MIN(SAM3__BNR, nc - jp * SAM3__BNR);
         for (ip = 0; ip < mc; ip += SAM3__BMR) {
-            const uint16_t *a = pa + (size_t)ip * kcp, *b = pb + (size_t)jp * SAM3__BNR * kcp;
+            const uint16_t *a = pa + (size_t)ip / 16 * ats, *b = pb + (size_t)jp * SAM3__BNR * kcp;
 #if defined(SAM3__BF16_AMX)
             /* the next panel (BNR kcp bf16) into L2 while this one's ntl tiles run: each tile its
                share, pnl lines a k step */
@@ -5913,9 +5934,10 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
 #if defined(SAM3__BF16_AMX)
                 if (kern == SAM3__BK_AMX) { /* this tile's epilogue runs inside the next tile's products */
                     float *tt = tb + (size_t)flip * SAM3__BMR * SAM3__BNR;
-                    sam3__btile_amx(kcp, a, 1, b, tt, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1, &epi, pn, pnl);
-                    epi.t = tt, epi.ch = g->ch + (size_t)(i0 + ip) * g->ldch + col, epi.bias = g->bias ? g->bias + col : NULL;
-                    epi.ldch = g->ldch, epi.mr = mr, epi.nr = nr, epi.r = 0;
+                    sam3__btile_amx(kcp, a, ats, b, tt, SAM3__BNR, SAM3__BMR, SAM3__BNR, 0.0f, 1, &epi, pn, pnl);
+                    epi.t = tt, epi.bias = g->bias ? g->bias + col : NULL;
+                    epi.ch = g->ch + (g->cht ? SAM3__ATILE(i0 + ip, col, g->ldch) : (size_t)(i0 + ip) * g->ldch + col);
+                    epi.ldch = g->ldch, epi.cht = g->cht, epi.mr = mr, epi.nr = nr, epi.r = 0;
                     flip ^= 1;
                     continue;
                 }
@@ -5943,7 +5965,7 @@ static void sam3__bgemm_task(int kern, const sam3__gemm_args *g, const uint16_t 
                     _mm_prefetch((const char *)(cn + (size_t)r * ldc), _MM_HINT_T0);
                     _mm_prefetch((const char *)(cn + (size_t)r * ldc + 16), _MM_HINT_T0);
                 }
-                sam3__btile_amx(kcp, a, 1, b, cc, ldc, mr, nr, beta, pc == 0, NULL, pn, pnl);
+                sam3__btile_amx(kcp, a, ats, b, cc, ldc, mr, nr, beta, pc == 0, NULL, pn, pnl);
                 continue;
             }
 #endif
@@ -6003,9 +6025,11 @@ static void sam3__bgemm_pack_item(int kern, const sam3__gemm_args *g, uint16_t *
 #else
     (void)wait; /* the packing's own loop has packed every item before any task runs */
 #endif
-    if (it < nmb)
-        sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, g->m - it * mcb), kc, kcp,
-                           pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
+    if (it < nmb) {
+        if (!g->at) /* else A's tiles are read where they are */
+            sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, g->m - it * mcb), kc, kcp,
+                               pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
+    }
     else
         sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, kb->jc, kc, kcp, kb->nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
 #if defined(SAM3__BG_FLAGS)
@@ -6026,8 +6050,9 @@ static void sam3__bgemm_task_item(int kern, const sam3__gemm_args *g, uint16_t *
     for (x = -1; x < j1 - j0; x++) sam3__bgemm_pack_item(kern, g, pb, pa_all, kb, x < 0 ? ib : kb->nmb + j0 + x, 1); /* A block, B panels */
 #endif
     {
+        const uint16_t *pa = g->at ? g->at + SAM3__ATILE(i0, kb->pc, g->ldat) : pa_all + (size_t)ib * kb->mcb * kb->kcp;
         SAM3__PROF_T(tt);
-        sam3__bgemm_task(kern, g, pa_all + (size_t)ib * kb->mcb * kb->kcp, pb, i0, mc, j0, j1, kb->jc, kb->nc, kb->pc, kb->kcp);
+        sam3__bgemm_task(kern, g, pa, pb, i0, mc, j0, j1, kb->jc, kb->nc, kb->pc, kb->kcp);
 #if defined(SAM3_PROFILE)
         if (kb->pf) SAM3__PROF_ADD(kb->pf[SAM3__PT_TILES], tt);
 #endif
@@ -6237,7 +6262,7 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     /* rows a pass: every A block of a k block is packed before the tiles run, up to
        SAM3__BPA_BYTES of them; more rows take more passes, each packing B again */
     const int mrows = SAM3__MIN(M, SAM3__MAX(1, (int)(SAM3__BPA_BYTES / ((size_t)kcp * sizeof(uint16_t)) / (size_t)mcb)) * mcb);
-    const int nmb = (mrows + mcb - 1) / mcb;
+    const int nmb = (mrows + mcb - 1) / mcb, amb = g->at ? 0 : nmb; /* A blocks packed (none where A comes as tiles) */
     int nt = c->nt, ngrp = 1, i0;
     sam3__kbuf kb;
     uint16_t *pb, *pa;
@@ -6263,10 +6288,10 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
                (size_t)((ncp / SAM3__BNR + ngrp - 1) / ngrp) * SAM3__BNR * kcp * sizeof(uint16_t) > (size_t)SAM3__BGRP_BYTES)
             ngrp++;
     /* the flags (ints) after the A blocks: kcp is a multiple of 32, so they are aligned */
-    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)nmb * mcb * kcp) * sizeof(uint16_t) + (size_t)(nmb + ncp / SAM3__BNR) * sizeof(int), &kb);
+    pb = (uint16_t *)sam3__kbuf_get(c, ((size_t)kcp * ncp + (size_t)amb * mcb * kcp) * sizeof(uint16_t) + (size_t)(nmb + ncp / SAM3__BNR) * sizeof(int), &kb);
     if (!pb) return 0;
-    pa = pb + (size_t)kcp * ncp; /* (nmb, mcb, kcp): the pass's A blocks */
-    flags = (int *)(void *)(pa + (size_t)nmb * mcb * kcp); /* (nmb + ncp / BNR): the packing's states */
+    pa = pb + (size_t)kcp * ncp; /* (amb, mcb, kcp): the pass's A blocks */
+    flags = (int *)(void *)(pa + (size_t)amb * mcb * kcp); /* (nmb + ncp / BNR): the packing's states */
     for (i0 = 0; i0 < M; i0 += mrows) {
         sam3__gemm_args p = *g;
         const size_t ao = g->ta ? (size_t)i0 : (size_t)i0 * g->lda; /* row i0 of op(A) */
@@ -6274,7 +6299,8 @@ static int sam3__bgemm_run(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
         if (p.a) p.a += ao;
         if (p.ah) p.ah += ao;
         if (p.c) p.c += (size_t)i0 * p.ldc;
-        if (p.ch) p.ch += (size_t)i0 * p.ldch;
+        if (p.ch) p.ch += p.cht ? SAM3__ATILE(i0, 0, p.ldch) : (size_t)i0 * p.ldch; /* i0: a multiple of mcb, of 16 */
+        if (p.at) p.at += SAM3__ATILE(i0, 0, p.ldat);
 #if defined(SAM3_PROFILE)
         p.prof = c->prof_thr;
 #endif
@@ -6318,9 +6344,11 @@ static void sam3__gemm_bf16(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
    sam3__gelu_bias, then the rounding (where rows are whole vectors: the GELU's vector and scalar
    forms may differ in the last bit). Returns 0, having done nothing, where it does not apply (no
    bf16 kernel in this build or CPU, K past one k block, rows few enough for the small-product
-   path) or its buffers cannot be had. */
+   path) or its buffers cannot be had. With ldt > 0 (at least 16 N rounded up to 32, and Ch
+   room for M rounded up to 32 rows of tiles), where AMX runs it, Ch is written as A tiles instead
+   (SAM3__ATILE, tile rows ldt apart, zeros past N and M) for sam3__gemm_bf16_at: it returns 2. */
 static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw,
-                                const float *b, uint16_t *Ch, int ldch) {
+                                const float *b, uint16_t *Ch, int ldch, size_t ldt) {
     const int kern = sam3__bgemm_kern(c->bk);
 #if !defined(SAM3__BF16_VEC)
     (void)sam3__gelu_bias_row; /* the tiles' epilogue's (there are no bf16 tiles here) */
@@ -6330,9 +6358,36 @@ static int sam3__gemm_bf16_gelu(sam3_ctx *c, int M, int N, int K, const float *A
     memset(&g, 0, sizeof(g));
     g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = lda, g.b = W, g.bh = Wh, g.ldb = ldw;
     g.bias = b, g.ch = Ch, g.ldch = ldch;
+    if (ldt > 0 && kern == SAM3__BK_AMX && ldt <= INT_MAX) {
+        /* the rows past M up to the last tile row of 32: zeros (the tile rows from M's on, of
+           which the product then writes the rows below M) */
+        const int m32 = (M + 31) / 32 * 32;
+        if (m32 > M) memset(Ch + SAM3__ATILE(M / 16 * 16, 0, ldt), 0, (size_t)(m32 / 16 - M / 16) * ldt * sizeof(uint16_t));
+        g.cht = 1, g.ldch = (int)ldt;
+    }
     if (!sam3__bgemm_run(c, kern, &g)) return 0;
     sam3__count(c, 2.0 * M * N * K);
-    return 1;
+    return g.cht ? 2 : 1;
+}
+/* C (M, N; rows ldc apart) = A W^T, A (M, K) bf16 as sam3__gemm_bf16_gelu's A tiles (tile rows ldt
+   apart), W (N, K) f32 or bf16 (Wh): read where they are, with no packing of A. The same sums as
+   sam3__gemm_bf16 on A as rows. AMX only (where sam3__gemm_bf16_gelu wrote tiles). */
+static void sam3__gemm_bf16_at(sam3_ctx *c, int M, int N, int K, const uint16_t *At, size_t ldt, const float *W, const uint16_t *Wh,
+                               int ldw, float *C, int ldc) {
+    sam3__gemm_args g;
+    int i, j, k;
+    memset(&g, 0, sizeof(g));
+    g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.at = At, g.ldat = ldt, g.b = W, g.bh = Wh, g.ldb = ldw, g.c = C, g.ldc = ldc;
+    sam3__count(c, 2.0 * M * N * K);
+    if (M <= 0 || N <= 0 || sam3__bgemm_run(c, sam3__bgemm_kern(c->bk), &g)) return;
+    /* no memory for the B panels: unblocked, slow, but the same products */
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float acc = 0;
+            for (k = 0; k < K; k++)
+                acc += sam3__bf16_f32(At[SAM3__ATILE(i, k, ldt)]) * sam3__bf16_f32(sam3__bop(0, W, Wh, ldw, j, k));
+            C[(size_t)i * ldc + j] = acc;
+        }
 }
 
 /* ==== sam3: kernels ==== */
@@ -7888,7 +7943,7 @@ static void sam3__q_split_bf16(const float *qr, float scale, int hd, int hdp, fl
 static void sam3__btile(int kern, int kcp, const uint16_t *pa, int tiles, const uint16_t *pb, float *C, int ldc, int add) {
 #if defined(SAM3__BF16_AMX)
     if (kern == SAM3__BK_AMX) {
-        sam3__btile_amx(kcp, pa, tiles, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL, NULL, 0);
+        sam3__btile_amx(kcp, pa, tiles ? (size_t)16 * kcp : 0, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add, NULL, NULL, 0);
         return;
     }
 #endif
@@ -9301,6 +9356,7 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
     sam3__gelu_bias,
     sam3__gemm,
     sam3__gemm_bf16_gelu,
+    sam3__gemm_bf16_at,
     sam3__gemm_mixed,
     sam3__gemm_wx,
     sam3__gemm_xw,
@@ -9674,15 +9730,20 @@ static void sam3__window_add(sam3_ctx *c, float *x, const float *src, const floa
    (N, inter) are scratch. */
 static void sam3__vit_mlp(sam3_ctx *c, float *x, int N, int C, int inter, const sam3__norm *ln, float eps, const sam3__lin *fc1,
                           const sam3__lin *fc2, float *h, float *mlp) {
+    /* where both products run in bf16, fc1's bias and GELU ride on its tiles and its output is
+       bf16 (the first half of mlp), fc2's input as it is (sam3__gemm_bf16_gelu); with AMX as the
+       A tiles fc2 reads, where mlp holds them (ldt: their tile rows apart) */
+    const size_t ldt = (size_t)16 * (((size_t)inter + 31) / 32 * 32);
+    const int tiles = ((size_t)N + 31) / 32 * 2 * ldt <= (size_t)N * inter * 2; /* bf16 values mlp holds */
+    int r;
     SAM3__PROF_T(t0);
     sam3__layernorm(c, x, h, N, C, ln, eps);
     SAM3__PROF_LAP(c->prof[SAM3__PS_LN2], t0);
-    /* where both products run in bf16, fc1's bias and GELU ride on its tiles and its output is
-       bf16 (the first half of mlp), fc2's input as it is (sam3__gemm_bf16_gelu) */
     if ((c->bf16 || (fc1->wh && fc2->wh)) &&
-        sam3__gemm_bf16_gelu(c, N, inter, C, h, C, fc1->w, fc1->wh, C, fc1->b, (uint16_t *)(void *)mlp, inter)) {
+        (r = sam3__gemm_bf16_gelu(c, N, inter, C, h, C, fc1->w, fc1->wh, C, fc1->b, (uint16_t *)(void *)mlp, inter, tiles ? ldt : 0)) != 0) {
         SAM3__PROF_LAP(c->prof[SAM3__PS_FC1], t0);
-        sam3__gemm_mixed(c, 0, 1, N, C, inter, NULL, (const uint16_t *)(void *)mlp, inter, fc2->w, fc2->wh, inter, 0.0f, h, C);
+        if (r == 2) sam3__gemm_bf16_at(c, N, C, inter, (const uint16_t *)(void *)mlp, ldt, fc2->w, fc2->wh, inter, h, C);
+        else sam3__gemm_mixed(c, 0, 1, N, C, inter, NULL, (const uint16_t *)(void *)mlp, inter, fc2->w, fc2->wh, inter, 0.0f, h, C);
     } else {
         sam3__gemm_xw(c, 0, 1, N, inter, C, h, C, fc1, 0, C, 0.0f, mlp, inter);
         sam3__gelu_bias(c, mlp, (size_t)N, inter, fc1->b);

@@ -213,7 +213,7 @@ static int check_bf16_gelu(int kern, int nt, int M, int N, int K, int bias, int 
     for (i = 0; i < (size_t)N * K; i++) Wh[i] = sam3__f32_bf16(W[i] = frand() * 0.2f);
     for (i = 0; i < (size_t)N; i++) b[i] = frand();
     for (i = 0; i < (size_t)M * ldch; i++) Ch[i] = 0xfbad;
-    ran = sam3__gemm_bf16_gelu(&c, M, N, K, A, lda, wh ? NULL : W, wh ? Wh : NULL, K, bias ? b : NULL, Ch, ldch);
+    ran = sam3__gemm_bf16_gelu(&c, M, N, K, A, lda, wh ? NULL : W, wh ? Wh : NULL, K, bias ? b : NULL, Ch, ldch, 0);
     if (ran) {
         sam3__gemm_args g;
         memset(&g, 0, sizeof(g));
@@ -233,6 +233,68 @@ static int check_bf16_gelu(int kern, int nt, int M, int N, int K, int bias, int 
     free(C);
     free(Wh);
     free(Ch);
+    return ok ? ran : 0;
+}
+/* sam3__gemm_bf16_gelu asked for A tiles (AMX: returns 2), then sam3__gemm_bf16_at on them (a
+   second product, N2 x N W2): the tiles hold the rows' values (zeros past M and N to whole tiles),
+   the second product equals sam3__gemm_bf16 on those values as bf16 rows bit for bit. Returns what
+   sam3__gemm_bf16_gelu returned (1: rows, as without tiles), 0 where anything differs. */
+static int check_bf16_gelu_tiles(int kern, int nt, int M, int N, int K, int N2) {
+    const size_t ldt = (size_t)16 * ((N + 31) / 32 * 32), mt = (size_t)(M + 31) / 32 * 32;
+    float *A = (float *)malloc((size_t)M * K * sizeof(float)), *b = (float *)malloc((size_t)N * sizeof(float));
+    float *C = (float *)malloc((size_t)M * N * sizeof(float)), *C2 = (float *)malloc((size_t)M * N2 * sizeof(float));
+    float *C2r = (float *)malloc((size_t)M * N2 * sizeof(float));
+    uint16_t *Wh = (uint16_t *)malloc((size_t)N * K * sizeof(uint16_t)), *W2h = (uint16_t *)malloc((size_t)N2 * N * sizeof(uint16_t));
+    uint16_t *Ct = (uint16_t *)malloc(mt / 16 * ldt * sizeof(uint16_t)), *Cr = (uint16_t *)malloc((size_t)M * N * sizeof(uint16_t));
+    sam3_ctx c;
+    size_t i;
+    int r, q, ran, ok = 1;
+    memset(&c, 0, sizeof(c));
+    c.nt = nt;
+    c.a.alloc = sam3__default_alloc;
+    c.a.free = sam3__default_free;
+    c.bk = kern;
+    for (i = 0; i < (size_t)M * K; i++) A[i] = frand();
+    for (i = 0; i < (size_t)N * K; i++) Wh[i] = sam3__f32_bf16(frand() * 0.2f);
+    for (i = 0; i < (size_t)N2 * N; i++) W2h[i] = sam3__f32_bf16(frand() * 0.2f);
+    for (i = 0; i < (size_t)N; i++) b[i] = frand();
+    for (i = 0; i < mt / 16 * ldt; i++) Ct[i] = 0xfbad;
+    ran = sam3__gemm_bf16_gelu(&c, M, N, K, A, K, NULL, Wh, K, b, Ct, N, ldt);
+    if (ran) { /* the unfused values, as bf16 rows */
+        sam3__gemm_args g;
+        memset(&g, 0, sizeof(g));
+        g.tb = 1, g.m = M, g.n = N, g.k = K, g.alpha = 1.0f, g.a = A, g.lda = K, g.bh = Wh, g.ldb = K, g.c = C, g.ldc = N;
+        sam3__gemm_bf16(&c, kern, &g);
+        for (r = 0; r < M; r++) sam3__gelu_bias_row(C + (size_t)r * N, N, b);
+        for (i = 0; i < (size_t)M * N; i++) Cr[i] = sam3__f32_bf16(C[i]);
+    }
+    if (ran == 2) {
+        for (r = 0; r < (int)mt && ok; r++)
+            for (q = 0; q < (int)ldt / 16 && ok; q++)
+                ok = Ct[SAM3__ATILE(r, q, ldt)] == (r < M && q < N ? Cr[(size_t)r * N + q] : 0);
+        if (!ok) t_note("  bf16 GELU epilogue as A tiles: nt %d M %d N %d K %d: wrong at (%d, %d)", nt, M, N, K, r - 1, q - 1);
+        if (ok) {
+            sam3__gemm_args g;
+            memset(&g, 0, sizeof(g));
+            g.tb = 1, g.m = M, g.n = N2, g.k = N, g.alpha = 1.0f, g.ah = Cr, g.lda = N, g.bh = W2h, g.ldb = N, g.c = C2r, g.ldc = N2;
+            sam3__gemm_bf16(&c, kern, &g);
+            sam3__gemm_bf16_at(&c, M, N2, N, Ct, ldt, NULL, W2h, N, C2, N2);
+            ok = memcmp(C2, C2r, (size_t)M * N2 * sizeof(float)) == 0;
+            if (!ok) t_note("  bf16 product on A tiles: nt %d M %d N %d K %d N2 %d: differs from the product on rows", nt, M, N, K, N2);
+        }
+    } else if (ran) { /* rows, N apart */
+        ok = memcmp(Ct, Cr, (size_t)M * N * sizeof(uint16_t)) == 0;
+        if (!ok) t_note("  bf16 GELU epilogue (tiles declined): nt %d M %d N %d K %d: wrong", nt, M, N, K);
+    }
+    free(A);
+    free(b);
+    free(C);
+    free(C2);
+    free(C2r);
+    free(Wh);
+    free(W2h);
+    free(Ct);
+    free(Cr);
     return ok ? ran : 0;
 }
 static void test_bf16(void) {
@@ -305,6 +367,13 @@ static void test_bf16(void) {
                     "bf16 GELU epilogue, f32 W, blocks"); /* one k block of this kernel's (test_gemm_kb: AMX's is shorter) */
             t_check(check_bf16_gelu(kern, nt, 70, SAM3__BNC_AMX + 40, 33, 1, 1) == fast, "bf16 GELU epilogue, column blocks");
             t_check(check_bf16_gelu(kern, nt, SAM3__BSMALL_M, 40, 64, 1, 1) == 0, "bf16 GELU epilogue declines few rows");
+            { /* AMX alone writes A tiles; the others rows */
+                const int want = kern == SAM3__BK_AMX ? 2 : fast;
+                t_check(check_bf16_gelu_tiles(kern, nt, 2 * SAM3__BMC_MAX + 5, 77, 70, 40) == want, "bf16 GELU epilogue as A tiles, ragged");
+                t_check(check_bf16_gelu_tiles(kern, nt, SAM3__BSMALL_M + 17, 64, 33, 37) == want, "bf16 GELU epilogue as A tiles, whole");
+                t_check(check_bf16_gelu_tiles(kern, nt, 70, SAM3__BKC_AMX + 40, 33, 37) == want,
+                        "bf16 product on A tiles over k blocks");
+            }
             t_check(check_bf16_gelu(kern, nt, 64, 40, sam3__bgemm_kcb(sam3__bgemm_kern(kern)) + 1, 1, 1) == 0,
                     "bf16 GELU epilogue declines more than one k block");
         }
