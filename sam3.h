@@ -7665,6 +7665,7 @@ typedef struct sam3__attn_job {
     const float *vh;         /* its values (nk, hd), or NULL where vb */
     const uint16_t *vb;      /* its values in bf16 (sam3__v_pack_bf16), or NULL */
     const float *relh, *relw; /* decomposed relative positions (nq, rel_s) each, or NULL */
+    const float *tab, *bq;   /* sam3__attn_rows_bf16: the queries' rotation by row (nq, hd) and bias (hd), or NULL */
     float scale;
     int ldq, nk, hd, causal, rel_s, KB;
     int hv; /* the bf16 cross-attention's value channels (hd, or the unprojected values') */
@@ -7928,10 +7929,18 @@ static sam3_result sam3__attention_packed_fast(sam3_ctx *c, const sam3__rope_arg
    (sam3__rope_pack_bf16), vh: its values as (hdp / BNR, nkp / 2, BNR, 2) (sam3__v_pack_bf16),
    nkp = n rounded up to BNR, hdp = hd rounded up to the tiles' 32 k, zero past n and hd.
    Scratch: qb (BMR, 3 hdp) bf16, s (BMR, nkp), p (BMR, nkp) bf16, acc (BMR, hdp). */
-/* Query row qr (hd) times scale into its split bf16 row qr3 (3 hdp: [hi, hi, lo], zero past hd), as
-   sam3__attn_rows_bf16 takes it; t (hdp) scratch. */
-static void sam3__q_split_bf16(const float *qr, float scale, int hd, int hdp, float *t, uint16_t *qr3) {
+static void sam3__rope_row(float *r, const float *b, const float *cs, int C, int hd);
+/* Query row qr (hd), with its bias bq (hd) and rotation cs (hd) where not NULL, as sam3__rope_row
+   would apply them in place, times scale into its split bf16 row qr3 (3 hdp: [hi, hi, lo], zero
+   past hd), as sam3__attn_rows_bf16 takes it; t (hdp) scratch. Rotated here, q is read once where
+   a pass of its own would read and write all of it once more. */
+static void sam3__q_split_bf16(const float *qr, const float *bq, const float *cs, float scale, int hd, int hdp, float *t, uint16_t *qr3) {
     int d;
+    if (bq || cs) {
+        memcpy(t, qr, (size_t)hd * sizeof(float));
+        sam3__rope_row(t, bq, cs, hd, hd);
+        qr = t;
+    }
     for (d = 0; d < hdp; d++) t[d] = d < hd ? qr[d] * scale : 0.0f;
     SAM3__BF16_ROW(t, qr3, hdp);
     memcpy(qr3 + hdp, qr3, (size_t)hdp * sizeof(uint16_t));
@@ -8048,7 +8057,8 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
 #endif
     for (r = 0; r < SAM3__BMR; r++) { /* the scale folded into q (exact for a power of 2, as hd 64's 1/8) */
         if (r < nr) {
-            sam3__q_split_bf16(qh + (size_t)(r0 + r) * ldq, scale, hd, hdp, acc, qb + (size_t)r * SAM3__ATT_KSPLIT * hdp);
+            sam3__q_split_bf16(qh + (size_t)(r0 + r) * ldq, jb->bq, jb->tab ? jb->tab + (size_t)(r0 + r) * hd : NULL, scale, hd, hdp, acc,
+                               qb + (size_t)r * SAM3__ATT_KSPLIT * hdp);
         } else {
             memset(qb + (size_t)r * SAM3__ATT_KSPLIT * hdp, 0, (size_t)SAM3__ATT_KSPLIT * hdp * sizeof(uint16_t));
         }
@@ -8105,7 +8115,7 @@ static void sam3__attn_rows_bf16_long(int kern, const sam3__attn_job *jb, int r0
     const uint64_t fpmode = sam3__ftz_enter(); /* sam3__ftz_enter says why */
     for (r = 0; r < ntl * SAM3__BMR; r++) {
         /* rows kqs apart, in order: a row's third (q_lo), where kqs < kq, is the next row's start */
-        if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, jb->scale, hd, hdp, s, qb + (size_t)r * kqs);
+        if (r < nr) sam3__q_split_bf16(jb->qh + (size_t)(r0 + r) * jb->ldq, NULL, NULL, jb->scale, hd, hdp, s, qb + (size_t)r * kqs);
         else memset(qb + (size_t)r * kqs, 0, (size_t)kqs * sizeof(uint16_t));
         mx[r] = -FLT_MAX, sm[r] = 0;
     }
@@ -8185,7 +8195,8 @@ static sam3_result sam3__attention_cross_bf16(sam3_ctx *c, int kern, const sam3_
 }
 /* nb self-attentions of n tokens over bf16 K and V packed by sam3__rope_pack_bf16 and
    sam3__v_pack_bf16: kt (nb, nh, nkp / BNR, 3 hdp / 2, BNR, 2), vp (nb, nh, hdp / BNR, nkp / 2, BNR, 2).
-   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. The output over ra->q. */
+   kern: SAM3__BK_AVX512 or SAM3__BK_AMX. The queries ra->q before their bias and rotation (ra's,
+   applied to each row as sam3__q_split_bf16 reads it); the output over them. */
 static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3__rope_args *ra, const uint16_t *kt, const uint16_t *vp) {
     const int nb = ra->nb, n = ra->nk, nh = ra->nh, hd = ra->hd, ldq = ra->ld, ldo = ra->ld;
     const float *q = ra->q;
@@ -8224,6 +8235,7 @@ static sam3_result sam3__attention_packed_bf16(sam3_ctx *c, int kern, const sam3
             const int bh = task / nblk, bt = bh / nh, hh = bh % nh, r0 = (task % nblk) * SAM3__BMR, r1 = SAM3__MIN(n, r0 + SAM3__BMR);
             jb.qh = q + (size_t)bt * n * ldq + (size_t)hh * hd, jb.kb = kt + (size_t)bh * nkp * SAM3__ATT_KSPLIT * hdp;
             jb.vb = vp + (size_t)bh * nkp * hdp, jb.oh = out + (size_t)bt * n * ldo + (size_t)hh * hd;
+            jb.tab = ra->tab, jb.bq = ra->bq ? ra->bq + (size_t)hh * hd : NULL; /* q's rotation and bias (sam3__rope_pack_bf16 leaves them) */
             sam3__attn_rows_bf16(kern, &jb, r0, r1);
         }
 #if defined(SAM3__BF16_AMX)
@@ -8914,14 +8926,15 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__rope_key_bf16(con
     }
 }
 #endif
-/* sam3__rope_pack for the bf16 attention: q rotated in place (f32), k rotated and split into bf16
+/* sam3__rope_pack for the bf16 attention, q left as it is (sam3__attention_packed_bf16 adds its
+   bias and rotates each row as it reads it): k rotated and split into bf16
    halves (sam3__attn_rows_bf16 says why) in B panels of BNR keys, kt (nb, nh, nkp / BNR, 3 hdp / 2,
    BNR, 2): key j's pair (2m, 2m + 1) of head h at [b][h][j / BNR][m][j % BNR] (high halves), at
    pair m + hdp / 2 (low halves) and m + hdp (high halves again); zero past nk and hd (hdp: hd
    rounded up to 32). A task is a panel of keys, head by head: a head's panel (6 KB at hd 64) is
    filled while it sits in L1, where key by key every head's would be (96 KB). */
 static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_t *kt) {
-    const int R = SAM3__BNR, nk = ra->nk, hd = ra->hd, nh = ra->nh, C = nh * hd, nkp = (nk + R - 1) / R * R, npan = nkp / R;
+    const int R = SAM3__BNR, nk = ra->nk, hd = ra->hd, nh = ra->nh, nkp = (nk + R - 1) / R * R, npan = nkp / R;
     const int hdp = (hd + 31) / 32 * 32;
     const float *tab = ra->tab, *bk = ra->bk;
     const int kq = SAM3__ATT_KSPLIT * hdp; /* bf16 values a key */
@@ -8963,9 +8976,6 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
                     }
                 }
             }
-        if (!ra->nq) /* a cross-attention's queries are taken as they are */
-            for (q = 0; q < R && p * R + q < nk; q++)
-                sam3__rope_row(ra->q + ((size_t)b * nk + p * R + q) * ra->ld, ra->bq, tab ? tab + (size_t)(p * R + q) * hd : NULL, C, hd);
     }
 }
 #if defined(SAM3__BF16_X86)
