@@ -5520,7 +5520,7 @@ static void sam3__bgemm_pack_a(int kern, int ta, const float *A, const uint16_t 
         for (; k < kcp; k++) d[k] = 0;
         if (tiles)
             for (k = 0; k < kcp; k += 32)
-                memcpy(pa + (size_t)(r / 16) * 16 * kcp + (size_t)(k / 32) * 512 + (size_t)(r % 16) * 32, row + k, 32 * sizeof(uint16_t));
+                memcpy(pa + SAM3__ATILE(r, k, (size_t)16 * kcp), row + k, 32 * sizeof(uint16_t));
     }
 }
 /* pb: panel jp (NR columns from j0 + jp NR) of the kc x nc block of op(B) at (p0, j0), as
@@ -7959,26 +7959,27 @@ static void sam3__btile(int kern, int kcp, const uint16_t *pa, int tiles, const 
     (void)kern, (void)tiles; /* only AMX takes A as tiles */
     SAM3__BTILE_VEC(kcp, pa, pb, C, ldc, SAM3__BMR, SAM3__BNR, 0.0f, !add);
 }
-/* Row r of the probabilities P (BMR, kc) bf16: the first nv of row (f32) rounded, zero past them
-   (padded keys, or rows past the task's: probability 0). As rows of kc (tiles 0) or, for AMX, as
-   sam3__bgemm_pack_a's A tiles: row r % 16 of tile (r / 16, k / 32), each tile 1 KB of its own, so
-   that a tile load takes 16 consecutive cache lines, not 16 lines a row of kc keys apart. */
-static void sam3__p_row_bf16(const float *row, int nv, int kc, int r, int tiles, uint16_t *p) {
-    int k0;
+/* Row r of the probabilities P (BMR, kc) bf16 from key k0 (a multiple of 32) on: the first nv of
+   row (f32) rounded, zero past them (padded keys, or rows past the task's: probability 0). As
+   rows of kc (tiles 0) or, for AMX, as sam3__bgemm_pack_a's A tiles (SAM3__ATILE): row r % 16 of
+   tile (r / 16, k / 32), each tile 1 KB of its own, so that a tile load takes 16 consecutive cache
+   lines, not 16 lines a row of kc keys apart. */
+static void sam3__p_row_bf16(const float *row, int nv, int kc, int r, int tiles, uint16_t *p, int k0) {
     if (!tiles) {
         uint16_t *pr = p + (size_t)r * kc;
-        if (nv) SAM3__BF16_ROW(row, pr, nv);
-        if (kc > nv) memset(pr + nv, 0, (size_t)(kc - nv) * sizeof(uint16_t));
+        const int e = SAM3__MAX(nv, k0);
+        if (nv > k0) SAM3__BF16_ROW(row + k0, pr + k0, nv - k0);
+        if (kc > e) memset(pr + e, 0, (size_t)(kc - e) * sizeof(uint16_t));
         return;
     }
-    for (k0 = 0; k0 < kc; k0 += 32) { /* 32 at a time, rounded as one call over the row rounds them */
-        uint16_t *pr = p + (size_t)(r / 16) * 16 * kc + (size_t)k0 * 16 + (size_t)(r % 16) * 32;
+    for (; k0 < kc; k0 += 32) { /* 32 at a time, rounded as one call over the row rounds them */
+        uint16_t *pr = p + SAM3__ATILE(r, k0, (size_t)16 * kc);
         const int nn = SAM3__MAX(0, SAM3__MIN(32, nv - k0));
         if (nn) SAM3__BF16_ROW(row + k0, pr, nn);
         if (nn < 32) memset(pr + nn, 0, (size_t)(32 - nn) * sizeof(uint16_t));
     }
 }
-/* sam3__exp_sum(row, nv, mx) then sam3__p_row_bf16(row, nv, kc, r, tiles, p) in one pass where
+/* sam3__exp_sum(row, nv, mx) then sam3__p_row_bf16(row, nv, kc, r, tiles, p, 0) in one pass where
    32 keys fit: each 32 exponentials rounded and stored into P from registers, not stored as f32
    and read back. The same values in the same sums' order, so the same P and the same sum; the f32
    row holds the exponentials only past the last whole 32. */
@@ -7986,11 +7987,10 @@ static void sam3__p_row_bf16(const float *row, int nv, int kc, int r, int tiles,
 SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static SAM3__CONTRACT float sam3__exp_p_bf16(float *row, int nv, float mx, int kc, int r, int tiles, uint16_t *p) {
     const __m512 vmx = SAM3__EXP_ROW_ARG(mx);
     __m512 vs = _mm512_setzero_ps(), vs2 = vs;
-    uint16_t *pr = tiles ? p + (size_t)(r / 16) * 16 * kc + (size_t)(r % 16) * 32 : p + (size_t)r * kc;
-    const size_t step = tiles ? 16 * 32 : 32; /* P's next 32 keys of row r */
     float sum;
     int j = 0;
-    for (; j + 32 <= nv; j += 32, pr += step) { /* sam3__exp_sum's two sums: e0 in vs, e1 in vs2 */
+    for (; j + 32 <= nv; j += 32) { /* sam3__exp_sum's two sums: e0 in vs, e1 in vs2 */
+        uint16_t *pr = tiles ? p + SAM3__ATILE(r, j, (size_t)16 * kc) : p + (size_t)r * kc + j;
         const __m512 e0 = sam3__vx_exp_row(_mm512_loadu_ps(row + j), vmx);
         const __m512 e1 = sam3__vx_exp_row(_mm512_loadu_ps(row + j + 16), vmx);
         _mm512_storeu_si512((void *)pr, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
@@ -8010,11 +8010,7 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static SAM3__CONTRACT float sam3__e
             sum += row[i];
         }
     }
-    for (; j < kc; j += 32, pr += step) { /* the rest as sam3__p_row_bf16 rounds it */
-        const int nn = SAM3__MAX(0, SAM3__MIN(32, nv - j)), w = tiles ? 32 : SAM3__MIN(32, kc - j);
-        if (nn) sam3__bf16_row_avx512(row + j, pr, nn);
-        if (nn < w) memset(pr + nn, 0, (size_t)(w - nn) * sizeof(uint16_t));
-    }
+    sam3__p_row_bf16(row, nv, kc, r, tiles, p, j);
     return sum;
 }
 /* The row maxima of a BMR x BNR tile of scores s (rows lds apart), its first nv columns, folded
@@ -8035,7 +8031,7 @@ SAM3__KTARGET("avx512f") static void sam3__tile_max(const float *s, int lds, int
 #else
 static SAM3__CONTRACT float sam3__exp_p_bf16(float *row, int nv, float mx, int kc, int r, int tiles, uint16_t *p) {
     const float sum = sam3__exp_sum(row, nv, mx);
-    sam3__p_row_bf16(row, nv, kc, r, tiles, p);
+    sam3__p_row_bf16(row, nv, kc, r, tiles, p, 0);
     return sum;
 }
 #endif
@@ -8083,7 +8079,7 @@ static void sam3__attn_rows_bf16(int kern, const sam3__attn_job *jb, int r0, int
         const float mx = r < nr ? sam3__row_max(row, n) : 0;
 #endif
         if (r < nr) sum[r] = sam3__exp_p_bf16(row, n, mx, nkp, r, ptiles, p);
-        else sam3__p_row_bf16(row, 0, nkp, r, ptiles, p);
+        else sam3__p_row_bf16(row, 0, nkp, r, ptiles, p, 0);
     }
     SAM3__PROF_LAP(pf[SAM3__PT_ASM], t0);
     for (d = 0; d < hdp / SAM3__BNR; d++) {
