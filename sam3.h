@@ -164,6 +164,9 @@ DOCUMENTATION
                            their weights' products do) from this bf16 kernel on: 2 AMX (default;
                            with AVX512-BF16 or BFDOT alone their P.V runs in bf16, the scores
                            f32), 1 AVX512-BF16 or BFDOT too (no faster with AVX512-BF16), 3 never
+   SAM3_BF16_CONV_KERNEL   a bf16 file's 3x3 convs (necks, pixel decoder) run directly in bf16
+                           from this bf16 kernel on: 1 AVX512-BF16, BFDOT or AMX (default), 2 AMX
+                           only, 3 never (Winograd in f32, as for f32 weights)
    SAM3_MAX_POINTS         clicks per prompt (default 64)
    SAM3_MAX_BOXES          box exemplars per sam3_segment prompt (default 64)
    SAM3_MAX_CONCEPTS       saved concepts (sam3_concept) per sam3_segment prompt (default 64)
@@ -236,6 +239,8 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.6.0  A bf16 file's 3x3 convs (necks, pixel decoder) run directly on the bf16 kernels (the
+          im2col packed panel by panel) instead of Winograd in f32: SAM3_BF16_CONV_KERNEL.
    1.5.2  AMX: B prefetched into L1 a step ahead and the next panel into L2; a product's tasks
           take at most 2 MB of B panels, group by group, and A blocks of 64 rows.
    1.5.1  C++20: no parameter named concept; bf16 products: weight panels transposed in
@@ -284,9 +289,9 @@ RECENT REVISIONS
 #include <stdint.h>
 
 #define SAM3_VERSION_MAJOR 1
-#define SAM3_VERSION_MINOR 5
-#define SAM3_VERSION_PATCH 2
-#define SAM3_VERSION_STRING "1.5.2"
+#define SAM3_VERSION_MINOR 6
+#define SAM3_VERSION_PATCH 0
+#define SAM3_VERSION_STRING "1.6.0"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
@@ -400,8 +405,9 @@ typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int
 
 /* Precision of the matrix products with weights (sam3_ctx_options.precision). BF16 rounds both
    inputs of each such product to bf16 and sums in f32 on CPUs with bf16 products (AVX512-BF16,
-   AMX, aarch64's BF16) and on the reference path; norms, softmax, residual sums stay f32. A file
-   converted with --dtype bf16 runs its bf16 weights' products in bf16 whatever this says. On the
+   AMX, aarch64's BF16) and on the reference path; norms, softmax, residual sums stay f32, and so
+   do the 3x3 convs of f32 weights. A file converted with --dtype bf16 runs its bf16 weights'
+   products, its 3x3 convs too (SAM3_BF16_CONV_KERNEL), in bf16 whatever this says. On the
    other paths (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32
    (exactly) for an f32 product: there rounding the activations would only cost time. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
@@ -1043,6 +1049,9 @@ SAM3DEF void sam3_concept_tracker_free(sam3_concept_tracker *t);
 #endif
 #ifndef SAM3_BF16_ATTENTION_KERNEL
 #define SAM3_BF16_ATTENTION_KERNEL 2 /* the ViT and DETR encoder attention in bf16 from this bf16 kernel on (1: AVX512-BF16 or BFDOT too; 3: never, not even P.V) */
+#endif
+#ifndef SAM3_BF16_CONV_KERNEL
+#define SAM3_BF16_CONV_KERNEL 1 /* a bf16 file's 3x3 convs in bf16 from this bf16 kernel on (2: AMX only; 3: never) */
 #endif
 #ifndef SAM3_MAX_PROMPT_BYTES
 #define SAM3_MAX_PROMPT_BYTES ((size_t)4 << 20) /* the context holds 32 ids; 4 MB is already absurd */
@@ -4215,6 +4224,7 @@ struct sam3_ctx {
     int isa;                    /* SAM3_ISA_*, never AUTO */
     int bk;       /* the bf16 kernel, SAM3__BK_* (sam3__bf16_detect, within what isa allows) */
     int bka;      /* the ViT attention in bf16 from bf16 kernel bka on (SAM3_BF16_ATTENTION_KERNEL; tests lower it) */
+    int bkc;      /* a bf16 file's 3x3 convs in bf16 from bf16 kernel bkc on (SAM3_BF16_CONV_KERNEL; tests change it) */
     int att_min;  /* other self-attentions too from this many tokens on (SAM3__ATT_BF16_MIN; tests lower it) */
     int wino_tiles; /* the pipelined Winograd conv's tiles a task at least (SAM3__WINO_TILES; tests lower it) */
 #if defined(SAM3_PROFILE)
@@ -4683,6 +4693,12 @@ typedef struct sam3__gemm_args {
     int cht;           /* ch as A tiles (SAM3__ATILE), 16-row tile rows ldch apart */
     const uint16_t *at; /* op(A) (m, k) as A tiles (SAM3__ATILE), 16-row tile rows ldat apart, or NULL (AMX only) */
     size_t ldat;
+    /* or NULL: B's panels written by bpack(bpack_arg, p0, kc, kcp, col, nr, pb) as
+       sam3__bgemm_pack_b writes them (k p0 .. p0 + kc, columns col .. col + nr), b and bh not
+       read: a B that is never a matrix (sam3__conv3x3_bf16's im2col). Blocked kernels only
+       (sam3__bgemm_run). */
+    void (*bpack)(const void *bpack_arg, int p0, int kc, int kcp, int col, int nr, uint16_t *pb);
+    const void *bpack_arg;
 #if defined(SAM3_PROFILE)
     double (*prof)[SAM3__PT_N]; /* the blocked bf16 kernels' time by thread (sam3_ctx.prof_thr), or NULL */
 #endif
@@ -4835,6 +4851,11 @@ typedef struct sam3__ktab {
 #define sam3__conv1x1 SAM3__KN(sam3__conv1x1)
 #define sam3__conv3x3 SAM3__KN(sam3__conv3x3)
 #define sam3__conv3x3_wino SAM3__KN(sam3__conv3x3_wino)
+#define sam3__conv3x3_bf16 SAM3__KN(sam3__conv3x3_bf16)
+#define sam3__conv_bpack SAM3__KN(sam3__conv_bpack)
+#define sam3__conv_bsrc SAM3__KN(sam3__conv_bsrc)
+#define sam3__conv_in_row SAM3__KN(sam3__conv_in_row)
+#define sam3__band_stats SAM3__KN(sam3__band_stats)
 #define sam3__convt2x2 SAM3__KN(sam3__convt2x2)
 #define sam3__exp_sum SAM3__KN(sam3__exp_sum)
 #define sam3__exp_p_bf16 SAM3__KN(sam3__exp_p_bf16)
@@ -6030,6 +6051,9 @@ static void sam3__bgemm_pack_item(int kern, const sam3__gemm_args *g, uint16_t *
             sam3__bgemm_pack_a(kern, g->ta, g->a, g->ah, g->lda, it * mcb, pc, SAM3__MIN(mcb, g->m - it * mcb), kc, kcp,
                                pa_all + (size_t)it * mcb * kcp, kern == SAM3__BK_AMX);
     }
+    else if (g->bpack)
+        g->bpack(g->bpack_arg, pc, kc, kcp, kb->jc + (it - nmb) * SAM3__BNR, SAM3__MIN(SAM3__BNR, kb->nc - (it - nmb) * SAM3__BNR),
+                 pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
     else
         sam3__bgemm_pack_b(kern, g->tb, g->b, g->bh, g->ldb, pc, kb->jc, kc, kcp, kb->nc, it - nmb, pb + (size_t)(it - nmb) * SAM3__BNR * kcp);
 #if defined(SAM3__BG_FLAGS)
@@ -8371,6 +8395,37 @@ static void sam3__wino_weights(sam3_ctx *c, const sam3__lin *w, int cout, int ci
             }
     }
 }
+/* Row r of a 3x3 conv's input into o (W): x's row of channel xc (H, W), plus, where lc (lh, lw) is
+   given, lc upsampled by nearest neighbour (source index floor(i * in / out), as F.interpolate). */
+static void sam3__conv_in_row(const float *xc, int H, int W, const float *lc, int lh, int lw, int r, float *o) {
+    const float *a = xc + (size_t)r * W;
+    int q;
+    if (!lc) {
+        memcpy(o, a, (size_t)W * sizeof(float));
+    } else {
+        const float sy = (float)lh / (float)H, sx = (float)lw / (float)W;
+        const float *b = lc + (size_t)(H == 2 * lh ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), lh - 1)) * lw;
+        if (W == 2 * lw)
+            for (q = 0; q < lw; q++) { /* in pairs: vectorises where b[q >> 1] did not */
+                o[2 * q] = a[2 * q] + b[q];
+                o[2 * q + 1] = a[2 * q + 1] + b[q];
+            }
+        else
+            for (q = 0; q < W; q++) o[q] = a[q] + b[SAM3__MIN((int)floorf((float)q * sx), lw - 1)];
+    }
+}
+/* st (3) = the count, mean and sum of squared deviations of y0 (n), in double: a band of a
+   conv's output channel, for sam3__groupnorm. */
+static void sam3__band_stats(const float *y0, size_t n, double *st) {
+    double sum = 0, mean, dev = 0;
+    size_t i;
+    SAM3__OMP(simd reduction(+:sum))
+    for (i = 0; i < n; i++) sum += y0[i];
+    mean = sum / (double)n;
+    SAM3__OMP(simd reduction(+:dev))
+    for (i = 0; i < n; i++) dev += ((double)y0[i] - mean) * ((double)y0[i] - mean);
+    st[0] = (double)n, st[1] = mean, st[2] = dev;
+}
 /* One input channel's tile row ty: v[p * vs + t] = (B^T d B)[p / 6][p % 6] of tile t. P and T are
    (6, 4, ntx + 1) scratch: the tile row's six zero-padded input rows split by column phase, so
    every transform below runs on contiguous vectors of tiles (column 4 t + f of the padded row is
@@ -8393,21 +8448,7 @@ static SAM3__CONTRACT void sam3__wino_in(const float *xc, int H, int W, const fl
         }
         /* the padded row (T as scratch), then split by phase: a branch-free loop that vectorises */
         T[0] = 0;
-        if (lc) {
-            /* source index floor(i * in / out), as F.interpolate's nearest */
-            const float sy = (float)lh / (float)H, sx = (float)lw / (float)W;
-            const float *a = xc + (size_t)r * W, *b = lc + (size_t)(H == 2 * lh ? r >> 1 : SAM3__MIN((int)floorf((float)r * sy), lh - 1)) * lw;
-            int q;
-            if (W == 2 * lw)
-                for (q = 0; q < lw; q++) { /* in pairs: vectorises where b[q >> 1] did not */
-                    T[1 + 2 * q] = a[2 * q] + b[q];
-                    T[2 + 2 * q] = a[2 * q + 1] + b[q];
-                }
-            else
-                for (q = 0; q < W; q++) T[1 + q] = a[q] + b[SAM3__MIN((int)floorf((float)q * sx), lw - 1)];
-        } else {
-            memcpy(T + 1, xc + (size_t)r * W, (size_t)W * sizeof(float));
-        }
+        sam3__conv_in_row(xc, H, W, lc, lh, lw, r, T + 1);
         memset(T + 1 + W, 0, (size_t)(n - 1 - W) * sizeof(float));
         for (t = 0; t < n1; t++) {
             p0[t] = T[4 * t];
@@ -8476,18 +8517,7 @@ static SAM3__CONTRACT void sam3__wino_out(const float *m, size_t ms, int ntx, fl
         }
         if (o != row) memcpy(row, R, (size_t)W * sizeof(float));
     }
-    if (st) {
-        const float *y0 = yc + (size_t)4 * ty * W;
-        const size_t n = (size_t)SAM3__MIN(4, H - 4 * ty) * W;
-        double sum = 0, mean, dev = 0;
-        size_t i;
-        SAM3__OMP(simd reduction(+:sum))
-        for (i = 0; i < n; i++) sum += y0[i];
-        mean = sum / (double)n;
-        SAM3__OMP(simd reduction(+:dev))
-        for (i = 0; i < n; i++) dev += ((double)y0[i] - mean) * ((double)y0[i] - mean);
-        st[0] = (double)n, st[1] = mean, st[2] = dev;
-    }
+    if (st) sam3__band_stats(yc + (size_t)4 * ty * W, (size_t)SAM3__MIN(4, H - 4 * ty) * W, st);
 }
 static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx); /* pipelined or phased: see there */
 static int sam3__wino_block(const sam3_ctx *c, int ntx);
@@ -8577,6 +8607,102 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
     sam3__release(c, mk);
     return SAM3_OK;
 }
+#if defined(SAM3__BF16_VEC)
+#define SAM3__CONV_BF16 1
+/* The 3x3 conv (sam3__ref_conv3x3's sums) of a bf16 weight (a --dtype bf16 file) from bf16 kernel
+   c->bkc on: directly, as one product C (cout, H W) = W (cout, 9 cin) B (9 cin, H W), W the
+   weight as the file keeps it (k = 9 i + 3 ky + kx) and B the im2col of the input (x plus the
+   upsampled lo) rounded to bf16, as every product of a bf16 file rounds its activations. On the
+   bf16 kernels the direct conv's 9 multiplies an output and input channel outrun Winograd's 2.25
+   in f32. An f32 weight (SAM3_PRECISION_BF16) keeps the f32 conv: with both operands rounded,
+   the tiny models' worst mask falls below test_parity --bf16's bar. B is never formed: the
+   product's packing asks sam3__conv_bpack for each of its panels, gathered from xp, the rounded
+   input with a zero row and column on each side. */
+typedef struct sam3__conv_bsrc {
+    const uint16_t *xp; /* (cin, H + 2, wp): input (r, q) of channel i at row r + 1, column q + 1 */
+    size_t plane;       /* (H + 2) wp: a channel's padded map */
+    int W, wp;          /* output width; padded width W + 2 */
+} sam3__conv_bsrc;
+/* B's panel of columns col .. col + nr (outputs in raster order), k p0 .. p0 + kc: the k pair
+   (k, k + 1) of column q at pb[k NR + 2 q] (sam3__bgemm_pack_b's layout), zeros past kc and nr.
+   The panel's columns fall in runs along output rows; row k = 9 i + 3 ky + kx of a run from
+   output (r, q) is xp's run from (r + ky, q + kx) in channel i. */
+static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, int nr, uint16_t *pb) {
+    const sam3__conv_bsrc *s = (const sam3__conv_bsrc *)arg;
+    int rj[SAM3__BNR], rl[SAM3__BNR]; /* runs: first panel column, length */
+    size_t ro[SAM3__BNR];             /* their xp offset for tap (0, 0) */
+    uint16_t row[2][SAM3__BNR];       /* rows k and k + 1 of the panel */
+    int nrun = 0, j, k, h, q, u;
+    for (j = 0; j < nr; nrun++) {
+        const int n = col + j, r = n / s->W, x = n % s->W, len = SAM3__MIN(nr - j, s->W - x);
+        rj[nrun] = j, rl[nrun] = len, ro[nrun] = (size_t)r * s->wp + x;
+        j += len;
+    }
+    for (k = 0; k < kcp; k += 2) {
+        uint16_t *d = pb + (size_t)k * SAM3__BNR;
+        for (h = 0; h < 2; h++) {
+            const int kk = p0 + k + h, t = kk % 9;
+            const uint16_t *src = s->xp + (size_t)(kk / 9) * s->plane + (size_t)(t / 3) * s->wp + t % 3;
+            memset(row[h], 0, sizeof(row[h]));
+            if (k + h < kc)
+                for (u = 0; u < nrun; u++) memcpy(row[h] + rj[u], src + ro[u], (size_t)rl[u] * sizeof(uint16_t));
+        }
+        for (q = 0; q < SAM3__BNR; q++) {
+            d[2 * q] = row[0][q];
+            d[2 * q + 1] = row[1][q];
+        }
+    }
+}
+/* x (cin, H, W) -> y (cout, H, W) as sam3__conv3x3_wino takes them, l->wh the weight. Returns
+   SAM3_ERR_OUT_OF_MEMORY, y unwritten or part written, when its buffers cannot be had. */
+static sam3_result sam3__conv3x3_bf16(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
+                                      int cout, float *y, double *st) {
+    sam3__mark mk = sam3__mark_get(c);
+    const int wp = W + 2, nty = (H + 3) / 4;
+    const size_t plane = (size_t)(H + 2) * wp, hw = (size_t)H * W;
+    uint16_t *xp = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)cin * plane + 1) / 2); /* (cin, H + 2, wp) */
+    float *tb = sam3__sallocf(c, (size_t)c->nt * W);                                       /* per thread: (W) an input row */
+    sam3__conv_bsrc src;
+    sam3__gemm_args g;
+    ptrdiff_t task;
+    if (!xp || !tb || hw > INT_MAX || (size_t)9 * cin > INT_MAX) return SAM3_ERR_OUT_OF_MEMORY;
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < (ptrdiff_t)cin * (H + 2); task++) {
+        const int i = (int)(task / (H + 2)), r = (int)(task % (H + 2)) - 1;
+        uint16_t *d = xp + (size_t)i * plane + (size_t)(r + 1) * wp;
+        float *t = sam3__thread_slice(tb, (size_t)W);
+        if (r < 0 || r >= H) {
+            memset(d, 0, (size_t)wp * sizeof(uint16_t));
+            continue;
+        }
+        sam3__conv_in_row(x + (size_t)i * hw, H, W, lo ? lo + (size_t)i * lh * lw : NULL, lh, lw, r, t);
+        d[0] = d[W + 1] = 0;
+        SAM3__BF16_ROW(t, d + 1, W);
+    }
+    src.xp = xp, src.plane = plane, src.W = W, src.wp = wp;
+    memset(&g, 0, sizeof(g));
+    g.m = cout, g.n = (int)hw, g.k = 9 * cin, g.alpha = 1.0f, g.ah = l->wh, g.lda = 9 * cin;
+    g.c = y, g.ldc = (int)hw, g.bpack = sam3__conv_bpack, g.bpack_arg = &src;
+    if (!sam3__bgemm_run(c, sam3__bgemm_kern(c->bk), &g)) {
+        sam3__release(c, mk);
+        return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    sam3__count(c, 18.0 * cout * cin * H * W); /* 9 taps an output and input channel, as the direct conv counts */
+    /* the bias, and the bands' statistics while they are in cache */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < (ptrdiff_t)cout * nty; task++) {
+        const int o = (int)(task / nty), b = (int)(task % nty);
+        const float bias = l->b ? l->b[o] : 0.0f;
+        float *y0 = y + (size_t)o * hw + (size_t)4 * b * W;
+        const size_t n = (size_t)SAM3__MIN(4, H - 4 * b) * W;
+        size_t u;
+        for (u = 0; u < n; u++) y0[u] += bias;
+        if (st) sam3__band_stats(y0, n, st + (size_t)task * 3);
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+#endif
 #endif
 /* Tile rows per task of the pipelined Winograd conv (sam3__conv3x3_wino), or 0 for the phased
    one. Pipelined, each task takes a few tile rows through the input transform, the 36 products
@@ -8598,13 +8724,18 @@ static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
     const int gr = sam3__wino_block(c, ntx);
     return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
 }
-/* The dispatch: Winograd, or the direct sam3__ref_conv3x3 (the spec) in a reference build. */
+/* The dispatch: in bf16 for a bf16 weight (sam3__conv3x3_bf16), else Winograd; the direct
+   sam3__ref_conv3x3 (the spec) in a reference build. */
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                  int cout, float *y, double *st) {
 #if defined(SAM3__KREF)
     (void)sam3__wino_rows; /* the Winograd conv's, not built here */
     return sam3__ref_conv3x3(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
 #else
+#if defined(SAM3__BF16_VEC)
+    if (l->wh && c->bk >= c->bkc && sam3__bgemm_kern(c->bk) != SAM3__BK_REF)
+        return sam3__conv3x3_bf16(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
+#endif
     return sam3__conv3x3_wino(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
 #endif
 }
@@ -11517,6 +11648,7 @@ SAM3DEF sam3_result sam3_ctx_new(const sam3_model *m, const sam3_ctx_options *op
             : isa == SAM3_ISA_AVX512BF16 || isa == SAM3_ISA_NEONBF16 ? SAM3__MIN(SAM3__MIN(c->k->bf16_detect(), SAM3__BK_AVX512), SAM3_BF16_KERNEL)
                                                                       : SAM3__BK_REF;
     c->bka = SAM3_BF16_ATTENTION_KERNEL;
+    c->bkc = SAM3_BF16_CONV_KERNEL;
     c->att_min = SAM3__ATT_BF16_MIN;
     c->wino_tiles = SAM3__WINO_TILES;
     v = &m->vit;
@@ -13643,7 +13775,7 @@ static sam3_result sam3__everything_crops(sam3_ctx *c, const sam3_everything_opt
             sam3__fail(c, rc, "sam3_segment_everything: no second context for the crops (%s)", sam3_result_string(rc));
             break;
         }
-        if (j == 1) ic->bka = c->bka, ic->att_min = c->att_min, ic->wino_tiles = c->wino_tiles;
+        if (j == 1) ic->bka = c->bka, ic->bkc = c->bkc, ic->att_min = c->att_min, ic->wino_tiles = c->wino_tiles;
         rc = sam3__everything_crop_run(c, &k, ic, j);
     }
     sam3_ctx_free(ic);

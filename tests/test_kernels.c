@@ -577,6 +577,105 @@ static void test_conv3x3(sam3_ctx *c) {
     t_check(fails == 0, "conv3x3 (Winograd against direct; ragged maps, upsampled skip input, GroupNorm statistics): %d bad", fails);
 }
 
+#if defined(SAM3__CONV_BF16)
+/* The 3x3 conv of a bf16 weight (sam3__conv3x3_bf16, the im2col packed panel by panel) on each
+   bf16 kernel this CPU has, bkc lowered to it: against the direct conv in double on the rounded
+   input (x plus the upsampled lo, in bf16), which it must match to f32's sums; and it must
+   differ from the f32 conv of the unrounded input by bf16's rounding (else it did not run). Maps
+   narrower than a panel (runs across output rows) and wider, K = 9 cin past one k block (AMX's
+   1024, AVX512-BF16's split); the GroupNorm statistics. An f32 weight, even with
+   SAM3_PRECISION_BF16, keeps the f32 conv. */
+static uint16_t bf16_of(float x) { return sam3__f32_bf16(x); }
+static float bf16_round(float x) { return sam3__bf16_f32(sam3__f32_bf16(x)); }
+static void test_conv3x3_bf16(sam3_ctx *c) {
+    static const int cfg[][6] = {/* cin, cout, H, W, lh, lw */
+                                 {8, 3, 1, 2, 0, 0},    {3, 5, 5, 7, 0, 0},      {6, 7, 14, 22, 7, 11},
+                                 {16, 8, 13, 40, 6, 20}, {120, 9, 9, 15, 0, 0}, {540, 4, 6, 5, 3, 5}};
+    const int bk0 = c->bk, bkc0 = c->bkc, bf0 = c->bf16, have = c->bk;
+    int kern, ci, fails = 0, ran = 0;
+    if (have < SAM3__BK_AVX512) {
+        t_note("  conv3x3 of a bf16 weight: no " BK1_NAME " kernel in this context, skipped");
+        return;
+    }
+    for (kern = SAM3__BK_AVX512; kern <= have; kern++)
+        for (ci = 0; ci < (int)(sizeof(cfg) / sizeof(cfg[0])); ci++) {
+            const int cin = cfg[ci][0], cout = cfg[ci][1], H = cfg[ci][2], W = cfg[ci][3], lh = cfg[ci][4], lw = cfg[ci][5];
+            const int nty = (H + 3) / 4;
+            const size_t hw = (size_t)H * W;
+            float *x = fbuf((size_t)cin * hw), *lo = fbuf((size_t)cin * (lh ? lh : 1) * (lw ? lw : 1)), *w = fbuf((size_t)cout * cin * 9);
+            float *xs = fbuf((size_t)cin * hw), *b = fbuf((size_t)cout), *y = fbuf((size_t)cout * hw), *yd = fbuf((size_t)cout * hw);
+            float *yf = fbuf((size_t)cout * hw), *yb = fbuf((size_t)cout * hw);
+            uint16_t *wh = (uint16_t *)malloc(sizeof(uint16_t) * cout * cin * 9);
+            double *st = (double *)malloc(sizeof(double) * 3 * cout * nty), serr = 0, err, ferr, berr;
+            sam3__lin l;
+            size_t i;
+            int o, r, q, ii, ky, kx;
+            sam3_result rc, rf, rb;
+            for (i = 0; i < (size_t)cin * hw; i++) x[i] = frand();
+            for (i = 0; i < (size_t)cin * lh * lw; i++) lo[i] = frand();
+            for (i = 0; i < (size_t)cout * cin * 9; i++) w[i] = 0.3f * frand(), wh[i] = bf16_of(w[i]);
+            for (i = 0; i < (size_t)cout; i++) b[i] = frand();
+            /* the input as the conv reads it (sam3__ref_conv3x3's upsampling), rounded */
+            for (ii = 0; ii < cin; ii++)
+                for (r = 0; r < H; r++)
+                    for (q = 0; q < W; q++) {
+                        float v = x[((size_t)ii * H + r) * W + q];
+                        if (lh) v += lo[((size_t)ii * lh + SAM3__MIN((int)floorf((float)r * ((float)lh / (float)H)), lh - 1)) * lw +
+                                        SAM3__MIN((int)floorf((float)q * ((float)lw / (float)W)), lw - 1)];
+                        xs[((size_t)ii * H + r) * W + q] = bf16_round(v);
+                    }
+            for (o = 0; o < cout; o++)
+                for (r = 0; r < H; r++)
+                    for (q = 0; q < W; q++) {
+                        double s = b[o];
+                        for (ii = 0; ii < cin; ii++)
+                            for (ky = 0; ky < 3; ky++)
+                                for (kx = 0; kx < 3; kx++) {
+                                    const int yy = r + ky - 1, xx = q + kx - 1;
+                                    if (yy >= 0 && yy < H && xx >= 0 && xx < W)
+                                        s += (double)bf16_round(w[(((size_t)o * cin + ii) * 3 + ky) * 3 + kx]) * xs[((size_t)ii * H + yy) * W + xx];
+                                }
+                        yd[((size_t)o * H + r) * W + q] = (float)s;
+                    }
+            memset(&l, 0, sizeof(l));
+            l.b = b, l.wh = wh;
+            c->bk = kern, c->bkc = kern;
+            rc = sam3__conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, y, st);
+            l.w = w, l.wh = NULL; /* an f32 weight: the f32 conv, bf16 products or not */
+            rf = sam3__conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, yf, NULL);
+            c->bf16 = 1;
+            rb = sam3__conv3x3(c, x, lh ? lo : NULL, lh, lw, cin, H, W, &l, cout, yb, NULL);
+            c->bf16 = bf0;
+            berr = rel_l2(yb, yf, (size_t)cout * hw);
+            err = rel_l2(y, yd, (size_t)cout * hw);
+            ferr = rel_l2(y, yf, (size_t)cout * hw);
+            for (o = 0; o < cout; o++)
+                for (r = 0; r < nty; r++) {
+                    const float *y0 = yd + (size_t)o * hw + (size_t)4 * r * W;
+                    const size_t n = (size_t)SAM3__MIN(4, H - 4 * r) * W;
+                    const double *s3 = st + ((size_t)o * nty + r) * 3;
+                    double sum = 0, mean, dev = 0;
+                    for (i = 0; i < n; i++) sum += y0[i];
+                    mean = sum / (double)n;
+                    for (i = 0; i < n; i++) dev += ((double)y0[i] - mean) * ((double)y0[i] - mean);
+                    serr = SAM3__MAX(serr, fabs(s3[0] - (double)n));
+                    serr = SAM3__MAX(serr, fabs(s3[1] - mean) / (1 + fabs(mean)) * 1e-2);
+                    serr = SAM3__MAX(serr, fabs(s3[2] - dev) / (1 + dev) * 1e-2);
+                }
+            ran++;
+            if (rc != SAM3_OK || rf != SAM3_OK || rb != SAM3_OK || !(err <= 2e-6) || !(ferr > 1e-4) || berr != 0 || !(serr <= 1e-7)) {
+                fails++;
+                t_note("  conv3x3 in bf16 (kernel %d) cin %d cout %d %dx%d + %dx%d: error %.3g against the rounded input, %.3g against f32, "
+                       "f32 weight with bf16 products %.3g from f32, statistics %.3g", kern, cin, cout, H, W, lh, lw, err, ferr, berr, serr);
+            }
+            free(x), free(lo), free(w), free(xs), free(b), free(y), free(yd), free(yf), free(yb), free(wh), free(st);
+        }
+    c->bk = bk0, c->bkc = bkc0;
+    t_check(fails == 0, "conv3x3 of a bf16 weight in bf16 on %d kernel%s (im2col by panel, ragged maps, k blocks, upsampled skip, statistics; f32 weights f32): %d of %d bad",
+            have - SAM3__BK_AVX512 + 1, have > SAM3__BK_AVX512 ? "s" : "", fails, ran);
+}
+#endif
+
 /* the mask resize + threshold against the per-pixel reference; a pixel may differ only where its
    value is within 1e-5 of the threshold (the sigmoid's exponentials differ by ulps) */
 static void test_resize(sam3_ctx *c) {
@@ -764,6 +863,9 @@ int main(int argc, char **argv) {
     test_cross_attention_bf16(c2);
 #endif
     test_conv3x3(c2);
+#if defined(SAM3__CONV_BF16)
+    test_conv3x3_bf16(c2);
+#endif
     test_resize(c2);
     test_flops(c2);
     sam3_ctx_free(c1);
