@@ -8642,10 +8642,11 @@ static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, 
         uint16_t *d = pb + (size_t)k * SAM3__BNR;
         for (h = 0; h < 2; h++) {
             const int kk = p0 + k + h, t = kk % 9;
-            const uint16_t *src = s->xp + (size_t)(kk / 9) * s->plane + (size_t)(t / 3) * s->wp + t % 3;
             memset(row[h], 0, sizeof(row[h]));
-            if (k + h < kc)
+            if (k + h < kc) {
+                const uint16_t *src = s->xp + (size_t)(kk / 9) * s->plane + (size_t)(t / 3) * s->wp + t % 3;
                 for (u = 0; u < nrun; u++) memcpy(row[h] + rj[u], src + ro[u], (size_t)rl[u] * sizeof(uint16_t));
+            }
         }
         for (q = 0; q < SAM3__BNR; q++) {
             d[2 * q] = row[0][q];
