@@ -585,7 +585,6 @@ static void test_conv3x3(sam3_ctx *c) {
    narrower than a panel (runs across output rows) and wider, K = 9 cin past one k block (AMX's
    1024, AVX512-BF16's split); the GroupNorm statistics. An f32 weight, even with
    SAM3_PRECISION_BF16, keeps the f32 conv. */
-static uint16_t bf16_of(float x) { return sam3__f32_bf16(x); }
 static float bf16_round(float x) { return sam3__bf16_f32(sam3__f32_bf16(x)); }
 static void test_conv3x3_bf16(sam3_ctx *c) {
     static const int cfg[][6] = {/* cin, cout, H, W, lh, lw */
@@ -613,7 +612,7 @@ static void test_conv3x3_bf16(sam3_ctx *c) {
             sam3_result rc, rf, rb;
             for (i = 0; i < (size_t)cin * hw; i++) x[i] = frand();
             for (i = 0; i < (size_t)cin * lh * lw; i++) lo[i] = frand();
-            for (i = 0; i < (size_t)cout * cin * 9; i++) w[i] = 0.3f * frand(), wh[i] = bf16_of(w[i]);
+            for (i = 0; i < (size_t)cout * cin * 9; i++) w[i] = 0.3f * frand(), wh[i] = sam3__f32_bf16(w[i]);
             for (i = 0; i < (size_t)cout; i++) b[i] = frand();
             /* the input as the conv reads it (sam3__ref_conv3x3's upsampling), rounded */
             for (ii = 0; ii < cin; ii++)

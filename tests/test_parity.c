@@ -1203,7 +1203,6 @@ static void test_conv3x3(const char *cfg, sam3_model *m) {
                 goto done;
             }
             c->wino_tiles = 16; /* the model's maps at the test's scale */
-            c->bkc = SAM3__BK_AMX + 1; /* Winograd's error: the bf16 conv is test_kernels' */
         }
         if (t >= 4 && c->nt == 2 && c->split) /* (a build without OpenMP runs one thread) */
             t_check(sam3__wino_rows(c, (H + 3) / 4, (W + 3) / 4) > 0, "%s: conv3x3 %dx%d takes the pipelined form on 2 threads", cfg, H, W);
