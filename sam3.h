@@ -239,6 +239,8 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.6.2  The bf16 3x3 conv's im2col panels: gathered with AVX-512 on x86, and every row the
+          packing reads fetched 48 rows ahead (a panel reads up to 768 rows of the input at once).
    1.6.1  The bf16 attention tiles fetch a task's query rows ahead of their split (a head's rows
           are a token's q, k and v apart, each in a page the hardware prefetchers do not reach).
    1.6.0  A bf16 file's 3x3 convs (necks, pixel decoder) run directly on the bf16 kernels (the
@@ -292,8 +294,8 @@ RECENT REVISIONS
 
 #define SAM3_VERSION_MAJOR 1
 #define SAM3_VERSION_MINOR 6
-#define SAM3_VERSION_PATCH 1
-#define SAM3_VERSION_STRING "1.6.1"
+#define SAM3_VERSION_PATCH 2
+#define SAM3_VERSION_STRING "1.6.2"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
@@ -8642,24 +8644,92 @@ typedef struct sam3__conv_bsrc {
    (k, k + 1) of column q at pb[k NR + 2 q] (sam3__bgemm_pack_b's layout), zeros past kc and nr.
    The panel's columns fall in runs along output rows; row k = 9 i + 3 ky + kx of a run from
    output (r, q) is xp's run from (r + ky, q + kx) in channel i. */
+/* Rows ahead (in k) that the packing prefetches: a panel reads a run of 64 bytes from each of
+   up to 768 rows of xp (256 channels, 3 rows each), the next row's from another channel or map
+   row, where no hardware prefetcher looks; and with many threads the panels of a map row go to
+   different threads, so that the last panel's lines are not in this core's caches either. */
+#define SAM3__CONV_PF 48
+/* xp's address of row k (= 9 i + 3 ky + kx) for output (0, 0) */
+static SAM3__INLINE const uint16_t *sam3__conv_src(const sam3__conv_bsrc *s, int k) {
+    const int t = k % 9;
+    return s->xp + (size_t)(k / 9) * s->plane + (size_t)(t / 3) * s->wp + t % 3;
+}
+/* The cache lines of row k's runs (offsets ro, last elements re), where k < kc. */
+static SAM3__INLINE void sam3__conv_prefetch(const sam3__conv_bsrc *s, int k, int kc, const size_t *ro, const int *re, int nrun) {
+    int u;
+    if (k >= kc) return;
+    for (u = 0; u < nrun; u++) {
+        const uint16_t *f = sam3__conv_src(s, k) + ro[u];
+        SAM3__PREFETCHR(f);
+        SAM3__PREFETCHR(f + re[u]);
+    }
+}
+#if defined(SAM3__BF16_X86)
+/* With AVX-512 (every CPU that runs the x86 bf16 kernels): each of a k pair's rows as one vector
+   of the panel's 32 columns (BNR), a masked load a run (a run from panel column j placed there by
+   a lane permutation), the pair interleaved by two more; the same panel as the scalar gather. */
+SAM3__KTARGET("avx512f,avx512bw") static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, int nr, uint16_t *pb) {
+    const sam3__conv_bsrc *s = (const sam3__conv_bsrc *)arg;
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2,
+                                        33, 1, 32, 0); /* lanes 0..15 of two rows, interleaved */
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    __m512i sh[SAM3__BNR];   /* per run: lane q takes the loaded lane q - j */
+    __mmask32 lm[SAM3__BNR]; /* per run: its lanes as loaded (0 .. len) */
+    __mmask32 pm[SAM3__BNR]; /* per run: its lanes in the panel (j .. j + len) */
+    size_t ro[SAM3__BNR];    /* per run: its xp offset for tap (0, 0) */
+    int re[SAM3__BNR];       /* per run: its last element */
+    int nrun = 0, full, j, k, h, u;
+    for (j = 0; j < nr; nrun++) {
+        const int n = col + j, r = n / s->W, x = n % s->W, len = SAM3__MIN(nr - j, s->W - x);
+        uint16_t idx[32];
+        int q;
+        for (q = 0; q < 32; q++) idx[q] = (uint16_t)((q - j) & 31);
+        sh[nrun] = _mm512_loadu_si512((const void *)idx);
+        lm[nrun] = (__mmask32)((1ull << len) - 1);
+        pm[nrun] = (__mmask32)(((1ull << len) - 1) << j);
+        ro[nrun] = (size_t)r * s->wp + x, re[nrun] = len - 1;
+        j += len;
+    }
+    full = nrun == 1 && nr == 32;
+    for (k = 0; k < SAM3__MIN(SAM3__CONV_PF, kc); k++) sam3__conv_prefetch(s, p0 + k, p0 + kc, ro, re, nrun);
+    for (k = 0; k < kcp; k += 2) {
+        __m512i v[2];
+        for (h = 0; h < 2; h++) {
+            const uint16_t *src = sam3__conv_src(s, p0 + k + h);
+            v[h] = _mm512_setzero_si512();
+            sam3__conv_prefetch(s, p0 + k + h + SAM3__CONV_PF, p0 + kc, ro, re, nrun);
+            if (k + h >= kc) continue;
+            if (full) { /* one run of all 32 columns */
+                v[h] = _mm512_loadu_si512((const void *)(src + ro[0]));
+                continue;
+            }
+            for (u = 0; u < nrun; u++)
+                v[h] = _mm512_mask_mov_epi16(v[h], pm[u], _mm512_permutexvar_epi16(sh[u], _mm512_maskz_loadu_epi16(lm[u], (const void *)(src + ro[u]))));
+        }
+        _mm512_storeu_si512((void *)(pb + (size_t)k * SAM3__BNR), _mm512_permutex2var_epi16(v[0], lo, v[1]));
+        _mm512_storeu_si512((void *)(pb + (size_t)k * SAM3__BNR + 32), _mm512_permutex2var_epi16(v[0], hi, v[1]));
+    }
+}
+#else
 static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, int nr, uint16_t *pb) {
     const sam3__conv_bsrc *s = (const sam3__conv_bsrc *)arg;
-    int rj[SAM3__BNR], rl[SAM3__BNR]; /* runs: first panel column, length */
-    size_t ro[SAM3__BNR];             /* their xp offset for tap (0, 0) */
-    uint16_t row[2][SAM3__BNR];       /* rows k and k + 1 of the panel */
+    int rj[SAM3__BNR], rl[SAM3__BNR], re[SAM3__BNR]; /* runs: first panel column, length, last element */
+    size_t ro[SAM3__BNR];                            /* their xp offset for tap (0, 0) */
+    uint16_t row[2][SAM3__BNR];                      /* rows k and k + 1 of the panel */
     int nrun = 0, j, k, h, q, u;
     for (j = 0; j < nr; nrun++) {
         const int n = col + j, r = n / s->W, x = n % s->W, len = SAM3__MIN(nr - j, s->W - x);
-        rj[nrun] = j, rl[nrun] = len, ro[nrun] = (size_t)r * s->wp + x;
+        rj[nrun] = j, rl[nrun] = len, re[nrun] = len - 1, ro[nrun] = (size_t)r * s->wp + x;
         j += len;
     }
+    for (k = 0; k < SAM3__MIN(SAM3__CONV_PF, kc); k++) sam3__conv_prefetch(s, p0 + k, p0 + kc, ro, re, nrun);
     for (k = 0; k < kcp; k += 2) {
         uint16_t *d = pb + (size_t)k * SAM3__BNR;
         for (h = 0; h < 2; h++) {
-            const int kk = p0 + k + h, t = kk % 9;
             memset(row[h], 0, sizeof(row[h]));
+            sam3__conv_prefetch(s, p0 + k + h + SAM3__CONV_PF, p0 + kc, ro, re, nrun);
             if (k + h < kc) {
-                const uint16_t *src = s->xp + (size_t)(kk / 9) * s->plane + (size_t)(t / 3) * s->wp + t % 3;
+                const uint16_t *src = sam3__conv_src(s, p0 + k + h);
                 for (u = 0; u < nrun; u++) memcpy(row[h] + rj[u], src + ro[u], (size_t)rl[u] * sizeof(uint16_t));
             }
         }
@@ -8669,6 +8739,7 @@ static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, 
         }
     }
 }
+#endif
 /* x (cin, H, W) -> y (cout, H, W) as sam3__conv3x3_wino takes them, l->wh the weight. Returns
    SAM3_ERR_OUT_OF_MEMORY, y unwritten or part written, when its buffers cannot be had. */
 static sam3_result sam3__conv3x3_bf16(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
