@@ -8952,23 +8952,34 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     float *u = sam3__sallocf(c, (size_t)m * D);    /* (nh nk, D) rows v_h[j] Wo_h^T */
     float *cb = sam3__sallocf(c, (size_t)m);       /* (nh nk) bq_h . k_h[j] */
     float *sc = sam3__sallocf(c, (size_t)nq * m);  /* (nq, nh nk) scores, then probabilities */
+    /* kd, vd (nh nk, di): row (h, j) k_h[j] (v_h[j]) at columns h hd .. (h + 1) hd, zero elsewhere:
+       g = kd Wq and u = vd Wo^T are then one product each where a head's would be 2 nh small
+       ones; the zeros add nothing to the sums */
+    float *kd = sam3__sallocf(c, (size_t)m * di), *vd = sam3__sallocf(c, (size_t)m * di);
     int h, i;
-    if (!k || !v || !g || !u || !cb || !sc) return SAM3_ERR_OUT_OF_MEMORY;
+    if (!k || !v || !g || !u || !cb || !sc || !kd || !vd) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__linear(c, ma->kin, nk, D, &w->k, di, k);
     sam3__linear(c, ma->vin, nk, D, &w->v, di, v);
+    memset(kd, 0, (size_t)m * di * sizeof(float));
+    memset(vd, 0, (size_t)m * di * sizeof(float));
     for (h = 0; h < nh; h++) {
         int j, d;
-        sam3__gemm_xw(c, 0, 0, nk, D, hd, k + (size_t)h * hd, di, &w->q, (size_t)h * hd * D, D, 0.0f, g + (size_t)h * nk * D, D);
-        sam3__gemm_xw(c, 0, 1, nk, D, hd, v + (size_t)h * hd, di, &w->o, (size_t)h * hd, di, 0.0f, u + (size_t)h * nk * D, D);
         for (j = 0; j < nk; j++) {
+            const float *kj = k + (size_t)j * di + (size_t)h * hd;
             float t = 0;
+            memcpy(kd + (size_t)(h * nk + j) * di + (size_t)h * hd, kj, (size_t)hd * sizeof(float));
+            memcpy(vd + (size_t)(h * nk + j) * di + (size_t)h * hd, v + (size_t)j * di + (size_t)h * hd, (size_t)hd * sizeof(float));
             if (w->q.b)
-                for (d = 0; d < hd; d++) t += w->q.b[h * hd + d] * k[(size_t)j * di + h * hd + d];
+                for (d = 0; d < hd; d++) t += w->q.b[h * hd + d] * kj[d];
             cb[h * nk + j] = t;
         }
     }
+    sam3__gemm_xw(c, 0, 0, m, D, di, kd, di, &w->q, 0, D, 0.0f, g, D);
+    sam3__gemm_xw(c, 0, 1, m, D, di, vd, di, &w->o, 0, di, 0.0f, u, D);
     sam3__gemm_act(c, bf, 0, 1, nq, m, D, ma->qin, D, g, D, 0.0f, sc, m);
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)(nq * m) >= SAM3__PAR_MIN))
+    /* an exponential a score: 8 element-wise operations' worth (on the calling thread, the DETR
+       encoder's 5184 x 40 scores kept every other thread waiting) */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)nq * m * 8 >= SAM3__PAR_MIN))
     for (i = 0; i < nq; i++) sam3__softmax_groups(sc + (size_t)i * m, cb, scale, nh, nk);
     sam3__gemm_act(c, bf, 0, 0, nq, D, m, sc, m, u, D, 0.0f, out, D);
     if (res) {
