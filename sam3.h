@@ -7859,7 +7859,9 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) 
     float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__count(c, sam3__attn_flops(at));
-    SAM3__OMP(parallel num_threads(c->nt))
+    /* an attention of a few tokens (the text encoder's 24, each 5 x 5 a head) on the calling
+       thread: a team's fork and two joins cost more than all of it */
+    SAM3__OMP(parallel num_threads(c->nt) if(sam3__attn_flops(at) >= 2 * SAM3__PAR_MIN))
     {
         float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, KB) scores */
         float *qp = s + (size_t)rows * kb;   /* (4, hd, MR) query tiles, transposed */
@@ -10315,9 +10317,13 @@ static sam3_result sam3__clip_mlp_quick(sam3_ctx *c, const float *x, int n, int 
                                         const sam3__lin *fc2, float *y) {
     sam3__mark mk = sam3__mark_get(c);
     float *h = sam3__sallocf(c, (size_t)n * TI); /* (n, TI) */
-    size_t i, nh = (size_t)n * TI;
+    const ptrdiff_t nh = (ptrdiff_t)n * TI;
+    ptrdiff_t i;
     if (!h) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__linear(c, x, n, T, fc1, TI, h);
+    /* an exponential a value, 16 element-wise operations' worth: a 5-token prompt's 20k values
+       on the calling thread would keep every other thread waiting, 24 times a prompt */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)nh * 16 >= SAM3__PAR_MIN))
     for (i = 0; i < nh; i++) h[i] = h[i] / (1.0f + expf(-1.702f * h[i]));
     sam3__linear(c, h, n, TI, fc2, T, y);
     sam3__release(c, mk);
