@@ -241,6 +241,8 @@ DOCUMENTATION
 RECENT REVISIONS
    1.6.2  The bf16 3x3 conv's im2col panels: gathered with AVX-512 on x86, and every row the
           packing reads fetched 48 rows ahead (a panel reads up to 768 rows of the input at once).
+          A prompt's few-keys attention: one product for all heads, its softmax over the threads;
+          attentions of a few tokens on the calling thread, CLIP's quick GELU over the threads.
    1.6.1  The bf16 attention tiles fetch a task's query rows ahead of their split (a head's rows
           are a token's q, k and v apart, each in a page the hardware prefetchers do not reach).
    1.6.0  A bf16 file's 3x3 convs (necks, pixel decoder) run directly on the bf16 kernels (the
