@@ -1159,6 +1159,8 @@ void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA
    slowest thread, which may be descheduled for a whole time slice (milliseconds); a prompt's
    decoder (200 queries x 256) would otherwise pay that in every one of its ~70 small steps. */
 #define SAM3__PAR_MIN 262144.0
+/* An exponential counts as this many element-wise operations against SAM3__PAR_MIN. */
+#define SAM3__PAR_EXP 16
 #if defined(SAM3_PROFILE)
 /* SAM3_PROFILE builds: the image encoder's stages (sam3_ctx.prof) and the per-thread parts of its
    bf16 products and attention (sam3_ctx.prof_thr; a thread's total in the region less its parts
@@ -8644,10 +8646,6 @@ typedef struct sam3__conv_bsrc {
     size_t plane;       /* (H + 2) wp: a channel's padded map */
     int W, wp;          /* output width; padded width W + 2 */
 } sam3__conv_bsrc;
-/* B's panel of columns col .. col + nr (outputs in raster order), k p0 .. p0 + kc: the k pair
-   (k, k + 1) of column q at pb[k NR + 2 q] (sam3__bgemm_pack_b's layout), zeros past kc and nr.
-   The panel's columns fall in runs along output rows; row k = 9 i + 3 ky + kx of a run from
-   output (r, q) is xp's run from (r + ky, q + kx) in channel i. */
 /* Rows ahead (in k) that the packing prefetches: a panel reads a run of 64 bytes from each of
    up to 768 rows of xp (256 channels, 3 rows each), the next row's from another channel or map
    row, where no hardware prefetcher looks; and with many threads the panels of a map row go to
@@ -8660,23 +8658,34 @@ static SAM3__INLINE const uint16_t *sam3__conv_src(const sam3__conv_bsrc *s, int
 }
 /* The cache lines of row k's runs (offsets ro, last elements re), where k < kc. */
 static SAM3__INLINE void sam3__conv_prefetch(const sam3__conv_bsrc *s, int k, int kc, const size_t *ro, const int *re, int nrun) {
+    const uint16_t *src;
     int u;
     if (k >= kc) return;
+    src = sam3__conv_src(s, k);
     for (u = 0; u < nrun; u++) {
-        const uint16_t *f = sam3__conv_src(s, k) + ro[u];
-        SAM3__PREFETCHR(f);
-        SAM3__PREFETCHR(f + re[u]);
+        SAM3__PREFETCHR(src + ro[u]);
+        SAM3__PREFETCHR(src + ro[u] + re[u]);
     }
 }
+/* B's panel of columns col .. col + nr (outputs in raster order), k p0 .. p0 + kc: the k pair
+   (k, k + 1) of column q at pb[k NR + 2 q] (sam3__bgemm_pack_b's layout), zeros past kc and nr.
+   The panel's columns fall in runs along output rows; row k = 9 i + 3 ky + kx of a run from
+   output (r, q) is xp's run from (r + ky, q + kx) in channel i. */
 #if defined(SAM3__BF16_X86)
+/* a and b's 32 16-bit lanes as 32 pairs (a[q], b[q]) into dst (64): rows k and k + 1 of a panel,
+   as its products take them */
+SAM3__KTARGET("avx512f,avx512bw") static SAM3__INLINE void sam3__store_pairs(__m512i a, __m512i b, uint16_t *dst) {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2,
+                                        33, 1, 32, 0); /* lanes 0..15 of a and b, interleaved */
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(a, lo, b));
+    _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(a, hi, b));
+}
 /* With AVX-512 (every CPU that runs the x86 bf16 kernels): each of a k pair's rows as one vector
    of the panel's 32 columns (BNR), a masked load a run (a run from panel column j placed there by
    a lane permutation), the pair interleaved by two more; the same panel as the scalar gather. */
 SAM3__KTARGET("avx512f,avx512bw") static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, int nr, uint16_t *pb) {
     const sam3__conv_bsrc *s = (const sam3__conv_bsrc *)arg;
-    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2,
-                                        33, 1, 32, 0); /* lanes 0..15 of two rows, interleaved */
-    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     __m512i sh[SAM3__BNR];   /* per run: lane q takes the loaded lane q - j */
     __mmask32 lm[SAM3__BNR]; /* per run: its lanes as loaded (0 .. len) */
     __mmask32 pm[SAM3__BNR]; /* per run: its lanes in the panel (j .. j + len) */
@@ -8699,10 +8708,11 @@ SAM3__KTARGET("avx512f,avx512bw") static void sam3__conv_bpack(const void *arg, 
     for (k = 0; k < kcp; k += 2) {
         __m512i v[2];
         for (h = 0; h < 2; h++) {
-            const uint16_t *src = sam3__conv_src(s, p0 + k + h);
+            const uint16_t *src;
             v[h] = _mm512_setzero_si512();
             sam3__conv_prefetch(s, p0 + k + h + SAM3__CONV_PF, p0 + kc, ro, re, nrun);
             if (k + h >= kc) continue;
+            src = sam3__conv_src(s, p0 + k + h);
             if (full) { /* one run of all 32 columns */
                 v[h] = _mm512_loadu_si512((const void *)(src + ro[0]));
                 continue;
@@ -8710,8 +8720,7 @@ SAM3__KTARGET("avx512f,avx512bw") static void sam3__conv_bpack(const void *arg, 
             for (u = 0; u < nrun; u++)
                 v[h] = _mm512_mask_mov_epi16(v[h], pm[u], _mm512_permutexvar_epi16(sh[u], _mm512_maskz_loadu_epi16(lm[u], (const void *)(src + ro[u]))));
         }
-        _mm512_storeu_si512((void *)(pb + (size_t)k * SAM3__BNR), _mm512_permutex2var_epi16(v[0], lo, v[1]));
-        _mm512_storeu_si512((void *)(pb + (size_t)k * SAM3__BNR + 32), _mm512_permutex2var_epi16(v[0], hi, v[1]));
+        sam3__store_pairs(v[0], v[1], pb + (size_t)k * SAM3__BNR);
     }
 }
 #else
@@ -8981,9 +8990,9 @@ static sam3_result sam3__mha_few_keys(sam3_ctx *c, const sam3__attn_w *w, const 
     sam3__gemm_xw(c, 0, 0, m, D, di, kd, di, &w->q, 0, D, 0.0f, g, D);
     sam3__gemm_xw(c, 0, 1, m, D, di, vd, di, &w->o, 0, di, 0.0f, u, D);
     sam3__gemm_act(c, bf, 0, 1, nq, m, D, ma->qin, D, g, D, 0.0f, sc, m);
-    /* an exponential a score: 8 element-wise operations' worth (on the calling thread, the DETR
-       encoder's 5184 x 40 scores kept every other thread waiting) */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)nq * m * 8 >= SAM3__PAR_MIN))
+    /* an exponential a score (on the calling thread, the DETR encoder's 5184 x 40 scores kept
+       every other thread waiting) */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 64) if((double)nq * m * SAM3__PAR_EXP >= SAM3__PAR_MIN))
     for (i = 0; i < nq; i++) sam3__softmax_groups(sc + (size_t)i * m, cb, scale, nh, nk);
     sam3__gemm_act(c, bf, 0, 0, nq, D, m, sc, m, u, D, 0.0f, out, D);
     if (res) {
@@ -9213,17 +9222,14 @@ static void sam3__rope_pack_bf16(sam3_ctx *c, const sam3__rope_args *ra, uint16_
 SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__v_pair_bf16(const float *a, const float *b, const float *bv,
                                                                                        uint16_t *dst) {
     __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16), b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-    __m512i ka, kb, lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3,
-                                          34, 2, 33, 1, 32, 0);
-    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    __m512i ka, kb;
     if (bv) {
         const __m512 c0 = _mm512_loadu_ps(bv), c1 = _mm512_loadu_ps(bv + 16);
         a0 = _mm512_add_ps(a0, c0), a1 = _mm512_add_ps(a1, c1), b0 = _mm512_add_ps(b0, c0), b1 = _mm512_add_ps(b1, c1);
     }
     ka = (__m512i)_mm512_cvtne2ps_pbh(a1, a0); /* key j's 32 channels */
     kb = (__m512i)_mm512_cvtne2ps_pbh(b1, b0);
-    _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi16(ka, lo, kb));
-    _mm512_storeu_si512((void *)(dst + 32), _mm512_permutex2var_epi16(ka, hi, kb));
+    sam3__store_pairs(ka, kb, dst);
 }
 #endif
 /* sam3__v_pack for the bf16 attention: v + bias rounded to bf16 as B panels of BNR channels with
@@ -10323,9 +10329,9 @@ static sam3_result sam3__clip_mlp_quick(sam3_ctx *c, const float *x, int n, int 
     ptrdiff_t i;
     if (!h) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__linear(c, x, n, T, fc1, TI, h);
-    /* an exponential a value, 16 element-wise operations' worth: a 5-token prompt's 20k values
-       on the calling thread would keep every other thread waiting, 24 times a prompt */
-    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)nh * 16 >= SAM3__PAR_MIN))
+    /* an exponential a value: a 5-token prompt's 20k values on the calling thread would keep every
+       other thread waiting, 24 times a prompt */
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static) if((double)nh * SAM3__PAR_EXP >= SAM3__PAR_MIN))
     for (i = 0; i < nh; i++) h[i] = h[i] / (1.0f + expf(-1.702f * h[i]));
     sam3__linear(c, h, n, TI, fc2, T, y);
     sam3__release(c, mk);
