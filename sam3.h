@@ -4864,6 +4864,12 @@ typedef struct sam3__ktab {
 #define sam3__conv3x3_bf16 SAM3__KN(sam3__conv3x3_bf16)
 #define sam3__conv_bpack SAM3__KN(sam3__conv_bpack)
 #define sam3__conv_bsrc SAM3__KN(sam3__conv_bsrc)
+#define sam3__conv_src SAM3__KN(sam3__conv_src)
+#define sam3__conv_prefetch SAM3__KN(sam3__conv_prefetch)
+#define sam3__conv3x3_amx SAM3__KN(sam3__conv3x3_amx)
+#define sam3__conv_amx_row SAM3__KN(sam3__conv_amx_row)
+#define sam3__conv_pairs_row SAM3__KN(sam3__conv_pairs_row)
+#define sam3__store_pairs SAM3__KN(sam3__store_pairs)
 #define sam3__conv_in_row SAM3__KN(sam3__conv_in_row)
 #define sam3__band_stats SAM3__KN(sam3__band_stats)
 #define sam3__convt2x2 SAM3__KN(sam3__convt2x2)
@@ -8753,12 +8759,160 @@ static void sam3__conv_bpack(const void *arg, int p0, int kc, int kcp, int col, 
     }
 }
 #endif
+#if defined(SAM3__BF16_AMX)
+/* The same conv on AMX with no im2col: a B tile (16 k pairs x 16 outputs) is a plain strided
+   load from xq, the rounded input with channel pairs interleaved, (H + 2, cpp, wq, 2): channels
+   2p and 2p + 1 of input (r, q) at row r + 1, pair p, column q + 1, zeros around and past cin.
+   16 pairs of one map row lie wq pairs apart, so tap (ky, kx) of outputs (r, x0 .. x0 + 15) is
+   the tile at row r + ky, column x0 + kx, and k runs tap by tap, 32 channels a step. A tiles
+   are the weight regrouped so (wt: (nob, 9, nks, 16, 32), output channel ob 16 + o, input
+   channel s 32 + c, tap t); C tiles start from the bias and are stored into y once. */
+/* Output row r, all output channels: blocks of 32 outputs (2 B tiles) x 32 channels (2 A
+   tiles). wt's tiles of a 16-channel block lie tsz apart; bt (nob, 16, 16): the bias, each row
+   one channel's. */
+SAM3__KTARGET("amx-tile,amx-bf16") static void sam3__conv_amx_row(const uint16_t *xq, int cpp, int wq, int nks, const uint16_t *wt,
+                                                                   const float *bt, int r, int W, int cout, size_t hw, float *y) {
+    float t[4 * 256]; /* (32, 32): a ragged block's tiles */
+    const size_t rowq = (size_t)cpp * wq * 2, tsz = (size_t)9 * nks * 512;
+    const long bs = (long)wq * 4, ys = (long)(hw * 4); /* bytes: from a B tile's pair to the next; from an output channel to the next */
+    int x0, o0, tap, s, i, j;
+    for (x0 = 0; x0 < W; x0 += 32) {
+        const int nx = SAM3__MIN(32, W - x0), two = nx > 16;
+        for (o0 = 0; o0 < cout; o0 += 32) {
+            const int no = SAM3__MIN(32, cout - o0);
+            const uint16_t *a = wt + (size_t)(o0 / 16) * tsz;
+            const float *b = bt + (size_t)o0 * 16;
+            float *yo = y + (size_t)o0 * hw + (size_t)r * W + x0;
+            _tile_loadd(0, b, 64);
+            _tile_loadd(1, b, 64);
+            _tile_loadd(2, b + 256, 64);
+            _tile_loadd(3, b + 256, 64);
+            for (tap = 0; tap < 9; tap++) {
+                const uint16_t *xs = xq + (size_t)(r + tap / 3) * rowq + (size_t)2 * (x0 + tap % 3);
+                for (s = 0; s < nks; s++, a += 512) {
+                    const uint16_t *bsrc = xs + (size_t)s * 32 * wq;
+                    _tile_loadd(4, a, 64);
+                    _tile_loadd(6, bsrc, bs);
+                    _tile_dpbf16ps(0, 4, 6);
+                    if (two) {
+                        _tile_loadd(7, bsrc + 32, bs);
+                        _tile_dpbf16ps(1, 4, 7);
+                    }
+                    _tile_loadd(5, a + tsz, 64);
+                    _tile_dpbf16ps(2, 5, 6);
+                    if (two) _tile_dpbf16ps(3, 5, 7);
+                }
+            }
+            if (nx == 32 && no == 32) {
+                _tile_stored(0, yo, ys);
+                _tile_stored(1, yo + 16, ys);
+                _tile_stored(2, yo + 16 * hw, ys);
+                _tile_stored(3, yo + 16 * hw + 16, ys);
+                continue;
+            }
+            _tile_stored(0, t, 128);
+            _tile_stored(1, t + 16, 128);
+            _tile_stored(2, t + 512, 128);
+            _tile_stored(3, t + 528, 128);
+            for (i = 0; i < no; i++)
+                for (j = 0; j < nx; j++) yo[(size_t)i * hw + j] = t[i * 32 + j];
+        }
+    }
+}
+/* xq's row of a channel pair (wx + 2, 2) into d from its two channels' rows t (2, wx), zeros
+   past the map; u (2, wx): their bf16. */
+SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__conv_pairs_row(const float *t, uint16_t *u, int wx, uint16_t *d) {
+    int q;
+    sam3__bf16_row_avx512(t, u, 2 * wx);
+    d[0] = d[1] = 0;
+    for (q = 0; q < wx; q += 32)
+        sam3__store_pairs(_mm512_loadu_si512((const void *)(u + q)), _mm512_loadu_si512((const void *)(u + wx + q)), d + 2 + 2 * q);
+    d[2 * wx + 2] = d[2 * wx + 3] = 0;
+}
+static sam3_result sam3__conv3x3_amx(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
+                                     int cout, float *y, double *st) {
+    sam3__mark mk = sam3__mark_get(c);
+    const int nks = (cin + 31) / 32, cpp = 16 * nks;     /* k steps a tap (32 channels each); channel pairs, padded */
+    const int wx = (W + 31) / 32 * 32, wq = wx + 2;      /* outputs a row in whole blocks; xq's row width */
+    const int nob = (cout + 31) / 32 * 2, nty = (H + 3) / 4; /* 16-channel blocks, whole pairs of them; GroupNorm bands */
+    const size_t hw = (size_t)H * W, tsz = (size_t)9 * nks * 512;
+    size_t nxq = 0, per = (size_t)3 * wx; /* per thread, floats: two input rows, then their bf16 */
+    uint16_t *xq, *wt;
+    float *bt, *tb;
+    ptrdiff_t task;
+    if (hw > INT_MAX || !sam3__mul((size_t)(H + 2) * cpp, (size_t)wq * 2, &nxq)) return SAM3_ERR_OUT_OF_MEMORY;
+    xq = (uint16_t *)(void *)sam3__sallocf(c, (nxq + 1) / 2);          /* (H + 2, cpp, wq, 2) */
+    wt = (uint16_t *)(void *)sam3__sallocf(c, (size_t)nob * tsz / 2);  /* (nob, 9, nks, 16, 32) */
+    bt = sam3__sallocf(c, (size_t)nob * 256);                            /* (nob, 16, 16) */
+    tb = sam3__sallocf(c, (size_t)c->nt * per);
+    if (!xq || !wt || !bt || !tb) {
+        sam3__release(c, mk);
+        return SAM3_ERR_OUT_OF_MEMORY;
+    }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < (ptrdiff_t)(H + 2) * cpp; task++) {
+        const int r = (int)(task / cpp) - 1, p = (int)(task % cpp);
+        uint16_t *d = xq + (size_t)task * wq * 2; /* (wq, 2): pair p of row r */
+        float *tr = sam3__thread_slice(tb, per);  /* (2, wx) */
+        uint16_t *u = (uint16_t *)(void *)(tr + 2 * wx); /* (2, wx) */
+        int h;
+        if (r < 0 || r >= H || 2 * p >= cin) {
+            memset(d, 0, (size_t)wq * 2 * sizeof(uint16_t));
+            continue;
+        }
+        for (h = 0; h < 2; h++) {
+            const int ch = 2 * p + h;
+            float *o = tr + (size_t)h * wx;
+            if (ch < cin) sam3__conv_in_row(x + (size_t)ch * hw, H, W, lo ? lo + (size_t)ch * lh * lw : NULL, lh, lw, r, o);
+            else memset(o, 0, (size_t)W * sizeof(float));
+            memset(o + W, 0, (size_t)(wx - W) * sizeof(float));
+        }
+        sam3__conv_pairs_row(tr, u, wx, d);
+    }
+    SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+    for (task = 0; task < (ptrdiff_t)nob * 9; task++) {
+        const int ob = (int)(task / 9), tap = (int)(task % 9);
+        uint16_t *d = wt + (size_t)task * nks * 512; /* (nks, 16, 32) */
+        int s, o, i;
+        for (s = 0; s < nks; s++)
+            for (o = 0; o < 16; o++)
+                for (i = 0; i < 32; i++) {
+                    const int oc = 16 * ob + o, ic = 32 * s + i;
+                    d[((size_t)s * 16 + o) * 32 + i] = oc < cout && ic < cin ? l->wh[(size_t)oc * 9 * cin + (size_t)9 * ic + tap] : 0;
+                }
+        if (tap == 0)
+            for (o = 0; o < 16; o++)
+                for (i = 0; i < 16; i++) bt[((size_t)ob * 16 + o) * 16 + i] = l->b && 16 * ob + o < cout ? l->b[16 * ob + o] : 0.0f;
+    }
+    SAM3__OMP(parallel num_threads(c->nt))
+    {
+        int r;
+        sam3__amx_begin();
+        SAM3__OMP(for schedule(dynamic, 1))
+        for (r = 0; r < H; r++) sam3__conv_amx_row(xq, cpp, wq, nks, wt, bt, r, W, cout, hw, y);
+        sam3__amx_end();
+    }
+    sam3__count(c, 18.0 * cout * cin * H * W); /* 9 taps an output and input channel, as the direct conv counts */
+    if (st) {
+        SAM3__OMP(parallel for num_threads(c->nt) schedule(static))
+        for (task = 0; task < (ptrdiff_t)cout * nty; task++) {
+            const int o = (int)(task / nty), b = (int)(task % nty);
+            sam3__band_stats(y + (size_t)o * hw + (size_t)4 * b * W, (size_t)SAM3__MIN(4, H - 4 * b) * W, st + (size_t)task * 3);
+        }
+    }
+    sam3__release(c, mk);
+    return SAM3_OK;
+}
+#endif
 /* x (cin, H, W) -> y (cout, H, W) as sam3__conv3x3_wino takes them, l->wh the weight. Returns
    SAM3_ERR_OUT_OF_MEMORY, y unwritten or part written, when its buffers cannot be had. */
 static sam3_result sam3__conv3x3_bf16(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                       int cout, float *y, double *st) {
     sam3__mark mk = sam3__mark_get(c);
     const int wp = W + 2, nty = (H + 3) / 4;
+#if defined(SAM3__BF16_AMX)
+    if (sam3__bgemm_kern(c->bk) == SAM3__BK_AMX) return sam3__conv3x3_amx(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
+#endif
     const size_t plane = (size_t)(H + 2) * wp, hw = (size_t)H * W;
     uint16_t *xp = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)cin * plane + 1) / 2); /* (cin, H + 2, wp) */
     float *tb = sam3__sallocf(c, (size_t)c->nt * W);                                       /* per thread: (W) an input row */

@@ -578,18 +578,20 @@ static void test_conv3x3(sam3_ctx *c) {
 }
 
 #if defined(SAM3__CONV_BF16)
-/* The 3x3 conv of a bf16 weight (sam3__conv3x3_bf16, the im2col packed panel by panel) on each
-   bf16 kernel this CPU has, bkc lowered to it: against the direct conv in double on the rounded
-   input (x plus the upsampled lo, in bf16), which it must match to f32's sums; and it must
-   differ from the f32 conv of the unrounded input by bf16's rounding (else it did not run). Maps
-   narrower than a panel (runs across output rows) and wider, K = 9 cin past one k block (AMX's
-   1024, AVX512-BF16's split); the GroupNorm statistics. An f32 weight, even with
-   SAM3_PRECISION_BF16, keeps the f32 conv. */
+/* The 3x3 conv of a bf16 weight (sam3__conv3x3_bf16: the im2col packed panel by panel; on AMX
+   sam3__conv3x3_amx, tiles loaded from the input) on each bf16 kernel this CPU has, bkc lowered
+   to it: against the direct conv in double on the rounded input (x plus the upsampled lo, in
+   bf16), which it must match to f32's sums; and it must differ from the f32 conv of the
+   unrounded input by bf16's rounding (else it did not run). Maps narrower than a panel (runs
+   across output rows) and wider, K = 9 cin past one k block (AVX512-BF16's split); on AMX, rows
+   of whole 32-output blocks, a last block of 16 or fewer, channels past a 32 block in and out;
+   the GroupNorm statistics. An f32 weight, even with SAM3_PRECISION_BF16, keeps the f32 conv. */
 static float bf16_round(float x) { return sam3__bf16_f32(sam3__f32_bf16(x)); }
 static void test_conv3x3_bf16(sam3_ctx *c) {
     static const int cfg[][6] = {/* cin, cout, H, W, lh, lw */
                                  {8, 3, 1, 2, 0, 0},    {3, 5, 5, 7, 0, 0},      {6, 7, 14, 22, 7, 11},
-                                 {16, 8, 13, 40, 6, 20}, {120, 9, 9, 15, 0, 0}, {540, 4, 6, 5, 3, 5}};
+                                 {16, 8, 13, 40, 6, 20}, {120, 9, 9, 15, 0, 0}, {540, 4, 6, 5, 3, 5},
+                                 {40, 40, 5, 48, 0, 0},  {64, 64, 6, 64, 3, 32}};
     const int bk0 = c->bk, bkc0 = c->bkc, bf0 = c->bf16, have = c->bk;
     int kern, ci, fails = 0, ran = 0;
     if (have < SAM3__BK_AVX512) {
