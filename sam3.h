@@ -109,7 +109,10 @@ DOCUMENTATION
    never changes it unless sam3_ctx_options.blas_threads > 0, which calls
    openblas_set_num_threads() and is process-global. Running several contexts concurrently needs a
    BLAS that is safe for concurrent calls (Debian's OpenBLAS pthread build is, since 0.3.7, but its
-   threads then compete for cores: set blas_threads = 1 and n_threads per context instead).
+   threads then compete for cores: set blas_threads = 1 and n_threads per context instead). With
+   that pthread build, set blas_threads = 1 for a single context too (the CLI and the Python
+   binding do): left at 0, its own pool wakes for every small product beside sam3's OpenMP
+   threads, and the two pools fight over the cores.
    OpenBLAS's OpenMP build (libopenblas0-openmp) sizes each call by the calling thread's OpenMP
    setting, which openblas_set_num_threads() changes only on the thread that calls it; so with
    that build sam3 sets the calling thread's omp_set_num_threads() to the context's count

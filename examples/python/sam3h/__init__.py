@@ -697,8 +697,11 @@ class Context(_Handle):
     thread at a time; any number of Contexts may run at once."""
     _free, _what = "sam3_ctx_free", "context"
 
-    def __init__(self, model, n_threads=0, blas_threads=0, precision="f32"):
-        """precision: "f32" or "bf16" (products with weights in bf16; a --dtype bf16 file's are anyway)."""
+    def __init__(self, model, n_threads=0, blas_threads=1, precision="f32"):
+        """n_threads: sam3's own threads (0: all cores). blas_threads: as sam3_ctx_options (1, as the
+        CLI: the BLAS single-threaded inside sam3's split products, one thread pool; 0: the BLAS's
+        threading left as it is; > 1: OpenBLAS's own threads, process-global).
+        precision: "f32" or "bf16" (products with weights in bf16; a --dtype bf16 file's are anyway)."""
         if not isinstance(model, Model):
             raise ArgumentTypeError(ERR_INVALID_ARG, "sam3: Context wants a Model, not %s" % type(model).__name__)
         self.model = model  # kept alive as long as the context
