@@ -242,6 +242,9 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.6.3  On AMX a bf16 file's 3x3 conv loads its B tiles straight from the input, laid out with
+          channel pairs interleaved (no im2col); the C tiles start from the bias. The Python
+          binding's Context defaults to blas_threads=1, as the CLI.
    1.6.2  The bf16 3x3 conv's im2col panels: gathered with AVX-512 on x86, and every row the
           packing reads fetched 48 rows ahead (a panel reads up to 768 rows of the input at once).
           A prompt's few-keys attention: one product for all heads, its softmax over the threads;
@@ -299,8 +302,8 @@ RECENT REVISIONS
 
 #define SAM3_VERSION_MAJOR 1
 #define SAM3_VERSION_MINOR 6
-#define SAM3_VERSION_PATCH 2
-#define SAM3_VERSION_STRING "1.6.2"
+#define SAM3_VERSION_PATCH 3
+#define SAM3_VERSION_STRING "1.6.3"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
