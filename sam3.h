@@ -8916,9 +8916,6 @@ static sam3_result sam3__conv3x3_bf16(sam3_ctx *c, const float *x, const float *
                                       int cout, float *y, double *st) {
     sam3__mark mk = sam3__mark_get(c);
     const int wp = W + 2, nty = (H + 3) / 4;
-#if defined(SAM3__BF16_AMX)
-    if (sam3__bgemm_kern(c->bk) == SAM3__BK_AMX) return sam3__conv3x3_amx(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
-#endif
     const size_t plane = (size_t)(H + 2) * wp, hw = (size_t)H * W;
     uint16_t *xp = (uint16_t *)(void *)sam3__sallocf(c, ((size_t)cin * plane + 1) / 2); /* (cin, H + 2, wp) */
     float *tb = sam3__sallocf(c, (size_t)c->nt * W);                                       /* per thread: (W) an input row */
@@ -8984,8 +8981,8 @@ static int sam3__wino_rows(const sam3_ctx *c, int nty, int ntx) {
     const int gr = sam3__wino_block(c, ntx);
     return c->split && c->nt >= 2 && nty / gr >= 4 * c->nt ? gr : 0;
 }
-/* The dispatch: in bf16 for a bf16 weight (sam3__conv3x3_bf16), else Winograd; the direct
-   sam3__ref_conv3x3 (the spec) in a reference build. */
+/* The dispatch: in bf16 for a bf16 weight (sam3__conv3x3_amx on AMX, else sam3__conv3x3_bf16),
+   else Winograd; the direct sam3__ref_conv3x3 (the spec) in a reference build. */
 static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, int lh, int lw, int cin, int H, int W, const sam3__lin *l,
                                  int cout, float *y, double *st) {
 #if defined(SAM3__KREF)
@@ -8993,8 +8990,12 @@ static sam3_result sam3__conv3x3(sam3_ctx *c, const float *x, const float *lo, i
     return sam3__ref_conv3x3(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
 #else
 #if defined(SAM3__BF16_VEC)
-    if (l->wh && c->bk >= c->bkc && sam3__bgemm_kern(c->bk) != SAM3__BK_REF)
+    if (l->wh && c->bk >= c->bkc && sam3__bgemm_kern(c->bk) != SAM3__BK_REF) {
+#if defined(SAM3__BF16_AMX)
+        if (sam3__bgemm_kern(c->bk) == SAM3__BK_AMX) return sam3__conv3x3_amx(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
+#endif
         return sam3__conv3x3_bf16(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
+    }
 #endif
     return sam3__conv3x3_wino(c, x, lo, lh, lw, cin, H, W, l, cout, y, st);
 #endif
