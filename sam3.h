@@ -8652,7 +8652,8 @@ static sam3_result sam3__conv3x3_wino(sam3_ctx *c, const float *x, const float *
    in f32. An f32 weight (SAM3_PRECISION_BF16) keeps the f32 conv: with both operands rounded,
    the tiny models' worst mask falls below test_parity --bf16's bar. B is never formed: the
    product's packing asks sam3__conv_bpack for each of its panels, gathered from xp, the rounded
-   input with a zero row and column on each side. */
+   input with a zero row and column on each side. On AMX, sam3__conv3x3_amx runs the same conv
+   with no panels at all (its tiles loaded from the input). */
 typedef struct sam3__conv_bsrc {
     const uint16_t *xp; /* (cin, H + 2, wp): input (r, q) of channel i at row r + 1, column q + 1 */
     size_t plane;       /* (H + 2) wp: a channel's padded map */
