@@ -242,6 +242,8 @@ DOCUMENTATION
      binding's own interfaces (versioned with it, documented in README.md).
 
 RECENT REVISIONS
+   1.6.4  The mask product (kept queries x pixel features) runs in bf16 where the weights' products
+          do, as the other products between activations.
    1.6.3  On AMX a bf16 file's 3x3 conv loads its B tiles straight from the input, laid out with
           channel pairs interleaved (no im2col); the C tiles start from the bias. The Python
           binding's Context defaults to blas_threads=1, as the CLI.
@@ -302,8 +304,8 @@ RECENT REVISIONS
 
 #define SAM3_VERSION_MAJOR 1
 #define SAM3_VERSION_MINOR 6
-#define SAM3_VERSION_PATCH 3
-#define SAM3_VERSION_STRING "1.6.3"
+#define SAM3_VERSION_PATCH 4
+#define SAM3_VERSION_STRING "1.6.4"
 #define SAM3_VERSION (SAM3_VERSION_MAJOR * 10000 + SAM3_VERSION_MINOR * 100 + SAM3_VERSION_PATCH)
 #define SAM3_FILE_FORMAT_VERSION 1
 
@@ -419,8 +421,9 @@ typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int
    inputs of each such product to bf16 and sums in f32 on CPUs with bf16 products (AVX512-BF16,
    AMX, aarch64's BF16) and on the reference path; norms, softmax, residual sums stay f32, and so
    do the 3x3 convs of f32 weights. A file converted with --dtype bf16 runs its bf16 weights'
-   products, its 3x3 convs too (SAM3_BF16_CONV_KERNEL), in bf16 whatever this says. On the
-   other paths (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32
+   products, its 3x3 convs too (SAM3_BF16_CONV_KERNEL), in bf16 whatever this says. Either way
+   a few products between activations go bf16 with them: the mask product (queries x pixel
+   features) and the tracker's two-way transformer's attention. On the other paths (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32
    (exactly) for an f32 product: there rounding the activations would only cost time. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
 
@@ -4779,6 +4782,7 @@ typedef struct sam3__ktab {
     sam3_result (*ffn)(sam3_ctx *c, const sam3__ffn_w *f, const float *x, int n, int in, int hidden, int out, float *y);
     void (*gelu_bias)(sam3_ctx *c, float *x, size_t rows, int d, const float *b);
     void (*gemm)(sam3_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    void (*gemm_act)(sam3_ctx *c, int bf, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
     int (*gemm_bf16_gelu)(sam3_ctx *c, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wh, int ldw, const float *b, uint16_t *Ch, int ldch, size_t ldt);
     void (*gemm_bf16_at)(sam3_ctx *c, int M, int N, int K, const uint16_t *At, size_t ldt, const float *W, const uint16_t *Wh, int ldw, float *C, int ldc);
     void (*gemm_mixed)(sam3_ctx *c, int ta, int tb, int M, int N, int K, const float *A, const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc);
@@ -5069,6 +5073,8 @@ SAM3__KPOP
 #define sam3__gelu_bias(c, ...) ((c)->k->gelu_bias((c), __VA_ARGS__))
 #undef sam3__gemm
 #define sam3__gemm(c, ...) ((c)->k->gemm((c), __VA_ARGS__))
+#undef sam3__gemm_act
+#define sam3__gemm_act(c, ...) ((c)->k->gemm_act((c), __VA_ARGS__))
 #undef sam3__gemm_bf16_gelu
 #define sam3__gemm_bf16_gelu(c, ...) ((c)->k->gemm_bf16_gelu((c), __VA_ARGS__))
 #undef sam3__gemm_bf16_at
@@ -9762,6 +9768,7 @@ static const sam3__ktab SAM3__KN(sam3__kt) = {SAM3__KNAME,
     sam3__ffn,
     sam3__gelu_bias,
     sam3__gemm,
+    sam3__gemm_act,
     sam3__gemm_bf16_gelu,
     sam3__gemm_bf16_at,
     sam3__gemm_mixed,
@@ -10970,7 +10977,9 @@ static sam3_result sam3__mask_decoder(sam3_ctx *c, const float *mem, const float
         }
         for (j = 0; j < hw0; j++) x[(size_t)D * hw0 + j] = 1.0f;
     }
-    sam3__gemm(c, 0, 0, Q, (int)hw0, kb, 1.0f, mw, D + 1, x, (int)hw0, 0.0f, masks, (int)hw0);
+    /* a bf16 product where the file's weights are bf16 or the context runs bf16 products, as the
+       other products between activations (sam3__gemm_act); the f32 path stays f32 */
+    sam3__gemm_act(c, w->inst_proj.wh || c->bf16, 0, 0, Q, (int)hw0, kb, mw, D + 1, x, (int)hw0, 0.0f, masks, (int)hw0);
     if (semantic) sam3__conv1x1(c, x, 0, D, (int)hw0, &w->sem_proj, 1, semantic);
     sam3__release(c, mk);
     return SAM3_OK;
