@@ -423,8 +423,9 @@ typedef void (*sam3_tap_fn)(void *user, const char *name, const float *data, int
    do the 3x3 convs of f32 weights. A file converted with --dtype bf16 runs its bf16 weights'
    products, its 3x3 convs too (SAM3_BF16_CONV_KERNEL), in bf16 whatever this says. Either way
    a few products between activations go bf16 with them: the mask product (queries x pixel
-   features) and the tracker's two-way transformer's attention. On the other paths (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32
-   (exactly) for an f32 product: there rounding the activations would only cost time. */
+   features) and the tracker's two-way transformer's attention (clicks, video). On the other paths
+   (avx512, avx2, neon, portable) BF16 is F32, and a bf16 weight is widened to f32 (exactly) for
+   an f32 product: there rounding the activations would only cost time. */
 typedef enum sam3_precision { SAM3_PRECISION_F32 = 0, SAM3_PRECISION_BF16 = 1 } sam3_precision;
 
 /* Kernel paths (sam3_ctx_options.isa; $SAM3_ISA takes their sam3_isa_name). A build holds the
