@@ -6226,13 +6226,24 @@ static int sam3__bgemm_ref(sam3_ctx *c, const sam3__gemm_args *g) {
    packing of B: the rows of A rounded to bf16 once (a, (M, kp)), then 4 rows of B at a time, in
    L1 while every row of A passes over them, 4 x 4 sums of 32-wide vdpbf16ps reduced at the end.
    For the text encoder's 32 tokens, the prompt's and the tracker's few: packing the whole weight
-   for them would cost as much as the product. */
+   for them would cost as much as the product. One call: B's rows j0 .. j0 + nb of N. */
+#ifndef SAM3__BSMALL_PFD
+#define SAM3__BSMALL_PFD 4 /* rows ahead that sam3__bgemm_small_cols fetches (0: none) */
+#endif
 SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_small_cols(int M, int K, int kp, const uint16_t *a,
                                                                                             const float *B, const uint16_t *Bh, int ldb,
-                                                                                            int j0, int nb, float beta, float *C, int ldc) {
+                                                                                            int j0, int nb, int N, float beta, float *C, int ldc) {
     int m0, q, k, r;
     const float *w[4];
     const uint16_t *wh[4];
+    /* the 4 rows SAM3__BSMALL_PFD ahead (where B has them) fetched as these stream: a weight row
+       of a few-token product is read once, 2-8 KB, too short for the hardware prefetchers to run
+       ahead of it, and one core's own misses are too few to reach the memory's rate */
+    const size_t pfs = Bh ? sizeof(uint16_t) : sizeof(float); /* bytes a value */
+    const size_t po = (size_t)(j0 + SAM3__BSMALL_PFD) * ldb; /* their first value */
+    const char *pf = SAM3__BSMALL_PFD <= 0 || j0 + SAM3__BSMALL_PFD + 4 > N ? NULL
+                     : Bh                                                   ? (const char *)(const void *)(Bh + po)
+                                                                            : (const char *)(const void *)(B + po);
     for (q = 0; q < 4; q++) { /* past nb: the last row again, not stored */
         const size_t o = (size_t)(j0 + SAM3__MIN(q, nb - 1)) * ldb;
         w[q] = B ? B + o : NULL;
@@ -6245,6 +6256,12 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_small_cols(
             for (q = 0; q < 4; q++) acc[r][q] = _mm512_setzero_ps();
         for (k = 0; k < K; k += 32) {
             __m512bh bv[4];
+            if (m0 == 0 && pf)
+                for (q = 0; q < 4; q++) {
+                    const char *l = pf + ((size_t)q * ldb + (size_t)k) * pfs; /* 32 values: a line, two in f32 */
+                    _mm_prefetch(l, _MM_HINT_T0);
+                    if (pfs == sizeof(float) && k + 16 < K) _mm_prefetch(l + 64, _MM_HINT_T0);
+                }
             for (q = 0; q < 4; q++) bv[q] = sam3__bf16_load32(w[q], wh[q], k, K);
             for (r = 0; r < 4; r++) {
                 const __m512bh av = (__m512bh)_mm512_loadu_si512((const void *)(a + (size_t)(m0 + SAM3__MIN(r, mr - 1)) * kp + k));
@@ -6283,7 +6300,7 @@ static int sam3__bgemm_small(sam3_ctx *c, int kern, const sam3__gemm_args *g) {
     /* in dynamic chunks: a thread slowed by other work beside it leaves its share to the others */
     SAM3__OMP(parallel for num_threads(c->nt) schedule(dynamic, 4) if((double)M * N * K > 2e5 && !omp_in_parallel()))
     for (jq = 0; jq < (N + 3) / 4; jq++)
-        sam3__bgemm_small_cols(M, K, kp, a, g->bh ? NULL : g->b, g->bh, g->ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), g->beta, g->c, g->ldc);
+        sam3__bgemm_small_cols(M, K, kp, a, g->bh ? NULL : g->b, g->bh, g->ldb, 4 * jq, SAM3__MIN(4, N - 4 * jq), N, g->beta, g->c, g->ldc);
     sam3__kbuf_put(c, &kb);
     return 1;
 #else
