@@ -4827,6 +4827,7 @@ typedef struct sam3__ktab {
 #define sam3__attention_packed_fast SAM3__KN(sam3__attention_packed_fast)
 #define sam3__attention_rel SAM3__KN(sam3__attention_rel)
 #define sam3__attention_rope SAM3__KN(sam3__attention_rope)
+#define sam3__attention_tiny SAM3__KN(sam3__attention_tiny)
 #define sam3__attn_flops SAM3__KN(sam3__attn_flops)
 #define sam3__attn_rows SAM3__KN(sam3__attn_rows)
 #define sam3__attn_job SAM3__KN(sam3__attn_job)
@@ -7884,19 +7885,64 @@ static void sam3__attn_rows(const sam3__attn_job *j, int r0, int r1) {
     sam3__ftz_leave(fpmode);
 }
 
+/* An attention of a few keys (the text encoder's, 5 x 5 a head) directly, one (head, query) at a
+   time on the calling thread, as sam3__ref_attention with its dot products vectorised: the
+   blocked path's key panels, query tiles and scratch (keys padded to a whole panel) cost several
+   times all of its products there. nk <= SAM3__ATT_TINY_NK, hd <= SAM3__ATT_TINY_HD, no bias. */
+#define SAM3__ATT_TINY_NK 16
+#define SAM3__ATT_TINY_HD 256
+static void sam3__attention_tiny(const sam3__attn_args *at) {
+    const int nk = at->nk, hd = at->hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float p[SAM3__ATT_TINY_NK], o[SAM3__ATT_TINY_HD]; /* a row's probabilities, its output */
+    int h, i, j, d;
+    for (h = 0; h < at->nh; h++)
+        for (i = 0; i < at->nq; i++) {
+            const int lim = at->causal ? SAM3__MIN(i + 1, nk) : nk;
+            const float *qi = at->q + (size_t)i * at->ldq + (size_t)h * hd;
+            float *oi = at->out + (size_t)i * at->ldo + (size_t)h * hd; /* may be qi: written last */
+            float mx = -FLT_MAX, sum = 0, inv;
+            for (j = 0; j < lim; j++) {
+                const float *kj = at->k + (size_t)j * at->ldk + (size_t)h * hd;
+                sam3__vx acc = sam3__vx_set1(0.0f);
+                float s;
+                for (d = 0; d + SAM3__VX <= hd; d += SAM3__VX) acc = sam3__vx_fmadd(sam3__vx_load(qi + d), sam3__vx_load(kj + d), acc);
+                s = sam3__vx_hsum(acc);
+                for (; d < hd; d++) s += qi[d] * kj[d];
+                p[j] = s * scale;
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            for (j = 0; j < lim; j++) sum += p[j] = sam3__fexp(p[j] - mx);
+            for (d = 0; d < hd; d++) o[d] = 0;
+            for (j = 0; j < lim; j++) {
+                const float *vj = at->v + (size_t)j * at->ldv + (size_t)h * hd, pj = p[j];
+                for (d = 0; d < hd; d++) o[d] += pj * vj[d];
+            }
+            inv = 1.0f / sum;
+            for (d = 0; d < hd; d++) oi[d] = o[d] * inv;
+        }
+}
+
 /* One attention (DETR, CLIP, SAM 1 and the heads), K and V packed here first: the ViT's go
    through sam3__attention_packed, packed by the passes that produce them. */
 static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) {
     const int nq = at->nq, nk = at->nk, nh = at->nh, hd = at->hd;
-    sam3__mark mk = sam3__mark_get(c);
+    sam3__mark mk;
     const float scale = 1.0f / sqrtf((float)hd);
     const int PW = SAM3__ATT_PW, rows = SAM3__ATT_ROWS, nblk = (nq + rows - 1) / rows;
     const int npan = (nk + PW - 1) / PW, nkp = npan * PW;
     const int kb = sam3__att_kb(nk);
     const size_t per_thr = (size_t)rows * kb + (size_t)rows * hd * 2 + (size_t)rows * SAM3__VW; /* scores, query tiles, sums */
-    float *kt = sam3__sallocf(c, (size_t)nh * nkp * hd); /* (nh, npan, hd, PW) key panels, zero-padded */
-    float *vp = sam3__sallocf(c, (size_t)nh * nk * hd);  /* (nh, nk, hd) values per head, contiguous */
-    float *sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
+    float *kt, *vp, *sbuf;
+    if (nk >= 1 && nk <= SAM3__ATT_TINY_NK && hd <= SAM3__ATT_TINY_HD && !at->relh && sam3__attn_flops(at) < 2 * SAM3__PAR_MIN) {
+        sam3__count(c, sam3__attn_flops(at));
+        sam3__attention_tiny(at);
+        return SAM3_OK;
+    }
+    mk = sam3__mark_get(c);
+    kt = sam3__sallocf(c, (size_t)nh * nkp * hd);        /* (nh, npan, hd, PW) key panels, zero-padded */
+    vp = sam3__sallocf(c, (size_t)nh * nk * hd);         /* (nh, nk, hd) values per head, contiguous */
+    sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__count(c, sam3__attn_flops(at));
     /* an attention of a few tokens (the text encoder's 24, each 5 x 5 a head) on the calling
