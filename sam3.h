@@ -243,7 +243,8 @@ DOCUMENTATION
 
 RECENT REVISIONS
    1.6.4  The mask product (kept queries x pixel features) runs in bf16 where the weights' products
-          do, as the other products between activations.
+          do, as the other products between activations. Few-row bf16 products (the text
+          encoder's) fetch their weight rows ahead; attentions of up to 16 keys run directly.
    1.6.3  On AMX a bf16 file's 3x3 conv loads its B tiles straight from the input, laid out with
           channel pairs interleaved (no im2col); the C tiles start from the bias. The Python
           binding's Context defaults to blas_threads=1, as the CLI.
@@ -7945,8 +7946,8 @@ static sam3_result sam3__attention_fast(sam3_ctx *c, const sam3__attn_args *at) 
     sbuf = sam3__sallocf(c, (size_t)c->nt * per_thr);
     if (!kt || !vp || !sbuf) return SAM3_ERR_OUT_OF_MEMORY;
     sam3__count(c, sam3__attn_flops(at));
-    /* an attention of a few tokens (the text encoder's 24, each 5 x 5 a head) on the calling
-       thread: a team's fork and two joins cost more than all of it */
+    /* a small attention with more keys than sam3__attention_tiny takes on the calling thread
+       too: a team's fork and two joins cost more than all of it */
     SAM3__OMP(parallel num_threads(c->nt) if(sam3__attn_flops(at) >= 2 * SAM3__PAR_MIN))
     {
         float *s = sam3__thread_slice(sbuf, per_thr); /* (rows, KB) scores */
