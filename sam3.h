@@ -6242,10 +6242,9 @@ SAM3__KTARGET("avx512f,avx512bw,avx512bf16") static void sam3__bgemm_small_cols(
        of a few-token product is read once, 2-8 KB, too short for the hardware prefetchers to run
        ahead of it, and one core's own misses are too few to reach the memory's rate */
     const size_t pfs = Bh ? sizeof(uint16_t) : sizeof(float); /* bytes a value */
-    const size_t po = (size_t)(j0 + SAM3__BSMALL_PFD) * ldb; /* their first value */
-    const char *pf = SAM3__BSMALL_PFD <= 0 || j0 + SAM3__BSMALL_PFD + 4 > N ? NULL
-                     : Bh                                                   ? (const char *)(const void *)(Bh + po)
-                                                                            : (const char *)(const void *)(B + po);
+    const char *pf = SAM3__BSMALL_PFD > 0 && j0 + SAM3__BSMALL_PFD + 4 <= N
+                         ? (const char *)(Bh ? (const void *)Bh : (const void *)B) + (size_t)(j0 + SAM3__BSMALL_PFD) * ldb * pfs
+                         : NULL;
     for (q = 0; q < 4; q++) { /* past nb: the last row again, not stored */
         const size_t o = (size_t)(j0 + SAM3__MIN(q, nb - 1)) * ldb;
         w[q] = B ? B + o : NULL;
@@ -7902,7 +7901,7 @@ static void sam3__attention_tiny(const sam3__attn_args *at) {
             const int lim = at->causal ? SAM3__MIN(i + 1, nk) : nk;
             const float *qi = at->q + (size_t)i * at->ldq + (size_t)h * hd;
             float *oi = at->out + (size_t)i * at->ldo + (size_t)h * hd; /* may be qi: written last */
-            float mx = -FLT_MAX, sum = 0, inv;
+            float mx = -FLT_MAX, inv;
             for (j = 0; j < lim; j++) {
                 const float *kj = at->k + (size_t)j * at->ldk + (size_t)h * hd;
                 sam3__vx acc = sam3__vx_set1(0.0f);
@@ -7913,13 +7912,12 @@ static void sam3__attention_tiny(const sam3__attn_args *at) {
                 p[j] = s * scale;
                 mx = p[j] > mx ? p[j] : mx;
             }
-            for (j = 0; j < lim; j++) sum += p[j] = sam3__fexp(p[j] - mx);
+            inv = 1.0f / sam3__exp_sum(p, lim, mx);
             for (d = 0; d < hd; d++) o[d] = 0;
             for (j = 0; j < lim; j++) {
                 const float *vj = at->v + (size_t)j * at->ldv + (size_t)h * hd, pj = p[j];
                 for (d = 0; d < hd; d++) o[d] += pj * vj[d];
             }
-            inv = 1.0f / sum;
             for (d = 0; d < hd; d++) oi[d] = o[d] * inv;
         }
 }
